@@ -1,0 +1,85 @@
+// A collective algorithm as plain data: who sends which piece of the buffer
+// to whom, step by step.
+//
+// The same Plan is what the executor runs over a Communicator, what the cost
+// model prices, what the tests replay on paper, and what the visualizer
+// animates. No LibTorch here.
+//
+// Conventions
+// - The buffer has `count` elements of `elem_bytes` bytes on every rank.
+//   Chunked algorithms split it into `world_size` chunks; chunk c covers
+//   chunk_range(count, world_size, c) (the first count % p chunks get one
+//   element more), so any count works, 0 and count < p included.
+// - reduce_scatter: rank r ends with chunk r reduced (other chunks undefined).
+//   all_gather: rank r starts with chunk r valid; all end with every chunk.
+// - Within one step a rank's sends read its buffer as it was when the step
+//   began; received pieces are then combined (reduce) or copied in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace distlab::collectives {
+
+enum class Collective { kBroadcast, kReduce, kAllReduce, kReduceScatter, kAllGather };
+
+enum class Algorithm {
+  kSequential,       // broadcast/reduce: the root talks to each rank in turn
+  kTree,             // broadcast/reduce: binomial tree, ceil(log2 p) steps
+  kReduceBroadcast,  // all-reduce: tree reduce to rank 0, then tree broadcast
+  kRing,             // all-reduce = reduce-scatter + all-gather around a ring
+  kHalvingDoubling,  // all-reduce: recursive halving (reduce-scatter) + doubling (all-gather)
+};
+
+struct Range {
+  int64_t offset = 0;  // in elements
+  int64_t count = 0;
+};
+
+// Elements of chunk `c` when `count` elements are split into `parts` chunks.
+Range chunk_range(int64_t count, int parts, int c);
+
+struct Transfer {
+  int src = 0;
+  int dst = 0;
+  int chunk = -1;       // which chunk moves (-1: the whole buffer)
+  Range range;          // the elements moved
+  bool reduce = false;  // true: dst combines into its buffer; false: dst overwrites
+};
+
+struct Step {
+  std::vector<Transfer> transfers;
+};
+
+struct Plan {
+  Collective collective = Collective::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;
+  int world_size = 1;
+  int root = 0;
+  int64_t count = 0;
+  int elem_bytes = 4;
+  std::vector<Step> steps;
+
+  // Bytes rank `rank` sends over the whole plan.
+  int64_t bytes_sent_by(int rank) const;
+  int64_t bytes_received_by(int rank) const;
+};
+
+// Builds the plan. Throws std::invalid_argument (naming the bad value) for
+// world_size < 1 or > 1024, count < 0, a root out of range, or an algorithm
+// that does not implement the collective.
+Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64_t count, int root = 0,
+               int elem_bytes = 4);
+
+// The algorithms that implement `collective`, in teaching order.
+std::vector<Algorithm> algorithms_for(Collective collective);
+
+const char* to_string(Collective collective);
+const char* to_string(Algorithm algorithm);
+// "broadcast", "all_reduce", ... / "ring", "tree", ... ('-' accepted for '_').
+// Throw std::invalid_argument listing the valid names.
+Collective parse_collective(const std::string& name);
+Algorithm parse_algorithm(const std::string& name);
+
+}  // namespace distlab::collectives

@@ -1,0 +1,110 @@
+// Who talks to whom: the Communicator of one rank.
+//
+// Everything DistLab moves between ranks goes through these calls: the
+// collectives of lib/collectives are written over isend/irecv alone, and the
+// backend's own ("native") broadcast, reduce and all-reduce are the reference
+// they are tested against and the fast path DDP can choose.
+//
+// Rules, the same for every backend:
+// - Tensors are contiguous; a recv's tensor is allocated by the caller with
+//   the dtype and element count of the matching send.
+// - Messages from one rank to another with one tag arrive in the order sent.
+// - A non-blocking call returns a Work; the tensor must stay untouched until
+//   wait() returns. wait() throws TimeoutError after timeout() naming the
+//   operation and the peer it waited for: nothing waits forever.
+// - Native collectives are called by every rank, in the same order.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "comm/errors.hpp"
+#include "comm/reduce_op.hpp"
+#include "trace/recorder.hpp"
+
+namespace distlab::comm {
+
+using Milliseconds = std::chrono::milliseconds;
+inline constexpr Milliseconds kDefaultTimeout{std::chrono::minutes(3)};
+
+// A pending send or recv.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until done. Throws TimeoutError or CommError.
+  virtual void wait() = 0;
+  // True once done (never throws; wait() reports errors).
+  virtual bool is_completed() = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+struct CommOptions {
+  Milliseconds timeout = kDefaultTimeout;
+  // Shared by every rank of a process; null or without sinks = no tracing.
+  std::shared_ptr<trace::Recorder> recorder;
+};
+
+class Communicator {
+ public:
+  Communicator(int rank, int size, CommOptions options);
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual std::string backend() const = 0;
+  Milliseconds timeout() const { return options_.timeout; }
+  trace::Recorder* recorder() const { return options_.recorder.get(); }
+  const std::shared_ptr<trace::Recorder>& recorder_ptr() const { return options_.recorder; }
+
+  // Point to point. tag >= 0.
+  WorkPtr isend(const at::Tensor& tensor, int peer, int tag = 0);
+  WorkPtr irecv(at::Tensor& tensor, int peer, int tag = 0);
+  void send(const at::Tensor& tensor, int peer, int tag = 0) { isend(tensor, peer, tag)->wait(); }
+  void recv(at::Tensor& tensor, int peer, int tag = 0) { irecv(tensor, peer, tag)->wait(); }
+
+  // Returns once every rank has called it.
+  void barrier();
+
+  // The backend's own collectives, in place.
+  void native_broadcast(at::Tensor& tensor, int root);
+  void native_reduce(at::Tensor& tensor, int root, ReduceOp op = ReduceOp::kSum);
+  void native_all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::kSum);
+
+ protected:
+  virtual WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) = 0;
+  virtual WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) = 0;
+  virtual void do_barrier() = 0;
+  virtual void do_broadcast(at::Tensor& tensor, int root) = 0;
+  virtual void do_reduce(at::Tensor& tensor, int root, ReduceOp op) = 0;
+  virtual void do_all_reduce(at::Tensor& tensor, ReduceOp op) = 0;
+
+  // "rank 2: recv from rank 0 (tag 5)": the start of every message.
+  std::string describe(const char* op, int peer, int tag) const;
+
+ private:
+  void check_peer(const char* op, int peer, int tag) const;
+  void check_tensor(const char* op, const at::Tensor& tensor) const;
+  void check_root(const char* op, int root) const;
+  // The n-th message to/from (peer, tag), for flow ids in the trace.
+  uint64_t next_seq(std::map<std::pair<int, int>, uint64_t>& counters, int peer, int tag);
+
+  int rank_;
+  int size_;
+  CommOptions options_;
+  std::mutex seq_mutex_;
+  std::map<std::pair<int, int>, uint64_t> send_seq_;
+  std::map<std::pair<int, int>, uint64_t> recv_seq_;
+};
+
+// Raises TimeoutError for `what` (from Communicator::describe) after `timeout`.
+[[noreturn]] void throw_timeout(const std::string& what, Milliseconds timeout, const std::string& hint);
+
+}  // namespace distlab::comm

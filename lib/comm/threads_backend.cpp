@@ -1,0 +1,340 @@
+#include "comm/threads_backend.hpp"
+
+#include <ATen/ATen.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace distlab::comm {
+
+// ------------------------------------------------------------------ state
+
+struct OpStatus {
+  bool matched = false;  // paired with its partner (the copy may still run)
+  bool done = false;     // the copy finished (or failed: error is set)
+  std::string error;
+};
+
+// A send or recv posted before its partner.
+struct PendingOp {
+  at::Tensor tensor;
+  std::shared_ptr<OpStatus> status;
+};
+
+// Messages from src to dst with one tag: posted sends and recvs waiting for
+// a partner. At most one of the two queues is non-empty at any time.
+struct Channel {
+  std::deque<PendingOp> sends;
+  std::deque<PendingOp> recvs;
+};
+
+class ThreadWorld {
+ public:
+  ThreadWorld(int size, CommOptions options)
+      : size_(size), options_(std::move(options)), slots_(size), partials_(size), present_(size), what_(size) {}
+
+  int size() const { return size_; }
+  const CommOptions& options() const { return options_; }
+
+  std::mutex mutex;
+  std::condition_variable cv;  // any op completed, a rendezvous opened, or abort
+  std::map<std::tuple<int, int, int>, Channel> channels;  // (src, dst, tag)
+  bool aborted = false;
+  std::string abort_reason;
+
+  void abort_locked(const std::string& reason) {
+    if (!aborted) {
+      aborted = true;
+      abort_reason = reason;
+    }
+    cv.notify_all();
+  }
+
+  // Every rank calls it with the same `what`; returns when all have.
+  // `tensor` is published in slots_[rank] for the others to read.
+  void rendezvous(int rank, const std::string& what, const at::Tensor& tensor);
+  std::vector<at::Tensor>& slots() { return slots_; }
+  std::vector<at::Tensor>& partials() { return partials_; }
+
+ private:
+  int size_;
+  CommOptions options_;
+  std::vector<at::Tensor> slots_;
+  std::vector<at::Tensor> partials_;
+  uint64_t generation_ = 0;
+  int arrived_ = 0;
+  std::vector<bool> present_;
+  std::vector<std::string> what_;
+};
+
+void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor& tensor) {
+  std::unique_lock<std::mutex> lock(mutex);
+  if (aborted) throw CommError("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
+  const uint64_t generation = generation_;
+  slots_[rank] = tensor;
+  what_[rank] = what;
+  present_[rank] = true;
+  if (++arrived_ == size_) {
+    // The last to arrive checks that everybody called the same collective.
+    for (int r = 1; r < size_; ++r) {
+      if (what_[r] != what_[0]) {
+        std::string reason = "ranks disagree on the collective: rank 0 called " + what_[0] + " but rank " +
+                             std::to_string(r) + " called " + what_[r];
+        abort_locked(reason);
+        throw CommError("rank " + std::to_string(rank) + ": " + reason);
+      }
+    }
+    arrived_ = 0;
+    std::fill(present_.begin(), present_.end(), false);
+    ++generation_;
+    cv.notify_all();
+    return;
+  }
+  const bool opened = cv.wait_for(lock, options_.timeout, [&] { return generation_ != generation || aborted; });
+  if (generation_ != generation) return;
+  if (!opened) {
+    std::ostringstream missing;
+    for (int r = 0; r < size_; ++r)
+      if (!present_[r]) missing << (missing.tellp() > 0 ? ", " : "") << r;
+    std::string reason = "rank " + std::to_string(rank) + ": " + what + " did not complete within " +
+                         std::to_string(options_.timeout.count()) + " ms: waiting for rank(s) " + missing.str() +
+                         ", which never joined it";
+    abort_locked(reason);
+    throw TimeoutError(reason);
+  }
+  throw CommError("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
+}
+
+// ------------------------------------------------------------------- work
+
+namespace {
+
+class ThreadsWork : public Work {
+ public:
+  ThreadsWork(ThreadWorld& world, std::shared_ptr<OpStatus> status, std::tuple<int, int, int> key, bool is_send,
+              std::string what, std::string hint)
+      : world_(world), status_(std::move(status)), key_(key), is_send_(is_send), what_(std::move(what)),
+        hint_(std::move(hint)) {}
+
+  void wait() override {
+    std::unique_lock<std::mutex> lock(world_.mutex);
+    world_.cv.wait_for(lock, world_.options().timeout, [&] { return status_->done || world_.aborted; });
+    if (!status_->done && status_->matched) {
+      // The partner arrived and its copy is running: that ends soon.
+      world_.cv.wait(lock, [&] { return status_->done; });
+    }
+    if (status_->done) {
+      if (!status_->error.empty()) throw CommError(what_ + ": " + status_->error);
+      return;
+    }
+    withdraw();
+    if (world_.aborted) throw CommError(what_ + ": job aborted: " + world_.abort_reason);
+    throw_timeout(what_, world_.options().timeout, hint_);
+  }
+
+  bool is_completed() override {
+    std::lock_guard<std::mutex> lock(world_.mutex);
+    return status_->done;
+  }
+
+ private:
+  // Takes the unmatched op out of its channel so that no late partner
+  // matches a request nobody waits for any more.
+  void withdraw() {
+    auto it = world_.channels.find(key_);
+    if (it == world_.channels.end()) return;
+    auto& queue = is_send_ ? it->second.sends : it->second.recvs;
+    for (auto op = queue.begin(); op != queue.end(); ++op)
+      if (op->status == status_) {
+        queue.erase(op);
+        return;
+      }
+  }
+
+  ThreadWorld& world_;
+  std::shared_ptr<OpStatus> status_;
+  std::tuple<int, int, int> key_;
+  bool is_send_;
+  std::string what_;
+  std::string hint_;
+};
+
+std::string shape_of(const at::Tensor& t) {
+  return std::to_string(t.numel()) + " " + std::string(c10::toString(t.scalar_type())) + " elements";
+}
+
+// Copies send -> recv outside the world lock, then marks both done.
+void complete(ThreadWorld& world, const PendingOp& send, const PendingOp& recv) {
+  std::string error;
+  if (send.tensor.scalar_type() != recv.tensor.scalar_type() || send.tensor.numel() != recv.tensor.numel()) {
+    error = "the send carries " + shape_of(send.tensor) + " but the recv expects " + shape_of(recv.tensor);
+  } else if (send.tensor.numel() > 0) {
+    try {
+      recv.tensor.view({-1}).copy_(send.tensor.view({-1}));
+    } catch (const std::exception& e) {
+      error = std::string("copy failed: ") + e.what();
+    }
+  }
+  std::lock_guard<std::mutex> lock(world.mutex);
+  for (auto* status : {send.status.get(), recv.status.get()}) {
+    status->done = true;
+    status->error = error;
+  }
+  world.cv.notify_all();
+}
+
+class ThreadsCommunicator : public Communicator {
+ public:
+  ThreadsCommunicator(std::shared_ptr<ThreadWorld> world, int rank)
+      : Communicator(rank, world->size(), world->options()), world_(std::move(world)) {}
+
+  std::string backend() const override { return "threads"; }
+
+ protected:
+  WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) override {
+    return post(tensor, {rank(), peer, tag}, /*is_send=*/true,
+                describe("send", peer, tag),
+                "Rank " + std::to_string(peer) + " never posted the matching recv (tag " + std::to_string(tag) +
+                    "); is it still running, and does it recv from rank " + std::to_string(rank()) + "?");
+  }
+
+  WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) override {
+    return post(tensor, {peer, rank(), tag}, /*is_send=*/false, describe("recv", peer, tag),
+                "Rank " + std::to_string(peer) + " never sent a matching message (tag " + std::to_string(tag) +
+                    "); is it still running, and does it send to rank " + std::to_string(rank()) + "?");
+  }
+
+  void do_barrier() override { world_->rendezvous(rank(), "barrier", at::Tensor()); }
+
+  void do_broadcast(at::Tensor& tensor, int root) override {
+    const std::string what = "broadcast(" + shape_of(tensor) + ", root " + std::to_string(root) + ")";
+    world_->rendezvous(rank(), what, tensor);
+    if (rank() != root) tensor.copy_(world_->slots()[root]);
+    world_->rendezvous(rank(), what + " done", at::Tensor());  // root keeps its tensor until all have read it
+  }
+
+  void do_reduce(at::Tensor& tensor, int root, ReduceOp op) override {
+    const std::string what = std::string("reduce(") + shape_of(tensor) + ", root " + std::to_string(root) + ", " +
+                             to_string(op) + ")";
+    world_->rendezvous(rank(), what, tensor);
+    at::Tensor result;
+    if (rank() == root) {
+      // Ranks in order 0, 1, ..., p-1: the same order as a naive sum.
+      result = world_->slots()[0].clone();
+      for (int r = 1; r < size(); ++r) combine_into(result, world_->slots()[r], op);
+      finish_average(result, op, size());
+    }
+    world_->rendezvous(rank(), what + " done", at::Tensor());  // nobody changes an input the root still reads
+    if (rank() == root) tensor.copy_(result);
+  }
+
+  void do_all_reduce(at::Tensor& tensor, ReduceOp op) override {
+    const std::string what = std::string("all_reduce(") + shape_of(tensor) + ", " + to_string(op) + ")";
+    world_->rendezvous(rank(), what, tensor);
+    // Each rank reduces one slice of everybody's buffer (in rank order), so
+    // the work is spread over the threads; then every rank gathers all slices.
+    const int64_t n = tensor.numel();
+    auto slice_of = [&](int r) {
+      const int64_t base = n / size(), extra = n % size();
+      const int64_t begin = r * base + std::min<int64_t>(r, extra);
+      return std::make_pair(begin, begin + base + (r < extra ? 1 : 0));
+    };
+    auto [begin, end] = slice_of(rank());
+    at::Tensor mine = world_->slots()[0].view({-1}).slice(0, begin, end).clone();
+    for (int r = 1; r < size(); ++r) combine_into(mine, world_->slots()[r].view({-1}).slice(0, begin, end), op);
+    finish_average(mine, op, size());
+    world_->partials()[rank()] = mine;
+    world_->rendezvous(rank(), what + " slices", at::Tensor());
+    for (int r = 0; r < size(); ++r) {
+      auto [b, e] = slice_of(r);
+      if (e > b) tensor.view({-1}).slice(0, b, e).copy_(world_->partials()[r]);
+    }
+  }
+
+ private:
+  WorkPtr post(const at::Tensor& tensor, std::tuple<int, int, int> key, bool is_send, std::string what,
+               std::string hint) {
+    auto status = std::make_shared<OpStatus>();
+    PendingOp mine{tensor, status};
+    PendingOp partner;
+    {
+      std::lock_guard<std::mutex> lock(world_->mutex);
+      if (world_->aborted) throw CommError(what + ": job aborted: " + world_->abort_reason);
+      Channel& channel = world_->channels[key];
+      auto& waiting = is_send ? channel.recvs : channel.sends;
+      if (waiting.empty()) {
+        (is_send ? channel.sends : channel.recvs).push_back(mine);
+      } else {
+        partner = waiting.front();
+        waiting.pop_front();
+        partner.status->matched = status->matched = true;
+      }
+    }
+    if (partner.status) {
+      if (is_send)
+        complete(*world_, mine, partner);
+      else
+        complete(*world_, partner, mine);
+    }
+    return std::make_shared<ThreadsWork>(*world_, status, key, is_send, std::move(what), std::move(hint));
+  }
+
+  std::shared_ptr<ThreadWorld> world_;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------- public API
+
+std::shared_ptr<ThreadWorld> make_thread_world(int world_size, CommOptions options) {
+  if (world_size < 1) throw SetupError("threads backend: --ranks must be at least 1, got " + std::to_string(world_size));
+  return std::make_shared<ThreadWorld>(world_size, std::move(options));
+}
+
+std::unique_ptr<Communicator> make_thread_communicator(const std::shared_ptr<ThreadWorld>& world, int rank) {
+  return std::make_unique<ThreadsCommunicator>(world, rank);
+}
+
+void abort_thread_world(ThreadWorld& world, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(world.mutex);
+  world.abort_locked(reason);
+}
+
+void run_thread_ranks(int world_size, const std::function<void(Communicator&)>& body, CommOptions options) {
+  auto world = make_thread_world(world_size, std::move(options));
+  std::mutex failure_mutex;
+  std::string first_failure;
+  bool first_was_timeout = false;
+  std::vector<std::thread> threads;
+  threads.reserve(world_size);
+  for (int r = 0; r < world_size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto comm = make_thread_communicator(world, r);
+        body(*comm);
+      } catch (const std::exception& e) {
+        std::string reason = "rank " + std::to_string(r) + " failed: " + e.what();
+        {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          if (first_failure.empty()) {
+            first_failure = reason;
+            first_was_timeout = dynamic_cast<const TimeoutError*>(&e) != nullptr;
+          }
+        }
+        abort_thread_world(*world, reason);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first_failure.empty()) return;
+  if (first_was_timeout) throw TimeoutError(first_failure);
+  throw CommError(first_failure);
+}
+
+}  // namespace distlab::comm

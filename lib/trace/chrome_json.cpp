@@ -1,0 +1,127 @@
+#include "trace/chrome_json.hpp"
+
+#include <cinttypes>
+#include <stdexcept>
+
+namespace distlab::trace {
+namespace {
+
+void append_escaped(std::string& out, const std::string& text) {
+  out += '"';
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+std::string hex_id(uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
+  return buf;
+}
+
+}  // namespace
+
+std::string event_to_json(const Event& e, int tid) {
+  std::string out;
+  out.reserve(192);
+  out += "{\"ph\":\"X\",\"pid\":" + std::to_string(e.rank) + ",\"tid\":" + std::to_string(tid);
+  out += ",\"name\":";
+  append_escaped(out, e.name);
+  out += ",\"cat\":";
+  append_escaped(out, e.category);
+  out += ",\"ts\":" + std::to_string(e.begin_us) + ",\"dur\":" + std::to_string(e.duration_us());
+  out += ",\"args\":{\"lane\":";
+  append_escaped(out, e.lane);
+  if (e.bytes != 0) out += ",\"bytes\":" + std::to_string(e.bytes);
+  if (e.peer >= 0) out += ",\"peer\":" + std::to_string(e.peer);
+  if (e.flow != 0) out += ",\"flow\":\"" + hex_id(e.flow) + "\"";
+  for (const auto& [key, value] : e.args) {
+    out += ',';
+    append_escaped(out, key);
+    out += ':';
+    append_escaped(out, value);
+  }
+  out += "}}";
+  return out;
+}
+
+ChromeJsonSink::ChromeJsonSink(const std::string& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "w");
+  if (file_ == nullptr)
+    throw std::runtime_error("trace: cannot open '" + path + "' for writing (does its folder exist?)");
+  std::fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", file_);
+}
+
+ChromeJsonSink::~ChromeJsonSink() { close(); }
+
+void ChromeJsonSink::put_line(const std::string& line) {
+  if (!first_) std::fputs(",\n", file_);
+  first_ = false;
+  std::fputs(line.c_str(), file_);
+}
+
+int ChromeJsonSink::lane_tid(int rank, const std::string& lane) {
+  if (named_ranks_.insert(rank).second) {
+    std::string meta = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(rank) +
+                       ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}";
+    put_line(meta);
+  }
+  auto key = std::make_pair(rank, lane);
+  auto it = tids_.find(key);
+  if (it != tids_.end()) return it->second;
+  int tid = 0;
+  for (const auto& [k, v] : tids_)
+    if (k.first == rank) ++tid;
+  tids_.emplace(key, tid);
+  std::string meta = "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(rank) +
+                     ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":";
+  append_escaped(meta, lane);
+  meta += "}}";
+  put_line(meta);
+  return tid;
+}
+
+void ChromeJsonSink::write(const Event& e) {
+  if (file_ == nullptr) return;
+  int tid = lane_tid(e.rank, e.lane);
+  put_line(event_to_json(e, tid));
+  if (e.flow != 0 && (e.category == "send" || e.category == "recv")) {
+    // The arrow leaves the send where it starts and lands inside the recv
+    // ("bp":"e" binds the end to the enclosing slice).
+    const bool is_send = e.category == "send";
+    int64_t ts = is_send ? e.begin_us : e.begin_us + e.duration_us() / 2;
+    std::string flow = std::string("{\"ph\":\"") + (is_send ? "s" : "f") + "\"" +
+                       (is_send ? "" : ",\"bp\":\"e\"") + ",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":\"" +
+                       hex_id(e.flow) + "\",\"pid\":" + std::to_string(e.rank) +
+                       ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + std::to_string(ts) + "}";
+    put_line(flow);
+  }
+}
+
+void ChromeJsonSink::flush() {
+  if (file_ != nullptr) std::fflush(file_);
+}
+
+void ChromeJsonSink::close() {
+  if (file_ == nullptr) return;
+  std::fputs("\n]}\n", file_);
+  std::fclose(file_);
+  file_ = nullptr;
+}
+
+}  // namespace distlab::trace

@@ -1,0 +1,93 @@
+// The live stream: ranks send their events over TCP to a listener (the
+// visualizer, or a test) while they run.
+//
+// Wire format, one JSON object per line (UTF-8, '\n'-terminated):
+//   {"distlab_live":1}                        hello, once per connection
+//   {"ph":"X","pid":...,"args":{...}}         one event, as in the trace file
+// The listener binds to loopback unless told otherwise; anything that is not
+// this format closes that connection with a message, and never grows memory
+// past the line limit.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trace/recorder.hpp"
+
+namespace distlab::trace {
+
+inline constexpr const char* kLiveHello = "{\"distlab_live\":1}";
+inline constexpr size_t kLiveMaxLineBytes = 64 * 1024;
+
+// "host:port" -> (host, port). Throws std::invalid_argument with the text.
+std::pair<std::string, int> parse_host_port(const std::string& address);
+
+// Sends events to a listener from a background thread, so a slow or absent
+// listener never stalls a rank: when it cannot connect it says so once on
+// stderr and drops events (counted in dropped()).
+class LiveSink : public Sink {
+ public:
+  explicit LiveSink(const std::string& address, size_t max_queue = 1 << 20);
+  ~LiveSink() override;
+  void write(const Event& event) override;
+  // Blocks until every queued event has been written to the socket (or the
+  // connection failed). Returns the number of events ever dropped.
+  void flush() override;
+  uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  void run();
+
+  std::string host_;
+  int port_;
+  size_t max_queue_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  bool stopping_ = false;
+  bool broken_ = false;
+  size_t in_flight_ = 0;
+  std::atomic<uint64_t> dropped_{0};
+  std::thread thread_;
+};
+
+// Accepts any number of senders and collects their events.
+class LiveReceiver {
+ public:
+  // bind_host "127.0.0.1" keeps it on loopback; port 0 picks a free port.
+  explicit LiveReceiver(int port = 0, const std::string& bind_host = "127.0.0.1");
+  ~LiveReceiver();
+  LiveReceiver(const LiveReceiver&) = delete;
+  LiveReceiver& operator=(const LiveReceiver&) = delete;
+
+  int port() const { return port_; }
+  // Events received since the last call, in arrival order per connection.
+  std::vector<Event> drain();
+  // Problems seen (bad hello, malformed line, oversized line), newest last.
+  std::vector<std::string> errors() const;
+  // Waits until at least `count` events arrived in total or `timeout_ms`
+  // passed; returns the total received so far.
+  uint64_t wait_for(uint64_t count, int timeout_ms);
+  uint64_t total() const { return total_.load(); }
+
+ private:
+  void run();
+
+  int listen_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};
+  int port_ = 0;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Event> pending_;
+  std::vector<std::string> errors_;
+  std::atomic<uint64_t> total_{0};
+  std::thread thread_;
+};
+
+}  // namespace distlab::trace

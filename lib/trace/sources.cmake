@@ -1,0 +1,8 @@
+list(APPEND DISTLAB_BASE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/clock.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/recorder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/chrome_json.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/live_stream.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/config.cpp
+)

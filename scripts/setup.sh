@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what DistLab needs on Debian 12 (skipping what is there), then
+# configures and builds it in ./build. Run as root (or with sudo available).
+#
+#   scripts/setup.sh            install + build
+#   scripts/setup.sh --deps     install only
+#   BUILD_DIR=out scripts/setup.sh      another build folder
+#   CMAKE_ARGS="-DDISTLAB_WITH_VIZ=OFF" scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev libgloo-dev python3-torch
+  libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev
+  libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri
+  xvfb xauth x11-apps imagemagick
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${#missing[@]} Debian package(s): ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#packages[@]} Debian packages are installed"
+fi
+
+[ "${1:-}" = "--deps" ] && exit 0
+
+build_dir="${BUILD_DIR:-build}"
+jobs="${JOBS:-2}"  # each LibTorch translation unit takes ~1.2 GB and a core
+# shellcheck disable=SC2086
+cmake -S . -B "$build_dir" -G Ninja ${CMAKE_ARGS:-}
+cmake --build "$build_dir" -j "$jobs"
+echo "setup: built in $build_dir/"

@@ -1,0 +1,249 @@
+// The trace layer: events written to Chrome JSON read back whole, flows pair
+// up, the live stream delivers every event, and bad input is refused with a
+// message instead of a crash.
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "trace/chrome_json.hpp"
+#include "trace/config.hpp"
+#include "trace/live_stream.hpp"
+#include "trace/reader.hpp"
+
+namespace distlab::trace {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "distlab_" + std::to_string(getpid()) + "_" + name;
+}
+
+// A small job's worth of events: two ranks, a send->recv pair, a compute box.
+std::vector<Event> sample_events() {
+  std::vector<Event> events;
+  Event send{0, kLaneComm, "send", "send", 100, 150, 4096, 1, flow_id(0, 1, 7, 0), {{"tag", "7"}}};
+  Event recv{1, kLaneComm, "recv", "recv", 110, 160, 4096, 0, flow_id(0, 1, 7, 0), {{"tag", "7"}}};
+  Event fwd{1, kLaneCompute, "fwd mb 0", "fwd", 0, 90, 0, -1, 0, {{"microbatch", "0"}, {"quote", "a \"b\"\n"}}};
+  events.push_back(send);
+  events.push_back(recv);
+  events.push_back(fwd);
+  return events;
+}
+
+void expect_same(const Event& a, const Event& b) {
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.lane, b.lane);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.category, b.category);
+  EXPECT_EQ(a.begin_us, b.begin_us);
+  EXPECT_EQ(a.end_us, b.end_us);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.peer, b.peer);
+  EXPECT_EQ(a.flow, b.flow);
+  EXPECT_EQ(a.args, b.args);
+}
+
+TEST(FlowId, BothSidesAgreeAndMessagesDiffer) {
+  EXPECT_EQ(flow_id(2, 5, 3, 9), flow_id(2, 5, 3, 9));
+  EXPECT_NE(flow_id(2, 5, 3, 9), flow_id(5, 2, 3, 9));
+  EXPECT_NE(flow_id(2, 5, 3, 9), flow_id(2, 5, 3, 10));
+  EXPECT_NE(flow_id(2, 5, 3, 9), flow_id(2, 5, 4, 9));
+  EXPECT_NE(flow_id(0, 0, 0, 0), 0u);
+}
+
+TEST(ChromeJson, RoundTripKeepsEveryField) {
+  const std::string path = temp_path("roundtrip.json");
+  auto events = sample_events();
+  {
+    ChromeJsonSink sink(path);
+    for (const auto& e : events) sink.write(e);
+  }
+  auto back = read_chrome_trace(path);
+  ASSERT_EQ(back.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) expect_same(back[i], events[i]);
+  std::remove(path.c_str());
+}
+
+TEST(ChromeJson, IsValidChromeTraceWithLanesAndPairedFlows) {
+  const std::string path = temp_path("chrome.json");
+  {
+    ChromeJsonSink sink(path);
+    for (const auto& e : sample_events()) sink.write(e);
+  }
+  std::ifstream in(path);
+  auto doc = nlohmann::json::parse(in);  // the whole file is strict JSON
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::map<std::string, std::vector<nlohmann::json>> flows;
+  int complete = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    const std::string ph = e.at("ph");
+    if (ph == "M" && e.at("name") == "thread_name")
+      thread_names[{e.at("pid").get<int>(), e.at("tid").get<int>()}] = e.at("args").at("name");
+    if (ph == "X") {
+      ++complete;
+      for (const char* field : {"pid", "tid", "name", "cat", "ts", "dur", "args"}) EXPECT_TRUE(e.contains(field)) << field;
+      // pid = rank, tid = a lane named by metadata.
+      auto lane = thread_names.find({e.at("pid").get<int>(), e.at("tid").get<int>()});
+      ASSERT_NE(lane, thread_names.end());
+      EXPECT_EQ(lane->second, e.at("args").at("lane"));
+    }
+    if (ph == "s" || ph == "f") flows[e.at("id")].push_back(e);
+  }
+  EXPECT_EQ(complete, 3);
+  ASSERT_EQ(flows.size(), 1u);
+  const auto& pair = flows.begin()->second;
+  ASSERT_EQ(pair.size(), 2u);
+  EXPECT_EQ(pair[0].at("ph"), "s");
+  EXPECT_EQ(pair[0].at("pid"), 0);
+  EXPECT_EQ(pair[1].at("ph"), "f");
+  EXPECT_EQ(pair[1].at("pid"), 1);
+  EXPECT_EQ(pair[1].at("bp"), "e");
+  std::remove(path.c_str());
+}
+
+TEST(ChromeJson, TruncatedFileGivesAClearMessage) {
+  const std::string path = temp_path("truncated.json");
+  {
+    ChromeJsonSink sink(path);
+    for (const auto& e : sample_events()) sink.write(e);
+  }
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  for (size_t cut : {size_t{0}, size_t{5}, text.size() / 2, text.size() - 4}) {
+    try {
+      parse_chrome_trace(text.substr(0, cut));
+      ADD_FAILURE() << "a trace cut at byte " << cut << " was accepted";
+    } catch (const TraceFormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("malformed trace JSON"), std::string::npos) << e.what();
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ChromeJson, ReadsForeignTracesWithThreadNames) {
+  // A bare array, as other tools write it: lanes come from metadata.
+  const std::string text = R"([
+    {"ph":"M","name":"thread_name","pid":3,"tid":9,"args":{"name":"stage0"}},
+    {"ph":"X","pid":3,"tid":9,"name":"f","cat":"fwd","ts":1.5,"dur":2,"args":{"mb":1}},
+    {"ph":"B","pid":3,"tid":9,"name":"ignored","ts":1}
+  ])";
+  auto events = parse_chrome_trace(text);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].lane, "stage0");
+  EXPECT_EQ(events[0].rank, 3);
+  EXPECT_EQ(events[0].begin_us, 1);
+  EXPECT_EQ(events[0].arg("mb"), "1");
+}
+
+TEST(ChromeJson, RefusesWhatIsNotATrace) {
+  EXPECT_THROW(parse_chrome_trace("42"), TraceFormatError);
+  EXPECT_THROW(parse_chrome_trace("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":\"soon\"}]}"), TraceFormatError);
+  EXPECT_THROW(read_chrome_trace(temp_path("does_not_exist.json")), TraceFormatError);
+  ReadLimits small;
+  small.max_events = 2;
+  std::string three = "[" + event_to_json(sample_events()[0], 0) + "," + event_to_json(sample_events()[1], 0) + "," +
+                      event_to_json(sample_events()[2], 0) + "]";
+  EXPECT_THROW(parse_chrome_trace(three, small), TraceFormatError);
+  EXPECT_EQ(parse_chrome_trace(three).size(), 3u);
+}
+
+TEST(Recorder, SpanRecordsOnlyWhenEnabled) {
+  Recorder recorder;
+  { Span span(&recorder, 0, kLaneComm, "idle", "send"); }
+  auto memory = std::make_shared<MemorySink>();
+  recorder.add_sink(memory);
+  {
+    Span span(&recorder, 2, kLaneComm, "send", "send");
+    span.set_peer(3).set_bytes(12).arg("tag", 5).arg("algorithm", "ring");
+  }
+  { Span null_span(nullptr, 0, kLaneComm, "nothing", "send"); }
+  auto events = memory->events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].rank, 2);
+  EXPECT_EQ(events[0].peer, 3);
+  EXPECT_EQ(events[0].bytes, 12);
+  EXPECT_EQ(events[0].arg("tag"), "5");
+  EXPECT_EQ(events[0].arg("algorithm"), "ring");
+  EXPECT_LE(events[0].begin_us, events[0].end_us);
+}
+
+TEST(Config, TraceFileForEachProcess) {
+  EXPECT_EQ(trace_file_for("out.json", 3, false), "out.json");
+  EXPECT_EQ(trace_file_for("out.json", 3, true), "out.rank3.json");
+  EXPECT_EQ(trace_file_for("dir.v1/out", 2, true), "dir.v1/out.rank2");
+  EXPECT_EQ(trace_file_for("t_{rank}.json", 5, false), "t_5.json");
+}
+
+TEST(LiveStream, EveryEventArrivesInOrder) {
+  LiveReceiver receiver;  // loopback, a free port
+  const int kRanks = 3, kPerRank = 500;
+  {
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < kRanks; ++r) {
+      ranks.emplace_back([&, r] {
+        LiveSink sink("127.0.0.1:" + std::to_string(receiver.port()));
+        for (int i = 0; i < kPerRank; ++i)
+          sink.write(Event{r, kLaneComm, "e", "send", i, i + 1, i, (r + 1) % kRanks, 0, {{"i", std::to_string(i)}}});
+        sink.flush();
+        EXPECT_EQ(sink.dropped(), 0u);
+      });
+    }
+    for (auto& t : ranks) t.join();
+  }
+  ASSERT_EQ(receiver.wait_for(kRanks * kPerRank, 10000), uint64_t(kRanks * kPerRank));
+  auto events = receiver.drain();
+  std::vector<int> next(kRanks, 0);
+  for (const auto& e : events) {
+    ASSERT_GE(e.rank, 0);
+    ASSERT_LT(e.rank, kRanks);
+    EXPECT_EQ(e.begin_us, next[e.rank]) << "rank " << e.rank << " out of order";
+    EXPECT_EQ(e.arg("i"), std::to_string(next[e.rank]));
+    ++next[e.rank];
+  }
+  EXPECT_TRUE(receiver.errors().empty());
+}
+
+TEST(LiveStream, GarbageClosesTheConnectionWithAMessage) {
+  LiveReceiver receiver;
+  // A raw client that skips the hello.
+  LiveSink good("127.0.0.1:" + std::to_string(receiver.port()));
+  good.write(sample_events()[0]);
+  good.flush();
+  ASSERT_EQ(receiver.wait_for(1, 5000), 1u);
+  {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(receiver.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    std::string junk(200000, 'x');  // no newline, no hello
+    (void)!::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+    close(fd);
+  }
+  for (int i = 0; i < 100 && receiver.errors().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(receiver.errors().empty());
+  EXPECT_EQ(receiver.total(), 1u);
+}
+
+TEST(LiveStream, NoListenerDropsWithoutBlocking) {
+  int unused_port;
+  { LiveReceiver probe; unused_port = probe.port(); }  // closed again: nobody listens
+  LiveSink sink("127.0.0.1:" + std::to_string(unused_port));
+  sink.write(sample_events()[0]);
+  sink.flush();
+  EXPECT_EQ(sink.dropped(), 1u);
+  EXPECT_THROW(LiveSink("nonsense"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace distlab::trace
