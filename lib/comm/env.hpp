@@ -1,0 +1,45 @@
+// Where this process sits in the job, read from the environment the way a
+// launcher leaves it. No LibTorch here.
+//
+// Sources, first match wins:
+//   torchrun / distlab-run  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+//                           MASTER_ADDR, MASTER_PORT, (TORCHELASTIC_)RESTART_COUNT
+//   Slurm (srun)            SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+//                           SLURM_NTASKS_PER_NODE / SLURM_TASKS_PER_NODE,
+//                           SLURM_LAUNCH_NODE_IPADDR (or MASTER_ADDR)
+//   Open MPI (mpirun)       OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
+//                           OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE
+//                           (MASTER_ADDR, or 127.0.0.1 when all ranks are local)
+// MASTER_ADDR / MASTER_PORT given explicitly override every source's guess;
+// the port defaults to 29500.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace distlab::comm {
+
+struct WorldInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  int restart_count = 0;
+  std::string source = "none";  // "torchrun", "slurm", "openmpi" or "none"
+};
+
+using Environment = std::map<std::string, std::string>;
+
+// The variables of this process.
+Environment current_environment();
+
+// Reads `env`. With none of the variables above: a world of one (source
+// "none"). Throws SetupError with one line naming the variable and the fix
+// for a missing, non-numeric or inconsistent value: rank >= world size,
+// world size 0, local rank >= local world size, a port out of range.
+WorldInfo world_from(const Environment& env);
+inline WorldInfo world_from_env() { return world_from(current_environment()); }
+
+}  // namespace distlab::comm
