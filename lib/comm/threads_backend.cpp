@@ -1,6 +1,7 @@
 #include "comm/threads_backend.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include <condition_variable>
 #include <deque>
@@ -190,10 +191,22 @@ void complete(ThreadWorld& world, const PendingOp& send, const PendingOp& recv) 
   world.cv.notify_all();
 }
 
+// A device without index in the shared options means "spread the ranks
+// over the GPUs": rank r takes cuda:(r % count).
+CommOptions rank_options(const CommOptions& shared, int rank) {
+  CommOptions mine = shared;
+  if (mine.device.is_cuda() && !mine.device.has_index()) {
+    const int gpus = static_cast<int>(torch::cuda::device_count());
+    if (gpus == 0) throw SetupError("rank " + std::to_string(rank) + ": CUDA ranks asked for, but no GPU is usable");
+    mine.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank % gpus));
+  }
+  return mine;
+}
+
 class ThreadsCommunicator : public Communicator {
  public:
   ThreadsCommunicator(std::shared_ptr<ThreadWorld> world, int rank)
-      : Communicator(rank, world->size(), world->options()), world_(std::move(world)) {}
+      : Communicator(rank, world->size(), rank_options(world->options(), rank)), world_(std::move(world)) {}
 
   std::string backend() const override { return "threads"; }
 
@@ -301,6 +314,8 @@ std::shared_ptr<ThreadWorld> make_thread_world(int world_size, CommOptions optio
 std::unique_ptr<Communicator> make_thread_communicator(const std::shared_ptr<ThreadWorld>& world, int rank) {
   return std::make_unique<ThreadsCommunicator>(world, rank);
 }
+
+
 
 void abort_thread_world(ThreadWorld& world, const std::string& reason) {
   std::lock_guard<std::mutex> lock(world.mutex);
