@@ -7,13 +7,19 @@
 //
 // Conventions
 // - The buffer has `count` elements of `elem_bytes` bytes on every rank.
-//   Chunked algorithms split it into `world_size` chunks; chunk c covers
-//   chunk_range(count, world_size, c) (the first count % p chunks get one
-//   element more), so any count works, 0 and count < p included.
+//   Chunked algorithms split it into `plan.parts` chunks (world_size for the
+//   ring, the largest power of two <= world_size for halving-doubling, 1 for
+//   the rest); chunk c covers chunk_range(count, parts, c) (the first
+//   count % parts chunks get one element more), so any count works, 0 and
+//   count < p included.
 // - reduce_scatter: rank r ends with chunk r reduced (other chunks undefined).
 //   all_gather: rank r starts with chunk r valid; all end with every chunk.
+//   result_range() says which elements hold the result on each rank.
 // - Within one step a rank's sends read its buffer as it was when the step
 //   began; received pieces are then combined (reduce) or copied in.
+// - A transfer of zero elements is left out (nothing to move, no latency to
+//   pay), and so is a step left with no transfer: with count 0 a plan has
+//   no steps at all.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +36,7 @@ enum class Algorithm {
   kReduceBroadcast,  // all-reduce: tree reduce to rank 0, then tree broadcast
   kRing,             // all-reduce = reduce-scatter + all-gather around a ring
   kHalvingDoubling,  // all-reduce: recursive halving (reduce-scatter) + doubling (all-gather)
+  kNative,           // the backend's own collective: runs, but has no Plan
 };
 
 struct Range {
@@ -44,11 +51,16 @@ struct Transfer {
   int src = 0;
   int dst = 0;
   int chunk = -1;       // which chunk moves (-1: the whole buffer)
+  int chunks = 1;       // how many consecutive chunks from `chunk` (halving-doubling moves blocks)
   Range range;          // the elements moved
   bool reduce = false;  // true: dst combines into its buffer; false: dst overwrites
 };
 
 struct Step {
+  // What this step is part of, for people: "broadcast", "reduce",
+  // "reduce-scatter", "all-gather", "fold" (extra ranks hand their data to
+  // the power-of-two group), "unfold" (and get the result back).
+  std::string phase;
   std::vector<Transfer> transfers;
 };
 
@@ -56,9 +68,10 @@ struct Plan {
   Collective collective = Collective::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;
   int world_size = 1;
-  int root = 0;
+  int root = 0;  // broadcast/reduce; 0 elsewhere
   int64_t count = 0;
   int elem_bytes = 4;
+  int parts = 1;  // chunks the buffer is split into (see Conventions)
   std::vector<Step> steps;
 
   // Bytes rank `rank` sends over the whole plan.
@@ -67,12 +80,19 @@ struct Plan {
 };
 
 // Builds the plan. Throws std::invalid_argument (naming the bad value) for
-// world_size < 1 or > 1024, count < 0, a root out of range, or an algorithm
-// that does not implement the collective.
+// world_size < 1 or > 1024, count < 0, elem_bytes < 1, a root out of range,
+// or an algorithm that does not implement the collective (kNative included:
+// the backend's algorithm is not ours to describe).
 Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64_t count, int root = 0,
                int elem_bytes = 4);
 
-// The algorithms that implement `collective`, in teaching order.
+// The elements of `rank`'s buffer that hold the result once the plan has
+// run: the whole buffer, except reduce (root only; empty elsewhere) and
+// reduce_scatter (chunk `rank`).
+Range result_range(const Plan& plan, int rank);
+
+// The algorithms that implement `collective`, in teaching order (kNative,
+// which implements every collective, is not listed).
 std::vector<Algorithm> algorithms_for(Collective collective);
 
 const char* to_string(Collective collective);

@@ -1,0 +1,240 @@
+// Every plan, replayed on paper, delivers the right data to every rank, for
+// world sizes 1..17, counts from 0 to more than p, every root; and the step
+// counts and bytes per rank are the ones the textbooks give.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "collectives/plan.hpp"
+#include "replay.hpp"
+
+namespace distlab::collectives {
+namespace {
+
+constexpr Collective kAllCollectives[] = {Collective::kBroadcast, Collective::kReduce, Collective::kAllReduce,
+                                          Collective::kReduceScatter, Collective::kAllGather};
+
+bool is_rooted(Collective c) { return c == Collective::kBroadcast || c == Collective::kReduce; }
+
+std::vector<int64_t> counts_for(int p) {
+  std::set<int64_t> counts = {0, 1, 2, 3, 5, 100, 257};
+  for (int64_t c : {p - 1, p, p + 1, 2 * p + 3, 3 * p}) counts.insert(std::max<int64_t>(c, 0));
+  return {counts.begin(), counts.end()};
+}
+
+int ceil_log2(int p) {
+  int steps = 0;
+  while ((1 << steps) < p) ++steps;
+  return steps;
+}
+
+TEST(ChunkRange, CoversTheBufferInOrderWithSizesWithinOne) {
+  for (int parts = 1; parts <= 17; ++parts)
+    for (int64_t count : {0, 1, 2, 16, 17, 18, 100003}) {
+      int64_t next = 0, smallest = count, largest = 0;
+      for (int c = 0; c < parts; ++c) {
+        const Range r = chunk_range(count, parts, c);
+        EXPECT_EQ(r.offset, next) << "parts " << parts << " count " << count << " chunk " << c;
+        next += r.count;
+        smallest = std::min(smallest, r.count);
+        largest = std::max(largest, r.count);
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_LE(largest - smallest, 1);
+    }
+}
+
+TEST(PlanReplay, EveryAlgorithmDeliversTheRightDataToEveryRank) {
+  int replayed = 0;
+  for (int p = 1; p <= 17; ++p)
+    for (Collective collective : kAllCollectives)
+      for (Algorithm algorithm : algorithms_for(collective))
+        for (int64_t count : counts_for(p))
+          for (int root = 0; root < (is_rooted(collective) ? p : 1); ++root) {
+            const Plan plan = make_plan(collective, algorithm, p, count, root);
+            auto buffers = testing::initial_buffers(plan);
+            const std::string fault = testing::replay(plan, buffers);
+            ASSERT_EQ(fault, "");
+            const std::string wrong = testing::compare_results(plan, buffers, testing::expected_buffers(plan));
+            ASSERT_EQ(wrong, "");
+            ++replayed;
+          }
+  EXPECT_GT(replayed, 1000);
+}
+
+// The replay must be able to fail: a plan with one transfer dropped, or one
+// transfer sent twice, does not deliver.
+TEST(PlanReplay, CatchesABrokenPlan) {
+  for (Algorithm algorithm : algorithms_for(Collective::kAllReduce)) {
+    Plan plan = make_plan(Collective::kAllReduce, algorithm, 6, 50);
+    Plan dropped = plan;
+    dropped.steps[1].transfers.pop_back();
+    auto buffers = testing::initial_buffers(dropped);
+    EXPECT_EQ(testing::replay(dropped, buffers), "");
+    EXPECT_NE(testing::compare_results(dropped, buffers, testing::expected_buffers(dropped)), "")
+        << to_string(algorithm);
+
+    Plan doubled = plan;
+    doubled.steps.push_back(doubled.steps.front());
+    buffers = testing::initial_buffers(doubled);
+    testing::replay(doubled, buffers);
+    EXPECT_NE(testing::compare_results(doubled, buffers, testing::expected_buffers(doubled)), "")
+        << to_string(algorithm);
+  }
+}
+
+TEST(PlanReplay, ResultRangeAgreesWithTheReplaysDefinition) {
+  for (int p : {1, 3, 8})
+    for (Collective collective : kAllCollectives)
+      for (int root = 0; root < p; ++root) {
+        const Plan plan = make_plan(collective, algorithms_for(collective).front(), p, 3 * p + 1, root);
+        for (int r = 0; r < p; ++r) {
+          const Range range = result_range(plan, r);
+          for (int64_t i = 0; i < plan.count; ++i)
+            EXPECT_EQ(i >= range.offset && i < range.offset + range.count, testing::in_result(plan, r, i))
+                << to_string(collective) << " p=" << p << " rank " << r << " element " << i;
+        }
+      }
+}
+
+TEST(PlanShape, TreeBroadcastAndReduceTakeCeilLog2PSteps) {
+  for (int p = 1; p <= 64; ++p)
+    for (int root : {0, p / 2, p - 1}) {
+      EXPECT_EQ(make_plan(Collective::kBroadcast, Algorithm::kTree, p, 10, root).steps.size(), ceil_log2(p)) << p;
+      EXPECT_EQ(make_plan(Collective::kReduce, Algorithm::kTree, p, 10, root).steps.size(), ceil_log2(p)) << p;
+      EXPECT_EQ(make_plan(Collective::kBroadcast, Algorithm::kSequential, p, 10, root).steps.size(), p - 1) << p;
+      EXPECT_EQ(make_plan(Collective::kReduce, Algorithm::kSequential, p, 10, root).steps.size(), p - 1) << p;
+    }
+}
+
+TEST(PlanShape, AllReduceStepCounts) {
+  for (int p = 1; p <= 64; ++p) {
+    int q = 1;
+    while (q * 2 <= p) q *= 2;
+    const int64_t count = 4 * p;  // every chunk non-empty
+    EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kRing, p, count).steps.size(), 2 * (p - 1)) << p;
+    EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kReduceBroadcast, p, count).steps.size(),
+              2 * ceil_log2(p))
+        << p;
+    EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kHalvingDoubling, p, count).steps.size(),
+              2 * ceil_log2(q) + (p == q ? 0 : 2))
+        << p;
+    EXPECT_EQ(make_plan(Collective::kReduceScatter, Algorithm::kRing, p, count).steps.size(), p - 1) << p;
+    EXPECT_EQ(make_plan(Collective::kAllGather, Algorithm::kRing, p, count).steps.size(), p - 1) << p;
+  }
+}
+
+TEST(PlanShape, CountZeroHasNoSteps) {
+  for (Collective collective : kAllCollectives)
+    for (Algorithm algorithm : algorithms_for(collective))
+      EXPECT_TRUE(make_plan(collective, algorithm, 5, 0, 1).steps.empty()) << to_string(algorithm);
+}
+
+// Ring all-reduce: each rank sends 2(p-1) chunks, 2(p-1)/p of the buffer.
+// Exactly that when p divides the count; otherwise between 2(p-1) smallest
+// and 2(p-1) largest chunks, and all ranks together send 2(p-1) buffers.
+TEST(PlanBytes, RingAllReduceSendsTwoPMinusOneOverPOfTheBufferPerRank) {
+  const int elem_bytes = 4;
+  for (int p = 1; p <= 17; ++p)
+    for (int64_t count : {int64_t{0}, int64_t{7}, int64_t{1000}, int64_t{1001}, int64_t{p} * 100, int64_t{100003}}) {
+      const Plan plan = make_plan(Collective::kAllReduce, Algorithm::kRing, p, count, 0, elem_bytes);
+      int64_t total = 0;
+      for (int r = 0; r < p; ++r) {
+        const int64_t sent = plan.bytes_sent_by(r);
+        total += sent;
+        EXPECT_EQ(sent, plan.bytes_received_by((r + 1) % p));
+        if (count % p == 0) {
+          EXPECT_EQ(sent * p, 2 * (p - 1) * count * elem_bytes) << "p " << p << " count " << count;
+        } else {
+          EXPECT_GE(sent, 2 * (p - 1) * (count / p) * elem_bytes);
+          EXPECT_LE(sent, 2 * (p - 1) * (count / p + 1) * elem_bytes);
+        }
+      }
+      EXPECT_EQ(total, 2 * (p - 1) * count * elem_bytes) << "p " << p << " count " << count;
+    }
+}
+
+TEST(PlanBytes, HalvingDoublingMatchesTheRingForPowersOfTwo) {
+  for (int p : {1, 2, 4, 8, 16, 32, 64}) {
+    const int64_t count = 3 * 64;
+    const Plan plan = make_plan(Collective::kAllReduce, Algorithm::kHalvingDoubling, p, count, 0, 2);
+    for (int r = 0; r < p; ++r) EXPECT_EQ(plan.bytes_sent_by(r) * p, 2 * (p - 1) * count * 2) << p;
+  }
+}
+
+TEST(PlanBytes, SequentialBroadcastRootSendsTheBufferToEachRank) {
+  for (int p = 1; p <= 9; ++p) {
+    const Plan plan = make_plan(Collective::kBroadcast, Algorithm::kSequential, p, 1000, p - 1, 8);
+    EXPECT_EQ(plan.bytes_sent_by(p - 1), (p - 1) * 1000 * 8);
+    for (int r = 0; r + 1 < p; ++r) EXPECT_EQ(plan.bytes_received_by(r), 1000 * 8);
+  }
+}
+
+// One port per rank: in the tree, ring and halving-doubling plans no rank
+// sends or receives more than one message in a step, so no step waits on a
+// shared link (the sequential plans are sequential for the same reason).
+TEST(PlanShape, NoRankSendsOrReceivesTwiceInAStep) {
+  for (int p = 1; p <= 17; ++p)
+    for (Collective collective : kAllCollectives)
+      for (Algorithm algorithm : algorithms_for(collective)) {
+        const Plan plan = make_plan(collective, algorithm, p, 1000, p / 3);
+        for (const Step& step : plan.steps) {
+          std::multiset<int> senders, receivers;
+          for (const Transfer& t : step.transfers) {
+            senders.insert(t.src);
+            receivers.insert(t.dst);
+          }
+          for (int r = 0; r < p; ++r) {
+            EXPECT_LE(senders.count(r), 1u) << to_string(algorithm) << " p=" << p;
+            EXPECT_LE(receivers.count(r), 1u) << to_string(algorithm) << " p=" << p;
+          }
+        }
+      }
+}
+
+TEST(PlanErrors, BadArgumentsAreNamed) {
+  auto message_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllReduce, Algorithm::kRing, 0, 10); }).find("world size 0"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllReduce, Algorithm::kRing, 1025, 10); }).find("1025"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllReduce, Algorithm::kRing, 4, -3); }).find("-3"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kBroadcast, Algorithm::kTree, 4, 10, 4); }).find("root 4"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kReduceScatter, Algorithm::kTree, 4, 10); }).find("ring"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllReduce, Algorithm::kNative, 4, 10); }).find("native"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllReduce, Algorithm::kRing, 4, 10, 0, 0); }).find("size 0"),
+            std::string::npos);
+}
+
+TEST(PlanNames, RoundTripAndHelpfulErrors) {
+  for (Collective c : kAllCollectives) EXPECT_EQ(parse_collective(to_string(c)), c);
+  for (Algorithm a : {Algorithm::kSequential, Algorithm::kTree, Algorithm::kReduceBroadcast, Algorithm::kRing,
+                      Algorithm::kHalvingDoubling, Algorithm::kNative})
+    EXPECT_EQ(parse_algorithm(to_string(a)), a);
+  EXPECT_EQ(parse_collective("all-reduce"), Collective::kAllReduce);
+  EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::kHalvingDoubling);
+  try {
+    parse_algorithm("butterfly");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("butterfly"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("halving_doubling"), std::string::npos);
+  }
+  EXPECT_THROW(parse_collective("gather"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace distlab::collectives
