@@ -64,9 +64,10 @@ AlgorithmRun make_run(const CollectiveSetup& setup, collectives::Algorithm algor
 }
 
 std::string transfer_label(int chunk, int chunks, int64_t bytes) {
-  std::string name = chunk < 0 ? "all" : "c" + std::to_string(chunk);
-  if (chunk >= 0 && chunks > 1) name += "-" + std::to_string(chunk + chunks - 1);
-  return name + " " + format_bytes(static_cast<double>(bytes));
+  if (chunk < 0) return format_bytes(static_cast<double>(bytes));
+  std::string name = "c" + std::to_string(chunk);
+  if (chunks > 1) name += "-" + std::to_string(chunk + chunks - 1);
+  return name + ": " + format_bytes(static_cast<double>(bytes));
 }
 
 ImVec2 SceneLayout::cell(int rank, int c, int parts) const {
@@ -119,9 +120,12 @@ SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 m
     const auto f = static_cast<float>(progress);
     a.packet = ImVec2(a.from.x + (a.to.x - a.from.x) * f, a.from.y + (a.to.y - a.from.y) * f);
     a.label = transfer_label(a.chunk, a.chunks, a.bytes);
-    // The label sits beside the middle of the shaft, on the arrow's right.
-    const ImVec2 mid((a.from.x + a.to.x) * 0.5f, (a.from.y + a.to.y) * 0.5f);
-    a.label_at = ImVec2(mid.x + nx * 14.0f - (nx < -0.3f ? 7.0f * a.label.size() : 0.0f), mid.y + ny * 14.0f - 7.0f);
+    // The label sits beside the shaft a third of the way along, on the
+    // arrow's right: arrows that cross in the middle (a tree's last step)
+    // keep their labels apart.
+    const ImVec2 at(a.from.x + (a.to.x - a.from.x) * 0.3f, a.from.y + (a.to.y - a.from.y) * 0.3f);
+    const float text_width = 7.0f * static_cast<float>(a.label.size());
+    a.label_at = ImVec2(at.x + nx * 10.0f - (nx < 0.0f ? text_width * -nx : 0.0f), at.y + ny * 10.0f - 7.0f);
     s.arrows.push_back(std::move(a));
   }
   return s;

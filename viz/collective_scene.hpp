@@ -95,7 +95,7 @@ inline constexpr float kArrowOffset = 5.0f;
 // Where everything is at time t in the rectangle [min, max].
 SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 max);
 
-// "c3", "c2-3", "all", with the bytes: "c3 8 MB".
+// "c3: 8 MB", "c2-3: 16 MB" (a block of chunks), "5 MB" (the whole buffer).
 std::string transfer_label(int chunk, int chunks, int64_t bytes);
 
 }  // namespace distlab::viz

@@ -309,7 +309,7 @@ void CollectivesPanel::draw_scene(const AlgorithmRun& run, ImVec2 size, Collecti
   ImGui::Dummy(size);
   ImDrawList* d = ImGui::GetWindowDrawList();
   d->PushClipRect(min, max, true);
-  d->AddRectFilled(min, max, kCanvasColor);
+  d->AddRect(min, max, kRowLineColor);
   const SceneLayout scene = layout_scene(run, cursor_.time_s, min, max);
   const int p = run.plan.world_size;
   const int parts = run.plan.parts;
@@ -351,7 +351,7 @@ void CollectivesPanel::draw_scene(const AlgorithmRun& run, ImVec2 size, Collecti
 }
 
 void CollectivesPanel::draw_summary() {
-  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp;
+  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp;
   if (!ImGui::BeginTable("summary", 6, flags)) return;
   for (const char* h : {"algorithm", "steps", "bytes sent per rank (max)", "predicted time", "vs fastest", "busbw"})
     ImGui::TableSetupColumn(h);

@@ -20,8 +20,12 @@ constexpr uint8_t red_of(Color c) { return c & 0xFF; }
 constexpr uint8_t green_of(Color c) { return (c >> 8) & 0xFF; }
 constexpr uint8_t blue_of(Color c) { return (c >> 16) & 0xFF; }
 
-inline constexpr Color kCanvasColor = rgb(22, 24, 30);      // behind timelines and scenes
-inline constexpr Color kRowAltColor = rgb(30, 33, 41);      // every other timeline row
+// Behind everything: every frame is cleared to it and windows are drawn
+// without a background of their own, because a software rasterizer (Mesa
+// llvmpipe, headless on a CI machine) pays for every pixel a layer covers.
+inline constexpr Color kCanvasColor = rgb(22, 24, 30);
+inline constexpr Color kRowAltColor = rgb(34, 37, 46);      // every other row's label
+inline constexpr Color kRowLineColor = rgb(38, 41, 50);     // the line between timeline rows
 inline constexpr Color kGridColor = rgb(60, 64, 76);
 inline constexpr Color kTextColor = rgb(225, 228, 235);
 inline constexpr Color kDimTextColor = rgb(150, 155, 168);

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "colors.hpp"
+
 namespace distlab::viz {
 
 struct HeadlessRenderer::Egl {
@@ -130,7 +132,7 @@ FrameTiming HeadlessRenderer::frame(const std::function<void()>& draw_ui, float 
   const auto render_start = std::chrono::steady_clock::now();
   glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_);
   glViewport(0, 0, width_, height_);
-  glClearColor(0.0f, 0.0f, 0.0f, 1.0f);
+  glClearColor(red_of(kCanvasColor) / 255.0f, green_of(kCanvasColor) / 255.0f, blue_of(kCanvasColor) / 255.0f, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   glFinish();  // the time includes the rasterizing, not just queuing it

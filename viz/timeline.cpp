@@ -117,13 +117,14 @@ TimelineContext begin_timeline(const char* id, TimelineView& view, const std::ve
 
   // Background, axis, labels.
   ImDrawList* d = ctx.draw;
-  d->AddRectFilled(origin, ctx.area_max, kCanvasColor);
+  // No background fill: the frame is cleared to kCanvasColor (colors.hpp).
   d->PushClipRect(ImVec2(origin.x, ctx.area_min.y), ctx.area_max, true);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (!ctx.row_visible(int(i))) continue;
     const float top = ctx.row_tops[i];
     const float bottom = top + ctx.row_heights[i];
-    if (i % 2 == 1) d->AddRectFilled(ImVec2(origin.x, top), ImVec2(ctx.area_max.x, bottom), kRowAltColor);
+    if (i % 2 == 1) d->AddRectFilled(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 1, bottom), kRowAltColor);
+    d->AddLine(ImVec2(origin.x, bottom - 0.5f), ImVec2(ctx.area_max.x, bottom - 0.5f), kRowLineColor);
     const std::string label = rows[i]->label();
     d->PushClipRect(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 4, bottom), true);
     d->AddText(ImVec2(origin.x + 6, top + 3), kTextColor, label.c_str());

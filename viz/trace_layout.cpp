@@ -67,20 +67,30 @@ void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, f
   }
 }
 
-void layout_flows(const FlowBundle& bundle, int64_t origin_us, const TimeAxis& axis, float min_px,
+void layout_flows(const TraceModel& model, const FlowBundle& bundle, const TimeAxis& axis, float spacing_px,
                   std::vector<FlowLink>& out) {
-  const UsAxis a{axis, static_cast<double>(origin_us)};
+  const UsAxis a{axis, static_cast<double>(model.origin_us())};
+  auto visible = [&](uint32_t event) {
+    const EventRecord& r = model.record(event);
+    return a.x_at(r.end_us) - a.x_at(r.begin_us) >= kMergePx;
+  };
   const size_t n = bundle.links.size();
   const double view_begin = a.begin_us();
   const double view_end = a.end_us();
   size_t i = search(bundle.right_max_us, 0, view_begin, /*after=*/false);
+  // From link i, the first link leaving at least `px` pixels to its right.
+  auto skip = [&](size_t from, float px) {
+    return std::max(from + 1, search(bundle.left_us, from + 1, a.us_at(a.x_at(bundle.left_us[from]) + px), false));
+  };
   while (i < n && static_cast<double>(bundle.left_us[i]) <= view_end) {
-    if (static_cast<double>(bundle.right_us[i]) >= view_begin) {
-      out.push_back(bundle.links[i]);
-      // Skip the arrows that would leave from the same few pixels.
-      i = std::max(i + 1, search(bundle.left_us, i + 1, a.us_at(a.x_at(bundle.left_us[i]) + min_px), false));
+    const FlowLink& link = bundle.links[i];
+    if (static_cast<double>(bundle.right_us[i]) < view_begin) {
+      ++i;  // ends before the view: only near the left edge
+    } else if (visible(link.send) || visible(link.recv)) {
+      out.push_back(link);
+      i = skip(i, spacing_px);  // the arrows leaving from the same few pixels
     } else {
-      ++i;
+      i = skip(i, 1.0f);  // inside merged boxes: so are its neighbours in this pixel
     }
   }
 }

@@ -18,6 +18,10 @@ namespace distlab::viz {
 
 // Narrower than this, an event is merged with its neighbours.
 inline constexpr float kMergePx = 2.0f;
+// Zoomed out, at most one send->recv arrow per this many pixels (of where
+// it starts) between one pair of rows: more is a white blur, and each arrow
+// costs a software rasterizer about as much as a thousand pixels of boxes.
+inline constexpr float kArrowSpacingPx = 16.0f;
 
 // One box on screen: a single event (count 1) or `count` consecutive events
 // of one level merged because each is too narrow to see (event = the first).
@@ -33,10 +37,11 @@ struct BoxSpan {
 void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, float min_px,
                   std::vector<BoxSpan>& out);
 
-// The arrows of `bundle` that cross the axis' time range. Zoomed out, of the
-// arrows whose left ends fall within `min_px` of each other only the first
-// is kept.
-void layout_flows(const FlowBundle& bundle, int64_t origin_us, const TimeAxis& axis, float min_px,
+// The arrows of `bundle` that cross the axis' time range and join boxes one
+// can see: an arrow whose send and recv are both narrower than kMergePx
+// (drawn inside merged boxes) is left out. Of the arrows whose left ends fall
+// within `spacing_px` of each other only the first is kept.
+void layout_flows(const TraceModel& model, const FlowBundle& bundle, const TimeAxis& axis, float spacing_px,
                   std::vector<FlowLink>& out);
 
 }  // namespace distlab::viz

@@ -31,6 +31,7 @@ ArrowMode parse_arrow_mode(const std::string& name);
 inline constexpr float kLevelHeight = 20.0f;
 inline constexpr float kRowPadding = 3.0f;
 inline constexpr int kMaxLevelsShown = 6;
+inline constexpr float kMergedHalfHeight = 3.0f;  // merged runs: a bar 6 px tall in the band's middle
 
 // What the last frame drew where: for tests that probe rendered pixels and
 // for hit-testing.

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 
+#include "colors.hpp"
+
 namespace distlab::viz {
 namespace {
 
@@ -52,7 +54,7 @@ int run_window(App& app, const Options& options) {
     int height = 0;
     glfwGetFramebufferSize(window, &width, &height);
     glViewport(0, 0, width, height);
-    glClearColor(0.0f, 0.0f, 0.0f, 1.0f);
+    glClearColor(red_of(kCanvasColor) / 255.0f, green_of(kCanvasColor) / 255.0f, blue_of(kCanvasColor) / 255.0f, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(window);

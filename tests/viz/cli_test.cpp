@@ -54,9 +54,14 @@ TEST(Cli, ScreenshotIsTheSameFrameAsRenderingInProcess) {
   for (int y = 0; y < 500; ++y)
     for (int x = 0; x < 900; ++x) different += here.at(x, y) != from_cli.at(x, y);
   EXPECT_EQ(different, 0u);
-  // And it shows the trace: the first forward pass of rank 0 starts at 0.
+  // And it shows the trace: rank 0's first forward pass, 4 px left of its
+  // end (its label is at its left).
   const TraceFrameLayout& l = app.trace_panel().last_layout();
-  EXPECT_TRUE(COLOR_AT(from_cli, l.axis.x_of(0.0) + 5, l.band_center(l.row_tops[0], 0), category_color("fwd"), 2, 0));
+  const TraceModel& m = app.trace_panel().model();
+  const EventRecord& first = m.record(m.rows()[0].levels[0].events[0]);
+  ASSERT_EQ(m.text(first.category), "fwd");
+  EXPECT_TRUE(COLOR_AT(from_cli, l.axis.x_of(m.seconds_of(first.end_us)) - 4, l.band_center(l.row_tops[0], 0),
+                       category_color("fwd"), 2, 0));
 }
 
 TEST(Cli, CollectivesAndThePresetRenderHeadless) {

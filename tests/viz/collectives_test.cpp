@@ -193,7 +193,7 @@ TEST_F(CollectivesRender, NodesArrowsScheduleAndCursorWhereTheLayoutSays) {
     const ImVec2 n = col.scene.nodes[r];
     EXPECT_TRUE(COLOR_AT(image, n.x, n.y + col.scene.node_radius * 0.65f, kNodeColor, 2, 0)) << "rank " << r;
   }
-  // The ring's third step: every rank sends chunk (r - 2) mod 8 to r + 1.
+  // The ring's third step: every rank sends one chunk to its right neighbour.
   ASSERT_EQ(col.scene.arrows.size(), 8u);
   for (const SceneArrow& a : col.scene.arrows) {
     EXPECT_EQ(a.dst, (a.src + 1) % 8);
@@ -207,12 +207,16 @@ TEST_F(CollectivesRender, NodesArrowsScheduleAndCursorWhereTheLayoutSays) {
   const ImVec2 centre((col.scene_min.x + col.scene_max.x) / 2, (col.scene.nodes[0].y + col.scene.nodes[4].y) / 2);
   EXPECT_TRUE(COLOR_AT(image, centre.x, centre.y, kCanvasColor, 2, 0));
 
-  // The schedule below: rank 3's box of step 3 (it sends chunk 1 then) and
-  // the cursor at t, on the same time axis.
+  // The schedule below: rank 3's box of that step, in the colour of the
+  // chunk the plan has it send, and the cursor at t on the same time axis.
   const int rank = 3;
+  int sent_chunk = -2;
+  for (const auto& transfer : ring.plan.steps[2].transfers)
+    if (transfer.src == rank) sent_chunk = transfer.chunk;
+  ASSERT_GE(sent_chunk, 0);
   const float y = col.row_tops[rank] + kPlanRowHeight * 0.5f;
   const float box_right = col.axis.x_of(ring.step_begin_s[3]);
-  EXPECT_TRUE(COLOR_AT(image, box_right - 4, y, chunk_color((rank - 2 + 8) % 8), 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, box_right - 4, y, chunk_color(sent_chunk), 2, 0));
   EXPECT_TRUE(COLOR_AT(image, col.axis.x_of(t), y + 6, kCursorColor, 2, 1));
   // The other column's cursor is at the same time: one cursor for all.
   const auto& other = layout.columns[1];

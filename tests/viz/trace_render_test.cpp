@@ -90,7 +90,7 @@ TEST_F(TraceRender, BoxesMergedRunsAndGapsAtTheirTimes) {
   EXPECT_TRUE(COLOR_AT(image, x_of(3000) - 4, y_of(2), category_color("fwd"), 2, 0));
   EXPECT_TRUE(COLOR_AT(image, x_of(3400), y_of(2), kMergedColor, 2, 0));  // the 400 tiny events
   EXPECT_TRUE(COLOR_AT(image, x_of(6300), y_of(2), kCanvasColor, 2, 0));
-  EXPECT_TRUE(COLOR_AT(image, x_of(2300), y_of(1), kRowAltColor, 2, 0));  // rank 0 comm: idle until 9 ms
+  EXPECT_TRUE(COLOR_AT(image, x_of(2300), y_of(1), kCanvasColor, 2, 0));  // rank 0 comm: idle until 9 ms
   EXPECT_GE(l.merged_boxes, 1u);
 }
 
@@ -125,7 +125,7 @@ TEST_F(TraceRender, ZoomedInTheSendFillsItsTime) {
   view_ms(8.9, 9.9);
   const Image image = render();
   EXPECT_TRUE(COLOR_AT(image, x_of(9300), y_of(1), category_color("send"), 2, 0));
-  EXPECT_TRUE(COLOR_AT(image, x_of(8950), y_of(1), kRowAltColor, 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, x_of(8950), y_of(1), kCanvasColor, 2, 0));
   EXPECT_TRUE(COLOR_AT(image, x_of(8950), y_of(0), category_color("bwd"), 2, 0));
   EXPECT_TRUE(COLOR_AT(image, x_of(9700), y_of(3), category_color("recv"), 2, 0));
 }

@@ -27,7 +27,7 @@ void exercise(viz::TraceModel& model) {
                                     viz::TimeAxis{0.5 * span, 0.5 * span + 1e-4, 0.0f, 1000.0f}}) {
     for (const auto& row : model.rows())
       for (const auto& track : row.levels) layout_track(track, model.origin_us(), axis, viz::kMergePx, boxes);
-    for (const auto& bundle : model.flow_bundles()) layout_flows(bundle, model.origin_us(), axis, viz::kMergePx, links);
+    for (const auto& bundle : model.flow_bundles()) layout_flows(model, bundle, axis, viz::kArrowSpacingPx, links);
   }
   for (uint32_t i = 0; i < model.size(); i += 1 + model.size() / 64) {
     (void)model.event(i);
