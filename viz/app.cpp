@@ -35,6 +35,7 @@ App::App(const Options& options)
     trace_.set_view_ms(begin, end);
   }
   trace_.set_arrow_mode(parse_arrow_mode(options.arrows));
+  trace_.set_scale(options.scale);
 }
 
 std::vector<std::string> App::warnings() const {
@@ -45,6 +46,7 @@ std::vector<std::string> App::warnings() const {
 }
 
 void App::frame() {
+  trace_.update();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
   ImGui::SetNextWindowSize(viewport->WorkSize);

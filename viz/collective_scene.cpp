@@ -76,7 +76,7 @@ ImVec2 SceneLayout::cell(int rank, int c, int parts) const {
   return ImVec2(center.x - width * 0.5f + c * cell_size, center.y + node_radius + 4.0f);
 }
 
-SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 max) {
+SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 max, float scale) {
   SceneLayout s;
   const int p = run.plan.world_size;
   const float w = max.x - min.x;
@@ -84,8 +84,8 @@ SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 m
   const ImVec2 center(min.x + w * 0.5f, min.y + h * 0.5f - 6.0f);
   const float ring = 0.38f * std::min(w, h);
   const float pi = 3.14159265f;
-  s.node_radius = std::clamp(ring * std::sin(pi / p) * 0.55f, 9.0f, 26.0f);
-  s.cell_size = std::clamp(2.4f * s.node_radius / run.plan.parts, 3.0f, 10.0f);
+  s.node_radius = std::clamp(ring * std::sin(pi / p) * 0.55f, 9.0f * scale, 26.0f * scale);
+  s.cell_size = std::clamp(2.4f * s.node_radius / run.plan.parts, 3.0f * scale, 10.0f * scale);
   for (int r = 0; r < p; ++r) {
     const float angle = -pi / 2 + 2 * pi * r / p;
     s.nodes.emplace_back(center.x + ring * std::cos(angle), center.y + ring * std::sin(angle));
@@ -115,8 +115,9 @@ SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 m
     const float nx = -uy;
     const float ny = ux;
     const float gap = s.node_radius + 4.0f;
-    a.from = ImVec2(from.x + ux * gap + nx * kArrowOffset, from.y + uy * gap + ny * kArrowOffset);
-    a.to = ImVec2(to.x - ux * gap + nx * kArrowOffset, to.y - uy * gap + ny * kArrowOffset);
+    const float offset = kArrowOffset * scale;
+    a.from = ImVec2(from.x + ux * gap + nx * offset, from.y + uy * gap + ny * offset);
+    a.to = ImVec2(to.x - ux * gap + nx * offset, to.y - uy * gap + ny * offset);
     const auto f = static_cast<float>(progress);
     a.packet = ImVec2(a.from.x + (a.to.x - a.from.x) * f, a.from.y + (a.to.y - a.from.y) * f);
     a.label = transfer_label(a.chunk, a.chunks, a.bytes);
@@ -124,8 +125,9 @@ SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 m
     // arrow's right: arrows that cross in the middle (a tree's last step)
     // keep their labels apart.
     const ImVec2 at(a.from.x + (a.to.x - a.from.x) * 0.3f, a.from.y + (a.to.y - a.from.y) * 0.3f);
-    const float text_width = 7.0f * static_cast<float>(a.label.size());
-    a.label_at = ImVec2(at.x + nx * 10.0f - (nx < 0.0f ? text_width * -nx : 0.0f), at.y + ny * 10.0f - 7.0f);
+    const float text_width = 7.0f * scale * static_cast<float>(a.label.size());
+    a.label_at = ImVec2(at.x + nx * 10.0f * scale - (nx < 0.0f ? text_width * -nx : 0.0f),
+                        at.y + ny * 10.0f * scale - 7.0f * scale);
     s.arrows.push_back(std::move(a));
   }
   return s;

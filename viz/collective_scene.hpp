@@ -92,8 +92,9 @@ inline constexpr float kArrowHead = 12.0f;
 // side: each is shifted this far to its own right.
 inline constexpr float kArrowOffset = 5.0f;
 
-// Where everything is at time t in the rectangle [min, max].
-SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 max);
+// Where everything is at time t in the rectangle [min, max]; `scale` (the
+// --scale of the text) bounds the size of nodes, cells and gaps.
+SceneLayout layout_scene(const AlgorithmRun& run, double t, ImVec2 min, ImVec2 max, float scale = 1.0f);
 
 // "c3: 8 MB", "c2-3: 16 MB" (a block of chunks), "5 MB" (the whole buffer).
 std::string transfer_label(int chunk, int chunks, int64_t bytes);

@@ -36,9 +36,9 @@ std::vector<Algorithm> parse_algorithm_list(const std::string& text, Collective 
 // the rank sends (the chunk's colour) or only receives (a darker shade).
 class PlanRow : public TimelineRow {
  public:
-  PlanRow(const AlgorithmRun& run, int rank) : run_(run), rank_(rank) {}
+  PlanRow(const AlgorithmRun& run, int rank, float height) : run_(run), rank_(rank), height_(height) {}
   std::string label() const override { return "rank " + std::to_string(rank_); }
-  float height() const override { return kPlanRowHeight; }
+  float height() const override { return height_; }
   void draw(const TimelineContext& ctx) const override {
     for (int k = 0; k < run_.steps(); ++k) {
       const collectives::Transfer* sent = nullptr;
@@ -60,6 +60,7 @@ class PlanRow : public TimelineRow {
  private:
   const AlgorithmRun& run_;
   int rank_;
+  float height_;
 };
 
 std::string step_status(const AlgorithmRun& run, int step) {
@@ -86,7 +87,7 @@ void TimeCursor::advance(double dt_wall, double end_s) {
   }
 }
 
-CollectivesPanel::CollectivesPanel(const Options& o) {
+CollectivesPanel::CollectivesPanel(const Options& o) : scale_(o.scale) {
   setup_.collective = collectives::parse_collective(o.collective);
   setup_.ranks = o.ranks;
   setup_.bytes = o.bytes;
@@ -136,6 +137,11 @@ void CollectivesPanel::step_forward() {
   auto it = std::upper_bound(b.begin(), b.end(), cursor_.time_s + eps);
   set_time(it == b.end() ? end_s() : *it);
   cursor_.playing = false;
+}
+
+void CollectivesPanel::toggle_play() {
+  if (!cursor_.playing && cursor_.time_s >= end_s()) cursor_.time_s = 0.0;  // play again from the start
+  cursor_.playing = !cursor_.playing;
 }
 
 void CollectivesPanel::step_back() {
@@ -243,15 +249,18 @@ void CollectivesPanel::draw_controls() {
     }
   }
 
-  // Transport: the one cursor.
+  // Transport: the one cursor. Keys too, for a presenter: space plays or
+  // pauses, the arrows step (unless a text field has the keyboard).
+  const ImGuiIO& io = ImGui::GetIO();
+  const bool keys = !io.WantTextInput;
+  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) toggle_play();
+  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) step_forward();
+  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) step_back();
   if (ImGui::Button("|<")) set_time(0.0);
   ImGui::SameLine();
   if (ImGui::Button("< step")) step_back();
   ImGui::SameLine();
-  if (ImGui::Button(cursor_.playing ? "pause" : "play", ImVec2(ImGui::GetFontSize() * 4, 0))) {
-    if (!cursor_.playing && cursor_.time_s >= end_s()) cursor_.time_s = 0.0;
-    cursor_.playing = !cursor_.playing;
-  }
+  if (ImGui::Button(cursor_.playing ? "pause" : "play", ImVec2(ImGui::GetFontSize() * 4, 0))) toggle_play();
   ImGui::SameLine();
   if (ImGui::Button("step >")) step_forward();
   ImGui::SameLine();
@@ -279,16 +288,18 @@ void CollectivesPanel::draw_column(size_t index, ImVec2 size) {
   ImGui::BeginGroup();
   ImGui::Text("%s: %d steps, %s%s", collectives::to_string(run.plan.algorithm), run.steps(),
               format_duration(run.prediction.total_seconds).c_str(), run.uniform_time ? " (1 s per step shown)" : "");
-  const float timeline_height = std::min(size.y * 0.42f, 24.0f + kPlanRowHeight * run.plan.world_size + 4.0f);
+  const float row_height = kPlanRowHeight * scale_;
+  TimelineStyle style;
+  style.label_width = 64.0f * scale_;
+  style.axis_height *= scale_;
+  const float timeline_height = std::min(size.y * 0.42f, style.axis_height + row_height * run.plan.world_size + 6.0f);
   const float scene_height = size.y - timeline_height - ImGui::GetFrameHeightWithSpacing() - 8.0f;
   draw_scene(run, ImVec2(size.x, scene_height), column);
 
   std::vector<PlanRow> rows;
-  for (int r = 0; r < run.plan.world_size; ++r) rows.emplace_back(run, r);
+  for (int r = 0; r < run.plan.world_size; ++r) rows.emplace_back(run, r, row_height);
   std::vector<const TimelineRow*> pointers;
   for (const PlanRow& row : rows) pointers.push_back(&row);
-  TimelineStyle style;
-  style.label_width = 64.0f;
   const std::string id = "plan" + std::to_string(index);
   const TimelineContext ctx = begin_timeline(id.c_str(), view_, pointers, ImVec2(size.x, timeline_height), style);
   draw_time_cursor(ctx, cursor_.time_s);
@@ -310,15 +321,16 @@ void CollectivesPanel::draw_scene(const AlgorithmRun& run, ImVec2 size, Collecti
   ImDrawList* d = ImGui::GetWindowDrawList();
   d->PushClipRect(min, max, true);
   d->AddRect(min, max, kRowLineColor);
-  const SceneLayout scene = layout_scene(run, cursor_.time_s, min, max);
+  const SceneLayout scene = layout_scene(run, cursor_.time_s, min, max, scale_);
   const int p = run.plan.world_size;
   const int parts = run.plan.parts;
   const int state = std::clamp(scene.step < 0 ? 0 : scene.step, 0, run.steps());
 
   // Arrows under the nodes: the shaft, the moving packet, the label.
   for (const SceneArrow& a : scene.arrows) {
-    draw_arrow(d, a.from, a.to, a.color, kArrowThickness, kArrowHead);
-    d->AddCircleFilled(a.packet, 6.0f, a.color, 16);
+    // An integer thickness keeps ImGui on its cheap textured-line path.
+    draw_arrow(d, a.from, a.to, a.color, std::round(kArrowThickness * scale_), kArrowHead * scale_);
+    d->AddCircleFilled(a.packet, 6.0f * scale_, a.color, 16);
     d->AddText(a.label_at, kTextColor, a.label.c_str());
   }
   const bool rooted = run.plan.collective == Collective::kBroadcast || run.plan.collective == Collective::kReduce;

@@ -40,7 +40,7 @@ struct CollectivesFrameLayout {
 };
 
 inline constexpr int kMaxSideBySide = 3;
-inline constexpr float kPlanRowHeight = 20.0f;
+inline constexpr float kPlanRowHeight = 20.0f;  // at scale 1 (--scale multiplies it)
 
 class CollectivesPanel {
  public:
@@ -55,6 +55,7 @@ class CollectivesPanel {
   void set_step(int k);  // the middle of step k of the first algorithm
   void step_forward();   // to the next step boundary of any algorithm
   void step_back();
+  void toggle_play();
   double end_s() const;  // when the slowest algorithm finishes
 
   const CollectiveSetup& setup() const { return setup_; }
@@ -77,6 +78,7 @@ class CollectivesPanel {
   TimelineView view_;
   CollectivesFrameLayout layout_;
   std::string error_;
+  float scale_ = 1.0f;
 };
 
 }  // namespace distlab::viz

@@ -39,7 +39,7 @@ ArrowMode parse_arrow_mode(const std::string& name) {
 
 float TraceFrameLayout::band_center(float row_top, uint32_t level) const {
   const auto band = static_cast<float>(std::min<uint32_t>(level, kMaxLevelsShown - 1));
-  return row_top + kRowPadding + band * kLevelHeight + kLevelHeight * 0.5f;
+  return row_top + (kRowPadding + band * kLevelHeight + kLevelHeight * 0.5f) * scale;
 }
 
 // One (rank, lane) of the model as a timeline row.
@@ -54,7 +54,8 @@ class TracePanel::Row : public TimelineRow {
 
   float height() const override {
     const size_t levels = std::max<size_t>(1, panel_.model_.rows()[index_].levels.size());
-    return static_cast<float>(std::min<size_t>(levels, kMaxLevelsShown)) * kLevelHeight + 2 * kRowPadding;
+    const float bands = static_cast<float>(std::min<size_t>(levels, kMaxLevelsShown));
+    return (bands * kLevelHeight + 2 * kRowPadding) * panel_.scale_;
   }
 
   void draw(const TimelineContext& ctx) const override {
@@ -64,8 +65,8 @@ class TracePanel::Row : public TimelineRow {
     const bool mouse_here = ctx.hovered && ctx.hovered_row == static_cast<int>(index_);
     for (uint32_t level = 0; level < row.levels.size(); ++level) {
       const float band = static_cast<float>(std::min<uint32_t>(level, kMaxLevelsShown - 1));
-      const float y0 = ctx.row_top + kRowPadding + band * kLevelHeight + 1.0f;
-      const float y1 = y0 + kLevelHeight - 2.0f;
+      const float y0 = ctx.row_top + (kRowPadding + band * kLevelHeight) * p.scale_ + 1.0f;
+      const float y1 = y0 + kLevelHeight * p.scale_ - 2.0f;
       p.boxes_.clear();
       layout_track(row.levels[level], model.origin_us(), ctx.axis, kMergePx, p.boxes_);
       for (const BoxSpan& box : p.boxes_) {
@@ -75,7 +76,7 @@ class TracePanel::Row : public TimelineRow {
           // A run of events too narrow to see is a thin grey bar, not a box:
           // it reads as "zoom in here", and costs a third of the pixels.
           const float mid = (y0 + y1) * 0.5f;
-          draw_box(ctx, box.x0, box.x1, mid - kMergedHalfHeight, mid + kMergedHalfHeight, kMergedColor, nullptr);
+          draw_box(ctx, box.x0, box.x1, mid - kMergedHalfHeight * p.scale_, mid + kMergedHalfHeight * p.scale_, kMergedColor, nullptr);
         } else {
           draw_box(ctx, box.x0, box.x1, y0, y1, p.color_of(r.category), model.text(r.name).c_str());
         }
@@ -151,7 +152,7 @@ void TracePanel::fit_all() {
   fitted_ = true;
 }
 
-void TracePanel::poll_live() {
+void TracePanel::update() {
   if (!live_) return;
   if (live_->poll(model_) > 0) live_pending_ = true;
   const auto now = std::chrono::steady_clock::now();
@@ -166,7 +167,6 @@ void TracePanel::poll_live() {
 }
 
 void TracePanel::draw() {
-  poll_live();
   if (!fitted_) fit_all();
   while (messages_.size() > kMaxMessages) messages_.erase(messages_.begin());
   draw_toolbar();
@@ -253,8 +253,12 @@ void TracePanel::draw_timeline(ImVec2 size) {
 
   layout_ = TraceFrameLayout{};
   hover_ = Hover{};
-  TimelineContext ctx = begin_timeline("trace", view_, pointers, size);
+  TimelineStyle style;
+  style.label_width *= scale_;
+  style.axis_height *= scale_;
+  TimelineContext ctx = begin_timeline("trace", view_, pointers, size, style);
   layout_.drawn = true;
+  layout_.scale = scale_;
   layout_.axis = ctx.axis;
   layout_.area_min = ctx.area_min;
   layout_.area_max = ctx.area_max;

@@ -26,8 +26,9 @@ namespace distlab::viz {
 enum class ArrowMode { kAll, kSelected, kNone };
 ArrowMode parse_arrow_mode(const std::string& name);
 
-// Row geometry: each stacking level is a band of kLevelHeight pixels; a row
-// shows at most kMaxLevelsShown bands (deeper levels draw in the last one).
+// Row geometry at scale 1 (--scale multiplies it): each stacking level is a
+// band of kLevelHeight pixels; a row shows at most kMaxLevelsShown bands
+// (deeper levels draw in the last one).
 inline constexpr float kLevelHeight = 20.0f;
 inline constexpr float kRowPadding = 3.0f;
 inline constexpr int kMaxLevelsShown = 6;
@@ -43,6 +44,7 @@ struct TraceFrameLayout {
   size_t boxes = 0;             // boxes drawn (after merging)
   size_t merged_boxes = 0;
   size_t arrows = 0;
+  float scale = 1.0f;
 
   // The vertical centre of an event's band.
   float band_center(float row_top, uint32_t level) const;
@@ -61,7 +63,12 @@ class TracePanel {
   void set_view_ms(double begin_ms, double end_ms);
   void set_arrow_mode(ArrowMode mode) { arrows_ = mode; }
   void select(std::optional<uint32_t> event) { selected_ = event; }
+  // Row heights and the label column grow with the text (--scale).
+  void set_scale(float scale) { scale_ = scale; }
 
+  // Takes in what the live listener received; once per frame, whether the
+  // panel is shown or not (App::frame does it), so nothing piles up.
+  void update();
   // One frame of the panel in the current ImGui window.
   void draw();
 
@@ -84,7 +91,6 @@ class TracePanel {
   void draw_arrows(const TimelineContext& ctx);
   void draw_tooltip(const Hover& hover) const;
   void draw_stats();
-  void poll_live();
   void fit_all();
   ImVec2 event_anchor(uint32_t event, bool at_end) const;
   Color color_of(uint32_t category);
@@ -99,6 +105,7 @@ class TracePanel {
   bool follow_live_ = true;
   bool show_stats_ = true;
   ArrowMode arrows_ = ArrowMode::kAll;
+  float scale_ = 1.0f;
   std::optional<uint32_t> selected_;
   std::optional<double> cursor_s_;
   std::vector<std::string> messages_;

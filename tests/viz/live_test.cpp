@@ -13,6 +13,7 @@
 #include <random>
 
 #include "live_feed.hpp"
+#include "trace_panel.hpp"
 #include "viz_test_util.hpp"
 
 namespace distlab::viz {
@@ -90,6 +91,23 @@ TEST(LiveStream, SeveralProcessesAtOnce) {
   EXPECT_EQ(model.rows().size(), 12u);
 }
 
+TEST(LiveStream, TracePanelShowsWhatArrives) {
+  TracePanel panel;
+  panel.listen(0, "127.0.0.1");
+  ASSERT_NE(panel.live(), nullptr);
+  ASSERT_EQ(run_emitter(panel.live()->port(), 3, 400), 0);
+  const size_t total = 3 * (400 + 400 / 4);
+  // The panel rebuilds its rows a few times a second while events come in.
+  for (int i = 0; i < 500 && !(panel.model().size() == total && panel.model().flow_count() == 300); ++i) {
+    panel.update();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(panel.model().size(), total);
+  EXPECT_EQ(panel.model().rows().size(), 6u);
+  EXPECT_EQ(panel.model().flow_count(), 300u);  // 3 ranks x 100 messages, each paired
+  expect_every_event_in_order(panel.model(), 0, 3, 400);
+}
+
 int connect_to(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
@@ -150,6 +168,27 @@ TEST(LiveStream, GarbageIsRefusedWithAMessageAndGoodSendersStillArrive) {
   feed.poll(model);
   model.finalize();
   expect_every_event_in_order(model, 0, 2, 300);
+}
+
+// A line that is valid JSON but carries a "flow" that is not a number must be
+// refused like any other bad line. Run in a child process: if the receiver's
+// thread dies of it, the whole process aborts, and only the child goes.
+TEST(LiveStream, ANonNumericFlowIdIsRefusedNotFatal) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    LiveFeed feed(0, "127.0.0.1");
+    const int fd = connect_to(feed.port());
+    send_text(fd, std::string(trace::kLiveHello) + "\n{\"ph\":\"X\",\"pid\":0,\"args\":{\"flow\":\"zz\"}}\n");
+    const bool refused = wait_for_errors(feed, 1);
+    close(fd);
+    _exit(refused ? 0 : 3);
+  }
+  const int code = wait_exit(child, kWaitMs);
+  EXPECT_EQ(code, 0) << (code == 128 + SIGABRT
+                             ? "the receiver aborted: parse_event_line let std::stoull's exception out and "
+                               "LiveReceiver catches only TraceFormatError (lib/trace)"
+                             : "the line was not refused");
 }
 
 TEST(LiveStream, ListensOnLoopbackUnlessToldOtherwise) {
