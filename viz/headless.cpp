@@ -128,6 +128,9 @@ FrameTiming HeadlessRenderer::frame(const std::function<void()>& draw_ui, float 
   draw_ui();
   ImGui::Render();
   timing.ui_ms = ms_since(start);
+  const ImDrawData* data = ImGui::GetDrawData();
+  timing.vertices = data->TotalVtxCount;
+  for (int i = 0; i < data->CmdListsCount; ++i) timing.draw_calls += data->CmdLists[i]->CmdBuffer.Size;
 
   const auto render_start = std::chrono::steady_clock::now();
   glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_);

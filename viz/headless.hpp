@@ -17,6 +17,8 @@ namespace distlab::viz {
 struct FrameTiming {
   double ui_ms = 0.0;      // building the frame: NewFrame .. Render (panels, layout, draw lists)
   double render_ms = 0.0;  // the OpenGL backend drawing it, to glFinish
+  int draw_calls = 0;      // what the backend was given
+  int vertices = 0;
   double total_ms() const { return ui_ms + render_ms; }
 };
 

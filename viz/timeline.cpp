@@ -33,6 +33,13 @@ void draw_axis(const TimelineContext& ctx, float top, float bottom) {
   }
 }
 
+// Text cut to `clip` on the CPU. A clip rect pushed on the draw list would
+// cost a draw call per label, and a software rasterizer pays some 20 us for
+// each: a few hundred labelled boxes would double the frame time.
+void clipped_text(ImDrawList* d, ImVec2 at, Color color, const char* text, const ImVec4& clip) {
+  d->AddText(ImGui::GetFont(), ImGui::GetFontSize(), at, color, text, nullptr, 0.0f, &clip);
+}
+
 }  // namespace
 
 void TimelineView::fit(double begin, double end) {
@@ -126,9 +133,8 @@ TimelineContext begin_timeline(const char* id, TimelineView& view, const std::ve
     if (i % 2 == 1) d->AddRectFilled(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 1, bottom), kRowAltColor);
     d->AddLine(ImVec2(origin.x, bottom - 0.5f), ImVec2(ctx.area_max.x, bottom - 0.5f), kRowLineColor);
     const std::string label = rows[i]->label();
-    d->PushClipRect(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 4, bottom), true);
-    d->AddText(ImVec2(origin.x + 6, top + 3), kTextColor, label.c_str());
-    d->PopClipRect();
+    clipped_text(d, ImVec2(origin.x + 6, top + 3), kTextColor, label.c_str(),
+                 ImVec4(origin.x, top, ctx.area_min.x - 4, bottom));
   }
   d->AddLine(ImVec2(ctx.area_min.x - 0.5f, ctx.area_min.y), ImVec2(ctx.area_min.x - 0.5f, ctx.area_max.y), kGridColor);
   d->PopClipRect();
@@ -155,10 +161,9 @@ void draw_box(const TimelineContext& ctx, float x0, float x1, float y0, float y1
   ctx.draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), fill);
   if (label == nullptr || x1 - x0 < 24.0f) return;
   const float left = std::max(x0, ctx.area_min.x);
-  ctx.draw->PushClipRect(ImVec2(left, y0), ImVec2(std::min(x1, ctx.area_max.x) - 2, y1), true);
   const float text_y = y0 + (y1 - y0 - ImGui::GetFontSize()) * 0.5f;
-  ctx.draw->AddText(ImVec2(left + 3, text_y), rgb(16, 16, 16), label);
-  ctx.draw->PopClipRect();
+  clipped_text(ctx.draw, ImVec2(left + 3, text_y), rgb(16, 16, 16), label,
+               ImVec4(left, y0, std::min(x1, ctx.area_max.x) - 2, y1));
 }
 
 void draw_arrow(ImDrawList* draw, ImVec2 from, ImVec2 to, Color color, float thickness, float head) {

@@ -90,7 +90,7 @@ void layout_flows(const TraceModel& model, const FlowBundle& bundle, const TimeA
       out.push_back(link);
       i = skip(i, spacing_px);  // the arrows leaving from the same few pixels
     } else {
-      i = skip(i, 1.0f);  // inside merged boxes: so are its neighbours in this pixel
+      i = skip(i, spacing_px);  // inside merged runs, and so, most likely, are its neighbours
     }
   }
 }

@@ -40,7 +40,8 @@ void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, f
 // The arrows of `bundle` that cross the axis' time range and join boxes one
 // can see: an arrow whose send and recv are both narrower than kMergePx
 // (drawn inside merged boxes) is left out. Of the arrows whose left ends fall
-// within `spacing_px` of each other only the first is kept.
+// within `spacing_px` of each other only the first is looked at: zoomed out,
+// the cost is (view width / spacing_px) binary searches per bundle.
 void layout_flows(const TraceModel& model, const FlowBundle& bundle, const TimeAxis& axis, float spacing_px,
                   std::vector<FlowLink>& out);
 

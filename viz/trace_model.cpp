@@ -38,22 +38,40 @@ bool lane_before(const std::string& a, const std::string& b) {
 }
 
 uint32_t TraceModel::row_for(int rank, const std::string& lane) {
-  auto before = [](const TraceRowData& row, const std::pair<int, const std::string*>& key) {
-    return row.rank != key.first ? row.rank < key.first : lane_before(row.lane, *key.second);
-  };
-  auto key = std::make_pair(rank, &lane);
-  auto it = std::lower_bound(rows_.begin(), rows_.end(), key, before);
-  if (it != rows_.end() && it->rank == rank && it->lane == lane) return static_cast<uint32_t>(it - rows_.begin());
-  // A new row: the rows after it move down by one, and so do their events.
-  const auto index = static_cast<uint32_t>(it - rows_.begin());
-  TraceRowData row;
-  row.rank = rank;
-  row.lane = lane;
-  rows_.insert(it, std::move(row));
-  for (auto& r : records_)
-    if (r.row >= index) ++r.row;
+  auto [it, added] = row_index_.try_emplace({rank, lane}, static_cast<uint32_t>(rows_.size()));
+  if (added) {
+    // New rows go at the end for now; finalize() puts them in order. (Sorting
+    // here would renumber every event once per new row: a file with many
+    // ranks would take quadratic time.)
+    TraceRowData row;
+    row.rank = rank;
+    row.lane = lane;
+    rows_.push_back(std::move(row));
+    rows_sorted_ = false;
+  }
+  return it->second;
+}
+
+void TraceModel::sort_rows() {
+  std::vector<uint32_t> order(rows_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+    const TraceRowData& x = rows_[a];
+    const TraceRowData& y = rows_[b];
+    return x.rank != y.rank ? x.rank < y.rank : lane_before(x.lane, y.lane);
+  });
+  std::vector<uint32_t> new_index(rows_.size());
+  std::vector<TraceRowData> sorted;
+  sorted.reserve(rows_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    new_index[order[i]] = i;
+    sorted.push_back(std::move(rows_[order[i]]));
+  }
+  rows_ = std::move(sorted);
+  for (EventRecord& r : records_) r.row = new_index[r.row];
+  for (auto& [key, index] : row_index_) index = new_index[index];
+  rows_sorted_ = true;
   flows_dirty_ = true;
-  return index;
 }
 
 void TraceModel::add(const std::vector<trace::Event>& events) {
@@ -208,7 +226,13 @@ void TraceModel::rebuild_flows() {
     ++flow_count_;
   }
   bundles_.clear();
-  for (auto& [rows, links] : by_rows) bundles_.push_back(FlowBundle{rows.first, rows.second, std::move(links), {}, {}});
+  for (auto& [rows, links] : by_rows) {
+    FlowBundle bundle;
+    bundle.from_row = rows.first;
+    bundle.to_row = rows.second;
+    bundle.links = std::move(links);
+    bundles_.push_back(std::move(bundle));
+  }
   for (FlowBundle& b : bundles_) {
     auto left = [this](const FlowLink& l) { return std::min(records_[l.send].begin_us, records_[l.recv].end_us); };
     auto right = [this](const FlowLink& l) { return std::max(records_[l.send].begin_us, records_[l.recv].end_us); };
@@ -227,6 +251,7 @@ void TraceModel::rebuild_flows() {
 }
 
 void TraceModel::finalize() {
+  if (!rows_sorted_) sort_rows();
   for (TraceRowData& row : rows_)
     if (row.dirty) {
       rebuild_row(row);

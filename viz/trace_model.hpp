@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -104,7 +105,8 @@ class TraceModel {
   const std::string& text(uint32_t id) const { return strings_.at(id); }
   // The event as it was added (for tooltips and round-trip tests).
   trace::Event event(uint32_t i) const;
-  // Rows by rank, then lane: compute, comm, then the others by name.
+  // Rows by rank, then lane: compute, comm, then the others by name (rows
+  // first seen since the last finalize() are at the end until then).
   const std::vector<TraceRowData>& rows() const { return rows_; }
   // The earliest begin: time 0 of the display.
   int64_t origin_us() const { return origin_us_; }
@@ -117,6 +119,7 @@ class TraceModel {
 
  private:
   uint32_t row_for(int rank, const std::string& lane);
+  void sort_rows();
   void rebuild_row(TraceRowData& row);
   void rebuild_flows();
 
@@ -124,6 +127,8 @@ class TraceModel {
   std::vector<EventRecord> records_;
   std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids
   std::vector<TraceRowData> rows_;
+  std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
+  bool rows_sorted_ = true;
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> flow_ends_;  // id -> (send, recv), -1 = not yet
   std::vector<FlowBundle> bundles_;
   size_t flow_count_ = 0;

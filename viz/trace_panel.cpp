@@ -342,7 +342,7 @@ void TracePanel::draw_tooltip(const Hover& hover) const {
 }
 
 void TracePanel::draw_stats() {
-  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
+  const ImGuiTableFlags flags = ImGuiTableFlags_BordersV | ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollY |
                                 ImGuiTableFlags_SizingStretchProp;
   if (!ImGui::BeginTable("lane stats", 9, flags, ImGui::GetContentRegionAvail())) return;
   ImGui::TableSetupScrollFreeze(0, 1);

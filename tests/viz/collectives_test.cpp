@@ -115,18 +115,15 @@ TEST(CollectiveScene, NodesOnACircleAndArrowsLeaveTheirSender) {
   // Opposite arrows of an exchange do not lie on each other.
   for (const SceneArrow& a : s.arrows)
     for (const SceneArrow& b : s.arrows)
-      if (a.src == b.dst && a.dst == b.src)
+      if (a.src == b.dst && a.dst == b.src) {
         EXPECT_GT(std::hypot(a.from.x - b.to.x, a.from.y - b.to.y), 2 * kArrowOffset - 0.5f);
+      }
 }
 
 TEST(CollectivesPanelTest, StepButtonsVisitEveryBoundaryOfEveryAlgorithm) {
   Options o;
-  o.collective = "broadcast";
-  o.algorithms = "sequential,tree";
-  o.ranks = 8;
-  o.bytes = 5'000'000;
-  o.alpha = 0.0;
-  o.beta = 1e-6;
+  o.preset = "friends";
+  apply_preset(o);
   CollectivesPanel panel(o);
   // Boundaries: sequential every 5 s to 35, tree every 5 s to 15: 0, 5, ..., 35.
   std::vector<double> visited;

@@ -173,12 +173,18 @@ TEST(LayoutFlows, EveryVisibleArrowZoomedInThinnedZoomedOutNeverAWrongOne) {
           want.push_back(b.links[i].send);
       wanted += want.size();
       for (const FlowLink& l : got) EXPECT_NE(std::find(want.begin(), want.end(), l.send), want.end());
-      if (fraction <= 0.001) EXPECT_EQ(got.size(), want.size());
+      if (fraction <= 0.001) {
+        EXPECT_EQ(got.size(), want.size());
+      }
       EXPECT_LE(got.size(), (axis.x1 - axis.x0) / kArrowSpacingPx + 2);
     }
     EXPECT_LE(drawn, wanted);
-    if (fraction <= 0.01) EXPECT_GT(drawn, 0u);
-    if (fraction >= 1.0) EXPECT_EQ(wanted, 0u);  // every send and recv is sub-pixel: no arrows
+    if (fraction <= 0.01) {
+      EXPECT_GT(drawn, 0u);
+    }
+    if (fraction >= 1.0) {
+      EXPECT_EQ(wanted, 0u);  // every send and recv is sub-pixel: no arrows
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "synthetic_trace.hpp"
 #include "trace_model.hpp"
+#include "viz_test_util.hpp"
 
 namespace distlab::viz {
 namespace {
@@ -18,6 +19,20 @@ using trace::Event;
 
 Event box(int rank, const std::string& lane, int64_t begin, int64_t end, const std::string& name = "e") {
   return Event{rank, lane, name, "fwd", begin, end, 0, -1, 0, {}};
+}
+
+std::vector<Event> synthetic(int ranks, int64_t events) {
+  SyntheticTraceOptions o;
+  o.ranks = ranks;
+  o.events = events;
+  return make_synthetic_trace(o);
+}
+
+TraceModel model_of(const std::vector<Event>& events) {
+  TraceModel m;
+  m.add(events);
+  m.finalize();
+  return m;
 }
 
 std::vector<Event> random_intervals(int n, uint32_t seed, int64_t span) {
@@ -49,6 +64,26 @@ TEST(TraceModel, RowsAreRankThenComputeCommThenOtherLanesByName) {
     EXPECT_EQ(m.rows()[m.record(i).row].rank, m.record(i).rank);
     EXPECT_EQ(m.rows()[m.record(i).row].lane, m.event(i).lane);
   }
+}
+
+TEST(TraceModel, ManyRanksArrivingInAnyOrderEndUpSorted) {
+  std::vector<Event> events;
+  std::mt19937 rng(4);
+  for (int i = 0; i < 20000; ++i) {
+    const int rank = static_cast<int>(rng() % 5000);
+    events.push_back(box(rank, rng() % 2 ? "comm" : "compute", i, i + 1));
+  }
+  TraceModel m;
+  m.add(std::vector<Event>(events.begin(), events.begin() + 12000));
+  m.finalize();
+  m.add(std::vector<Event>(events.begin() + 12000, events.end()));
+  m.finalize();
+  for (size_t r = 1; r < m.rows().size(); ++r) {
+    const auto& a = m.rows()[r - 1];
+    const auto& b = m.rows()[r];
+    EXPECT_TRUE(a.rank < b.rank || (a.rank == b.rank && lane_before(a.lane, b.lane)));
+  }
+  for (uint32_t i = 0; i < m.size(); ++i) testing_util::expect_same_event(m.event(i), events[i]);
 }
 
 TEST(TraceModel, LevelsNeverOverlapAndAreAsFewAsTheDeepestOverlap) {
@@ -130,13 +165,8 @@ TEST(TraceModel, StatisticsMatchANaiveCount) {
 }
 
 TEST(TraceModel, EverySendIsPairedWithItsRecv) {
-  SyntheticTraceOptions o;
-  o.ranks = 5;
-  o.events = 4000;
-  const auto events = make_synthetic_trace(o);
-  TraceModel m;
-  m.add(events);
-  m.finalize();
+  const auto events = synthetic(5, 4000);
+  const TraceModel m = model_of(events);
   // Naive: flows seen on both a send and a recv.
   std::map<uint64_t, std::pair<int, int>> ends;
   for (const Event& e : events)
@@ -157,43 +187,24 @@ TEST(TraceModel, EverySendIsPairedWithItsRecv) {
       EXPECT_EQ(m.record(l.recv).row, b.to_row);
       EXPECT_EQ(*m.partner(l.send), l.recv);
       EXPECT_EQ(*m.partner(l.recv), l.send);
-      if (i > 0) EXPECT_LE(b.left_us[i - 1], b.left_us[i]);
+      if (i > 0) {
+        EXPECT_LE(b.left_us[i - 1], b.left_us[i]);
+      }
     }
   }
   EXPECT_EQ(in_bundles, paired);
 }
 
 TEST(TraceModel, KeepsEveryEventAsAdded) {
-  SyntheticTraceOptions o;
-  o.events = 500;
-  const auto events = make_synthetic_trace(o);
-  TraceModel m;
-  m.add(events);
-  m.finalize();
+  const auto events = synthetic(4, 500);
+  const TraceModel m = model_of(events);
   ASSERT_EQ(m.size(), events.size());
-  for (uint32_t i = 0; i < m.size(); ++i) {
-    const Event e = m.event(i);
-    EXPECT_EQ(e.rank, events[i].rank);
-    EXPECT_EQ(e.lane, events[i].lane);
-    EXPECT_EQ(e.name, events[i].name);
-    EXPECT_EQ(e.category, events[i].category);
-    EXPECT_EQ(e.begin_us, events[i].begin_us);
-    EXPECT_EQ(e.end_us, events[i].end_us);
-    EXPECT_EQ(e.bytes, events[i].bytes);
-    EXPECT_EQ(e.peer, events[i].peer);
-    EXPECT_EQ(e.flow, events[i].flow);
-    EXPECT_EQ(e.args, events[i].args);
-  }
+  for (uint32_t i = 0; i < m.size(); ++i) testing_util::expect_same_event(m.event(i), events[i]);
 }
 
 TEST(TraceModel, AddingInPiecesGivesTheSameRowsAsAddingAtOnce) {
-  SyntheticTraceOptions o;
-  o.events = 3000;
-  o.ranks = 3;
-  const auto events = make_synthetic_trace(o);
-  TraceModel whole;
-  whole.add(events);
-  whole.finalize();
+  const auto events = synthetic(3, 3000);
+  const TraceModel whole = model_of(events);
   TraceModel pieces;
   for (size_t at = 0; at < events.size(); at += 700) {
     pieces.add(std::vector<Event>(events.begin() + at, events.begin() + std::min(events.size(), at + 700)));

@@ -38,23 +38,20 @@ inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-inline void expect_same_event(const trace::Event& a, const trace::Event& b) {
-  EXPECT_EQ(a.rank, b.rank);
-  EXPECT_EQ(a.lane, b.lane);
-  EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.category, b.category);
-  EXPECT_EQ(a.begin_us, b.begin_us);
-  EXPECT_EQ(a.end_us, b.end_us);
-  EXPECT_EQ(a.bytes, b.bytes);
-  EXPECT_EQ(a.peer, b.peer);
-  EXPECT_EQ(a.flow, b.flow);
-  // A JSON object has no order: compare the arguments as sets.
-  auto sorted = [](std::vector<std::pair<std::string, std::string>> args) {
-    std::sort(args.begin(), args.end());
-    return args;
-  };
-  EXPECT_EQ(sorted(a.args), sorted(b.args));
+// Every field of an event in one line; arguments sorted, because a JSON
+// object has no order. Equal events give equal text, and a failing
+// comparison prints both.
+inline std::string describe(const trace::Event& e) {
+  auto args = e.args;
+  std::sort(args.begin(), args.end());
+  std::ostringstream out;
+  out << "rank " << e.rank << " lane '" << e.lane << "' name '" << e.name << "' cat '" << e.category << "' ["
+      << e.begin_us << ", " << e.end_us << "] bytes " << e.bytes << " peer " << e.peer << " flow " << e.flow;
+  for (const auto& [key, value] : args) out << " " << key << "='" << value << "'";
+  return out.str();
 }
+
+inline void expect_same_event(const trace::Event& a, const trace::Event& b) { EXPECT_EQ(describe(a), describe(b)); }
 
 }  // namespace distlab::viz::testing_util
 

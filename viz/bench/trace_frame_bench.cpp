@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
       {"zoomed in (5 ms), all arrows", mid, mid + 5, ArrowMode::kAll},
   };
   std::printf("\n%dx%d, %d frames per case, trace spans %.0f ms\n", width, height, frames, trace_ms);
-  std::printf("%-40s %8s %8s %8s %8s %8s %8s %8s\n", "case", "boxes", "arrows", "ui ms", "render", "total",
-              "p95", "max");
+  std::printf("%-40s %6s %6s %6s %7s %7s %7s %7s %7s %7s\n", "case", "boxes", "arrows", "draws", "vertices",
+              "ui ms", "render", "total", "p95", "max");
   for (const Case& c : cases) {
     TracePanel& panel = app.trace_panel();
     if (c.begin_ms < 0)
@@ -118,16 +118,17 @@ int main(int argc, char** argv) {
     panel.set_arrow_mode(c.arrows);
     for (int i = 0; i < 3; ++i) renderer.frame([&] { app.frame(); });  // warm-up: ImGui settles its layout
     std::vector<double> ui, render, total;
+    FrameTiming last;
     for (int i = 0; i < frames; ++i) {
-      const FrameTiming t = renderer.frame([&] { app.frame(); });
+      const FrameTiming t = last = renderer.frame([&] { app.frame(); });
       ui.push_back(t.ui_ms);
       render.push_back(t.render_ms);
       total.push_back(t.total_ms());
     }
     const Summary u = summarize(ui), r = summarize(render), s = summarize(total);
     const TraceFrameLayout& layout = panel.last_layout();
-    std::printf("%-40s %8zu %8zu %8.2f %8.2f %8.2f %8.2f %8.2f\n", c.name, layout.boxes, layout.arrows, u.mean,
-                r.mean, s.mean, s.p95, s.max);
+    std::printf("%-40s %6zu %6zu %6d %7d %7.2f %7.2f %7.2f %7.2f %7.2f\n", c.name, layout.boxes, layout.arrows,
+                last.draw_calls, last.vertices, u.mean, r.mean, s.mean, s.p95, s.max);
   }
   return 0;
 }
