@@ -38,13 +38,6 @@ App::App(const Options& options)
   trace_.set_scale(options.scale);
 }
 
-std::vector<std::string> App::warnings() const {
-  std::vector<std::string> out;
-  for (const std::string& m : trace_.messages())
-    if (m.rfind("warning", 0) == 0) out.push_back(m);
-  return out;
-}
-
 void App::frame() {
   trace_.update();
   const ImGuiViewport* viewport = ImGui::GetMainViewport();

@@ -28,8 +28,9 @@ class App {
 
   TracePanel& trace_panel() { return trace_; }
   CollectivesPanel& collectives_panel() { return collectives_; }
-  // Warnings worth printing on the terminal too (a truncated trace, ...).
-  std::vector<std::string> warnings() const;
+  // What the panels said while starting (files opened, a truncated trace,
+  // the port listened on), worth printing on the terminal too.
+  std::vector<std::string> messages() const { return trace_.messages(); }
 
  private:
   enum class Tab { kCollectives, kTrace };

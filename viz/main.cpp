@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   if (auto code = parse_options(argc, argv, options)) return *code;
   try {
     App app(options);
-    for (const auto& warning : app.warnings()) std::fprintf(stderr, "distlab-viz: %s\n", warning.c_str());
+    for (const auto& message : app.messages()) std::fprintf(stderr, "distlab-viz: %s\n", message.c_str());
     if (!options.screenshot.empty()) return screenshot(app, options);
     return run_window(app, options);
   } catch (const std::exception& e) {
