@@ -44,10 +44,19 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
+inline constexpr Milliseconds kDefaultConnectTimeout{std::chrono::seconds(60)};
+
 struct CommOptions {
+  // Longest wait for another rank in any operation.
   Milliseconds timeout = kDefaultTimeout;
+  // Longest wait for all ranks to join at start-up (processes start at
+  // different times, so this is not the per-operation timeout).
+  Milliseconds connect_timeout = kDefaultConnectTimeout;
   // Shared by every rank of a process; null or without sinks = no tracing.
   std::shared_ptr<trace::Recorder> recorder;
+  // Where this rank keeps its tensors: CPU, or cuda:N (nccl, or threads
+  // ranks sharing GPUs). Lessons allocate on comm.device().
+  at::Device device = at::kCPU;
 };
 
 class Communicator {
@@ -61,6 +70,8 @@ class Communicator {
   int size() const { return size_; }
   virtual std::string backend() const = 0;
   Milliseconds timeout() const { return options_.timeout; }
+  Milliseconds connect_timeout() const { return options_.connect_timeout; }
+  at::Device device() const { return options_.device; }
   trace::Recorder* recorder() const { return options_.recorder.get(); }
   const std::shared_ptr<trace::Recorder>& recorder_ptr() const { return options_.recorder; }
 

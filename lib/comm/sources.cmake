@@ -1,7 +1,12 @@
 list(APPEND DISTLAB_BASE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/env.cpp
 )
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/reduce_op.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/threads_backend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/store.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gloo_backend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/job.cpp
 )

@@ -1,6 +1,7 @@
 #include "comm/threads_backend.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include <condition_variable>
 #include <deque>
@@ -57,8 +58,9 @@ class ThreadWorld {
   }
 
   // Every rank calls it with the same `what`; returns when all have.
-  // `tensor` is published in slots_[rank] for the others to read.
-  void rendezvous(int rank, const std::string& what, const at::Tensor& tensor);
+  // A defined `publish` is stored in slots_[rank] for the others to read;
+  // an undefined one leaves the slot as it is (others may still read it).
+  void rendezvous(int rank, const std::string& what, const at::Tensor& publish = at::Tensor());
   std::vector<at::Tensor>& slots() { return slots_; }
   std::vector<at::Tensor>& partials() { return partials_; }
 
@@ -73,11 +75,11 @@ class ThreadWorld {
   std::vector<std::string> what_;
 };
 
-void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor& tensor) {
+void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor& publish) {
   std::unique_lock<std::mutex> lock(mutex);
   if (aborted) throw CommError("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
   const uint64_t generation = generation_;
-  slots_[rank] = tensor;
+  if (publish.defined()) slots_[rank] = publish;
   what_[rank] = what;
   present_[rank] = true;
   if (++arrived_ == size_) {
@@ -189,10 +191,22 @@ void complete(ThreadWorld& world, const PendingOp& send, const PendingOp& recv) 
   world.cv.notify_all();
 }
 
+// A device without index in the shared options means "spread the ranks
+// over the GPUs": rank r takes cuda:(r % count).
+CommOptions rank_options(const CommOptions& shared, int rank) {
+  CommOptions mine = shared;
+  if (mine.device.is_cuda() && !mine.device.has_index()) {
+    const int gpus = static_cast<int>(torch::cuda::device_count());
+    if (gpus == 0) throw SetupError("rank " + std::to_string(rank) + ": CUDA ranks asked for, but no GPU is usable");
+    mine.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank % gpus));
+  }
+  return mine;
+}
+
 class ThreadsCommunicator : public Communicator {
  public:
   ThreadsCommunicator(std::shared_ptr<ThreadWorld> world, int rank)
-      : Communicator(rank, world->size(), world->options()), world_(std::move(world)) {}
+      : Communicator(rank, world->size(), rank_options(world->options(), rank)), world_(std::move(world)) {}
 
   std::string backend() const override { return "threads"; }
 
@@ -210,13 +224,13 @@ class ThreadsCommunicator : public Communicator {
                     "); is it still running, and does it send to rank " + std::to_string(rank()) + "?");
   }
 
-  void do_barrier() override { world_->rendezvous(rank(), "barrier", at::Tensor()); }
+  void do_barrier() override { world_->rendezvous(rank(), "barrier"); }
 
   void do_broadcast(at::Tensor& tensor, int root) override {
     const std::string what = "broadcast(" + shape_of(tensor) + ", root " + std::to_string(root) + ")";
     world_->rendezvous(rank(), what, tensor);
     if (rank() != root) tensor.copy_(world_->slots()[root]);
-    world_->rendezvous(rank(), what + " done", at::Tensor());  // root keeps its tensor until all have read it
+    world_->rendezvous(rank(), what + " done");  // root keeps its tensor until all have read it
   }
 
   void do_reduce(at::Tensor& tensor, int root, ReduceOp op) override {
@@ -230,7 +244,7 @@ class ThreadsCommunicator : public Communicator {
       for (int r = 1; r < size(); ++r) combine_into(result, world_->slots()[r], op);
       finish_average(result, op, size());
     }
-    world_->rendezvous(rank(), what + " done", at::Tensor());  // nobody changes an input the root still reads
+    world_->rendezvous(rank(), what + " done");  // nobody changes an input the root still reads
     if (rank() == root) tensor.copy_(result);
   }
 
@@ -250,7 +264,7 @@ class ThreadsCommunicator : public Communicator {
     for (int r = 1; r < size(); ++r) combine_into(mine, world_->slots()[r].view({-1}).slice(0, begin, end), op);
     finish_average(mine, op, size());
     world_->partials()[rank()] = mine;
-    world_->rendezvous(rank(), what + " slices", at::Tensor());
+    world_->rendezvous(rank(), what + " slices");
     for (int r = 0; r < size(); ++r) {
       auto [b, e] = slice_of(r);
       if (e > b) tensor.view({-1}).slice(0, b, e).copy_(world_->partials()[r]);
@@ -300,6 +314,8 @@ std::shared_ptr<ThreadWorld> make_thread_world(int world_size, CommOptions optio
 std::unique_ptr<Communicator> make_thread_communicator(const std::shared_ptr<ThreadWorld>& world, int rank) {
   return std::make_unique<ThreadsCommunicator>(world, rank);
 }
+
+
 
 void abort_thread_world(ThreadWorld& world, const std::string& reason) {
   std::lock_guard<std::mutex> lock(world.mutex);

@@ -1,0 +1,158 @@
+#include "comm/gloo_backend.hpp"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include <cstdlib>
+
+#include "comm/store.hpp"
+
+namespace distlab::comm {
+namespace {
+
+using GlooWorkPtr = decltype(std::declval<c10d::ProcessGroupGloo&>().barrier());
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax: return c10d::ReduceOp::MAX;
+    case ReduceOp::kMin: return c10d::ReduceOp::MIN;
+    default: return c10d::ReduceOp::SUM;  // kAvg: a sum, divided afterwards
+  }
+}
+
+// Turns gloo's exceptions into DistLab's, naming the operation and the peer.
+[[noreturn]] void rethrow(const std::string& what, const std::exception& e, Milliseconds timeout, int peer) {
+  std::string why = e.what();
+  why = why.substr(0, why.find('\n'));
+  if (why.find("Timed out") != std::string::npos || why.find("timed out") != std::string::npos)
+    throw_timeout(what, timeout,
+                  peer >= 0 ? "Rank " + std::to_string(peer) + " never did its side (is it still running?)" : "");
+  if (why.find("closed") != std::string::npos || why.find("reset") != std::string::npos)
+    throw CommError(what + ": " + (peer >= 0 ? "rank " + std::to_string(peer) : std::string("a peer")) +
+                    " closed the connection (did it exit or crash?): " + why);
+  throw CommError(what + ": " + why);
+}
+
+class GlooWork : public Work {
+ public:
+  GlooWork(GlooWorkPtr work, std::string what, Milliseconds timeout, int peer)
+      : work_(std::move(work)), what_(std::move(what)), timeout_(timeout), peer_(peer) {}
+  void wait() override {
+    try {
+      work_->wait(timeout_);
+    } catch (const std::exception& e) {
+      rethrow(what_, e, timeout_, peer_);
+    }
+  }
+  bool is_completed() override { return work_->isCompleted(); }
+
+ private:
+  GlooWorkPtr work_;
+  std::string what_;
+  Milliseconds timeout_;
+  int peer_;
+};
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(const WorldInfo& world, CommOptions options)
+      : Communicator(world.rank, world.world_size, std::move(options)) {
+    auto store = connect_store(world, connect_timeout());
+    // Gloo uses this timeout to build its connections; each operation's wait
+    // is bounded by timeout() (GlooWork).
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(std::max(timeout(), connect_timeout()));
+    // GLOO_SOCKET_IFNAME picks the network interface on a multi-homed
+    // machine; otherwise gloo binds to the address this host name resolves
+    // to, or loopback when the job is all on this machine.
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"))
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (world.master_addr == "127.0.0.1" || world.master_addr == "localhost")
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    gloo_options->threads = 2;
+    try {
+      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank(), size(), gloo_options);
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      throw SetupError("rank " + std::to_string(rank()) + ": gloo could not connect all ranks: " +
+                       why.substr(0, why.find('\n')));
+    }
+  }
+
+  std::string backend() const override { return "gloo"; }
+
+ protected:
+  WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) override {
+    require_cpu("send", tensor);
+    std::vector<at::Tensor> tensors{tensor};
+    return wrap([&] { return group_->send(tensors, peer, tag); }, describe("send", peer, tag), peer);
+  }
+
+  WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) override {
+    require_cpu("recv", tensor);
+    std::vector<at::Tensor> tensors{tensor};
+    return wrap([&] { return group_->recv(tensors, peer, tag); }, describe("recv", peer, tag), peer);
+  }
+
+  void do_barrier() override {
+    wrap([&] { return group_->barrier(); }, "rank " + std::to_string(rank()) + ": barrier", -1)->wait();
+  }
+
+  void do_broadcast(at::Tensor& tensor, int root) override {
+    require_cpu("broadcast", tensor);
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    wrap([&] { return group_->broadcast(tensors, opts); }, "rank " + std::to_string(rank()) + ": broadcast", root)
+        ->wait();
+  }
+
+  void do_reduce(at::Tensor& tensor, int root, ReduceOp op) override {
+    require_cpu("reduce", tensor);
+    // gloo's reduce leaves garbage in non-root buffers; DistLab promises
+    // they are untouched, so non-roots reduce a copy.
+    at::Tensor work_tensor = rank() == root ? tensor : tensor.clone();
+    std::vector<at::Tensor> tensors{work_tensor};
+    c10d::ReduceOptions opts;
+    opts.rootRank = root;
+    opts.reduceOp = to_c10d(op);
+    wrap([&] { return group_->reduce(tensors, opts); }, "rank " + std::to_string(rank()) + ": reduce", root)->wait();
+    if (rank() == root) finish_average(tensor, op, size());
+  }
+
+  void do_all_reduce(at::Tensor& tensor, ReduceOp op) override {
+    require_cpu("all_reduce", tensor);
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = to_c10d(op);
+    wrap([&] { return group_->allreduce(tensors, opts); }, "rank " + std::to_string(rank()) + ": all_reduce", -1)
+        ->wait();
+    finish_average(tensor, op, size());
+  }
+
+ private:
+  void require_cpu(const char* op, const at::Tensor& tensor) const {
+    if (!tensor.device().is_cpu())
+      throw CommError("rank " + std::to_string(rank()) + ": " + op +
+                      ": the gloo backend carries CPU tensors; use --backend nccl for CUDA tensors");
+  }
+
+  template <typename Start>
+  WorkPtr wrap(Start start, const std::string& what, int peer) {
+    try {
+      return std::make_shared<GlooWork>(start(), what, timeout(), peer);
+    } catch (const std::exception& e) {
+      rethrow(what, e, timeout(), peer);
+    }
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_gloo_communicator(const WorldInfo& world, CommOptions options) {
+  return std::make_unique<GlooCommunicator>(world, std::move(options));
+}
+
+}  // namespace distlab::comm

@@ -1,0 +1,111 @@
+// One rank of a multi-process job, started by distlab-run in gloo_test.cpp.
+// Every rank computes what every other rank must hold, so each checks the
+// data it received against values it derives on its own.
+//
+//   distlab-run --nproc-per-node 3 -- comm_gloo_worker --scenario exchange
+#include <CLI/CLI.hpp>
+#include <torch/types.h>
+
+#include <iostream>
+#include <thread>
+
+#include "comm/job.hpp"
+#include "comm/job_cli.hpp"
+
+using distlab::comm::Communicator;
+using distlab::comm::ReduceOp;
+
+namespace {
+
+// Rank r's contribution: distinct per rank, per element, per salt.
+at::Tensor input_of(int rank, int64_t n, int salt, at::ScalarType dtype = at::kFloat) {
+  return (torch::arange(n, torch::kFloat64).fmod(89) + 1000 * rank + salt).to(dtype);
+}
+
+int failures = 0;
+void check(bool ok, const std::string& what, int rank) {
+  if (!ok) {
+    ++failures;
+    std::cout << "rank " << rank << ": MISMATCH in " << what << std::endl;
+  }
+}
+
+void exchange(Communicator& comm) {
+  const int p = comm.size(), me = comm.rank();
+  // Every rank sends to every other rank at once, several dtypes and sizes.
+  for (auto dtype : {at::kFloat, at::kDouble, at::kLong, at::kBFloat16}) {
+    for (int64_t n : {0, 1, 1000, 1 << 18}) {
+      std::vector<distlab::comm::WorkPtr> pending;
+      std::vector<at::Tensor> out(p), in(p);
+      for (int peer = 0; peer < p; ++peer) {
+        if (peer == me) continue;
+        out[peer] = input_of(me, n, peer, dtype);
+        in[peer] = torch::empty({n}, torch::TensorOptions().dtype(dtype));
+        pending.push_back(comm.isend(out[peer], peer, 5));
+        pending.push_back(comm.irecv(in[peer], peer, 5));
+      }
+      for (auto& w : pending) w->wait();
+      for (int peer = 0; peer < p; ++peer)
+        if (peer != me) check(torch::equal(in[peer], input_of(peer, n, me, dtype)), "send/recv", me);
+    }
+  }
+  // Native collectives against a sum every rank computes by itself.
+  for (auto op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+    at::Tensor want = input_of(0, 10007, 1, at::kDouble);
+    for (int r = 1; r < p; ++r) distlab::comm::combine_into(want, input_of(r, 10007, 1, at::kDouble), op);
+    distlab::comm::finish_average(want, op, p);
+    auto t = input_of(me, 10007, 1, at::kDouble);
+    comm.native_all_reduce(t, op);
+    check(torch::allclose(t, want), std::string("all_reduce ") + to_string(op), me);
+    for (int root = 0; root < p; ++root) {
+      auto r = input_of(me, 10007, 1, at::kDouble);
+      comm.native_reduce(r, root, op);
+      check(me != root || torch::allclose(r, want), "reduce", me);
+      check(me == root || torch::equal(r, input_of(me, 10007, 1, at::kDouble)), "reduce left a non-root alone", me);
+    }
+  }
+  for (int root = 0; root < p; ++root) {
+    auto b = input_of(me, 999, 2);
+    comm.native_broadcast(b, root);
+    check(torch::equal(b, input_of(root, 999, 2)), "broadcast", me);
+  }
+  comm.barrier();
+  std::cout << "rank " << me << " of " << p << ": " << (failures == 0 ? "all checks passed" : "FAILED") << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"A rank of the gloo tests"};
+  distlab::comm::JobOptions job;
+  job.backend = "gloo";
+  distlab::comm::add_job_flags(app, job);
+  std::string scenario = "exchange";
+  app.add_option("--scenario", scenario, "exchange | silent-peer | crash")
+      ->check(CLI::IsMember({"exchange", "silent-peer", "crash"}));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
+      if (scenario == "exchange") exchange(comm);
+      if (scenario == "silent-peer") {
+        if (comm.rank() == 0) {
+          auto t = torch::empty({4});
+          comm.recv(t, comm.size() - 1, 3);  // the last rank never sends
+        } else {
+          // Stay alive (silent) past rank 0's timeout, so it times out
+          // instead of seeing the connection close.
+          std::this_thread::sleep_for(2 * comm.timeout());
+        }
+      }
+      if (scenario == "crash" && comm.rank() == comm.size() - 1) std::exit(7);
+      if (scenario == "crash") {
+        auto t = torch::empty({4});
+        comm.recv(t, comm.size() - 1, 0);
+      }
+    });
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+  return failures == 0 ? 0 : 1;
+}
