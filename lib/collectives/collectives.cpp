@@ -15,8 +15,7 @@ namespace {
 std::string who(const Communicator& comm) { return "rank " + std::to_string(comm.rank()) + ": "; }
 
 void check_defined(const Communicator& comm, const char* call, const at::Tensor& tensor, const char* name) {
-  if (!tensor.defined())
-    throw comm::CommError(who(comm) + call + ": " + name + " is an undefined tensor");
+  if (!tensor.defined()) throw comm::CommError(who(comm) + call + ": " + name + " is an undefined tensor");
 }
 
 // Checks an out-of-place pair; `sized` ("input" or "output") must have
@@ -30,9 +29,9 @@ void check_pair(const Communicator& comm, const char* call, const at::Tensor& in
   const at::Tensor& checked = std::string(sized) == "input" ? input : output;
   if (checked.numel() != numel)
     throw comm::CommError(who(comm) + call + ": " + sized + " has " + std::to_string(checked.numel()) +
-                          " elements, expected " + std::to_string(numel) + " (input " +
-                          std::to_string(input.numel()) + ", output " + std::to_string(output.numel()) +
-                          ", world size " + std::to_string(comm.size()) + ")");
+                          " elements, expected " + std::to_string(numel) + " (input " + std::to_string(input.numel()) +
+                          ", output " + std::to_string(output.numel()) + ", world size " + std::to_string(comm.size()) +
+                          ")");
 }
 
 // Runs body(flat) on a contiguous 1-D view of `tensor`; a non-contiguous
@@ -73,8 +72,7 @@ at::Tensor chunk_of(const Communicator& comm, at::Tensor& flat) {
 
 Plan plan_for(const Communicator& comm, Collective collective, Algorithm algorithm, const at::Tensor& tensor,
               int root) {
-  return make_plan(collective, algorithm, comm.size(), tensor.numel(), root,
-                   static_cast<int>(tensor.element_size()));
+  return make_plan(collective, algorithm, comm.size(), tensor.numel(), root, static_cast<int>(tensor.element_size()));
 }
 
 // ---------------------------------------------------------------- in place
@@ -83,8 +81,10 @@ void broadcast(Communicator& comm, at::Tensor& tensor, int root, Algorithm algor
   check_defined(comm, "broadcast", tensor, "tensor");
   check_collective_tag(tag);
   on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) comm.native_broadcast(flat, root);
-    else run(comm, Collective::kBroadcast, algorithm, flat, root, ReduceOp::kSum, tag);
+    if (algorithm == Algorithm::kNative)
+      comm.native_broadcast(flat, root);
+    else
+      run(comm, Collective::kBroadcast, algorithm, flat, root, ReduceOp::kSum, tag);
   });
 }
 
@@ -92,8 +92,10 @@ void reduce(Communicator& comm, at::Tensor& tensor, int root, ReduceOp op, Algor
   check_defined(comm, "reduce", tensor, "tensor");
   check_collective_tag(tag);
   on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) comm.native_reduce(flat, root, op);
-    else run(comm, Collective::kReduce, algorithm, flat, root, op, tag);
+    if (algorithm == Algorithm::kNative)
+      comm.native_reduce(flat, root, op);
+    else
+      run(comm, Collective::kReduce, algorithm, flat, root, op, tag);
   });
 }
 
@@ -101,8 +103,10 @@ void all_reduce(Communicator& comm, at::Tensor& tensor, ReduceOp op, Algorithm a
   check_defined(comm, "all_reduce", tensor, "tensor");
   check_collective_tag(tag);
   on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) comm.native_all_reduce(flat, op);
-    else run(comm, Collective::kAllReduce, algorithm, flat, 0, op, tag);
+    if (algorithm == Algorithm::kNative)
+      comm.native_all_reduce(flat, op);
+    else
+      run(comm, Collective::kAllReduce, algorithm, flat, 0, op, tag);
   });
 }
 
@@ -113,8 +117,10 @@ at::Tensor reduce_scatter(Communicator& comm, at::Tensor& tensor, ReduceOp op, A
   on_flat(tensor, [&](at::Tensor& flat) {
     // The Communicator has no native reduce-scatter: the backend's all-reduce
     // computes every chunk, this rank's among them.
-    if (algorithm == Algorithm::kNative) comm.native_all_reduce(flat, op);
-    else run(comm, Collective::kReduceScatter, algorithm, flat, 0, op, tag);
+    if (algorithm == Algorithm::kNative)
+      comm.native_all_reduce(flat, op);
+    else
+      run(comm, Collective::kReduceScatter, algorithm, flat, 0, op, tag);
     result = chunk_of(comm, flat);
   });
   return result;
@@ -146,8 +152,8 @@ void broadcast(Communicator& comm, const at::Tensor& input, at::Tensor& output, 
   broadcast(comm, output, root, algorithm, tag);
 }
 
-void reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, int root, ReduceOp op,
-            Algorithm algorithm, int tag) {
+void reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, int root, ReduceOp op, Algorithm algorithm,
+            int tag) {
   check_pair(comm, "reduce", input, output, "output", input.numel());
   output.copy_(input.reshape(output.sizes()));
   reduce(comm, output, root, op, algorithm, tag);
@@ -160,8 +166,8 @@ void all_reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output,
   all_reduce(comm, output, op, algorithm, tag);
 }
 
-void reduce_scatter(Communicator& comm, const at::Tensor& input, at::Tensor& output, ReduceOp op,
-                    Algorithm algorithm, int tag) {
+void reduce_scatter(Communicator& comm, const at::Tensor& input, at::Tensor& output, ReduceOp op, Algorithm algorithm,
+                    int tag) {
   check_pair(comm, "reduce_scatter", input, output, "output",
              chunk_range(input.numel(), comm.size(), comm.rank()).count);
   at::Tensor work = input.reshape({-1}).clone();  // the whole buffer: the plan works on all of it

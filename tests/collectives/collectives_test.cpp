@@ -2,21 +2,19 @@
 // sizes {1,2,3,4,5,7,8}, counts {0,1,3,100,1000,100003}, sum, avg and max,
 // in float32 with every root, in float64, bfloat16, float16 and int64 with
 // roots 0, p/2 and p-1 (the whole sweep takes ~15 s on 2 cores).
+#include "collectives/collectives.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "collectives/collectives.hpp"
 #include "comm/threads_backend.hpp"
 #include "sweep.hpp"
 
 namespace distlab::collectives {
 namespace {
 
-using testing::expect_close;
-using testing::Failures;
-using testing::input_for;
-using testing::tolerance;
+using namespace testing;  // the helpers of sweep.hpp
 
 struct Sweep {
   std::vector<at::ScalarType> dtypes;
@@ -35,8 +33,8 @@ std::vector<int> roots_of(int p, bool every_root) {
   return {0, p / 2, p - 1};
 }
 
-std::string label(const Communicator& comm, at::ScalarType dtype, int64_t count, const char* what,
-                  Algorithm algorithm, const std::string& extra) {
+std::string label(const Communicator& comm, at::ScalarType dtype, int64_t count, const char* what, Algorithm algorithm,
+                  const std::string& extra) {
   std::ostringstream out;
   out << "p=" << comm.size() << " rank " << comm.rank() << " " << c10::toString(dtype) << " count " << count << " "
       << what << "/" << to_string(algorithm) << " " << extra;
@@ -60,8 +58,8 @@ void check_reductions(Communicator& comm, Failures& failures, at::ScalarType dty
     expect_close(failures, label(comm, dtype, count, "all_reduce", algorithm, how), got, native_all, tol);
     at::Tensor rank0 = got.clone();
     comm.native_broadcast(rank0, 0);
-    expect_close(failures, label(comm, dtype, count, "all_reduce", algorithm, how + " same on every rank"), got,
-                 rank0, 0.0);
+    expect_close(failures, label(comm, dtype, count, "all_reduce", algorithm, how + " same on every rank"), got, rank0,
+                 0.0);
   }
 
   const Range mine = chunk_range(count, p, me);
@@ -103,7 +101,8 @@ void check_copies(Communicator& comm, Failures& failures, at::ScalarType dtype, 
   at::Tensor expected = at::empty({count}, input.options());
   for (int r = 0; r < p; ++r) {
     const Range chunk = chunk_range(count, p, r);
-    expected.narrow(0, chunk.offset, chunk.count).copy_(input_for(r, count, dtype, salt).narrow(0, chunk.offset, chunk.count));
+    expected.narrow(0, chunk.offset, chunk.count)
+        .copy_(input_for(r, count, dtype, salt).narrow(0, chunk.offset, chunk.count));
   }
   at::Tensor gathered = at::full({count}, 77, input.options());  // garbage outside this rank's chunk
   const Range mine = chunk_range(count, p, me);
