@@ -145,6 +145,11 @@ TEST_P(AgainstNative, OtherDtypesThreeRoots) {
             {{at::kDouble, at::kBFloat16, at::kHalf, at::kLong}, {0, 1, 3, 100, 1000, 100003}, /*every_root=*/false});
 }
 
+// Wider worlds (halving-doubling folds 4 extra ranks at p = 12), one count.
+TEST(AgainstNativeWide, TwelveAndSixteenRanks) {
+  for (int p : {12, 16}) run_sweep(p, {{at::kFloat}, {1001}, /*every_root=*/false});
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, AgainstNative, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
                          [](const ::testing::TestParamInfo<int>& info) { return "p" + std::to_string(info.param); });
 
