@@ -1,0 +1,40 @@
+// Each benchmark file adds one subcommand to distlab-bench:
+//
+//   static bench::Registration reg("p2p", "point-to-point latency and bandwidth",
+//                                  [](CLI::App& cmd) { ...options...; return run_function; });
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace distlab::bench {
+
+// Adds options to `cmd` and returns what runs when the subcommand is chosen.
+using Setup = std::function<std::function<int()>(CLI::App& cmd)>;
+
+struct Benchmark {
+  std::string name;
+  std::string description;
+  Setup setup;
+};
+
+inline std::vector<Benchmark>& registry() {
+  static std::vector<Benchmark> all;
+  return all;
+}
+
+struct Registration {
+  Registration(std::string name, std::string description, Setup setup) {
+    registry().push_back({std::move(name), std::move(description), std::move(setup)});
+  }
+};
+
+// "1K" -> 1024, "256M" -> 268435456, "8" -> 8. Throws CLI::ValidationError.
+int64_t parse_size(const std::string& text);
+// 268435456 -> "256M"
+std::string format_size(int64_t bytes);
+
+}  // namespace distlab::bench

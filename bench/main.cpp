@@ -1,0 +1,56 @@
+// distlab-bench: DistLab's benchmarks. `distlab-bench --help` lists them.
+#include <iostream>
+
+#include "bench_registry.hpp"
+
+namespace distlab::bench {
+
+int64_t parse_size(const std::string& text) {
+  if (text.empty()) throw CLI::ValidationError("size", "empty size");
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw CLI::ValidationError("size", "'" + text + "' is not a size (examples: 8, 1K, 256M, 1G)");
+  }
+  std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K" || unit == "k") scale = 1024;
+  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty()) throw CLI::ValidationError("size", "unknown unit in '" + text + "' (use K, M or G)");
+  if (value < 0) throw CLI::ValidationError("size", "negative size '" + text + "'");
+  return static_cast<int64_t>(value * scale);
+}
+
+std::string format_size(int64_t bytes) {
+  const char* units[] = {"", "K", "M", "G"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + units[u];
+}
+
+}  // namespace distlab::bench
+
+int main(int argc, char** argv) {
+  using namespace distlab::bench;
+  CLI::App app{"distlab-bench: DistLab's benchmarks; each prints a table"};
+  app.require_subcommand(1);
+  std::function<int()> chosen;
+  for (auto& b : registry()) {
+    CLI::App* cmd = app.add_subcommand(b.name, b.description);
+    auto run = b.setup(*cmd);
+    cmd->callback([&chosen, run] { chosen = run; });
+  }
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return chosen();
+  } catch (const std::exception& e) {
+    std::cerr << "distlab-bench: " << e.what() << std::endl;
+    return 1;
+  }
+}
