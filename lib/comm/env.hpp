@@ -4,14 +4,20 @@
 // Sources, first match wins:
 //   torchrun / distlab-run  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 //                           MASTER_ADDR, MASTER_PORT, (TORCHELASTIC_)RESTART_COUNT
-//   Slurm (srun)            SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
-//                           SLURM_NTASKS_PER_NODE / SLURM_TASKS_PER_NODE,
-//                           SLURM_LAUNCH_NODE_IPADDR (or MASTER_ADDR)
+//   Slurm (srun)            SLURM_PROCID, SLURM_NTASKS (or SLURM_STEP_NUM_TASKS,
+//                           SLURM_NPROCS), SLURM_LOCALID, SLURM_NTASKS_PER_NODE /
+//                           SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE
+//                           (Slurm's "2(x3),1" form, read at SLURM_NODEID),
+//                           SLURM_LAUNCH_NODE_IPADDR (or MASTER_ADDR),
+//                           RESTART_COUNT or SLURM_RESTART_COUNT
 //   Open MPI (mpirun)       OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
 //                           OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE
 //                           (MASTER_ADDR, or 127.0.0.1 when all ranks are local)
-// MASTER_ADDR / MASTER_PORT given explicitly override every source's guess;
-// the port defaults to 29500.
+// A source is recognised by RANK or WORLD_SIZE, SLURM_PROCID, OMPI_COMM_WORLD_*.
+// Local values it leaves out mean "every rank on this node". Without
+// MASTER_ADDR the address is 127.0.0.1 when all ranks are local, and a
+// SetupError when they span nodes. MASTER_ADDR / MASTER_PORT given explicitly
+// override every source's guess; the port defaults to 29500.
 #pragma once
 
 #include <map>

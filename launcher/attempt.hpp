@@ -1,0 +1,74 @@
+// One start of all workers on this node, watched until every one has ended:
+//   start all -> poll(output, signals) -> first failure or Ctrl-C: stop all
+//   (SIGTERM or the forwarded signal, SIGKILL after the grace period).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "line_prefixer.hpp"
+#include "options.hpp"
+#include "signal_pipe.hpp"
+
+namespace distlab::launcher {
+
+struct AttemptOutcome {
+  enum class Kind { kSucceeded, kFailed, kInterrupted };
+  Kind kind = Kind::kSucceeded;
+  std::string failure;  // "rank 2 (pid 812) exited with code 3"
+  int signal = 0;       // kInterrupted: the signal the launcher got
+};
+
+class Attempt {
+ public:
+  // `program` from find_program; `restart_count` 0 for the first start.
+  Attempt(const LaunchOptions& options, std::string program, int restart_count, int master_port, SignalPipe& signals);
+  ~Attempt();  // kills whatever still runs, e.g. when starting threw
+
+  // Throws LaunchError when the program cannot be executed.
+  AttemptOutcome run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Worker {
+    int rank = 0;
+    ChildProcess child;
+    std::unique_ptr<LinePrefixer> out, err;
+    bool running = true;
+  };
+
+  void start_all();
+  void on_signal(int sig);
+  void reap();
+  void on_exit(Worker& w, int wait_status);
+  void stop_all(int sig);
+  void kill_stragglers();
+  void read_available(int& fd, LinePrefixer& lines, int max_reads);
+  void close_output(Worker& w);
+  // (fd, its line cutter) for stdout and stderr
+  static std::array<std::pair<int*, LinePrefixer*>, 2> streams_of(Worker& w);
+  int running_count() const;
+  bool any_output_open() const;
+
+  const LaunchOptions& options_;
+  std::string program_;
+  int restart_count_;
+  int master_port_;
+  SignalPipe& signals_;
+  std::vector<Worker> workers_;
+
+  AttemptOutcome outcome_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_deadline_;
+  Clock::time_point drain_deadline_;
+};
+
+// A launcher message on stderr: "distlab-run: <text>".
+void say(const std::string& text);
+
+}  // namespace distlab::launcher

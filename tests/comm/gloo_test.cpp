@@ -1,0 +1,91 @@
+// The gloo backend across processes: jobs started by the built distlab-run
+// with comm_gloo_worker, each rank checking what it received against values
+// it derives on its own (see gloo_worker.cpp), and the failure paths.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "launcher_process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using distlab::launcher::testing::Finished;
+using distlab::launcher::testing::run_launcher;
+
+Finished run_worker(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000") {
+  return run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", timeout_ms,
+                       "--grace-ms", "1000", GLOO_WORKER_PATH, "--scenario", scenario},
+                      120s);
+}
+
+class GlooJob : public testing::TestWithParam<int> {};
+
+TEST_P(GlooJob, RanksExchangeDataAndAgree) {
+  const int ranks = GetParam();
+  Finished f = run_worker(ranks, "exchange");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string line = "[rank " + std::to_string(r) + "] rank " + std::to_string(r) + " of " +
+                             std::to_string(ranks) + ": all checks passed";
+    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
+  }
+  EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, GlooJob, testing::Values(2, 3, 4));
+
+TEST(GlooFailures, SilentPeerTimesOutNamingIt) {
+  Finished f = run_worker(3, "silent-peer", "1500");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_NE(f.exit_code, 0);
+  const std::string all = f.out + f.err;
+  EXPECT_NE(all.find("rank 0: recv from rank 2 (tag 3) did not complete within 1500 ms"), std::string::npos) << all;
+  EXPECT_NE(all.find("distlab-run: rank 0"), std::string::npos) << all;
+}
+
+TEST(GlooFailures, CrashedPeerIsReportedAndTheJobStops) {
+  Finished f = run_worker(3, "crash");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_NE(f.exit_code, 0);
+  const std::string all = f.out + f.err;
+  EXPECT_NE(all.find("rank 2"), std::string::npos) << all;
+  EXPECT_NE(all.find("exited with code 7"), std::string::npos) << all;
+  EXPECT_LT(f.seconds, 60) << "the launcher must stop the others, not wait for their timeout";
+}
+
+// Runs the worker alone (no launcher) with `env` set; output and exit code.
+std::pair<int, std::string> run_alone(const std::string& env) {
+  const std::string command = env + " timeout 60 " + GLOO_WORKER_PATH + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(GlooFailures, UnreachableMasterGivesOneClearLine) {
+  const int port = distlab::launcher::testing::free_port();  // nobody listens there
+  auto [code, out] = run_alone("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+                               " DISTLAB_CONNECT_TIMEOUT_MS=1500");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("rank 1: cannot reach the master at 127.0.0.1:" + std::to_string(port) + " within 1500 ms"),
+            std::string::npos) << out;
+}
+
+TEST(GlooFailures, BadEnvironmentGivesOneClearLine) {
+  auto [code, out] = run_alone("RANK=4 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("RANK"), std::string::npos) << out;
+  EXPECT_NE(out.find("WORLD_SIZE"), std::string::npos) << out;
+  auto [code2, out2] = run_alone("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 DISTLAB_TIMEOUT_MS=soon");
+  EXPECT_EQ(code2, 1) << out2;
+  EXPECT_NE(out2.find("DISTLAB_TIMEOUT_MS must be a positive number"), std::string::npos) << out2;
+}
+
+}  // namespace
