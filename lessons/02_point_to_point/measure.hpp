@@ -1,6 +1,7 @@
-// How lessons 02-05 time communication: every rank starts together (a
-// barrier) and the operation is done when the slowest rank is done, so the
-// time reported is the maximum over ranks.
+// How lessons 02-05 measure communication. Every rank starts together (a
+// barrier) and an operation is done when the slowest rank is done, so a time
+// is the maximum over ranks; counts (elements found wrong) are summed over
+// ranks. Lesson 02 introduces these; lessons 03-05 include this file.
 #pragma once
 
 #include <torch/types.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.hpp"
 
@@ -24,6 +26,29 @@ double slowest_rank_seconds(comm::Communicator& comm, Body&& body) {
   auto slowest = torch::tensor({mine}, torch::kFloat64).to(comm.device());
   comm.native_all_reduce(slowest, comm::ReduceOp::kMax);
   return slowest.cpu().item<double>();
+}
+
+// Seconds per call of body(), the slowest rank's, over `iters` calls after
+// one untimed call (first touches, connections, allocations).
+template <typename Body>
+double seconds_per_call(comm::Communicator& comm, int iters, Body&& body) {
+  body();
+  return slowest_rank_seconds(comm, [&] {
+           for (int i = 0; i < iters; ++i) body();
+         }) /
+         iters;
+}
+
+// One number from each rank, on every rank: row `rank` of a (p,) tensor is
+// filled in, the others are zeros, and summing the tensors over ranks fills
+// them all.
+inline std::vector<double> one_per_rank(comm::Communicator& comm, double mine) {
+  auto table = torch::zeros({comm.size()}, torch::kFloat64);
+  table[comm.rank()] = mine;
+  table = table.to(comm.device());
+  comm.native_all_reduce(table);
+  table = table.cpu();
+  return std::vector<double>(table.data_ptr<double>(), table.data_ptr<double>() + comm.size());
 }
 
 // The sum over ranks of a count (elements found wrong, say), on every rank.
