@@ -27,6 +27,14 @@ inline std::vector<House> training_data() {
   return {{6, 2, 15}, {5, 2, 12}, {3, 1, 7}, {4, 2, 11}, {2, 1, 5}, {7, 3, 18}, {3, 2, 9}, {4, 1, 9}};
 }
 
+// The items rank `rank` of `world_size` gets: rank, rank + p, rank + 2p, ...
+// (as a DistributedSampler deals them out, without padding).
+inline std::vector<House> share_of(const std::vector<House>& data, int rank, int world_size) {
+  std::vector<House> mine;
+  for (size_t i = rank; i < data.size(); i += world_size) mine.push_back(data[i]);
+  return mine;
+}
+
 // The three parameters: scalar leaf tensors whose .grad() backward() adds to.
 struct Params {
   torch::Tensor w1, w2, b;

@@ -109,8 +109,7 @@ void single_process_parts(const Options& o) {
 void across_ranks(comm::Communicator& comm, const Options& o) {
   const auto data = lessons::training_data();
   const int p = comm.size(), me = comm.rank();
-  std::vector<House> mine;  // items me, me + p, me + 2p, ... (as a DistributedSampler deals them)
-  for (size_t i = me; i < data.size(); i += p) mine.push_back(data[i]);
+  const std::vector<House> mine = lessons::share_of(data, me, p);
 
   Params params = Params::make(o.w1, o.w2, o.b);
   const Gradients local = lessons::accumulated_gradient(params, mine);
