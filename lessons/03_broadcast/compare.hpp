@@ -94,10 +94,10 @@ inline void print_plan_steps(const collectives::Plan& plan, const collectives::L
     const auto& step = plan.steps[s];
     std::string arrows;
     for (const auto& t : step.transfers) {
+      if (!arrows.empty()) arrows += "  ";
       arrows += std::to_string(t.src) + "->" + std::to_string(t.dst);
       if (t.chunk >= 0) arrows += " c" + std::to_string(t.chunk);
       if (t.chunks > 1) arrows += "-" + std::to_string(t.chunk + t.chunks - 1);
-      arrows += "  ";
     }
     const std::string phase = phases ? " " + step.phase : "";
     std::printf("      step %zu (%s)%s: %s\n", s + 1, format_seconds(prediction.step_seconds[s]).c_str(),
