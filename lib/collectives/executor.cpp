@@ -1,0 +1,142 @@
+#include "collectives/executor.hpp"
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "collectives/tags.hpp"
+
+namespace distlab::collectives {
+namespace {
+
+bool overlaps(const Range& a, const Range& b) { return a.offset < b.offset + b.count && b.offset < a.offset + a.count; }
+
+bool sends_from(const Step& step, int rank, const Range& range) {
+  for (const Transfer& t : step.transfers)
+    if (t.src == rank && overlaps(t.range, range)) return true;
+  return false;
+}
+
+bool needs_scratch(const Step& step, int rank, const Transfer& t) {
+  return t.reduce || sends_from(step, rank, t.range);
+}
+
+// The most elements this rank receives into scratch in any one step.
+int64_t scratch_elements(const Plan& plan, int rank) {
+  int64_t most = 0;
+  for (const Step& step : plan.steps) {
+    int64_t elements = 0;
+    for (const Transfer& t : step.transfers)
+      if (t.dst == rank && needs_scratch(step, rank, t)) elements += t.range.count;
+    most = std::max(most, elements);
+  }
+  return most;
+}
+
+// "3" for one chunk, "2-3" for a block, "all" for the whole buffer; a comma
+// between the pieces of one step.
+std::string chunks_moved(const Step& step, int rank, bool outgoing) {
+  std::string text;
+  for (const Transfer& t : step.transfers) {
+    if ((outgoing ? t.src : t.dst) != rank) continue;
+    std::string piece = t.chunk < 0     ? "all"
+                        : t.chunks == 1 ? std::to_string(t.chunk)
+                                        : std::to_string(t.chunk) + "-" + std::to_string(t.chunk + t.chunks - 1);
+    text += (text.empty() ? "" : ",") + piece;
+  }
+  return text;
+}
+
+void describe_step(trace::Span& span, const Plan& plan, size_t s, int rank, int tag) {
+  const Step& step = plan.steps[s];
+  int64_t bytes = 0;
+  for (const Transfer& t : step.transfers)
+    if (t.src == rank) bytes += t.range.count * plan.elem_bytes;
+  span.set_name(step.phase + " step " + std::to_string(s))
+      .set_bytes(bytes)
+      .arg("collective", to_string(plan.collective))
+      .arg("algorithm", to_string(plan.algorithm))
+      .arg("step", s)
+      .arg("steps", plan.steps.size())
+      .arg("phase", step.phase)
+      .arg("chunk", chunks_moved(step, rank, /*outgoing=*/true))
+      .arg("recv_chunk", chunks_moved(step, rank, /*outgoing=*/false))
+      .arg("tag", step_tag(tag, s));
+}
+
+std::string where(const Plan& plan, size_t s, const at::Tensor& flat) {
+  return std::string(to_string(plan.collective)) + " (" + to_string(plan.algorithm) + ", " +
+         std::to_string(plan.count) + " " + std::string(c10::toString(flat.scalar_type())) + " elements) step " +
+         std::to_string(s) + " of " + std::to_string(plan.steps.size()) + " (" + plan.steps[s].phase + ") failed. ";
+}
+
+// A piece that arrived in scratch and still has to be combined or copied in.
+struct Landing {
+  at::Tensor target;  // the buffer's elements it belongs to
+  at::Tensor data;    // where it arrived
+  bool reduce;
+};
+
+}  // namespace
+
+void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag) {
+  const int me = comm.rank();
+  if (plan.world_size != comm.size())
+    throw comm::CommError("rank " + std::to_string(me) + ": a plan for " + std::to_string(plan.world_size) +
+                          " ranks cannot run on a communicator of " + std::to_string(comm.size()));
+  if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() != plan.count)
+    throw comm::CommError("rank " + std::to_string(me) + ": run_plan needs a contiguous 1-D tensor of " +
+                          std::to_string(plan.count) + " elements, got " + std::to_string(flat.numel()));
+  check_collective_tag(tag);
+
+  const int64_t scratch_count = scratch_elements(plan, me);
+  at::Tensor scratch = at::empty({scratch_count}, flat.options());
+
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    const int message_tag = step_tag(tag, s);
+    trace::Span span(comm.recorder(), me, trace::kLaneComm, "step", "step");
+    if (span.active()) describe_step(span, plan, s, me, tag);
+    try {
+      std::vector<comm::WorkPtr> pending;
+      std::vector<Landing> landings;
+      int64_t cursor = 0;
+      for (const Transfer& t : step.transfers) {
+        if (t.dst != me) continue;
+        at::Tensor target = flat.narrow(0, t.range.offset, t.range.count);
+        if (needs_scratch(step, me, t)) {
+          at::Tensor data = scratch.narrow(0, cursor, t.range.count);
+          cursor += t.range.count;
+          pending.push_back(comm.irecv(data, t.src, message_tag));
+          landings.push_back({target, data, t.reduce});
+        } else {
+          pending.push_back(comm.irecv(target, t.src, message_tag));
+        }
+      }
+      for (const Transfer& t : step.transfers)
+        if (t.src == me)
+          pending.push_back(comm.isend(flat.narrow(0, t.range.offset, t.range.count), t.dst, message_tag));
+      for (auto& work : pending) work->wait();
+      for (Landing& landing : landings) {
+        if (landing.reduce)
+          comm::combine_into(landing.target, landing.data, op);
+        else
+          landing.target.copy_(landing.data);
+      }
+    } catch (const comm::TimeoutError& e) {
+      throw comm::TimeoutError(where(plan, s, flat) + e.what());
+    } catch (const comm::CommError& e) {
+      throw comm::CommError(where(plan, s, flat) + e.what() +
+                            " (every rank must call the same collective with the same element count and dtype)");
+    }
+  }
+
+  const Range result = result_range(plan, me);
+  if (result.count > 0) {
+    at::Tensor mine = flat.narrow(0, result.offset, result.count);
+    comm::finish_average(mine, op, plan.world_size);
+  }
+}
+
+}  // namespace distlab::collectives

@@ -1,0 +1,28 @@
+// Runs any Plan on one rank over a Communicator: the one place where a
+// collective's steps turn into messages.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "collectives/plan.hpp"
+#include "comm/communicator.hpp"
+
+namespace distlab::collectives {
+
+// Runs this rank's part of `plan` on `flat`, a contiguous 1-D tensor of
+// plan.count elements, in place; every rank of `comm` calls it with the
+// same plan and tag. For each step:
+//   1. post an irecv for each piece coming in: straight into the buffer for
+//      a copy, into scratch for a reduction (or for a copy over a range this
+//      rank is sending in the same step);
+//   2. post an isend for each piece going out (reading the buffer as it was
+//      when the step began: nothing is written until every send is done);
+//   3. wait for all of them, then combine (op) or copy the scratch pieces in.
+// With kAvg, divides result_range(plan, rank) by p at the end. Scratch is
+// allocated once per call. Each step is traced as one "step" event on the
+// comm lane of every rank, idle or not, so that timelines line up (args:
+// collective, algorithm, step, steps, phase, chunk sent, recv_chunk, tag).
+// Errors name the collective and the step that failed.
+void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag);
+
+}  // namespace distlab::collectives

@@ -1,0 +1,210 @@
+// The lesson programs and distlab-bench collective, run as a user runs them:
+// they exit 0, their correctness columns (#wrong) are all zero, the story
+// numbers are the slides' (35 s sequential, 15 s as a tree for 8 ranks),
+// and bad flags end with a message and a non-zero exit. Every run is kept
+// short and bounded by `timeout`.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Outcome {
+  int status = -1;  // exit code; -1 if killed by a signal
+  std::string output;  // stdout and stderr
+};
+
+Outcome run(const std::string& command) {
+  Outcome result;
+  FILE* pipe = popen(("timeout 120 " + command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char chunk[4096];
+  size_t n = 0;
+  while ((n = fread(chunk, 1, sizeof chunk, pipe)) > 0) result.output.append(chunk, n);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The #wrong column (the last) of every table row of lessons 03-05.
+std::vector<long long> wrong_column(const std::string& output) {
+  static const std::regex row(R"(^  (sequential|tree|native|reduce_broadcast|ring|halving_doubling)\s.*\s(\d+)$)");
+  std::vector<long long> counts;
+  for (const auto& line : lines_of(output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) counts.push_back(std::stoll(m[2]));
+  }
+  return counts;
+}
+
+void expect_rows_all_right(const Outcome& r, size_t rows) {
+  const auto wrong = wrong_column(r.output);
+  ASSERT_EQ(wrong.size(), rows) << r.output;
+  for (long long w : wrong) EXPECT_EQ(w, 0) << r.output;
+}
+
+bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+TEST(Lesson01, RunsOnThreadRanksAndShowsEqualGradients) {
+  const Outcome r = run(std::string(LESSON_01) + " --backend threads --ranks 4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Parts 3 and 5 each print the largest difference between two gradients.
+  static const std::regex difference(R"(largest difference: (\S+))");
+  int seen = 0;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), difference); it != std::sregex_iterator();
+       ++it, ++seen)
+    EXPECT_LT(std::stod((*it)[1]), 1e-9) << r.output;
+  EXPECT_EQ(seen, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 3 (houses 4 8):")) << r.output;
+}
+
+TEST(Lesson01, MoreRanksThanHouses) {
+  const Outcome r = run(std::string(LESSON_01) + " --backend threads --ranks 11 --accumulate 3 --epochs 2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 10 (houses none):")) << r.output;
+}
+
+TEST(Lesson02, TheStoryIs35SecondsAndEveryByteArrives) {
+  const Outcome r = run(std::string(LESSON_02) + " --backend threads --ranks 8 --rounds 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The slides: 5 MB to 7 friends at 1 MB/s, one after another, 35 s; all at once, still 35 s.
+  static const std::regex last_friend(R"(friend 7 has the file after\s+35\.0 s)");
+  static const std::regex together(R"(all at once \(isend to all\)\s+35\.0 s)");
+  EXPECT_TRUE(std::regex_search(r.output, last_friend)) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, together)) << r.output;
+  EXPECT_TRUE(contains(r.output, "bytes the friends received wrong: 0")) << r.output;
+}
+
+TEST(Lesson03, TreeIs15SecondsAndWeightsEndEqual) {
+  const Outcome r = run(std::string(LESSON_03) + " --backend threads --ranks 8 --iters 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(sequential\s+7 steps, 35\.0 s)"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(tree\s+3 steps, 15\.0 s)"))) << r.output;
+  expect_rows_all_right(r, 3);
+  // Part 4: rank, sum before, sum after. Every "after" equals rank 0's "before".
+  static const std::regex weights(R"(^\s+(\d+)\s+(-?\d+\.\d+)\s+(-?\d+\.\d+)$)");
+  std::vector<std::pair<std::string, std::string>> sums;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, weights)) sums.push_back({m[2], m[3]});
+  }
+  ASSERT_EQ(sums.size(), 8u) << r.output;
+  for (const auto& [before, after] : sums) EXPECT_EQ(after, sums[0].first) << r.output;
+  EXPECT_NE(sums[1].first, sums[0].first) << "ranks should start from different weights\n" << r.output;
+}
+
+TEST(Lesson03, AnyRootAndWorldSize) {
+  const Outcome r = run(std::string(LESSON_03) + " --backend threads --ranks 6 --root 3 --mb 0.3 --iters 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_rows_all_right(r, 3);
+}
+
+TEST(Lesson04, TreeTakesLog2Steps) {
+  const Outcome r = run(std::string(LESSON_04) + " --backend threads --ranks 8 --iters 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(tree\s+3 steps, 15\.0 s)"))) << r.output;
+  expect_rows_all_right(r, 3);
+}
+
+TEST(Lesson04, OddRanksOtherRootMax) {
+  const Outcome r = run(std::string(LESSON_04) + " --backend threads --ranks 5 --root 3 --op max --mb 0.3 --iters 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_rows_all_right(r, 3);
+}
+
+TEST(Lesson05, ThreeAlgorithmsAgreeWithNative) {
+  for (const std::string flags : {"--ranks 4 --op sum", "--ranks 6 --op avg", "--ranks 3 --op max"}) {
+    const Outcome r = run(std::string(LESSON_05) + " --backend threads --mb 0.5 --iters 1 " + flags);
+    ASSERT_EQ(r.status, 0) << flags << "\n" << r.output;
+    expect_rows_all_right(r, 4);
+  }
+}
+
+TEST(Lesson05, UnderTheLauncherWithGloo) {
+  const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 3 --master-port 0 --no-prefix -- " + LESSON_05 +
+                    " --backend gloo --mb 0.2 --iters 1 --no-steps");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "gloo backend, 3 ranks")) << r.output;
+  expect_rows_all_right(r, 4);
+}
+
+TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
+  struct Case {
+    std::string program, flags, message;
+  };
+  const std::vector<Case> cases = {
+      {LESSON_01, "--ranks 0", "--ranks"},
+      {LESSON_01, "--accumulate 0", "--accumulate"},
+      {LESSON_02, "--backend mpi", "--backend"},
+      {LESSON_02, "--backend threads --ranks 1", "at least 2 ranks"},
+      {LESSON_03, "--backend threads --ranks 4 --root 4", "--root 4 is not a rank"},
+      {LESSON_03, "--mb ten", "--mb"},
+      {LESSON_04, "--op median", "--op"},
+      {LESSON_05, "--no-such-flag", "no-such-flag"},
+      {DISTLAB_BENCH, "collective --collective broadcast --algorithm ring", "does not implement"},
+      {DISTLAB_BENCH, "collective -b 1M -e 1K", "larger than"},
+      {DISTLAB_BENCH, "collective --dtype int8", "--dtype"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(c.program + " " + c.flags);
+    EXPECT_NE(r.status, 0) << c.program << " " << c.flags << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << c.program << " " << c.flags << "\n" << r.output;
+  }
+}
+
+// distlab-bench collective: every collective, native and every algorithm,
+// checked against the reference for each size.
+TEST(CollectiveBench, EveryCollectiveAndAlgorithmIsRight) {
+  for (const std::string collective : {"broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather"}) {
+    const Outcome r = run(std::string(DISTLAB_BENCH) + " collective --backend threads --ranks 3 --root 1 -b 8 -e 64K -f 16 "
+                      "-n 1 -w 0 --algorithm all --collective " + collective);
+    ASSERT_EQ(r.status, 0) << collective << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "#wrong in total: 0  OK")) << collective << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "busbw against native")) << collective << "\n" << r.output;
+  }
+}
+
+TEST(CollectiveBench, DtypesAndOps) {
+  for (const std::string flags : {"-d half -o sum", "-d bfloat16 -o avg", "-d int64 -o avg", "-d double -o max",
+                                  "-d float -o min"}) {
+    const Outcome r = run(std::string(DISTLAB_BENCH) + " collective --backend threads --ranks 5 -b 1K -e 1M -f 32 -n 1 "
+                      "-w 0 --algorithm all " + flags);
+    ASSERT_EQ(r.status, 0) << flags << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "#wrong in total: 0  OK")) << flags << "\n" << r.output;
+  }
+}
+
+TEST(CollectiveBench, ColumnsAsNcclTests) {
+  const Outcome r = run(std::string(DISTLAB_BENCH) + " collective --backend threads --ranks 4 -b 4K -e 16K -f 2 -n 2 -w 1"
+                    " --algorithm ring");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // size count type redop root algorithm time algbw busbw #wrong
+  static const std::regex row(R"(^\s+(\d+)\s+(\d+)\s+float\s+sum\s+-1\s+ring\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)$)");
+  int rows = 0;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    ++rows;
+    EXPECT_EQ(std::stoll(m[1]), 4 * std::stoll(m[2])) << line;
+    const double time_us = std::stod(m[3]), algbw = std::stod(m[4]), busbw = std::stod(m[5]);
+    EXPECT_NEAR(algbw, std::stod(m[1]) / (time_us * 1e-6) / 1e9, 0.01 * algbw + 0.002) << line;
+    EXPECT_NEAR(busbw, algbw * 2 * 3 / 4, 0.01 * busbw + 0.002) << line;  // all-reduce: 2(p-1)/p
+    EXPECT_EQ(m[6], "0") << line;
+  }
+  EXPECT_EQ(rows, 3) << r.output;
+}
+
+}  // namespace
