@@ -28,6 +28,9 @@ double slowest_rank_seconds(comm::Communicator& comm, Body&& body) {
   comm.barrier();  // nobody starts the clock while another is still busy with the last thing
   const auto start = std::chrono::steady_clock::now();
   body();
+  // Work queued on a GPU counts once it is done: copying a value back waits
+  // for everything queued before it on the current stream.
+  if (comm.device().is_cuda()) torch::zeros({1}, torch::TensorOptions().device(comm.device())).cpu();
   const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto slowest = torch::tensor({mine}, torch::kFloat64).to(comm.device());
   comm.native_all_reduce(slowest, comm::ReduceOp::kMax);
