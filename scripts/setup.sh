@@ -15,6 +15,7 @@ packages=(
   libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri
   xvfb xauth x11-apps imagemagick
+  clang libclang-rt-14-dev fonts-dejavu-core
 )
 
 missing=()

@@ -12,10 +12,10 @@
 namespace distlab::collectives {
 
 struct CalibrationOptions {
-  int warmup = 3;                    // round trips not timed (first touches, allocations)
-  int iterations = 20;               // timed round trips per size; the median is kept
-  int64_t large_bytes = 4 << 20;     // the message that measures bandwidth
-  c10::Device device = c10::kCPU;    // where the ping-pong buffers live
+  int warmup = 3;                  // round trips not timed (first touches, allocations)
+  int iterations = 20;             // timed round trips per size; the median is kept
+  int64_t large_bytes = 4 << 20;   // the message that measures bandwidth
+  c10::Device device = c10::kCPU;  // where the ping-pong buffers live
 };
 
 // Ranks 0 and 1 play ping-pong while the others wait: alpha is half the

@@ -15,8 +15,7 @@ namespace {
 std::string who(const Communicator& comm) { return "rank " + std::to_string(comm.rank()) + ": "; }
 
 void check_defined(const Communicator& comm, const char* call, const at::Tensor& tensor, const char* name) {
-  if (!tensor.defined())
-    throw comm::CommError(who(comm) + call + ": " + name + " is an undefined tensor");
+  if (!tensor.defined()) throw comm::CommError(who(comm) + call + ": " + name + " is an undefined tensor");
 }
 
 // Checks an out-of-place pair; `sized` ("input" or "output") must have
@@ -30,9 +29,9 @@ void check_pair(const Communicator& comm, const char* call, const at::Tensor& in
   const at::Tensor& checked = std::string(sized) == "input" ? input : output;
   if (checked.numel() != numel)
     throw comm::CommError(who(comm) + call + ": " + sized + " has " + std::to_string(checked.numel()) +
-                          " elements, expected " + std::to_string(numel) + " (input " +
-                          std::to_string(input.numel()) + ", output " + std::to_string(output.numel()) +
-                          ", world size " + std::to_string(comm.size()) + ")");
+                          " elements, expected " + std::to_string(numel) + " (input " + std::to_string(input.numel()) +
+                          ", output " + std::to_string(output.numel()) + ", world size " + std::to_string(comm.size()) +
+                          ")");
 }
 
 // Runs body(flat) on a contiguous 1-D view of `tensor`; a non-contiguous
@@ -64,76 +63,62 @@ void run(Communicator& comm, Collective collective, Algorithm algorithm, at::Ten
   run_plan(comm, plan, flat, op, tag);
 }
 
-at::Tensor chunk_of(const Communicator& comm, at::Tensor& flat) {
-  const Range mine = chunk_range(flat.numel(), comm.size(), comm.rank());
-  return flat.narrow(0, mine.offset, mine.count);
+// Every in-place call has one shape: check, flatten, then the backend's own
+// collective (native(flat)) or the plan.
+template <typename Native>
+void in_place(Communicator& comm, at::Tensor& tensor, Collective collective, Algorithm algorithm, int root,
+              ReduceOp op, int tag, Native&& native) {
+  check_defined(comm, to_string(collective), tensor, "tensor");
+  check_collective_tag(tag);
+  on_flat(tensor, [&](at::Tensor& flat) {
+    if (algorithm == Algorithm::kNative)
+      native(flat);
+    else
+      run(comm, collective, algorithm, flat, root, op, tag);
+  });
 }
 
 }  // namespace
 
 Plan plan_for(const Communicator& comm, Collective collective, Algorithm algorithm, const at::Tensor& tensor,
               int root) {
-  return make_plan(collective, algorithm, comm.size(), tensor.numel(), root,
-                   static_cast<int>(tensor.element_size()));
+  return make_plan(collective, algorithm, comm.size(), tensor.numel(), root, static_cast<int>(tensor.element_size()));
 }
 
 // ---------------------------------------------------------------- in place
 
 void broadcast(Communicator& comm, at::Tensor& tensor, int root, Algorithm algorithm, int tag) {
-  check_defined(comm, "broadcast", tensor, "tensor");
-  check_collective_tag(tag);
-  on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) comm.native_broadcast(flat, root);
-    else run(comm, Collective::kBroadcast, algorithm, flat, root, ReduceOp::kSum, tag);
-  });
+  in_place(comm, tensor, Collective::kBroadcast, algorithm, root, ReduceOp::kSum, tag,
+           [&](at::Tensor& flat) { comm.native_broadcast(flat, root); });
 }
 
 void reduce(Communicator& comm, at::Tensor& tensor, int root, ReduceOp op, Algorithm algorithm, int tag) {
-  check_defined(comm, "reduce", tensor, "tensor");
-  check_collective_tag(tag);
-  on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) comm.native_reduce(flat, root, op);
-    else run(comm, Collective::kReduce, algorithm, flat, root, op, tag);
-  });
+  in_place(comm, tensor, Collective::kReduce, algorithm, root, op, tag,
+           [&](at::Tensor& flat) { comm.native_reduce(flat, root, op); });
 }
 
 void all_reduce(Communicator& comm, at::Tensor& tensor, ReduceOp op, Algorithm algorithm, int tag) {
-  check_defined(comm, "all_reduce", tensor, "tensor");
-  check_collective_tag(tag);
-  on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) comm.native_all_reduce(flat, op);
-    else run(comm, Collective::kAllReduce, algorithm, flat, 0, op, tag);
-  });
+  in_place(comm, tensor, Collective::kAllReduce, algorithm, 0, op, tag,
+           [&](at::Tensor& flat) { comm.native_all_reduce(flat, op); });
 }
 
 at::Tensor reduce_scatter(Communicator& comm, at::Tensor& tensor, ReduceOp op, Algorithm algorithm, int tag) {
-  check_defined(comm, "reduce_scatter", tensor, "tensor");
-  check_collective_tag(tag);
-  at::Tensor result;
-  on_flat(tensor, [&](at::Tensor& flat) {
-    // The Communicator has no native reduce-scatter: the backend's all-reduce
-    // computes every chunk, this rank's among them.
-    if (algorithm == Algorithm::kNative) comm.native_all_reduce(flat, op);
-    else run(comm, Collective::kReduceScatter, algorithm, flat, 0, op, tag);
-    result = chunk_of(comm, flat);
-  });
-  return result;
+  // The Communicator has no native reduce-scatter: the backend's all-reduce
+  // computes every chunk, this rank's among them.
+  in_place(comm, tensor, Collective::kReduceScatter, algorithm, 0, op, tag,
+           [&](at::Tensor& flat) { comm.native_all_reduce(flat, op); });
+  const Range mine = chunk_range(tensor.numel(), comm.size(), comm.rank());
+  return tensor.reshape({-1}).narrow(0, mine.offset, mine.count);  // a view when tensor is contiguous
 }
 
 void all_gather(Communicator& comm, at::Tensor& tensor, Algorithm algorithm, int tag) {
-  check_defined(comm, "all_gather", tensor, "tensor");
-  check_collective_tag(tag);
-  on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative) {
-      // No native all-gather either: every rank zeroes all but its own chunk
-      // and the backend's all-reduce sums them (x + 0 is exactly x).
-      const Range mine = chunk_range(flat.numel(), comm.size(), comm.rank());
-      flat.narrow(0, 0, mine.offset).zero_();
-      flat.narrow(0, mine.offset + mine.count, flat.numel() - mine.offset - mine.count).zero_();
-      comm.native_all_reduce(flat, ReduceOp::kSum);
-    } else {
-      run(comm, Collective::kAllGather, algorithm, flat, 0, ReduceOp::kSum, tag);
-    }
+  // No native all-gather either: every rank zeroes all but its own chunk and
+  // the backend's all-reduce sums them (x + 0 is exactly x).
+  in_place(comm, tensor, Collective::kAllGather, algorithm, 0, ReduceOp::kSum, tag, [&](at::Tensor& flat) {
+    const Range mine = chunk_range(flat.numel(), comm.size(), comm.rank());
+    flat.narrow(0, 0, mine.offset).zero_();
+    flat.narrow(0, mine.offset + mine.count, flat.numel() - mine.offset - mine.count).zero_();
+    comm.native_all_reduce(flat, ReduceOp::kSum);
   });
 }
 
@@ -146,8 +131,8 @@ void broadcast(Communicator& comm, const at::Tensor& input, at::Tensor& output, 
   broadcast(comm, output, root, algorithm, tag);
 }
 
-void reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, int root, ReduceOp op,
-            Algorithm algorithm, int tag) {
+void reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, int root, ReduceOp op, Algorithm algorithm,
+            int tag) {
   check_pair(comm, "reduce", input, output, "output", input.numel());
   output.copy_(input.reshape(output.sizes()));
   reduce(comm, output, root, op, algorithm, tag);
@@ -160,8 +145,8 @@ void all_reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output,
   all_reduce(comm, output, op, algorithm, tag);
 }
 
-void reduce_scatter(Communicator& comm, const at::Tensor& input, at::Tensor& output, ReduceOp op,
-                    Algorithm algorithm, int tag) {
+void reduce_scatter(Communicator& comm, const at::Tensor& input, at::Tensor& output, ReduceOp op, Algorithm algorithm,
+                    int tag) {
   check_pair(comm, "reduce_scatter", input, output, "output",
              chunk_range(input.numel(), comm.size(), comm.rank()).count);
   at::Tensor work = input.reshape({-1}).clone();  // the whole buffer: the plan works on all of it

@@ -44,7 +44,8 @@ void all_reduce(Communicator& comm, at::Tensor& tensor, ReduceOp op = ReduceOp::
 
 // `tensor` is the whole buffer (n elements) on every rank. Afterwards chunk
 // `rank` of it (chunk_range(n, p, rank)) holds op over every rank's chunk;
-// the other chunks are left undefined. Returns that chunk, a view.
+// the other chunks are left undefined. Returns that chunk (a view of
+// `tensor` when it is contiguous).
 at::Tensor reduce_scatter(Communicator& comm, at::Tensor& tensor, ReduceOp op = ReduceOp::kSum,
                           Algorithm algorithm = Algorithm::kRing, int tag = 0);
 
@@ -61,8 +62,8 @@ void broadcast(Communicator& comm, const at::Tensor& input, at::Tensor& output, 
                Algorithm algorithm = Algorithm::kTree, int tag = 0);
 // output (numel of input) = op over every rank's input, on the root; other
 // ranks' outputs are scratch.
-void reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, int root = 0,
-            ReduceOp op = ReduceOp::kSum, Algorithm algorithm = Algorithm::kTree, int tag = 0);
+void reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, int root = 0, ReduceOp op = ReduceOp::kSum,
+            Algorithm algorithm = Algorithm::kTree, int tag = 0);
 // output (numel of input) = op over every rank's input.
 void all_reduce(Communicator& comm, const at::Tensor& input, at::Tensor& output, ReduceOp op = ReduceOp::kSum,
                 Algorithm algorithm = Algorithm::kRing, int tag = 0);
@@ -72,8 +73,8 @@ void reduce_scatter(Communicator& comm, const at::Tensor& input, at::Tensor& out
                     Algorithm algorithm = Algorithm::kRing, int tag = 0);
 // input: chunk_range(n, p, rank).count elements; output: n elements = every
 // rank's input, in rank order.
-void all_gather(Communicator& comm, const at::Tensor& input, at::Tensor& output,
-                Algorithm algorithm = Algorithm::kRing, int tag = 0);
+void all_gather(Communicator& comm, const at::Tensor& input, at::Tensor& output, Algorithm algorithm = Algorithm::kRing,
+                int tag = 0);
 
 // The Plan a call on this communicator runs for `tensor` (for the cost
 // model and for printing what is about to happen). Throws for kNative.

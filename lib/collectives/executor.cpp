@@ -10,9 +10,7 @@
 namespace distlab::collectives {
 namespace {
 
-bool overlaps(const Range& a, const Range& b) {
-  return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
-}
+bool overlaps(const Range& a, const Range& b) { return a.offset < b.offset + b.count && b.offset < a.offset + a.count; }
 
 bool sends_from(const Step& step, int rank, const Range& range) {
   for (const Transfer& t : step.transfers)
@@ -42,7 +40,7 @@ std::string chunks_moved(const Step& step, int rank, bool outgoing) {
   std::string text;
   for (const Transfer& t : step.transfers) {
     if ((outgoing ? t.src : t.dst) != rank) continue;
-    std::string piece = t.chunk < 0 ? "all"
+    std::string piece = t.chunk < 0     ? "all"
                         : t.chunks == 1 ? std::to_string(t.chunk)
                                         : std::to_string(t.chunk) + "-" + std::to_string(t.chunk + t.chunks - 1);
     text += (text.empty() ? "" : ",") + piece;
@@ -67,11 +65,10 @@ void describe_step(trace::Span& span, const Plan& plan, size_t s, int rank, int 
       .arg("tag", step_tag(tag, s));
 }
 
-std::string where(const comm::Communicator& comm, const Plan& plan, size_t s, const at::Tensor& flat) {
-  return std::string(to_string(plan.collective)) + " (" +
-         to_string(plan.algorithm) + ", " + std::to_string(plan.count) + " " +
-         std::string(c10::toString(flat.scalar_type())) + " elements) step " + std::to_string(s) + " of " +
-         std::to_string(plan.steps.size()) + " (" + plan.steps[s].phase + ") failed. ";
+std::string where(const Plan& plan, size_t s, const at::Tensor& flat) {
+  return std::string(to_string(plan.collective)) + " (" + to_string(plan.algorithm) + ", " +
+         std::to_string(plan.count) + " " + std::string(c10::toString(flat.scalar_type())) + " elements) step " +
+         std::to_string(s) + " of " + std::to_string(plan.steps.size()) + " (" + plan.steps[s].phase + ") failed. ";
 }
 
 // A piece that arrived in scratch and still has to be combined or copied in.
@@ -118,7 +115,8 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
         }
       }
       for (const Transfer& t : step.transfers)
-        if (t.src == me) pending.push_back(comm.isend(flat.narrow(0, t.range.offset, t.range.count), t.dst, message_tag));
+        if (t.src == me)
+          pending.push_back(comm.isend(flat.narrow(0, t.range.offset, t.range.count), t.dst, message_tag));
       for (auto& work : pending) work->wait();
       for (Landing& landing : landings) {
         if (landing.reduce)
@@ -127,9 +125,9 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
           landing.target.copy_(landing.data);
       }
     } catch (const comm::TimeoutError& e) {
-      throw comm::TimeoutError(where(comm, plan, s, flat) + e.what());
+      throw comm::TimeoutError(where(plan, s, flat) + e.what());
     } catch (const comm::CommError& e) {
-      throw comm::CommError(where(comm, plan, s, flat) + e.what() +
+      throw comm::CommError(where(plan, s, flat) + e.what() +
                             " (every rank must call the same collective with the same element count and dtype)");
     }
   }

@@ -20,7 +20,9 @@ namespace distlab::collectives {
 //   3. wait for all of them, then combine (op) or copy the scratch pieces in.
 // With kAvg, divides result_range(plan, rank) by p at the end. Scratch is
 // allocated once per call. Each step is traced as one "step" event on the
-// comm lane. Errors name the collective and the step that failed.
+// comm lane of every rank, idle or not, so that timelines line up (args:
+// collective, algorithm, step, steps, phase, chunk sent, recv_chunk, tag).
+// Errors name the collective and the step that failed.
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag);
 
 }  // namespace distlab::collectives

@@ -14,8 +14,9 @@ constexpr int kMaxWorldSize = 1024;
 
 constexpr Collective kCollectives[] = {Collective::kBroadcast, Collective::kReduce, Collective::kAllReduce,
                                        Collective::kReduceScatter, Collective::kAllGather};
-constexpr Algorithm kAlgorithms[] = {Algorithm::kSequential, Algorithm::kTree, Algorithm::kReduceBroadcast,
-                                     Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kNative};
+constexpr Algorithm kAlgorithms[] = {Algorithm::kSequential,      Algorithm::kTree,
+                                     Algorithm::kReduceBroadcast, Algorithm::kRing,
+                                     Algorithm::kHalvingDoubling, Algorithm::kNative};
 
 std::string normalized(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
@@ -41,8 +42,7 @@ void check_arguments(Collective collective, Algorithm algorithm, int world_size,
   if (count < 0) throw std::invalid_argument("element count " + std::to_string(count) + " is negative");
   if (elem_bytes < 1) throw std::invalid_argument("element size " + std::to_string(elem_bytes) + " bytes is < 1");
   if (root < 0 || root >= world_size)
-    throw std::invalid_argument("root " + std::to_string(root) + " is outside [0, " + std::to_string(world_size) +
-                                ")");
+    throw std::invalid_argument("root " + std::to_string(root) + " is outside [0, " + std::to_string(world_size) + ")");
   const auto valid = algorithms_for(collective);
   if (std::find(valid.begin(), valid.end(), algorithm) == valid.end()) {
     std::string names;
@@ -83,8 +83,7 @@ Range result_range(const Plan& plan, int rank) {
   }
 }
 
-Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64_t count, int root,
-               int elem_bytes) {
+Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64_t count, int root, int elem_bytes) {
   check_arguments(collective, algorithm, world_size, count, root, elem_bytes);
   Plan plan;
   plan.collective = collective;
@@ -96,12 +95,16 @@ Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64
   plan.parts = 1;
   switch (collective) {
     case Collective::kBroadcast:
-      if (algorithm == Algorithm::kSequential) detail::add_sequential_broadcast(plan, root);
-      else detail::add_tree_broadcast(plan, root);
+      if (algorithm == Algorithm::kSequential)
+        detail::add_sequential_broadcast(plan, root);
+      else
+        detail::add_tree_broadcast(plan, root);
       break;
     case Collective::kReduce:
-      if (algorithm == Algorithm::kSequential) detail::add_sequential_reduce(plan, root);
-      else detail::add_tree_reduce(plan, root);
+      if (algorithm == Algorithm::kSequential)
+        detail::add_sequential_reduce(plan, root);
+      else
+        detail::add_tree_reduce(plan, root);
       break;
     case Collective::kAllReduce:
       if (algorithm == Algorithm::kReduceBroadcast) {
@@ -193,8 +196,9 @@ Transfer chunk_block(const Plan& plan, int src, int dst, int first, int chunks, 
 
 void add_step(Plan& plan, Step step) {
   auto& transfers = step.transfers;
-  transfers.erase(std::remove_if(transfers.begin(), transfers.end(), [](const Transfer& t) { return t.range.count == 0; }),
-                  transfers.end());
+  transfers.erase(
+      std::remove_if(transfers.begin(), transfers.end(), [](const Transfer& t) { return t.range.count == 0; }),
+      transfers.end());
   if (!transfers.empty()) plan.steps.push_back(std::move(step));
 }
 

@@ -91,6 +91,14 @@ Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64
 // reduce_scatter (chunk `rank`).
 Range result_range(const Plan& plan, int rank);
 
+// The plan as text, a heading and one line per step, for lessons to print:
+//   broadcast/tree: 4 ranks, root 0, 10 elements of 4 bytes, 2 steps
+//   step 0 (broadcast): 0->1 all 40 B
+//   step 1 (broadcast): 0->2 all 40 B, 1->3 all 40 B
+// A piece is "all" (the whole buffer), "chunk c" or "chunks a-b", and
+// "added" when the receiver combines it instead of overwriting.
+std::string to_text(const Plan& plan);
+
 // The algorithms that implement `collective`, in teaching order (kNative,
 // which implements every collective, is not listed).
 std::vector<Algorithm> algorithms_for(Collective collective);

@@ -14,9 +14,9 @@
 //   fold:    4->0, 5->1 whole buffer, added      (ranks 4, 5 now wait)
 //   halving and doubling among ranks 0..3, chunks of q
 //   unfold:  0->4, 1->5 whole buffer, copied
-#include "collectives/plan_builders.hpp"
-
 #include <vector>
+
+#include "collectives/plan_builders.hpp"
 
 namespace distlab::collectives::detail {
 

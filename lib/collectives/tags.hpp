@@ -31,8 +31,6 @@ inline void check_collective_tag(int tag) {
 }
 
 // The message tag of step `step` of a collective called with `tag`.
-inline int step_tag(int tag, size_t step) {
-  return kCollectiveTagBase + tag * kTagStride + static_cast<int>(step);
-}
+inline int step_tag(int tag, size_t step) { return kCollectiveTagBase + tag * kTagStride + static_cast<int>(step); }
 
 }  // namespace distlab::collectives

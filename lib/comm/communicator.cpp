@@ -79,23 +79,23 @@ WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
   check_tensor("send", tensor);
   // Counted even when tracing is off so that flow ids stay in step if a
   // recorder is attached later.
-  uint64_t seq = next_seq(send_seq_, peer, tag);
-  WorkPtr work = do_isend(tensor, peer, tag);
-  if (recorder() == nullptr || !recorder()->enabled()) return work;
-  trace::Event e{rank_, trace::kLaneComm, "send", "send", trace::now_us(), 0,
-                 static_cast<int64_t>(tensor.nbytes()), peer, trace::flow_id(rank_, peer, tag, seq),
-                 {{"tag", std::to_string(tag)}, {"dtype", type_name(tensor)}}};
-  return std::make_shared<TracedWork>(std::move(work), recorder(), std::move(e));
+  const uint64_t flow = trace::flow_id(rank_, peer, tag, next_seq(send_seq_, peer, tag));
+  const int64_t begin = trace::now_us();
+  return traced("send", tensor, peer, tag, flow, begin, do_isend(tensor, peer, tag));
 }
 
 WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
   check_peer("recv", peer, tag);
   check_tensor("recv", tensor);
-  uint64_t seq = next_seq(recv_seq_, peer, tag);
-  WorkPtr work = do_irecv(tensor, peer, tag);
+  const uint64_t flow = trace::flow_id(peer, rank_, tag, next_seq(recv_seq_, peer, tag));
+  const int64_t begin = trace::now_us();
+  return traced("recv", tensor, peer, tag, flow, begin, do_irecv(tensor, peer, tag));
+}
+
+WorkPtr Communicator::traced(const char* op, const at::Tensor& tensor, int peer, int tag, uint64_t flow,
+                             int64_t begin_us, WorkPtr work) {
   if (recorder() == nullptr || !recorder()->enabled()) return work;
-  trace::Event e{rank_, trace::kLaneComm, "recv", "recv", trace::now_us(), 0,
-                 static_cast<int64_t>(tensor.nbytes()), peer, trace::flow_id(peer, rank_, tag, seq),
+  trace::Event e{rank_, trace::kLaneComm, op, op, begin_us, 0, static_cast<int64_t>(tensor.nbytes()), peer, flow,
                  {{"tag", std::to_string(tag)}, {"dtype", type_name(tensor)}}};
   return std::make_shared<TracedWork>(std::move(work), recorder(), std::move(e));
 }

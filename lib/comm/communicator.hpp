@@ -104,6 +104,9 @@ class Communicator {
   void check_peer(const char* op, int peer, int tag) const;
   void check_tensor(const char* op, const at::Tensor& tensor) const;
   void check_root(const char* op, int root) const;
+  // Wraps `work` so that its completion is recorded as one trace event.
+  WorkPtr traced(const char* op, const at::Tensor& tensor, int peer, int tag, uint64_t flow, int64_t begin_us,
+                 WorkPtr work);
   // The n-th message to/from (peer, tag), for flow ids in the trace.
   uint64_t next_seq(std::map<std::pair<int, int>, uint64_t>& counters, int peer, int tag);
 

@@ -18,6 +18,13 @@ class TimeoutError : public CommError {
   using CommError::CommError;
 };
 
+// This rank stopped because another rank failed first; the message carries
+// that rank's error.
+class JobAborted : public CommError {
+ public:
+  using CommError::CommError;
+};
+
 // Bad or inconsistent set-up: environment variables, world size, backend.
 class SetupError : public CommError {
  public:

@@ -77,7 +77,7 @@ class ThreadWorld {
 
 void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor& publish) {
   std::unique_lock<std::mutex> lock(mutex);
-  if (aborted) throw CommError("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
+  if (aborted) throw JobAborted("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
   const uint64_t generation = generation_;
   if (publish.defined()) slots_[rank] = publish;
   what_[rank] = what;
@@ -110,7 +110,7 @@ void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor
     abort_locked(reason);
     throw TimeoutError(reason);
   }
-  throw CommError("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
+  throw JobAborted("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
 }
 
 // ------------------------------------------------------------------- work
@@ -136,7 +136,7 @@ class ThreadsWork : public Work {
       return;
     }
     withdraw();
-    if (world_.aborted) throw CommError(what_ + ": job aborted: " + world_.abort_reason);
+    if (world_.aborted) throw JobAborted(what_ + ": job aborted: " + world_.abort_reason);
     throw_timeout(what_, world_.options().timeout, hint_);
   }
 
@@ -279,7 +279,7 @@ class ThreadsCommunicator : public Communicator {
     PendingOp partner;
     {
       std::lock_guard<std::mutex> lock(world_->mutex);
-      if (world_->aborted) throw CommError(what + ": job aborted: " + world_->abort_reason);
+      if (world_->aborted) throw JobAborted(what + ": job aborted: " + world_->abort_reason);
       Channel& channel = world_->channels[key];
       auto& waiting = is_send ? channel.recvs : channel.sends;
       if (waiting.empty()) {
@@ -324,9 +324,11 @@ void abort_thread_world(ThreadWorld& world, const std::string& reason) {
 
 void run_thread_ranks(int world_size, const std::function<void(Communicator&)>& body, CommOptions options) {
   auto world = make_thread_world(world_size, std::move(options));
+  // The first failure that is not merely the echo of another rank's.
   std::mutex failure_mutex;
   std::string first_failure;
   bool first_was_timeout = false;
+  bool first_was_echo = false;
   std::vector<std::thread> threads;
   threads.reserve(world_size);
   for (int r = 0; r < world_size; ++r) {
@@ -338,9 +340,11 @@ void run_thread_ranks(int world_size, const std::function<void(Communicator&)>& 
         std::string reason = "rank " + std::to_string(r) + " failed: " + e.what();
         {
           std::lock_guard<std::mutex> lock(failure_mutex);
-          if (first_failure.empty()) {
+          const bool echo = dynamic_cast<const JobAborted*>(&e) != nullptr;
+          if (first_failure.empty() || (first_was_echo && !echo)) {
             first_failure = reason;
             first_was_timeout = dynamic_cast<const TimeoutError*>(&e) != nullptr;
+            first_was_echo = echo;
           }
         }
         abort_thread_world(*world, reason);

@@ -266,7 +266,7 @@ void LiveReceiver::run() {
         }
         try {
           parsed.push_back(parse_event_line(line));
-        } catch (const TraceFormatError& e) {
+        } catch (const std::exception& e) {  // TraceFormatError, or anything unforeseen: never fatal
           problem = std::string("live receiver: ") + e.what() + "; connection closed";
           break;
         }

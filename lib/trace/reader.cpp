@@ -10,16 +10,44 @@ namespace {
 
 using nlohmann::json;
 
+[[noreturn]] void not_a_number(const json& j, const char* what) {
+  throw TraceFormatError(std::string("field '") + what + "' is not a number in range: " + j.dump().substr(0, 80));
+}
+
+// Times, sizes and ids are whole numbers that fit in int64 with room to
+// add two of them (a begin and a duration): |value| < 2^62.
+constexpr int64_t kLargest = int64_t{1} << 62;
+
 int64_t as_int(const json& j, const char* what) {
-  if (j.is_number_integer() || j.is_number_unsigned()) return j.get<int64_t>();
-  if (j.is_number_float()) return static_cast<int64_t>(j.get<double>());
-  if (j.is_string()) {
+  int64_t value = 0;
+  if (j.is_number_unsigned()) {
+    if (j.get<uint64_t>() >= static_cast<uint64_t>(kLargest)) not_a_number(j, what);
+    value = static_cast<int64_t>(j.get<uint64_t>());
+  } else if (j.is_number_integer()) {
+    value = j.get<int64_t>();
+  } else if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (!(d > -static_cast<double>(kLargest) && d < static_cast<double>(kLargest))) not_a_number(j, what);
+    value = static_cast<int64_t>(d);
+  } else if (j.is_string()) {
     try {
-      return std::stoll(j.get<std::string>(), nullptr, 0);
+      value = std::stoll(j.get<std::string>(), nullptr, 0);
     } catch (const std::exception&) {
+      not_a_number(j, what);
     }
+  } else {
+    not_a_number(j, what);
   }
-  throw TraceFormatError(std::string("field '") + what + "' is not a number: " + j.dump().substr(0, 80));
+  if (value <= -kLargest || value >= kLargest) not_a_number(j, what);
+  return value;
+}
+
+uint64_t as_flow(const json& j) {
+  try {
+    return static_cast<uint64_t>(std::stoull(j.is_string() ? j.get<std::string>() : j.dump(), nullptr, 0));
+  } catch (const std::exception&) {
+    throw TraceFormatError("field 'flow' is not a number: " + j.dump().substr(0, 80));
+  }
 }
 
 std::string as_text(const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
@@ -47,7 +75,7 @@ Event event_from(const json& j, LaneOf lane_of) {
       } else if (key == "peer") {
         e.peer = static_cast<int>(as_int(*it, "peer"));
       } else if (key == "flow") {
-        e.flow = static_cast<uint64_t>(std::stoull(as_text(*it), nullptr, 0));
+        e.flow = as_flow(*it);
       } else {
         e.args.emplace_back(key, as_text(*it));
       }

@@ -18,10 +18,7 @@
 namespace distlab::collectives {
 namespace {
 
-using testing::expect_close;
-using testing::Failures;
-using testing::input_for;
-using testing::tolerance;
+using namespace testing;  // the helpers of sweep.hpp
 
 comm::CommOptions short_timeout(int ms = 20000) {
   comm::CommOptions options;
@@ -70,7 +67,8 @@ TEST(Naive, EqualsNativeExactly) {
               at::Tensor native = input.clone(), naive_result = input.clone();
               comm.native_reduce(native, root, op);
               naive::reduce(comm, naive_result, root, op);
-              if (comm.rank() == root) expect_close(failures, what + " reduce root " + std::to_string(root), naive_result, native, 0.0);
+              if (comm.rank() == root)
+                expect_close(failures, what + " reduce root " + std::to_string(root), naive_result, native, 0.0);
               native = input.clone();
               naive_result = input.clone();
               comm.native_broadcast(native, root);
@@ -106,8 +104,8 @@ TEST(CallForms, OutOfPlaceAndNonContiguousMatchInPlace) {
         at::Tensor in_place = input.clone(), output = at::empty({7, 143});
         all_reduce(comm, in_place, ReduceOp::kSum, algorithm);
         all_reduce(comm, input, output, ReduceOp::kSum, algorithm);
-        expect_close(failures, at_rank + "all_reduce out of place " + to_string(algorithm), output.view({-1}),
-                     in_place, 0.0);
+        expect_close(failures, at_rank + "all_reduce out of place " + to_string(algorithm), output.view({-1}), in_place,
+                     0.0);
         // (143, 7) transposed: the same 1001 values, not contiguous.
         at::Tensor strided = input.view({7, 143}).t().contiguous().t();
         ASSERT_FALSE(strided.is_contiguous());
@@ -197,10 +195,13 @@ TEST(Trace, EveryStepOnEveryRankAndSendsPairWithRecvs) {
     recorder->add_sink(sink);
     comm::CommOptions options = short_timeout();
     options.recorder = recorder;
-    run_ranks(c.p, [&](Communicator& comm) {
-      at::Tensor t = input_for(comm.rank(), c.count, at::kFloat, 1);
-      all_reduce(comm, t, ReduceOp::kSum, c.algorithm, /*tag=*/3);
-    }, options);
+    run_ranks(
+        c.p,
+        [&](Communicator& comm) {
+          at::Tensor t = input_for(comm.rank(), c.count, at::kFloat, 1);
+          all_reduce(comm, t, ReduceOp::kSum, c.algorithm, /*tag=*/3);
+        },
+        options);
 
     const Plan plan = make_plan(Collective::kAllReduce, c.algorithm, c.p, c.count);
     size_t transfers = 0;
@@ -247,8 +248,10 @@ TEST(Errors, MismatchedCountsFailFastWithAClearMessage) {
         3,
         [&](Communicator& comm) {
           at::Tensor t = at::ones({comm.rank() == 2 ? 13 : 10});
-          if (algorithm == Algorithm::kTree) broadcast(comm, t, 0, algorithm);
-          else all_reduce(comm, t, ReduceOp::kSum, algorithm);
+          if (algorithm == Algorithm::kTree)
+            broadcast(comm, t, 0, algorithm);
+          else
+            all_reduce(comm, t, ReduceOp::kSum, algorithm);
         },
         /*timeout_ms=*/3000);
     EXPECT_NE(message.find("elements"), std::string::npos) << message;

@@ -1,10 +1,10 @@
 // The alpha-beta model: the slides' story exactly, and every algorithm's
 // prediction equal to the closed form the textbooks give.
+#include "collectives/cost_model.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "collectives/cost_model.hpp"
 
 namespace distlab::collectives {
 namespace {
@@ -61,7 +61,9 @@ TEST(CostModel, EveryAlgorithmMatchesItsClosedForm) {
     while ((1 << ceil_log2p) < p) ++ceil_log2p;
     const int64_t count = int64_t{p} * q * 1000;  // p and q divide it: no rounding
     const double n = 4.0 * count;
-    auto total = [&](Collective c, Algorithm algo) { return predict(make_plan(c, algo, p, count), link).total_seconds; };
+    auto total = [&](Collective c, Algorithm algo) {
+      return predict(make_plan(c, algo, p, count), link).total_seconds;
+    };
     const double rel = 1e-12;
     const double seq = (p - 1) * (a + n * b), tree = ceil_log2p * (a + n * b);
     EXPECT_NEAR(total(Collective::kBroadcast, Algorithm::kSequential), seq, seq * rel) << p;

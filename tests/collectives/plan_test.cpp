@@ -1,13 +1,14 @@
 // Every plan, replayed on paper, delivers the right data to every rank, for
 // world sizes 1..17, counts from 0 to more than p, every root; and the step
 // counts and bytes per rank are the ones the textbooks give.
+#include "collectives/plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
 #include <stdexcept>
 
-#include "collectives/plan.hpp"
 #include "replay.hpp"
 
 namespace distlab::collectives {
@@ -46,6 +47,14 @@ TEST(ChunkRange, CoversTheBufferInOrderWithSizesWithinOne) {
     }
 }
 
+// Replays one plan; "" when every rank ends with the right data.
+std::string replay_fault(Collective collective, Algorithm algorithm, int p, int64_t count, int root) {
+  const Plan plan = make_plan(collective, algorithm, p, count, root);
+  auto buffers = testing::initial_buffers(plan);
+  const std::string fault = testing::replay(plan, buffers);
+  return fault.empty() ? testing::compare_results(plan, buffers, testing::expected_buffers(plan)) : fault;
+}
+
 TEST(PlanReplay, EveryAlgorithmDeliversTheRightDataToEveryRank) {
   int replayed = 0;
   for (int p = 1; p <= 17; ++p)
@@ -53,15 +62,21 @@ TEST(PlanReplay, EveryAlgorithmDeliversTheRightDataToEveryRank) {
       for (Algorithm algorithm : algorithms_for(collective))
         for (int64_t count : counts_for(p))
           for (int root = 0; root < (is_rooted(collective) ? p : 1); ++root) {
-            const Plan plan = make_plan(collective, algorithm, p, count, root);
-            auto buffers = testing::initial_buffers(plan);
-            const std::string fault = testing::replay(plan, buffers);
-            ASSERT_EQ(fault, "");
-            const std::string wrong = testing::compare_results(plan, buffers, testing::expected_buffers(plan));
-            ASSERT_EQ(wrong, "");
+            ASSERT_EQ(replay_fault(collective, algorithm, p, count, root), "");
             ++replayed;
           }
   EXPECT_GT(replayed, 1000);
+}
+
+TEST(PlanReplay, LargeWorldSizesUpTo64) {
+  for (int p : {31, 32, 33, 48, 63, 64})
+    for (Collective collective : kAllCollectives)
+      for (Algorithm algorithm : algorithms_for(collective))
+        for (int64_t count : {int64_t{1}, int64_t{p} - 1, int64_t{p} + 1, int64_t{200}})
+          for (int root : {0, p / 2, p - 1}) {
+            ASSERT_EQ(replay_fault(collective, algorithm, p, count, root), "");
+            if (!is_rooted(collective)) break;
+          }
 }
 
 // The replay must be able to fail: a plan with one transfer dropped, or one
@@ -115,8 +130,7 @@ TEST(PlanShape, AllReduceStepCounts) {
     while (q * 2 <= p) q *= 2;
     const int64_t count = 4 * p;  // every chunk non-empty
     EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kRing, p, count).steps.size(), 2 * (p - 1)) << p;
-    EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kReduceBroadcast, p, count).steps.size(),
-              2 * ceil_log2(p))
+    EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kReduceBroadcast, p, count).steps.size(), 2 * ceil_log2(p))
         << p;
     EXPECT_EQ(make_plan(Collective::kAllReduce, Algorithm::kHalvingDoubling, p, count).steps.size(),
               2 * ceil_log2(q) + (p == q ? 0 : 2))
@@ -234,6 +248,24 @@ TEST(PlanNames, RoundTripAndHelpfulErrors) {
     EXPECT_NE(std::string(e.what()).find("halving_doubling"), std::string::npos);
   }
   EXPECT_THROW(parse_collective("gather"), std::invalid_argument);
+}
+
+TEST(PlanText, OneLinePerStepNamingEveryTransfer) {
+  // Tree broadcast from root 1 on 4 ranks: 1->2, then 1->3 and 2->0.
+  EXPECT_EQ(to_text(make_plan(Collective::kBroadcast, Algorithm::kTree, 4, 10, 1)),
+            "broadcast/tree: 4 ranks, root 1, 10 elements of 4 bytes, 2 steps\n"
+            "step 0 (broadcast): 1->2 all 40 B\n"
+            "step 1 (broadcast): 1->3 all 40 B, 2->0 all 40 B\n");
+  // Ring reduce-scatter of 5 elements on 2 ranks: chunk 0 has 3, chunk 1 has 2.
+  EXPECT_EQ(to_text(make_plan(Collective::kReduceScatter, Algorithm::kRing, 2, 5, 0, 8)),
+            "reduce_scatter/ring: 2 ranks, 5 elements of 8 bytes, 1 step\n"
+            "step 0 (reduce-scatter): 0->1 chunk 1 16 B added, 1->0 chunk 0 24 B added\n");
+  // Halving-doubling on 4 ranks moves blocks of two chunks first.
+  const std::string hd = to_text(make_plan(Collective::kAllReduce, Algorithm::kHalvingDoubling, 4, 8));
+  EXPECT_NE(hd.find("step 0 (reduce-scatter): 0->2 chunks 2-3 16 B added, 1->3 chunks 2-3 16 B added, "
+                    "2->0 chunks 0-1 16 B added"),
+            std::string::npos)
+      << hd;
 }
 
 }  // namespace

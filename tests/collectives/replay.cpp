@@ -51,9 +51,8 @@ std::string describe(const Cell& c) {
 std::string where(const Plan& plan, size_t step, const Transfer& t) {
   std::ostringstream out;
   out << to_string(plan.collective) << "/" << to_string(plan.algorithm) << " p=" << plan.world_size
-      << " count=" << plan.count << " root=" << plan.root << " step " << step << " transfer " << t.src << "->"
-      << t.dst << " chunk " << t.chunk << "+" << t.chunks << " [" << t.range.offset << ", +" << t.range.count
-      << ")";
+      << " count=" << plan.count << " root=" << plan.root << " step " << step << " transfer " << t.src << "->" << t.dst
+      << " chunk " << t.chunk << "+" << t.chunks << " [" << t.range.offset << ", +" << t.range.count << ")";
   return out.str();
 }
 
@@ -63,8 +62,10 @@ Range expected_range(const Plan& plan, const Transfer& t) {
   int64_t offset = 0, count = 0;
   for (int c = 0; c < t.chunk + t.chunks; ++c) {
     const int64_t size = plan.count / plan.parts + (c < plan.count % plan.parts ? 1 : 0);
-    if (c < t.chunk) offset += size;
-    else count += size;
+    if (c < t.chunk)
+      offset += size;
+    else
+      count += size;
   }
   return {offset, count};
 }

@@ -16,8 +16,7 @@ namespace distlab::collectives::testing {
 // What `rank` contributes in case `salt`: floats in [-1, 1], integers in
 // [-10, 10], different on every rank and element.
 inline at::Tensor input_for(int rank, int64_t count, at::ScalarType dtype, int salt) {
-  if (dtype == at::kLong)
-    return at::arange(count, at::kLong).mul(7).add(rank * 13 + salt).remainder(21).sub(10);
+  if (dtype == at::kLong) return at::arange(count, at::kLong).mul(7).add(rank * 13 + salt).remainder(21).sub(10);
   return at::arange(count, at::kDouble).mul(0.37).add(1.3 * rank + 0.1 * salt).sin().to(dtype);
 }
 
@@ -67,7 +66,8 @@ inline void expect_close(Failures& failures, const std::string& what, const at::
   }
   if (got.numel() == 0) return;
   const double diff = (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
-  if (!(diff <= tol)) failures.add(what + ": max abs diff " + std::to_string(diff) + " > tolerance " + std::to_string(tol));
+  if (!(diff <= tol))
+    failures.add(what + ": max abs diff " + std::to_string(diff) + " > tolerance " + std::to_string(tol));
 }
 
 }  // namespace distlab::collectives::testing

@@ -156,6 +156,29 @@ TEST(ChromeJson, RefusesWhatIsNotATrace) {
   EXPECT_EQ(parse_chrome_trace(three).size(), 3u);
 }
 
+TEST(ChromeJson, RefusesHostileNumbers) {
+  // Each must be a TraceFormatError (never undefined behaviour or another
+  // exception type that a reader thread would not expect).
+  for (const char* line : {
+           R"({"ph":"X","pid":0,"ts":4e54,"dur":1})",
+           R"({"ph":"X","pid":0,"ts":-4e54,"dur":1})",
+           R"({"ph":"X","pid":0,"ts":9223372036854775807,"dur":9223372036854775807})",
+           R"({"ph":"X","pid":0,"ts":1,"dur":18446744073709551615})",
+           R"({"ph":"X","pid":0,"ts":1,"dur":1,"args":{"flow":"not-hex"}})",
+           R"({"ph":"X","pid":0,"ts":1,"dur":1,"args":{"flow":"0x1ffffffffffffffffffff"}})",
+           R"({"ph":"X","pid":"zero","ts":1,"dur":1})",
+           R"({"ph":"X","pid":0,"ts":[1],"dur":1})",
+       }) {
+    EXPECT_THROW(parse_event_line(line), TraceFormatError) << line;
+    EXPECT_THROW(parse_chrome_trace(std::string("[") + line + "]"), TraceFormatError) << line;
+  }
+  // Large but sane values still read.
+  Event e = parse_event_line(R"({"ph":"X","pid":2,"ts":1e15,"dur":5,"args":{"flow":"0xffffffffffffffff"}})");
+  EXPECT_EQ(e.begin_us, 1000000000000000);
+  EXPECT_EQ(e.end_us, 1000000000000005);
+  EXPECT_EQ(e.flow, 0xffffffffffffffffULL);
+}
+
 TEST(Recorder, SpanRecordsOnlyWhenEnabled) {
   Recorder recorder;
   { Span span(&recorder, 0, kLaneComm, "idle", "send"); }

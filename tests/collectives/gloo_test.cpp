@@ -1,0 +1,29 @@
+// The collectives across gloo processes (3 and 4, started by the built
+// distlab-run): every algorithm against gloo's own collectives.
+#include <gtest/gtest.h>
+
+#include "launcher_process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+class GlooSweep : public testing::TestWithParam<int> {};
+
+TEST_P(GlooSweep, EveryAlgorithmAgreesWithGloo) {
+  const int ranks = GetParam();
+  auto f = distlab::launcher::testing::run_launcher(
+      {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
+       COLLECTIVES_GLOO_WORKER_PATH},
+      240s);
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": sweep passed";
+    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, GlooSweep, testing::Values(3, 4));
+
+}  // namespace

@@ -1,0 +1,26 @@
+// One rank of the collectives sweep over gloo processes, started by
+// distlab-run from gloo_test.cpp: the same checks as the thread ranks of
+// collectives_test.cpp, on the gloo backend and its native collectives.
+#include <iostream>
+
+#include "comm/job.hpp"
+#include "sweep_checks.hpp"
+
+int main() {
+  using namespace distlab;
+  collectives::testing::Failures failures;
+  comm::JobOptions job;
+  job.backend = "gloo";
+  try {
+    comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& comm) {
+      collectives::testing::sweep_rank(
+          comm, {{at::kFloat, at::kDouble, at::kLong}, {0, 1, 3, 100, 1000, 100003}, /*every_root=*/true}, failures);
+      std::cout << "rank " << comm.rank() << " of " << comm.size() << ": "
+                << (failures.count() == 0 ? "sweep passed" : failures.report()) << std::endl;
+    });
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+  return failures.count() == 0 ? 0 : 1;
+}

@@ -1,0 +1,43 @@
+// The whole visualizer in one frame: a full-window tab bar with one tab per
+// panel. The window loop (window.cpp) and the headless renderer both call
+// App::frame(); nothing here knows which of them is showing it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives_panel.hpp"
+#include "options.hpp"
+#include "trace_panel.hpp"
+
+namespace distlab::viz {
+
+// Style and font for the current ImGui context; `scale` > 1 for a projector.
+// Call once after ImGui::CreateContext, before the first frame.
+void setup_imgui(float scale);
+
+class App {
+ public:
+  // Applies the options: loads trace files, starts the live listener, sets
+  // up the collectives. Throws (trace::TraceFormatError, std::runtime_error,
+  // std::invalid_argument) with a message for the user.
+  explicit App(const Options& options);
+
+  void frame();
+
+  TracePanel& trace_panel() { return trace_; }
+  CollectivesPanel& collectives_panel() { return collectives_; }
+  // What the panels said while starting (files opened, a truncated trace,
+  // the port listened on), worth printing on the terminal too.
+  std::vector<std::string> messages() const { return trace_.messages(); }
+
+ private:
+  enum class Tab { kCollectives, kTrace };
+  Tab first_tab_;
+  bool first_frame_ = true;
+  CollectivesPanel collectives_;
+  TracePanel trace_;
+};
+
+}  // namespace distlab::viz

@@ -1,0 +1,83 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <stdexcept>
+
+namespace distlab::viz {
+
+void apply_preset(Options& o) {
+  if (o.preset.empty()) return;
+  if (o.preset == "friends") {
+    // The slides: rank 0 sends a 5 MB file to 7 friends over 1 MB/s links.
+    // One after another it takes 7 x 5 s = 35 s; as a binomial tree every
+    // rank that has the file passes it on, 3 rounds of 5 s = 15 s.
+    o.panel = "collectives";
+    o.collective = "broadcast";
+    o.algorithms = "sequential,tree";
+    o.ranks = 8;
+    o.bytes = 5'000'000;
+    o.alpha = 0.0;
+    o.beta = 1e-6;
+    return;
+  }
+  throw std::invalid_argument("unknown preset '" + o.preset + "' (known: friends)");
+}
+
+std::pair<double, double> parse_range(const std::string& text) {
+  const auto colon = text.find(':');
+  try {
+    if (colon != std::string::npos) {
+      size_t used_a = 0;
+      size_t used_b = 0;
+      const std::string a = text.substr(0, colon);
+      const std::string b = text.substr(colon + 1);
+      const double begin = std::stod(a, &used_a);
+      const double end = std::stod(b, &used_b);
+      if (used_a == a.size() && used_b == b.size() && end > begin) return {begin, end};
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("expected BEGIN:END with END > BEGIN (milliseconds), got '" + text + "'");
+}
+
+std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
+  CLI::App app{"distlab-viz: collectives animated from the cost model, and trace timelines (file or live)"};
+  app.add_option("--panel", o.panel, "Panel to show")->check(CLI::IsMember({"collectives", "trace"}));
+  app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
+  app.add_option("--listen", o.listen_port, "Receive live events on this TCP port (0: any free port)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--bind", o.bind, "Address the live listener binds to (loopback unless told otherwise)");
+  app.add_option("--view-ms", o.view_ms, "Trace window shown, BEGIN:END in ms after the first event");
+  app.add_option("--arrows", o.arrows, "send->recv arrows")->check(CLI::IsMember({"all", "selected", "none"}));
+  app.add_option("--collective", o.collective, "broadcast, reduce or all_reduce")
+      ->check(CLI::IsMember({"broadcast", "reduce", "all_reduce", "all-reduce"}));
+  app.add_option("--algorithms", o.algorithms, "Up to 3, comma-separated: sequential, tree, reduce_broadcast, ring, halving_doubling");
+  app.add_option("--ranks", o.ranks, "World size")->check(CLI::Range(2, 16));
+  app.add_option("--bytes", o.bytes, "Message size in bytes")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--alpha", o.alpha, "Latency per message, seconds")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--beta", o.beta, "Seconds per byte (1 / bandwidth)")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--step", o.step, "Show this step (0-based) of the first algorithm")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--time", o.time_s, "Put the time cursor here, seconds")->check(CLI::Range(0.0, 1e12));
+  app.add_option("--preset", o.preset, "friends: the slides' 5 MB file sent to 7 friends at 1 MB/s")
+      ->check(CLI::IsMember({"friends"}));
+  app.add_option("--screenshot", o.screenshot, "Render headless (no display needed) to this PNG and exit");
+  app.add_option("--width", o.width, "Screenshot width")->check(CLI::Range(320, 8192));
+  app.add_option("--height", o.height, "Screenshot height")->check(CLI::Range(240, 8192));
+  app.add_option("--scale", o.scale, "Size of text and widgets (projector: 1.5)")->check(CLI::Range(0.5f, 4.0f));
+  try {
+    app.parse(argc, argv);
+    apply_preset(o);
+    if (!o.view_ms.empty()) parse_range(o.view_ms);
+    if (o.collective == "all-reduce") o.collective = "all_reduce";
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "distlab-viz: " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace distlab::viz

@@ -1,0 +1,55 @@
+// The command line of distlab-viz (one struct, parsed by CLI11).
+//
+//   distlab-viz [--panel collectives|trace] [--trace FILE...] [--listen PORT]
+//     [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
+//     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
+//     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]
+//     [--screenshot FILE.png --width W --height H] [--scale F]
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace distlab::viz {
+
+struct Options {
+  std::string panel = "collectives";
+
+  // Trace panel.
+  std::vector<std::string> trace_files;  // one per rank, or one for all
+  int listen_port = -1;                  // -1: not listening; 0: any free port
+  std::string bind = "127.0.0.1";
+  std::string view_ms;                   // "A:B": the visible window, ms after the first event
+  std::string arrows = "all";            // send->recv arrows: all, selected, none
+
+  // Collectives panel.
+  std::string collective = "all_reduce";
+  std::string algorithms;  // comma-separated, at most 3; empty: every algorithm of the collective
+  int ranks = 8;
+  int64_t bytes = 64 << 20;
+  double alpha = 5e-6;      // seconds per message
+  double beta = 1.0 / 10e9; // seconds per byte (10 GB/s)
+  int step = -1;            // put the cursor in the middle of this step of the first algorithm
+  double time_s = -1.0;     // or at this time
+  std::string preset;       // "friends": 5 MB to 7 friends at 1 MB/s
+
+  // Output.
+  std::string screenshot;  // render one frame headless to this PNG and exit
+  int width = 1600;
+  int height = 900;
+  float scale = 1.0f;  // text and widget size, for a projector
+};
+
+// Parses argv. Returns an exit code when the program should stop (--help:
+// 0, a bad flag: 2, after printing why), nothing when it should run.
+std::optional<int> parse_options(int argc, const char* const* argv, Options& options);
+
+// Fills what --preset names. Throws std::invalid_argument for an unknown preset.
+void apply_preset(Options& options);
+
+// "12.5:40" -> (12.5, 40); throws std::invalid_argument.
+std::pair<double, double> parse_range(const std::string& text);
+
+}  // namespace distlab::viz

@@ -1,0 +1,263 @@
+#include "trace_model.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+
+namespace distlab::viz {
+namespace {
+
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
+}  // namespace
+
+uint32_t StringPool::intern(const std::string& text) {
+  auto it = ids_.find(text);
+  if (it != ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(strings_.size());
+  strings_.push_back(text);
+  ids_.emplace(text, id);
+  return id;
+}
+
+bool lane_before(const std::string& a, const std::string& b) {
+  auto rank_of = [](const std::string& lane) {
+    if (lane == trace::kLaneCompute) return 0;
+    if (lane == trace::kLaneComm) return 1;
+    return 2;
+  };
+  const int ra = rank_of(a);
+  const int rb = rank_of(b);
+  return ra != rb ? ra < rb : a < b;
+}
+
+uint32_t TraceModel::row_for(int rank, const std::string& lane) {
+  auto [it, added] = row_index_.try_emplace({rank, lane}, static_cast<uint32_t>(rows_.size()));
+  if (added) {
+    // New rows go at the end for now; finalize() puts them in order. (Sorting
+    // here would renumber every event once per new row: a file with many
+    // ranks would take quadratic time.)
+    TraceRowData row;
+    row.rank = rank;
+    row.lane = lane;
+    rows_.push_back(std::move(row));
+    rows_sorted_ = false;
+  }
+  return it->second;
+}
+
+void TraceModel::sort_rows() {
+  std::vector<uint32_t> order(rows_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+    const TraceRowData& x = rows_[a];
+    const TraceRowData& y = rows_[b];
+    return x.rank != y.rank ? x.rank < y.rank : lane_before(x.lane, y.lane);
+  });
+  std::vector<uint32_t> new_index(rows_.size());
+  std::vector<TraceRowData> sorted;
+  sorted.reserve(rows_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    new_index[order[i]] = i;
+    sorted.push_back(std::move(rows_[order[i]]));
+  }
+  rows_ = std::move(sorted);
+  for (EventRecord& r : records_) r.row = new_index[r.row];
+  for (auto& [key, index] : row_index_) index = new_index[index];
+  rows_sorted_ = true;
+  flows_dirty_ = true;
+}
+
+void TraceModel::add(const std::vector<trace::Event>& events) {
+  if (events.empty()) return;
+  records_.reserve(records_.size() + events.size());
+  uint32_t cached_row = 0;
+  int cached_rank = 0;
+  const std::string* cached_lane = nullptr;
+  for (const trace::Event& e : events) {
+    if (cached_lane == nullptr || e.rank != cached_rank || e.lane != *cached_lane) {
+      cached_row = row_for(e.rank, e.lane);
+      cached_rank = e.rank;
+      cached_lane = &rows_[cached_row].lane;
+    }
+    EventRecord r;
+    r.begin_us = std::clamp(e.begin_us, -kMaxAbsTimeUs, kMaxAbsTimeUs);
+    // A negative duration (a corrupt or hand-written file) is shown as an instant.
+    r.end_us = std::clamp(e.end_us, r.begin_us, kMaxAbsTimeUs);
+    r.bytes = e.bytes;
+    r.flow = e.flow;
+    r.rank = e.rank;
+    r.peer = e.peer;
+    r.name = strings_.intern(e.name);
+    r.category = strings_.intern(e.category);
+    r.args_begin = static_cast<uint32_t>(args_.size());
+    r.args_count = static_cast<uint32_t>(e.args.size());
+    for (const auto& [key, value] : e.args) args_.emplace_back(strings_.intern(key), strings_.intern(value));
+    r.row = cached_row;
+    const auto index = static_cast<uint32_t>(records_.size());
+    if (records_.empty()) {
+      origin_us_ = r.begin_us;
+      end_us_ = r.end_us;
+    }
+    origin_us_ = std::min(origin_us_, r.begin_us);
+    end_us_ = std::max(end_us_, r.end_us);
+    records_.push_back(r);
+    rows_[cached_row].events.push_back(index);
+    rows_[cached_row].dirty = true;
+    if (r.flow != 0 && (text(r.category) == "send" || text(r.category) == "recv")) {
+      auto& ends = flow_ends_.try_emplace(r.flow, -1, -1).first->second;
+      (text(r.category) == "send" ? ends.first : ends.second) = index;
+      flows_dirty_ = true;
+    }
+  }
+}
+
+void TraceModel::clear() { *this = TraceModel(); }
+
+trace::Event TraceModel::event(uint32_t i) const {
+  const EventRecord& r = records_[i];
+  trace::Event e;
+  e.rank = r.rank;
+  e.lane = rows_[r.row].lane;
+  e.name = text(r.name);
+  e.category = text(r.category);
+  e.begin_us = r.begin_us;
+  e.end_us = r.end_us;
+  e.bytes = r.bytes;
+  e.peer = r.peer;
+  e.flow = r.flow;
+  for (uint32_t a = 0; a < r.args_count; ++a) {
+    const auto& [key, value] = args_[r.args_begin + a];
+    e.args.emplace_back(text(key), text(value));
+  }
+  return e;
+}
+
+std::optional<uint32_t> TraceModel::partner(uint32_t event) const {
+  const EventRecord& r = records_[event];
+  if (r.flow == 0) return std::nullopt;
+  auto it = flow_ends_.find(r.flow);
+  if (it == flow_ends_.end() || it->second.first < 0 || it->second.second < 0) return std::nullopt;
+  const auto send = static_cast<uint32_t>(it->second.first);
+  const auto recv = static_cast<uint32_t>(it->second.second);
+  if (send == event) return recv;
+  if (recv == event) return send;
+  return std::nullopt;
+}
+
+void TraceModel::rebuild_row(TraceRowData& row) {
+  // Begin order; an enclosing event before the ones it contains.
+  std::sort(row.events.begin(), row.events.end(), [this](uint32_t a, uint32_t b) {
+    const EventRecord& x = records_[a];
+    const EventRecord& y = records_[b];
+    if (x.begin_us != y.begin_us) return x.begin_us < y.begin_us;
+    if (x.end_us != y.end_us) return x.end_us > y.end_us;
+    return a < b;
+  });
+
+  // Stacking: each event takes the lowest level that is free at its begin,
+  // so nested spans draw under their parent and each level never overlaps.
+  row.levels.clear();
+  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> busy;
+  std::set<uint32_t> free_levels;
+  LaneStats s;
+  s.min_us = std::numeric_limits<int64_t>::max();
+  int64_t union_end = std::numeric_limits<int64_t>::min();
+  for (uint32_t index : row.events) {
+    EventRecord& r = records_[index];
+    while (!busy.empty() && busy.top().first <= r.begin_us) {
+      free_levels.insert(busy.top().second);
+      busy.pop();
+    }
+    uint32_t level;
+    if (!free_levels.empty()) {
+      level = *free_levels.begin();
+      free_levels.erase(free_levels.begin());
+    } else {
+      level = static_cast<uint32_t>(row.levels.size());
+      row.levels.emplace_back();
+    }
+    r.level = level;
+    busy.emplace(r.end_us, level);
+    Track& t = row.levels[level];
+    t.begin_us.push_back(r.begin_us);
+    t.end_us.push_back(r.end_us);
+    t.events.push_back(index);
+
+    const int64_t d = r.end_us - r.begin_us;
+    if (s.count == 0) {
+      s.first_us = r.begin_us;
+      s.last_us = r.end_us;
+    }
+    ++s.count;
+    s.total_us = saturating_add(s.total_us, d);
+    s.min_us = std::min(s.min_us, d);
+    s.max_us = std::max(s.max_us, d);
+    s.bytes = saturating_add(s.bytes, r.bytes);
+    s.last_us = std::max(s.last_us, r.end_us);
+    // Union of intervals, swept in begin order.
+    if (r.begin_us >= union_end) {
+      s.busy_us = saturating_add(s.busy_us, d);
+      union_end = r.end_us;
+    } else if (r.end_us > union_end) {
+      s.busy_us = saturating_add(s.busy_us, r.end_us - union_end);
+      union_end = r.end_us;
+    }
+  }
+  if (s.count == 0) s.min_us = 0;
+  row.stats = s;
+  row.dirty = false;
+}
+
+void TraceModel::rebuild_flows() {
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<FlowLink>> by_rows;
+  flow_count_ = 0;
+  for (const auto& [id, ends] : flow_ends_) {
+    if (ends.first < 0 || ends.second < 0) continue;
+    const auto send = static_cast<uint32_t>(ends.first);
+    const auto recv = static_cast<uint32_t>(ends.second);
+    by_rows[{records_[send].row, records_[recv].row}].push_back(FlowLink{send, recv});
+    ++flow_count_;
+  }
+  bundles_.clear();
+  for (auto& [rows, links] : by_rows) {
+    FlowBundle bundle;
+    bundle.from_row = rows.first;
+    bundle.to_row = rows.second;
+    bundle.links = std::move(links);
+    bundles_.push_back(std::move(bundle));
+  }
+  for (FlowBundle& b : bundles_) {
+    auto left = [this](const FlowLink& l) { return std::min(records_[l.send].begin_us, records_[l.recv].end_us); };
+    auto right = [this](const FlowLink& l) { return std::max(records_[l.send].begin_us, records_[l.recv].end_us); };
+    std::sort(b.links.begin(), b.links.end(), [&](const FlowLink& x, const FlowLink& y) {
+      return left(x) != left(y) ? left(x) < left(y) : x.send < y.send;
+    });
+    int64_t running = std::numeric_limits<int64_t>::min();
+    for (const FlowLink& l : b.links) {
+      running = std::max(running, right(l));
+      b.left_us.push_back(left(l));
+      b.right_us.push_back(right(l));
+      b.right_max_us.push_back(running);
+    }
+  }
+  flows_dirty_ = false;
+}
+
+void TraceModel::finalize() {
+  if (!rows_sorted_) sort_rows();
+  for (TraceRowData& row : rows_)
+    if (row.dirty) {
+      rebuild_row(row);
+      flows_dirty_ = true;
+    }
+  if (flows_dirty_) rebuild_flows();
+}
+
+}  // namespace distlab::viz

@@ -1,0 +1,147 @@
+// Trace data, kept apart from drawing: events grouped into rows (one per rank
+// and lane), sorted and stacked so a frame can find what is visible by
+// binary search instead of walking a million events.
+//
+// Events are stored compactly (strings interned, ~80 bytes per event) and
+// never re-read after finalize(): the live feed appends with add() and the
+// panel calls finalize() to rebuild only the rows that changed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "trace/event.hpp"
+
+namespace distlab::viz {
+
+class StringPool {
+ public:
+  uint32_t intern(const std::string& text);
+  const std::string& at(uint32_t id) const { return strings_[id]; }
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> ids_;
+};
+
+struct EventRecord {
+  int64_t begin_us = 0;
+  int64_t end_us = 0;
+  int64_t bytes = 0;
+  uint64_t flow = 0;
+  int32_t rank = 0;
+  int32_t peer = -1;
+  uint32_t name = 0;      // StringPool ids
+  uint32_t category = 0;
+  uint32_t args_begin = 0;  // into the model's argument list
+  uint32_t args_count = 0;
+  uint32_t row = 0;
+  uint32_t level = 0;  // stacking level inside the row (nested or overlapping events)
+};
+
+// One stacking level of a row: events that do not overlap, in begin order.
+// Hence ends are in order too and both columns can be binary-searched.
+struct Track {
+  std::vector<int64_t> begin_us;
+  std::vector<int64_t> end_us;
+  std::vector<uint32_t> events;
+};
+
+struct LaneStats {
+  int64_t count = 0;
+  int64_t busy_us = 0;   // union of the events' intervals
+  int64_t total_us = 0;  // sum of durations (more than busy_us when events nest)
+  int64_t min_us = 0;
+  int64_t max_us = 0;
+  int64_t bytes = 0;
+  int64_t first_us = 0;  // earliest begin
+  int64_t last_us = 0;   // latest end
+};
+
+struct TraceRowData {
+  int rank = 0;
+  std::string lane;
+  std::vector<uint32_t> events;  // every event of the row, any order until finalize()
+  std::vector<Track> levels;
+  LaneStats stats;
+  bool dirty = true;
+};
+
+// A send and the recv that matched it: an arrow from the send's begin to
+// the recv's end.
+struct FlowLink {
+  uint32_t send = 0;
+  uint32_t recv = 0;
+};
+
+// All arrows from one row to another, ordered by their left end (the
+// earlier of the two times) with a running maximum of their right end, so
+// the arrows crossing a time window are found by binary search.
+struct FlowBundle {
+  uint32_t from_row = 0;
+  uint32_t to_row = 0;
+  std::vector<FlowLink> links;
+  std::vector<int64_t> left_us;
+  std::vector<int64_t> right_us;
+  std::vector<int64_t> right_max_us;
+};
+
+class TraceModel {
+ public:
+  // Appends events; rows are rebuilt at the next finalize().
+  void add(const std::vector<trace::Event>& events);
+  // Sorts and stacks the rows that changed, pairs flows, updates statistics.
+  void finalize();
+  void clear();
+
+  size_t size() const { return records_.size(); }
+  bool empty() const { return records_.empty(); }
+  const EventRecord& record(uint32_t i) const { return records_[i]; }
+  const std::string& text(uint32_t id) const { return strings_.at(id); }
+  // The event as it was added (for tooltips and round-trip tests).
+  trace::Event event(uint32_t i) const;
+  // Rows by rank, then lane: compute, comm, then the others by name (rows
+  // first seen since the last finalize() are at the end until then).
+  const std::vector<TraceRowData>& rows() const { return rows_; }
+  // The earliest begin: time 0 of the display.
+  int64_t origin_us() const { return origin_us_; }
+  int64_t end_us() const { return end_us_; }
+  double seconds_of(int64_t us) const { return (static_cast<double>(us) - static_cast<double>(origin_us_)) * 1e-6; }
+  const std::vector<FlowBundle>& flow_bundles() const { return bundles_; }
+  // The other end of the event's send->recv pair, when both arrived.
+  std::optional<uint32_t> partner(uint32_t event) const;
+  size_t flow_count() const { return flow_count_; }
+
+ private:
+  uint32_t row_for(int rank, const std::string& lane);
+  void sort_rows();
+  void rebuild_row(TraceRowData& row);
+  void rebuild_flows();
+
+  StringPool strings_;
+  std::vector<EventRecord> records_;
+  std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids
+  std::vector<TraceRowData> rows_;
+  std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
+  bool rows_sorted_ = true;
+  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> flow_ends_;  // id -> (send, recv), -1 = not yet
+  std::vector<FlowBundle> bundles_;
+  size_t flow_count_ = 0;
+  bool flows_dirty_ = false;
+  int64_t origin_us_ = 0;
+  int64_t end_us_ = 0;
+};
+
+// Times are clamped to +-2^52 us (142 years) when added, so durations and
+// their sums cannot overflow whatever a file says.
+inline constexpr int64_t kMaxAbsTimeUs = int64_t{1} << 52;
+
+// Order of lanes inside a rank: compute, comm, then by name.
+bool lane_before(const std::string& a, const std::string& b);
+
+}  // namespace distlab::viz

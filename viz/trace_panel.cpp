@@ -1,0 +1,378 @@
+#include "trace_panel.hpp"
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "trace_loader.hpp"
+
+namespace distlab::viz {
+namespace {
+
+constexpr auto kLiveRefresh = std::chrono::milliseconds(200);  // rebuild rows at most 5 times a second
+constexpr size_t kMaxMessages = 6;
+
+std::vector<std::string> split_paths(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+ArrowMode parse_arrow_mode(const std::string& name) {
+  if (name == "all") return ArrowMode::kAll;
+  if (name == "selected") return ArrowMode::kSelected;
+  if (name == "none") return ArrowMode::kNone;
+  throw std::invalid_argument("arrows: expected all, selected or none, got '" + name + "'");
+}
+
+float TraceFrameLayout::band_center(float row_top, uint32_t level) const {
+  const auto band = static_cast<float>(std::min<uint32_t>(level, kMaxLevelsShown - 1));
+  return row_top + (kRowPadding + band * kLevelHeight + kLevelHeight * 0.5f) * scale;
+}
+
+// One (rank, lane) of the model as a timeline row.
+class TracePanel::Row : public TimelineRow {
+ public:
+  Row(TracePanel& panel, uint32_t index) : panel_(panel), index_(index) {}
+
+  std::string label() const override {
+    const TraceRowData& row = panel_.model_.rows()[index_];
+    return "rank " + std::to_string(row.rank) + " " + row.lane;
+  }
+
+  float height() const override {
+    const size_t levels = std::max<size_t>(1, panel_.model_.rows()[index_].levels.size());
+    const float bands = static_cast<float>(std::min<size_t>(levels, kMaxLevelsShown));
+    return (bands * kLevelHeight + 2 * kRowPadding) * panel_.scale_;
+  }
+
+  void draw(const TimelineContext& ctx) const override {
+    TracePanel& p = panel_;
+    const TraceModel& model = p.model_;
+    const TraceRowData& row = model.rows()[index_];
+    const bool mouse_here = ctx.hovered && ctx.hovered_row == static_cast<int>(index_);
+    for (uint32_t level = 0; level < row.levels.size(); ++level) {
+      const float band = static_cast<float>(std::min<uint32_t>(level, kMaxLevelsShown - 1));
+      const float y0 = ctx.row_top + (kRowPadding + band * kLevelHeight) * p.scale_ + 1.0f;
+      const float y1 = y0 + kLevelHeight * p.scale_ - 2.0f;
+      p.boxes_.clear();
+      layout_track(row.levels[level], model.origin_us(), ctx.axis, kMergePx, p.boxes_);
+      for (const BoxSpan& box : p.boxes_) {
+        const EventRecord& r = model.record(box.event);
+        const bool merged = box.count > 1;
+        if (merged) {
+          // A run of events too narrow to see is a thin grey bar, not a box:
+          // it reads as "zoom in here", and costs a third of the pixels.
+          const float mid = (y0 + y1) * 0.5f;
+          draw_box(ctx, box.x0, box.x1, mid - kMergedHalfHeight * p.scale_, mid + kMergedHalfHeight * p.scale_, kMergedColor, nullptr);
+        } else {
+          draw_box(ctx, box.x0, box.x1, y0, y1, p.color_of(r.category), model.text(r.name).c_str());
+        }
+        if (!merged && p.selected_ == box.event)
+          ctx.draw->AddRect(ImVec2(box.x0 - 1, y0 - 1), ImVec2(std::max(box.x1, box.x0 + 1) + 1, y1 + 1),
+                            kSelectedColor, 0.0f, 0, 2.0f);
+        if (mouse_here && ctx.mouse.y >= y0 && ctx.mouse.y < y1 && ctx.mouse.x >= box.x0 - 1 &&
+            ctx.mouse.x < std::max(box.x1, box.x0 + 1) + 1)
+          p.hover_ = Hover{box.event, box.count, box.x0, box.x1};
+      }
+      p.layout_.boxes += p.boxes_.size();
+      for (const BoxSpan& box : p.boxes_) p.layout_.merged_boxes += box.count > 1;
+    }
+  }
+
+ private:
+  TracePanel& panel_;
+  uint32_t index_;
+};
+
+Color TracePanel::color_of(uint32_t category) {
+  auto it = category_colors_.find(category);
+  if (it != category_colors_.end()) return it->second;
+  return category_colors_[category] = category_color(model_.text(category));
+}
+
+void TracePanel::open_files(const std::vector<std::string>& paths) {
+  std::vector<trace::Event> all;
+  std::vector<std::string> warnings;
+  for (const std::string& path : paths) {
+    LoadedTrace loaded = load_trace_file(path);
+    all.insert(all.end(), std::make_move_iterator(loaded.events.begin()), std::make_move_iterator(loaded.events.end()));
+    warnings.insert(warnings.end(), loaded.warnings.begin(), loaded.warnings.end());
+  }
+  set_events(all);
+  for (const std::string& w : warnings) messages_.push_back("warning: " + w);
+  std::string names;
+  for (const std::string& path : paths) names += (names.empty() ? "" : ", ") + path;
+  messages_.push_back("opened " + names + ": " + std::to_string(model_.size()) + " events");
+}
+
+void TracePanel::set_events(const std::vector<trace::Event>& events) {
+  model_.clear();
+  category_colors_.clear();
+  model_.add(events);
+  model_.finalize();
+  selected_.reset();
+  cursor_s_.reset();
+  fitted_ = false;
+}
+
+void TracePanel::listen(int port, const std::string& bind_host) {
+  live_ = std::make_unique<LiveFeed>(port, bind_host);
+  live_errors_seen_ = 0;
+  messages_.push_back("listening on " + bind_host + ":" + std::to_string(live_->port()) +
+                      " (run a lesson with DISTLAB_TRACE_LIVE=" +
+                      (bind_host == "0.0.0.0" ? std::string("HOST") : bind_host) + ":" +
+                      std::to_string(live_->port()) + ")");
+}
+
+void TracePanel::set_view_ms(double begin_ms, double end_ms) {
+  view_.begin_s = begin_ms * 1e-3;
+  view_.end_s = end_ms * 1e-3;
+  fitted_ = true;
+  follow_live_ = false;
+}
+
+void TracePanel::fit_all() {
+  if (model_.empty())
+    view_.fit(0.0, 1e-3);
+  else
+    view_.fit(0.0, model_.seconds_of(model_.end_us()));
+  fitted_ = true;
+}
+
+void TracePanel::update() {
+  if (!live_) return;
+  if (live_->poll(model_) > 0) live_pending_ = true;
+  const auto now = std::chrono::steady_clock::now();
+  if (live_pending_ && now - last_finalize_ >= kLiveRefresh) {
+    model_.finalize();
+    last_finalize_ = now;
+    live_pending_ = false;
+    if (follow_live_) fit_all();
+  }
+  const std::vector<std::string> errors = live_->errors();
+  for (; live_errors_seen_ < errors.size(); ++live_errors_seen_) messages_.push_back(errors[live_errors_seen_]);
+}
+
+void TracePanel::draw() {
+  if (!fitted_) fit_all();
+  while (messages_.size() > kMaxMessages) messages_.erase(messages_.begin());
+  draw_toolbar();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float stats_height = show_stats_ && !model_.rows().empty()
+                                 ? std::min(avail.y * 0.35f, 60.0f + 20.0f * model_.rows().size())
+                                 : 0.0f;
+  draw_timeline(ImVec2(avail.x, avail.y - stats_height));
+  if (stats_height > 0.0f) draw_stats();
+}
+
+void TracePanel::draw_toolbar() {
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 28);
+  const bool enter = ImGui::InputTextWithHint("##path", "trace.json (several: a.json, b.json)", &path_input_,
+                                              ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  if ((ImGui::Button("Open") || enter) && !path_input_.empty()) {
+    try {
+      open_files(split_paths(path_input_));
+    } catch (const std::exception& e) {
+      messages_.push_back(std::string("error: ") + e.what());
+    }
+  }
+  ImGui::SameLine(0, 30);
+  if (live_) {
+    ImGui::Text("live %s:%d, %llu events", live_->bind_host().c_str(), live_->port(),
+                static_cast<unsigned long long>(live_->total()));
+    ImGui::SameLine();
+    if (ImGui::Button("Stop")) live_.reset();
+  } else {
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    ImGui::InputInt("port", &port_input_, 0);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    ImGui::InputText("bind", &bind_input_);
+    ImGui::SameLine();
+    if (ImGui::Button("Listen")) {
+      try {
+        listen(std::clamp(port_input_, 0, 65535), bind_input_);
+      } catch (const std::exception& e) {
+        messages_.push_back(std::string("error: ") + e.what());
+      }
+    }
+  }
+
+  ImGui::TextUnformatted("arrows:");
+  ImGui::SameLine();
+  int mode = static_cast<int>(arrows_);
+  ImGui::RadioButton("all", &mode, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("selected", &mode, 1);
+  ImGui::SameLine();
+  ImGui::RadioButton("none", &mode, 2);
+  arrows_ = static_cast<ArrowMode>(mode);
+  ImGui::SameLine(0, 20);
+  if (ImGui::Button("Fit")) fit_all();
+  ImGui::SameLine();
+  ImGui::Checkbox("follow live", &follow_live_);
+  ImGui::SameLine();
+  ImGui::Checkbox("statistics", &show_stats_);
+  ImGui::SameLine(0, 20);
+  ImGui::Text("%zu events, %zu rows, %zu arrows | view %s .. %s", model_.size(), model_.rows().size(),
+              model_.flow_count(), format_duration(view_.begin_s).c_str(), format_duration(view_.end_s).c_str());
+  if (cursor_s_) {
+    ImGui::SameLine();
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kCursorColor), "| cursor %s",
+                       format_duration(*cursor_s_).c_str());
+  }
+  for (const std::string& m : messages_) {
+    const bool bad = m.rfind("error", 0) == 0 || m.rfind("live receiver", 0) == 0;
+    const bool warn = m.rfind("warning", 0) == 0;
+    ImGui::TextColored(bad ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f) : warn ? ImVec4(1.0f, 0.8f, 0.3f, 1.0f)
+                                                               : ImVec4(0.6f, 0.62f, 0.68f, 1.0f),
+                       "%s", m.c_str());
+  }
+}
+
+void TracePanel::draw_timeline(ImVec2 size) {
+  std::vector<Row> rows;
+  rows.reserve(model_.rows().size());
+  for (uint32_t i = 0; i < model_.rows().size(); ++i) rows.emplace_back(*this, i);
+  std::vector<const TimelineRow*> pointers;
+  for (const Row& r : rows) pointers.push_back(&r);
+
+  layout_ = TraceFrameLayout{};
+  hover_ = Hover{};
+  TimelineStyle style;
+  style.label_width *= scale_;
+  style.axis_height *= scale_;
+  TimelineContext ctx = begin_timeline("trace", view_, pointers, size, style);
+  layout_.drawn = true;
+  layout_.scale = scale_;
+  layout_.axis = ctx.axis;
+  layout_.area_min = ctx.area_min;
+  layout_.area_max = ctx.area_max;
+  layout_.row_tops = ctx.row_tops;
+  draw_arrows(ctx);
+  if (cursor_s_) draw_time_cursor(ctx, *cursor_s_);
+  end_timeline(ctx);
+
+  if (ctx.clicked) {
+    if (hover_.count == 1)
+      selected_ = hover_.event;
+    else
+      selected_.reset();
+    cursor_s_ = ctx.clicked_time_s;
+  }
+  if (hover_.count > 0 && !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) draw_tooltip(hover_);
+}
+
+ImVec2 TracePanel::event_anchor(uint32_t event, bool at_end) const {
+  const EventRecord& r = model_.record(event);
+  const float x = layout_.axis.x_of(model_.seconds_of(at_end ? r.end_us : r.begin_us));
+  return ImVec2(x, layout_.band_center(layout_.row_tops[r.row], r.level));
+}
+
+void TracePanel::draw_arrows(const TimelineContext& ctx) {
+  auto arrow = [&](const FlowLink& link) {
+    draw_arrow(ctx.draw, event_anchor(link.send, false), event_anchor(link.recv, true), kFlowColor, 1.0f, 7.0f);
+    ++layout_.arrows;
+  };
+  if (arrows_ == ArrowMode::kAll) {
+    for (const FlowBundle& bundle : model_.flow_bundles()) {
+      links_.clear();
+      layout_flows(model_, bundle, ctx.axis, kArrowSpacingPx, links_);
+      for (const FlowLink& link : links_) arrow(link);
+    }
+    return;
+  }
+  if (arrows_ != ArrowMode::kSelected || !selected_) return;
+  // The selected event's own arrow, and those of the events nested in it
+  // (selecting a collective shows all of its messages).
+  auto own = [&](uint32_t event) {
+    if (auto other = model_.partner(event)) {
+      const bool is_send = model_.text(model_.record(event).category) == "send";
+      arrow(is_send ? FlowLink{event, *other} : FlowLink{*other, event});
+    }
+  };
+  own(*selected_);
+  const EventRecord& s = model_.record(*selected_);
+  const TraceRowData& row = model_.rows()[s.row];
+  for (uint32_t level = s.level + 1; level < row.levels.size(); ++level) {
+    const Track& t = row.levels[level];
+    auto first = std::lower_bound(t.begin_us.begin(), t.begin_us.end(), s.begin_us) - t.begin_us.begin();
+    for (auto i = static_cast<size_t>(first); i < t.begin_us.size() && t.begin_us[i] <= s.end_us; ++i)
+      if (t.end_us[i] <= s.end_us) own(t.events[i]);
+  }
+}
+
+void TracePanel::draw_tooltip(const Hover& hover) const {
+  ImGui::BeginTooltip();
+  const EventRecord& r = model_.record(hover.event);
+  if (hover.count > 1) {
+    ImGui::Text("%u events merged (each narrower than %.0f px): zoom in", hover.count, kMergePx);
+    ImGui::Text("from %s", format_duration(model_.seconds_of(r.begin_us)).c_str());
+  } else {
+    const trace::Event e = model_.event(hover.event);
+    ImGui::Text("%s", e.name.c_str());
+    ImGui::Separator();
+    ImGui::Text("category  %s", e.category.c_str());
+    ImGui::Text("rank %d, lane %s", e.rank, e.lane.c_str());
+    ImGui::Text("begin     %s", format_duration(model_.seconds_of(e.begin_us)).c_str());
+    ImGui::Text("duration  %s", format_duration(static_cast<double>(e.duration_us()) * 1e-6).c_str());
+    if (e.bytes != 0)
+      ImGui::Text("bytes     %s (%lld)", format_bytes(static_cast<double>(e.bytes)).c_str(),
+                  static_cast<long long>(e.bytes));
+    if (e.peer >= 0) ImGui::Text("peer      rank %d", e.peer);
+    if (e.flow != 0) ImGui::Text("flow      %016llx%s", static_cast<unsigned long long>(e.flow),
+                                 model_.partner(hover.event) ? "" : " (other end not in the trace)");
+    for (const auto& [key, value] : e.args) ImGui::Text("%-9s %s", key.c_str(), value.c_str());
+  }
+  ImGui::EndTooltip();
+}
+
+void TracePanel::draw_stats() {
+  const ImGuiTableFlags flags = ImGuiTableFlags_BordersV | ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollY |
+                                ImGuiTableFlags_SizingStretchProp;
+  if (!ImGui::BeginTable("lane stats", 9, flags, ImGui::GetContentRegionAvail())) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  for (const char* h : {"rank", "lane", "events", "busy", "busy %", "sum of durations", "mean", "max", "bytes"})
+    ImGui::TableSetupColumn(h);
+  ImGui::TableHeadersRow();
+  const double span_us = std::max<double>(1.0, static_cast<double>(model_.end_us()) - model_.origin_us());
+  for (const TraceRowData& row : model_.rows()) {
+    const LaneStats& s = row.stats;
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::Text("%d", row.rank);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(row.lane.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%lld", static_cast<long long>(s.count));
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_duration(s.busy_us * 1e-6).c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%.1f", 100.0 * s.busy_us / span_us);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_duration(s.total_us * 1e-6).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_duration(s.count > 0 ? s.total_us * 1e-6 / s.count : 0.0).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_duration(s.max_us * 1e-6).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_bytes(static_cast<double>(s.bytes)).c_str());
+  }
+  ImGui::EndTable();
+}
+
+}  // namespace distlab::viz

@@ -1,0 +1,122 @@
+// The Trace panel: Chrome-trace files written by any lesson, or events
+// streamed live from running ranks, as one timeline row per rank and lane.
+//
+// Zoom with the mouse wheel (at the mouse), pan by dragging, shift+wheel
+// scrolls the rows. Hovering a box shows the event; clicking selects it and
+// puts the time cursor there. Arrows go from each send to its recv: all of
+// them, only the selected event's, or none. Runs of events too narrow to
+// see are merged into grey boxes (trace_layout.hpp). Statistics per lane
+// below.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "live_feed.hpp"
+#include "timeline.hpp"
+#include "trace_layout.hpp"
+#include "trace_model.hpp"
+
+namespace distlab::viz {
+
+enum class ArrowMode { kAll, kSelected, kNone };
+ArrowMode parse_arrow_mode(const std::string& name);
+
+// Row geometry at scale 1 (--scale multiplies it): each stacking level is a
+// band of kLevelHeight pixels; a row shows at most kMaxLevelsShown bands
+// (deeper levels draw in the last one).
+inline constexpr float kLevelHeight = 20.0f;
+inline constexpr float kRowPadding = 3.0f;
+inline constexpr int kMaxLevelsShown = 6;
+inline constexpr float kMergedHalfHeight = 3.0f;  // merged runs: a bar 6 px tall in the band's middle
+
+// What the last frame drew where: for tests that probe rendered pixels and
+// for hit-testing.
+struct TraceFrameLayout {
+  bool drawn = false;
+  TimeAxis axis;  // seconds after model.origin_us()
+  ImVec2 area_min, area_max;
+  std::vector<float> row_tops;  // screen pixels
+  size_t boxes = 0;             // boxes drawn (after merging)
+  size_t merged_boxes = 0;
+  size_t arrows = 0;
+  float scale = 1.0f;
+
+  // The vertical centre of an event's band.
+  float band_center(float row_top, uint32_t level) const;
+};
+
+class TracePanel {
+ public:
+  // Replaces what is shown by these files (one per rank, or one for all).
+  // Throws trace::TraceFormatError naming the file when one cannot be read;
+  // warnings (a truncated file) are kept and shown.
+  void open_files(const std::vector<std::string>& paths);
+  // Shows these events (tests, the benchmark).
+  void set_events(const std::vector<trace::Event>& events);
+  // Starts the live listener; throws std::runtime_error when it cannot.
+  void listen(int port, const std::string& bind_host);
+  void set_view_ms(double begin_ms, double end_ms);
+  void set_arrow_mode(ArrowMode mode) { arrows_ = mode; }
+  void select(std::optional<uint32_t> event) { selected_ = event; }
+  // Row heights and the label column grow with the text (--scale).
+  void set_scale(float scale) { scale_ = scale; }
+
+  // Takes in what the live listener received; once per frame, whether the
+  // panel is shown or not (App::frame does it), so nothing piles up.
+  void update();
+  // One frame of the panel in the current ImGui window.
+  void draw();
+
+  const TraceModel& model() const { return model_; }
+  const TraceFrameLayout& last_layout() const { return layout_; }
+  const std::vector<std::string>& messages() const { return messages_; }
+  const LiveFeed* live() const { return live_.get(); }
+
+ private:
+  class Row;
+  struct Hover {
+    uint32_t event = 0;
+    uint32_t count = 0;  // 0: nothing hovered
+    float x0 = 0.0f;
+    float x1 = 0.0f;
+  };
+
+  void draw_toolbar();
+  void draw_timeline(ImVec2 size);
+  void draw_arrows(const TimelineContext& ctx);
+  void draw_tooltip(const Hover& hover) const;
+  void draw_stats();
+  void fit_all();
+  ImVec2 event_anchor(uint32_t event, bool at_end) const;
+  Color color_of(uint32_t category);
+
+  TraceModel model_;
+  std::unique_ptr<LiveFeed> live_;
+  std::chrono::steady_clock::time_point last_finalize_{};
+  bool live_pending_ = false;
+  size_t live_errors_seen_ = 0;
+  TimelineView view_;
+  bool fitted_ = false;
+  bool follow_live_ = true;
+  bool show_stats_ = true;
+  ArrowMode arrows_ = ArrowMode::kAll;
+  float scale_ = 1.0f;
+  std::optional<uint32_t> selected_;
+  std::optional<double> cursor_s_;
+  std::vector<std::string> messages_;
+  std::string path_input_;
+  int port_input_ = 29400;
+  std::string bind_input_ = "127.0.0.1";
+  TraceFrameLayout layout_;
+  Hover hover_;
+  std::vector<BoxSpan> boxes_;        // scratch, reused every frame
+  std::vector<FlowLink> links_;
+  std::unordered_map<uint32_t, Color> category_colors_;
+};
+
+}  // namespace distlab::viz
