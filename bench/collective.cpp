@@ -6,6 +6,9 @@
 //   distlab-bench collective --backend threads --ranks 4 --algorithm all
 //   distlab-run --nproc-per-node 4 -- distlab-bench collective --backend gloo -b 16M -e 256M --algorithm all
 //
+// Each size: every algorithm's warm-up calls, then the timed calls (in
+// --rounds turns), then each algorithm once more from fresh inputs, checked.
+//
 // Columns, as nccl-tests prints them:
 //   size    bytes of the whole buffer on one rank (count * element size; for
 //           reduce_scatter and all_gather the full buffer, not one chunk)
@@ -43,7 +46,7 @@ struct CollectiveOptions {
   comm::JobOptions job;
   std::string min_bytes = "8", max_bytes = "64M";
   int factor = 2;
-  int iters = 20, warmup = 5, check = 1;
+  int iters = 20, warmup = 5, check = 1, rounds = 1;
   std::string collective = "all_reduce", algorithm = "native", dtype = "float", op = "sum";
   int root = 0;
 };
@@ -239,13 +242,14 @@ int run_rank(comm::Communicator& comm, const CollectiveOptions& o) {
   const int elem = static_cast<int>(c10::elementSize(dtype));
   const double factor = collectives::bus_bandwidth_factor(collective, comm.size());
   const bool me0 = comm.rank() == 0;
+  const int rounds = std::min(o.rounds, o.iters);
 
   if (me0) {
     std::printf("# distlab-bench collective: %s, backend %s, %d ranks, device %s\n", collectives::to_string(collective),
                 comm.backend().c_str(), comm.size(), comm.device().str().c_str());
-    std::printf("# -n %d -w %d -c %d; time: the slowest rank's mean per call; #wrong: elements that differ from\n"
-                "# the reference, summed over ranks%s\n#\n",
-                o.iters, o.warmup, o.check, o.check ? "" : " (not checked: -c 0)");
+    std::printf("# -n %d -w %d -c %d --rounds %d; time: the slowest rank's mean per call; #wrong: elements that\n"
+                "# differ from the reference, summed over ranks%s\n#\n",
+                o.iters, o.warmup, o.check, rounds, o.check ? "" : " (not checked: -c 0)");
     std::printf("#%11s %13s %9s %7s %6s %17s %11s %9s %9s %8s\n", "size", "count", "type", "redop", "root",
                 "algorithm", "time", "algbw", "busbw", "#wrong");
     std::printf("#%11s %13s %9s %7s %6s %17s %11s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "", "(us)",
@@ -256,31 +260,42 @@ int run_rank(comm::Communicator& comm, const CollectiveOptions& o) {
   for (int64_t bytes = std::max<int64_t>(lo, elem); bytes <= hi; bytes *= o.factor) {
     const int64_t count = bytes / elem;
     at::Tensor buffer = at::empty({count}, at::TensorOptions().dtype(dtype).device(comm.device()));
-    std::vector<Result> results;
-    for (Algorithm algorithm : algorithms) {
-      bench_case.fill(buffer);
+    bench_case.fill(buffer);
+    for (Algorithm algorithm : algorithms)
       for (int i = 0; i < o.warmup; ++i) bench_case.call(buffer, algorithm);
-      wait_for_device(buffer);
-      comm.barrier();  // everybody starts the clock together
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.iters; ++i) bench_case.call(buffer, algorithm);
-      wait_for_device(buffer);
-      const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.iters;
-      const double seconds = max_over_ranks(comm, mine);
+    // The algorithms take turns, round after round, so that a machine busy
+    // with something else slows them all alike; one round (the default) is
+    // nccl-tests' way: each algorithm's -n calls back to back.
+    std::vector<double> seconds(algorithms.size(), 0.0);
+    for (int round = 0; round < rounds; ++round) {
+      const int calls = o.iters / rounds + (round < o.iters % rounds ? 1 : 0);
+      for (size_t a = 0; a < algorithms.size(); ++a) {
+        wait_for_device(buffer);
+        comm.barrier();  // everybody starts the clock together
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls; ++i) bench_case.call(buffer, algorithms[a]);
+        wait_for_device(buffer);
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        seconds[a] += max_over_ranks(comm, took.count());
+      }
+    }
+    std::vector<Result> results;
+    for (size_t a = 0; a < algorithms.size(); ++a) {
+      const double per_call = seconds[a] / o.iters;
       // The timed calls left sums of sums behind: start again from the inputs.
       int64_t wrong = -1;
       if (o.check) {
         bench_case.fill(buffer);
-        bench_case.call(buffer, algorithm);
+        bench_case.call(buffer, algorithms[a]);
         wrong = sum_over_ranks(comm, bench_case.wrong(buffer));
         total_wrong += wrong;
       }
-      const double algbw = static_cast<double>(count) * elem / seconds / 1e9;
-      results.push_back({seconds, algbw * factor});
+      const double algbw = static_cast<double>(count) * elem / per_call / 1e9;
+      results.push_back({per_call, algbw * factor});
       if (!me0) continue;
       std::printf("%12lld %13lld %9s %7s %6d %17s %11.1f %9.3f %9.3f %8s\n", static_cast<long long>(count) * elem,
                   static_cast<long long>(count), o.dtype.c_str(), bench_case.reduces() ? o.op.c_str() : "none",
-                  bench_case.rooted() ? o.root : -1, collectives::to_string(algorithm), seconds * 1e6, algbw,
+                  bench_case.rooted() ? o.root : -1, collectives::to_string(algorithms[a]), per_call * 1e6, algbw,
                   algbw * factor, o.check ? std::to_string(wrong).c_str() : "N/A");
       std::fflush(stdout);
     }
@@ -313,6 +328,10 @@ Registration reg("collective", "collectives timed and checked, nccl-tests style"
       ->capture_default_str();
   cmd.add_option("-w,--warmup_iters", o->warmup, "untimed calls first")->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  cmd.add_option("--rounds", o->rounds,
+                 "with several algorithms: split the -n calls into this many rounds in which the algorithms take "
+                 "turns, so that other load on the machine slows them all alike")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd.add_option("-c,--check", o->check, "1: check every size against the reference; 0: time only")
       ->check(CLI::Range(0, 1))->capture_default_str();
   cmd.add_option("--collective", o->collective, "broadcast, reduce, all_reduce, reduce_scatter or all_gather")

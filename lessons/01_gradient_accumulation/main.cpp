@@ -119,7 +119,9 @@ void across_ranks(comm::Communicator& comm, const Options& o) {
   // rank's row (to print) and their column sums (the gradient DDP would use).
   auto table = torch::zeros({p, 3}, torch::kFloat64);
   table[me] = torch::tensor({local.w1, local.w2, local.b}, torch::kFloat64);
+  table = table.to(comm.device());  // nccl moves GPU tensors only
   comm.native_all_reduce(table);
+  table = table.cpu();
   auto sum = table.sum(0);
   const Gradients summed{sum[0].item<double>(), sum[1].item<double>(), sum[2].item<double>()};
 

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <vector>
 
-#include "collectives/calibrate.hpp"
 #include "collectives/cost_model.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
@@ -27,10 +26,7 @@ namespace {
 
 struct Options {
   comm::JobOptions job;
-  double file_mb = 5;        // the story's file, MB (10^6 bytes)
-  double link_mb_per_s = 1;  // the story's upload speed
-  bool calibrate = false;
-  int rounds = 3;  // real sends: the best of this many rounds is shown
+  lessons::StoryOptions story;  // --file-mb 5, --link-mb-per-s 1, --calibrate
 };
 
 // The story as the cost model sees it: one step per friend (the sequential
@@ -90,18 +86,15 @@ Round send_round(comm::Communicator& comm, const torch::Tensor& file, torch::Ten
 void run(comm::Communicator& comm, const Options& o) {
   const int p = comm.size(), me = comm.rank();
   if (p < 2) throw comm::SetupError("lesson 02 needs at least 2 ranks: you and a friend (--ranks 8)");
-  const auto bytes = static_cast<int64_t>(o.file_mb * 1e6);
-  const LinkParams story{/*alpha_s=*/0, /*beta_s_per_byte=*/1 / (o.link_mb_per_s * 1e6)};
-  LinkParams here;
-  // Ranks 0 and 1 ping-pong to measure this backend's latency and bandwidth.
-  if (o.calibrate) here = collectives::calibrate(comm, {3, 20, 4 << 20, comm.device()});
+  const int64_t bytes = o.story.bytes();
+  const lessons::Links links = lessons::links_for(comm, o.story);
 
   const auto options = torch::TensorOptions().dtype(torch::kUInt8).device(comm.device());
   const torch::Tensor file = me == 0 ? the_file(bytes).to(comm.device()) : torch::Tensor();
   torch::Tensor inbox = torch::zeros({bytes}, options);
   send_round(comm, file, inbox);  // warm-up: connections made, pages touched
   Round best;
-  for (int r = 0; r < o.rounds; ++r) {
+  for (int r = 0; r < o.story.iters; ++r) {
     Round round = send_round(comm, file, inbox);
     if (r == 0 || round.sequential < best.sequential) best = round;
   }
@@ -112,29 +105,31 @@ void run(comm::Communicator& comm, const Options& o) {
 
   std::printf("Lesson 02: point-to-point  (%s backend, %d ranks: rank 0 is you, %d friends)\n\n",
               comm.backend().c_str(), p, p - 1);
-  std::printf("Send a %g MB file to %d friends. The story's link is %g MB/s; ", o.file_mb, p - 1, o.link_mb_per_s);
-  if (o.calibrate)
-    std::printf("the link measured here has\nlatency %s and %.2f GB/s. ", format_seconds(here.alpha_s).c_str(),
-                1e-9 / here.beta_s_per_byte);
+  std::printf("Send a %g MB file to %d friends. The story's link is %g MB/s; ", o.story.mb, p - 1,
+              o.story.link_mb_per_s);
+  if (links.here)
+    std::printf("the link measured here has\nlatency %s and %.2f GB/s. ", format_seconds(links.here->alpha_s).c_str(),
+                1e-9 / links.here->beta_s_per_byte);
   else
     std::printf("add --calibrate to predict\nfor the link measured here. ");
-  std::printf("Measured: real sends, best of %d rounds.\n\n", o.rounds);
+  std::printf("Measured: real sends, best of %d rounds.\n\n", o.story.iters);
 
-  const auto story_times = predicted_times(p, bytes, story);
-  const auto here_times = predicted_times(p, bytes, here);
+  const auto story_times = predicted_times(p, bytes, links.story);
+  const auto here_times = predicted_times(p, bytes, links.here.value_or(LinkParams{}));
   auto row = [&](const std::string& what, size_t i, double measured) {
     std::printf("  %-30s %14s %16s %12s\n", what.c_str(), format_seconds(story_times[i]).c_str(),
-                o.calibrate ? format_seconds(here_times[i]).c_str() : "-", format_seconds(measured).c_str());
+                links.here ? format_seconds(here_times[i]).c_str() : "-", format_seconds(measured).c_str());
   };
   std::printf("  %-30s %14s %16s %12s\n", "one after another", "story", "predicted here", "measured");
-  for (int f = 1; f < p; ++f) row("  friend " + std::to_string(f) + " has the file after", f - 1, best.friend_done[f - 1]);
+  for (int f = 1; f < p; ++f)
+    row("  friend " + std::to_string(f) + " has the file after", f - 1, best.friend_done[f - 1]);
   row("all at once (isend to all)", p - 1, best.together);
   std::printf("\n  bytes the friends received wrong: %lld\n", static_cast<long long>(total_wrong));
   std::printf("  Look: one after another grows by one send per friend: %d friends, %d sends' time.\n"
-              "  All at once is no faster in the story, where one uplink is shared. Ranks on one machine\n"
-              "  share cores and memory bandwidth instead: here it comes out about the same, a bit\n"
-              "  faster or a bit slower. Either way the sender does all the work.\n",
-              p - 1, p - 1);
+              "  All at once took %.2f x as long as one after another here. In the story it is no faster\n"
+              "  because one uplink is shared; ranks on one machine share its cores and memory bandwidth\n"
+              "  instead, and either way the sender sends every byte %d times.\n",
+              p - 1, p - 1, best.together / best.sequential, p - 1);
   std::printf("\nNext: --calibrate, --file-mb 50, --backend gloo under distlab-run --nproc-per-node 8;\n"
               "then lesson 03: a broadcast in which the friends pass the file on.\n");
 }
@@ -146,19 +141,8 @@ int main(int argc, char** argv) {
   o.job.ranks = 8;  // you and 7 friends
   CLI::App app{"Lesson 02: point-to-point (send a 5 MB file to 7 friends)"};
   comm::add_job_flags(app, o.job);
-  app.add_option("--file-mb", o.file_mb, "size of the file, MB")->check(CLI::Range(1e-6, 4096.0))
-      ->capture_default_str();
-  app.add_option("--link-mb-per-s", o.link_mb_per_s, "the story's upload speed, MB/s")->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_flag("--calibrate", o.calibrate, "measure latency and bandwidth here and predict with them too");
-  app.add_option("--rounds", o.rounds, "timed rounds of real sends")->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+  o.story.iters = 3;  // rounds of real sends, the best shown
+  lessons::add_story_flags(app, o.story, "--file-mb", "size of the file");
   CLI11_PARSE(app, argc, argv);
-  try {
-    comm::run_job(comm::with_env_defaults(o.job), [&](comm::Communicator& comm) { run(comm, o); });
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson_02_point_to_point: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return lessons::run_lesson("lesson_02_point_to_point", o.job, [&](comm::Communicator& comm) { run(comm, o); });
 }

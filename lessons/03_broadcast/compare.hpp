@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <string>
 
 #include "../02_point_to_point/measure.hpp"
@@ -20,16 +19,18 @@
 
 namespace distlab::lessons {
 
-struct Links {
-  collectives::LinkParams story;                   // the slides' link (1 MB/s)
-  std::optional<collectives::LinkParams> here;     // measured by calibrate(), if asked for
-};
-
 // 5e6 -> "5.00 MB"
 inline std::string format_megabytes(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f MB", bytes / 1e6);
   return text;
+}
+
+// The most bytes one rank sends or receives over the whole plan.
+inline int64_t busiest_port_bytes(const collectives::Plan& plan) {
+  int64_t most = 0;
+  for (int r = 0; r < plan.world_size; ++r) most = std::max({most, plan.bytes_sent_by(r), plan.bytes_received_by(r)});
+  return most;
 }
 
 class AlgorithmTable {
@@ -54,9 +55,7 @@ class AlgorithmTable {
     if (algorithm != collectives::Algorithm::kNative) {
       const auto plan = collectives::make_plan(collective_, algorithm, p_, count_, root_, elem_bytes_);
       steps = std::to_string(plan.steps.size());
-      int64_t busiest = 0;
-      for (int r = 0; r < p_; ++r) busiest = std::max({busiest, plan.bytes_sent_by(r), plan.bytes_received_by(r)});
-      sent = format_megabytes(static_cast<double>(busiest));
+      sent = format_megabytes(static_cast<double>(busiest_port_bytes(plan)));
       story = format_seconds(collectives::predict(plan, links_.story).total_seconds);
       if (links_.here) here = format_seconds(collectives::predict(plan, *links_.here).total_seconds);
     }
@@ -102,6 +101,21 @@ inline void print_plan_steps(const collectives::Plan& plan, const collectives::L
     const std::string phase = phases ? " " + step.phase : "";
     std::printf("      step %zu (%s)%s: %s\n", s + 1, format_seconds(prediction.step_seconds[s]).c_str(),
                 phase.c_str(), arrows.c_str());
+  }
+}
+
+// The story as the cost model tells it: each algorithm of `collective` on
+// `bytes` over the story's link, and with show_steps each step's messages.
+//   tree               3 steps, 15.0 s, at most 15.00 MB in or out of one rank
+//       step 1 (5.0 s): 0->1
+inline void print_story(collectives::Collective collective, int p, int64_t bytes, int root,
+                        const collectives::LinkParams& link, bool show_steps) {
+  for (collectives::Algorithm algorithm : collectives::algorithms_for(collective)) {
+    const auto plan = collectives::make_plan(collective, algorithm, p, bytes, root, /*elem_bytes=*/1);
+    std::printf("  %-17s %2zu steps, %s, at most %s in or out of one rank\n", collectives::to_string(algorithm),
+                plan.steps.size(), format_seconds(collectives::predict(plan, link).total_seconds).c_str(),
+                format_megabytes(static_cast<double>(busiest_port_bytes(plan))).c_str());
+    if (show_steps) print_plan_steps(plan, link);
   }
 }
 

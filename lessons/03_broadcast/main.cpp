@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "collectives/calibrate.hpp"
 #include "collectives/collectives.hpp"
 #include "compare.hpp"
 #include "comm/job.hpp"
@@ -23,28 +22,15 @@
 using namespace distlab;
 using collectives::Algorithm;
 using collectives::Collective;
-using collectives::LinkParams;
 using lessons::format_seconds;
 
 namespace {
 
 struct Options {
   comm::JobOptions job;
-  double mb = 5;             // the file (part 3's tensor), MB (10^6 bytes)
-  double link_mb_per_s = 1;  // the story's link
+  lessons::StoryOptions story;  // --mb 5 (the file, part 3's tensor), --link-mb-per-s 1, --calibrate
   int root = 0;
-  int iters = 5;
-  bool calibrate = false;
 };
-
-void show_story(int p, int64_t bytes, int root, const LinkParams& story) {
-  for (Algorithm algorithm : {Algorithm::kSequential, Algorithm::kTree}) {
-    const auto plan = collectives::make_plan(Collective::kBroadcast, algorithm, p, bytes, root, /*elem_bytes=*/1);
-    std::printf("  %-11s %2zu steps, %s\n", collectives::to_string(algorithm), plan.steps.size(),
-                format_seconds(collectives::predict(plan, story).total_seconds).c_str());
-    if (algorithm == Algorithm::kTree) lessons::print_plan_steps(plan, story);
-  }
-}
 
 // The binomial tree by hand, root 0, plain send and recv: in each step the
 // ranks that have the data (0 .. distance-1) send it `distance` further on.
@@ -89,16 +75,14 @@ void run(comm::Communicator& comm, const Options& o) {
   const int p = comm.size(), me = comm.rank();
   if (o.root >= p)
     throw comm::SetupError("--root " + std::to_string(o.root) + " is not a rank of a job of " + std::to_string(p));
-  const auto bytes = static_cast<int64_t>(o.mb * 1e6);
-  const LinkParams story{0, 1 / (o.link_mb_per_s * 1e6)};
-  std::optional<LinkParams> here;
-  if (o.calibrate) here = collectives::calibrate(comm, {3, 20, 4 << 20, comm.device()});
+  const int64_t bytes = o.story.bytes();
+  const lessons::Links links = lessons::links_for(comm, o.story);
 
   if (me == 0) {
     std::printf("Lesson 03: broadcast  (%s backend, %d ranks, root %d)\n\n", comm.backend().c_str(), p, o.root);
-    std::printf("1. The story: %g MB from rank %d to %d ranks at %g MB/s (cost model)\n", o.mb, o.root, p - 1,
-                o.link_mb_per_s);
-    show_story(p, bytes, o.root, story);
+    std::printf("1. The story: %g MB from rank %d to %d ranks at %g MB/s (cost model)\n", o.story.mb, o.root,
+                p - 1, o.story.link_mb_per_s);
+    lessons::print_story(Collective::kBroadcast, p, bytes, o.root, links.story, /*show_steps=*/true);
     std::printf("  Look: in the tree every rank that has the file sends it on: the senders double each step.\n");
   }
 
@@ -128,10 +112,10 @@ void run(comm::Communicator& comm, const Options& o) {
   const int64_t n = bytes / 4;
   const auto expected = root_data(n).to(comm.device());
   const lessons::AlgorithmTable table(Collective::kBroadcast, p, n, 4, o.root,
-                                      {story, here}, /*bandwidth=*/false);
+                                      links, /*bandwidth=*/false);
   if (me == 0) {
-    std::printf("\n3. Broadcast %g MB (%lld float32) from rank %d on this machine, %d calls each:\n", o.mb,
-                static_cast<long long>(n), o.root, o.iters);
+    std::printf("\n3. Broadcast %g MB (%lld float32) from rank %d on this machine, %d calls each:\n", o.story.mb,
+                static_cast<long long>(n), o.root, o.story.iters);
     table.print_header();
   }
   std::vector<double> measured;
@@ -139,8 +123,8 @@ void run(comm::Communicator& comm, const Options& o) {
     auto buffer = me == o.root ? expected.clone() : torch::zeros({n}, expected.options());
     collectives::broadcast(comm, buffer, o.root, algorithm);
     const int64_t wrong = lessons::sum_over_ranks(comm, buffer.ne(expected).sum().item<int64_t>());
-    measured.push_back(
-        lessons::seconds_per_call(comm, o.iters, [&] { collectives::broadcast(comm, buffer, o.root, algorithm); }));
+    auto call = [&] { collectives::broadcast(comm, buffer, o.root, algorithm); };
+    measured.push_back(lessons::seconds_per_call(comm, o.story.iters, call));
     if (me == 0) table.print_row(algorithm, measured.back(), wrong);
   }
   if (me == 0) {
@@ -152,7 +136,7 @@ void run(comm::Communicator& comm, const Options& o) {
                 "  That pays when every rank has its own link, as in the story or on a cluster. Where the\n"
                 "  measured ratio stays far below the story's, the ranks share one machine's cores and\n"
                 "  memory bus: copies made at the same time are no faster than one after another.%s\n",
-                p / 2, o.calibrate ? "" : "\n  Add --calibrate to predict for the link measured here.");
+                p / 2, links.here ? "" : "\n  Add --calibrate to predict for the link measured here.");
   }
 
   // 4. DDP's first step: every rank starts from the root's weights.
@@ -179,21 +163,9 @@ int main(int argc, char** argv) {
   o.job.ranks = 8;  // the slides' 8 ranks
   CLI::App app{"Lesson 03: broadcast (sequential vs binomial tree; initial weights from rank 0)"};
   comm::add_job_flags(app, o.job);
-  app.add_option("--mb", o.mb, "size of the data to broadcast, MB")->check(CLI::Range(1e-5, 4096.0))
-      ->capture_default_str();
-  app.add_option("--link-mb-per-s", o.link_mb_per_s, "the story's link speed, MB/s")->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  lessons::add_story_flags(app, o.story, "--mb", "size of the data to broadcast");
   app.add_option("--root", o.root, "the rank that has the data")->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--iters", o.iters, "timed calls per algorithm")->check(CLI::Range(1, 10000))
-      ->capture_default_str();
-  app.add_flag("--calibrate", o.calibrate, "measure latency and bandwidth here and predict with them too");
   CLI11_PARSE(app, argc, argv);
-  try {
-    comm::run_job(comm::with_env_defaults(o.job), [&](comm::Communicator& comm) { run(comm, o); });
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson_03_broadcast: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return lessons::run_lesson("lesson_03_broadcast", o.job, [&](comm::Communicator& comm) { run(comm, o); });
 }

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "../03_broadcast/compare.hpp"
-#include "collectives/calibrate.hpp"
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
@@ -23,19 +22,15 @@
 using namespace distlab;
 using collectives::Algorithm;
 using collectives::Collective;
-using collectives::LinkParams;
 using lessons::format_seconds;
 
 namespace {
 
 struct Options {
   comm::JobOptions job;
-  double mb = 5;  // each rank's gradient, MB (10^6 bytes)
-  double link_mb_per_s = 1;
+  lessons::StoryOptions story;  // --mb 5 (each rank's gradient), --link-mb-per-s 1, --calibrate
   int root = 0;
   std::string op = "sum";
-  int iters = 5;
-  bool calibrate = false;
 };
 
 // Rank r's gradient: (r + 1) * v, with v = (i mod 13) - 6. Whole numbers, so
@@ -57,13 +52,8 @@ torch::Tensor expected_result(int p, const torch::Tensor& v, comm::ReduceOp op) 
   }
 }
 
-void show_story(int p, int64_t bytes, int root, const LinkParams& story) {
-  for (Algorithm algorithm : {Algorithm::kSequential, Algorithm::kTree}) {
-    const auto plan = collectives::make_plan(Collective::kReduce, algorithm, p, bytes, root, /*elem_bytes=*/1);
-    std::printf("  %-11s %2zu steps, %s\n", collectives::to_string(algorithm), plan.steps.size(),
-                format_seconds(collectives::predict(plan, story).total_seconds).c_str());
-    lessons::print_plan_steps(plan, story);
-  }
+void show_story(int p, int64_t bytes, int root, const collectives::LinkParams& story) {
+  lessons::print_story(Collective::kReduce, p, bytes, root, story, /*show_steps=*/true);
   std::printf("  Steps as the job grows (p-1 against ceil(log2 p)):\n      %-12s", "ranks");
   const std::vector<int> sizes{2, 4, 8, 16, 32, 64, 128, 256};
   for (int n : sizes) std::printf(" %5d", n);
@@ -80,17 +70,15 @@ void run(comm::Communicator& comm, const Options& o) {
   if (o.root >= p)
     throw comm::SetupError("--root " + std::to_string(o.root) + " is not a rank of a job of " + std::to_string(p));
   const auto op = comm::parse_reduce_op(o.op);
-  const auto bytes = static_cast<int64_t>(o.mb * 1e6);
-  const LinkParams story{0, 1 / (o.link_mb_per_s * 1e6)};
-  std::optional<LinkParams> here;
-  if (o.calibrate) here = collectives::calibrate(comm, {3, 20, 4 << 20, comm.device()});
+  const int64_t bytes = o.story.bytes();
+  const lessons::Links links = lessons::links_for(comm, o.story);
 
   if (me == 0) {
     std::printf("Lesson 04: reduce  (%s backend, %d ranks, root %d, op %s)\n\n", comm.backend().c_str(), p, o.root,
                 o.op.c_str());
     std::printf("1. The story: %d ranks each hold a %g MB gradient; rank %d needs their %s; %g MB/s links\n", p,
-                o.mb, o.root, o.op.c_str(), o.link_mb_per_s);
-    show_story(p, bytes, o.root, story);
+                o.story.mb, o.root, o.op.c_str(), o.story.link_mb_per_s);
+    show_story(p, bytes, o.root, links.story);
     std::printf("  Look: in the tree each step halves the ranks still holding a partial %s.\n", o.op.c_str());
   }
 
@@ -99,11 +87,11 @@ void run(comm::Communicator& comm, const Options& o) {
   const auto input = gradient_of(me, v).to(comm.device());
   const auto expected = expected_result(p, v, op).to(comm.device());
   auto output = torch::empty_like(input);
-  const lessons::AlgorithmTable table(Collective::kReduce, p, n, 4, o.root, {story, here}, /*bandwidth=*/false);
+  const lessons::AlgorithmTable table(Collective::kReduce, p, n, 4, o.root, links, /*bandwidth=*/false);
   if (me == 0) {
     std::printf("\n2. Reduce %g MB (%lld float32) per rank to rank %d on this machine, %d calls each;\n"
                 "   #wrong: elements of the root's result that differ from torch's own %s of all gradients\n",
-                o.mb, static_cast<long long>(n), o.root, o.iters, o.op.c_str());
+                o.story.mb, static_cast<long long>(n), o.root, o.story.iters, o.op.c_str());
     table.print_header();
   }
   std::vector<double> measured;
@@ -113,7 +101,7 @@ void run(comm::Communicator& comm, const Options& o) {
     call();
     const int64_t wrong =
         lessons::sum_over_ranks(comm, me == o.root ? output.ne(expected).sum().item<int64_t>() : 0);
-    measured.push_back(lessons::seconds_per_call(comm, o.iters, call));
+    measured.push_back(lessons::seconds_per_call(comm, o.story.iters, call));
     if (me == 0) table.print_row(algorithm, measured.back(), wrong);
   }
   if (me == 0) {
@@ -132,22 +120,11 @@ int main(int argc, char** argv) {
   o.job.ranks = 8;  // the slides' 8 ranks
   CLI::App app{"Lesson 04: reduce (sequential vs tree, log2(p) steps)"};
   comm::add_job_flags(app, o.job);
-  app.add_option("--mb", o.mb, "each rank's gradient, MB")->check(CLI::Range(1e-5, 4096.0))->capture_default_str();
-  app.add_option("--link-mb-per-s", o.link_mb_per_s, "the story's link speed, MB/s")->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  lessons::add_story_flags(app, o.story, "--mb", "each rank's gradient");
   app.add_option("--root", o.root, "the rank that receives the result")->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--op", o.op, "sum, avg, max or min")->check(CLI::IsMember({"sum", "avg", "max", "min"}))
       ->capture_default_str();
-  app.add_option("--iters", o.iters, "timed calls per algorithm")->check(CLI::Range(1, 10000))
-      ->capture_default_str();
-  app.add_flag("--calibrate", o.calibrate, "measure latency and bandwidth here and predict with them too");
   CLI11_PARSE(app, argc, argv);
-  try {
-    comm::run_job(comm::with_env_defaults(o.job), [&](comm::Communicator& comm) { run(comm, o); });
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson_04_reduce: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return lessons::run_lesson("lesson_04_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o); });
 }

@@ -15,13 +15,11 @@
 //   lesson_05_all_reduce --backend threads --ranks 4
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "../03_broadcast/compare.hpp"
-#include "collectives/calibrate.hpp"
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
@@ -29,18 +27,14 @@
 using namespace distlab;
 using collectives::Algorithm;
 using collectives::Collective;
-using collectives::LinkParams;
 using lessons::format_seconds;
 
 namespace {
 
 struct Options {
   comm::JobOptions job;
-  double mb = 16;  // each rank's gradient, MB (10^6 bytes)
-  double link_mb_per_s = 1;
+  lessons::StoryOptions story{/*mb=*/16};  // each rank's gradient; --link-mb-per-s 1, --calibrate
   std::string op = "sum";
-  int iters = 5;
-  bool calibrate = false;
   bool show_steps = true;
 };
 
@@ -50,32 +44,17 @@ torch::Tensor gradient_of(int rank, int64_t n) {
   return torch::arange(n, torch::kInt64).add(5 * rank).fmod(17).sub(8).to(torch::kFloat32);
 }
 
-void show_story(int p, int64_t bytes, const LinkParams& story, bool show_steps) {
-  for (Algorithm algorithm : collectives::algorithms_for(Collective::kAllReduce)) {
-    const auto plan = collectives::make_plan(Collective::kAllReduce, algorithm, p, bytes, 0, /*elem_bytes=*/1);
-    const auto prediction = collectives::predict(plan, story);
-    int64_t most = 0;
-    for (int r = 0; r < p; ++r) most = std::max(most, plan.bytes_sent_by(r));
-    std::printf("  %-17s %2zu steps, the busiest rank sends %s: %s\n", collectives::to_string(algorithm),
-                plan.steps.size(), lessons::format_megabytes(static_cast<double>(most)).c_str(),
-                format_seconds(prediction.total_seconds).c_str());
-    if (show_steps) lessons::print_plan_steps(plan, story);
-  }
-}
-
 void run(comm::Communicator& comm, const Options& o) {
   const int p = comm.size(), me = comm.rank();
   const auto op = comm::parse_reduce_op(o.op);
-  const auto bytes = static_cast<int64_t>(o.mb * 1e6);
-  const LinkParams story{0, 1 / (o.link_mb_per_s * 1e6)};
-  std::optional<LinkParams> here;
-  if (o.calibrate) here = collectives::calibrate(comm, {3, 20, 4 << 20, comm.device()});
+  const int64_t bytes = o.story.bytes();
+  const lessons::Links links = lessons::links_for(comm, o.story);
 
   if (me == 0) {
     std::printf("Lesson 05: all-reduce  (%s backend, %d ranks, op %s)\n\n", comm.backend().c_str(), p, o.op.c_str());
-    std::printf("1. The story: %d ranks each hold a %g MB gradient and all need the %s; %g MB/s links\n", p, o.mb,
-                o.op.c_str(), o.link_mb_per_s);
-    show_story(p, bytes, story, o.show_steps && p <= 8);
+    std::printf("1. The story: %d ranks each hold a %g MB gradient and all need the %s; %g MB/s links\n", p,
+                o.story.mb, o.op.c_str(), o.story.link_mb_per_s);
+    lessons::print_story(Collective::kAllReduce, p, bytes, 0, links.story, o.show_steps && p <= 8);
     std::printf("  Look: c3 is chunk 3 of %d. In the ring every rank sends and receives in every step, a 1/p\n"
                 "  chunk each time, so no link idles and nobody carries the whole buffer.\n", p);
   }
@@ -86,11 +65,11 @@ void run(comm::Communicator& comm, const Options& o) {
   auto reference = input.clone();
   collectives::all_reduce(comm, reference, op, Algorithm::kNative);
   auto output = torch::empty_like(input);
-  const lessons::AlgorithmTable table(Collective::kAllReduce, p, n, 4, 0, {story, here}, /*bandwidth=*/true);
+  const lessons::AlgorithmTable table(Collective::kAllReduce, p, n, 4, 0, links, /*bandwidth=*/true);
   if (me == 0) {
     std::printf("\n2. All-reduce %g MB (%lld float32) on this machine, %d calls each; #wrong: elements, on all\n"
                 "   ranks, that differ from the %s backend's own all-reduce\n",
-                o.mb, static_cast<long long>(n), o.iters, comm.backend().c_str());
+                o.story.mb, static_cast<long long>(n), o.story.iters, comm.backend().c_str());
     table.print_header();
   }
   std::vector<Algorithm> algorithms = collectives::algorithms_for(Collective::kAllReduce);
@@ -101,7 +80,7 @@ void run(comm::Communicator& comm, const Options& o) {
     auto call = [&] { collectives::all_reduce(comm, input, output, op, algorithm); };
     call();
     const int64_t wrong = lessons::sum_over_ranks(comm, output.ne(reference).sum().item<int64_t>());
-    const double seconds = lessons::seconds_per_call(comm, o.iters, call);
+    const double seconds = lessons::seconds_per_call(comm, o.story.iters, call);
     busbw.push_back(bytes / seconds * collectives::bus_bandwidth_factor(Collective::kAllReduce, p));
     if (me == 0) table.print_row(algorithm, seconds, wrong);
   }
@@ -110,7 +89,8 @@ void run(comm::Communicator& comm, const Options& o) {
     for (size_t a = 0; a + 1 < algorithms.size(); ++a)
       std::printf("  %s %.2f", collectives::to_string(algorithms[a]), busbw[a] / busbw.back());
     char link[64] = " (--calibrate measures it)";
-    if (here) std::snprintf(link, sizeof link, " (%.2f GB/s measured here)", 1e-9 / here->beta_s_per_byte);
+    if (links.here)
+      std::snprintf(link, sizeof link, " (%.2f GB/s measured here)", 1e-9 / links.here->beta_s_per_byte);
     std::printf("\n  Look: algbw = bytes / time. busbw = algbw x 2(p-1)/p = %.2f x algbw, the rate each rank's\n"
                 "  link must carry for the ring: compare it with the link's own bandwidth%s.\n"
                 "  The prediction counts messages only; the additions, and ranks sharing cores, come on top.\n",
@@ -127,21 +107,10 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"Lesson 05: all-reduce (reduce+broadcast, ring, halving-doubling, checked against native)"};
   comm::add_job_flags(app, o.job);
-  app.add_option("--mb", o.mb, "each rank's gradient, MB")->check(CLI::Range(1e-5, 4096.0))->capture_default_str();
-  app.add_option("--link-mb-per-s", o.link_mb_per_s, "the story's link speed, MB/s")->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  lessons::add_story_flags(app, o.story, "--mb", "each rank's gradient");
   app.add_option("--op", o.op, "sum, avg, max or min")->check(CLI::IsMember({"sum", "avg", "max", "min"}))
       ->capture_default_str();
-  app.add_option("--iters", o.iters, "timed calls per algorithm")->check(CLI::Range(1, 10000))
-      ->capture_default_str();
-  app.add_flag("--calibrate", o.calibrate, "measure latency and bandwidth here and predict with them too");
   app.add_flag("!--no-steps", o.show_steps, "leave out the step-by-step plans");
   CLI11_PARSE(app, argc, argv);
-  try {
-    comm::run_job(comm::with_env_defaults(o.job), [&](comm::Communicator& comm) { run(comm, o); });
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson_05_all_reduce: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return lessons::run_lesson("lesson_05_all_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o); });
 }

@@ -112,7 +112,8 @@ TEST(HousePrices, TrainingStepsEveryItemOrEveryBatchAsByHand) {
     EXPECT_NEAR(value(p.b), want.b, 1e-9) << "accumulate " << k;
     ASSERT_EQ(losses.size(), 5u);
     double hand_loss = 0;
-    for (const House& h : data) hand_loss += std::pow(h.bedrooms * want.w1 + h.bathrooms * want.w2 + want.b - h.price, 2);
+    for (const House& h : data)
+      hand_loss += std::pow(h.bedrooms * want.w1 + h.bathrooms * want.w2 + want.b - h.price, 2);
     EXPECT_NEAR(losses.back(), hand_loss, 1e-9 * hand_loss) << "accumulate " << k;
     EXPECT_LT(losses.back(), losses.front()) << "accumulate " << k << ": training should lower the loss";
   }

@@ -78,7 +78,7 @@ TEST(Lesson01, MoreRanksThanHouses) {
 }
 
 TEST(Lesson02, TheStoryIs35SecondsAndEveryByteArrives) {
-  const Outcome r = run(std::string(LESSON_02) + " --backend threads --ranks 8 --rounds 1");
+  const Outcome r = run(std::string(LESSON_02) + " --backend threads --ranks 8 --iters 1");
   ASSERT_EQ(r.status, 0) << r.output;
   // The slides: 5 MB to 7 friends at 1 MB/s, one after another, 35 s; all at once, still 35 s.
   static const std::regex last_friend(R"(friend 7 has the file after\s+35\.0 s)");
@@ -169,8 +169,9 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
 // checked against the reference for each size.
 TEST(CollectiveBench, EveryCollectiveAndAlgorithmIsRight) {
   for (const std::string collective : {"broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather"}) {
-    const Outcome r = run(std::string(DISTLAB_BENCH) + " collective --backend threads --ranks 3 --root 1 -b 8 -e 64K -f 16 "
-                      "-n 1 -w 0 --algorithm all --collective " + collective);
+    const Outcome r = run(std::string(DISTLAB_BENCH) +
+                          " collective --backend threads --ranks 3 --root 1 -b 8 -e 64K -f 16 -n 2 --rounds 2 -w 0"
+                          " --algorithm all --collective " + collective);
     ASSERT_EQ(r.status, 0) << collective << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "#wrong in total: 0  OK")) << collective << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "busbw against native")) << collective << "\n" << r.output;
@@ -188,11 +189,12 @@ TEST(CollectiveBench, DtypesAndOps) {
 }
 
 TEST(CollectiveBench, ColumnsAsNcclTests) {
-  const Outcome r = run(std::string(DISTLAB_BENCH) + " collective --backend threads --ranks 4 -b 4K -e 16K -f 2 -n 2 -w 1"
-                    " --algorithm ring");
+  const Outcome r = run(std::string(DISTLAB_BENCH) +
+                        " collective --backend threads --ranks 4 -b 4K -e 16K -f 2 -n 2 -w 1 --algorithm ring");
   ASSERT_EQ(r.status, 0) << r.output;
   // size count type redop root algorithm time algbw busbw #wrong
-  static const std::regex row(R"(^\s+(\d+)\s+(\d+)\s+float\s+sum\s+-1\s+ring\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)$)");
+  static const std::regex row(
+      R"(^\s+(\d+)\s+(\d+)\s+float\s+sum\s+-1\s+ring\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)$)");
   int rows = 0;
   for (const auto& line : lines_of(r.output)) {
     std::smatch m;
