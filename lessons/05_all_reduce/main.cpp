@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../03_broadcast/compare.hpp"
+#include "compare.hpp"
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"

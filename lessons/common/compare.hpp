@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <string>
 
-#include "../02_point_to_point/measure.hpp"
+#include "measure.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/plan.hpp"
 

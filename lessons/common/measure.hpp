@@ -3,7 +3,7 @@
 // done, so a time is the maximum over ranks; counts (elements found wrong)
 // are summed over ranks. Predictions use the slides' story link (1 MB/s) and,
 // with --calibrate, the link measured on this backend. Lesson 02 introduces
-// these; lessons 03-05 include this file.
+// these; lessons 03-05 use them too.
 #pragma once
 
 #include <CLI/CLI.hpp>
