@@ -100,7 +100,9 @@ class GlooCommunicator : public Communicator {
 
   void do_broadcast(at::Tensor& tensor, int root) override {
     require_cpu("broadcast", tensor);
-    std::vector<at::Tensor> tensors{tensor};
+    // LibTorch 1.13's gloo has no bfloat16; a broadcast only copies bits,
+    // so it moves them as another 2-byte type it has.
+    std::vector<at::Tensor> tensors{tensor.scalar_type() == at::kBFloat16 ? tensor.view(at::kHalf) : tensor};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
     wrap([&] { return group_->broadcast(tensors, opts); }, "rank " + std::to_string(rank()) + ": broadcast", root)
@@ -109,6 +111,7 @@ class GlooCommunicator : public Communicator {
 
   void do_reduce(at::Tensor& tensor, int root, ReduceOp op) override {
     require_cpu("reduce", tensor);
+    if (tensor.scalar_type() == at::kBFloat16) return widened(tensor, [&](at::Tensor& t) { do_reduce(t, root, op); });
     // gloo's reduce leaves garbage in non-root buffers; DistLab promises
     // they are untouched, so non-roots reduce a copy.
     at::Tensor work_tensor = rank() == root ? tensor : tensor.clone();
@@ -122,6 +125,7 @@ class GlooCommunicator : public Communicator {
 
   void do_all_reduce(at::Tensor& tensor, ReduceOp op) override {
     require_cpu("all_reduce", tensor);
+    if (tensor.scalar_type() == at::kBFloat16) return widened(tensor, [&](at::Tensor& t) { do_all_reduce(t, op); });
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions opts;
     opts.reduceOp = to_c10d(op);
@@ -135,6 +139,15 @@ class GlooCommunicator : public Communicator {
     if (!tensor.device().is_cpu())
       throw CommError("rank " + std::to_string(rank()) + ": " + op +
                       ": the gloo backend carries CPU tensors; use --backend nccl for CUDA tensors");
+  }
+
+  // LibTorch 1.13's gloo cannot add bfloat16: reduce a float32 copy (more
+  // precise than bfloat16 additions) and round the result once.
+  template <typename Reduce>
+  void widened(at::Tensor& tensor, Reduce reduce) {
+    at::Tensor wide = tensor.to(at::kFloat);
+    reduce(wide);
+    tensor.copy_(wide);
   }
 
   template <typename Start>

@@ -14,7 +14,7 @@ int main() {
   try {
     comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& comm) {
       collectives::testing::sweep_rank(
-          comm, {{at::kFloat, at::kDouble, at::kLong}, {0, 1, 3, 100, 1000, 100003}, /*every_root=*/true}, failures);
+          comm, {{at::kFloat, at::kDouble, at::kLong, at::kBFloat16}, {0, 1, 3, 100, 1000, 100003}, /*every_root=*/true}, failures);
       std::cout << "rank " << comm.rank() << " of " << comm.size() << ": "
                 << (failures.count() == 0 ? "sweep passed" : failures.report()) << std::endl;
     });
