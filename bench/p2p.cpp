@@ -21,7 +21,7 @@ struct P2pOptions {
   comm::JobOptions job;
   std::string min_bytes = "8", max_bytes = "256M";
   int factor = 2;
-  int iters = 20, warmup = 3;
+  int iters = 200, warmup = 5;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
