@@ -20,6 +20,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(const WorldInfo&, CommOptio
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 #include <thread>
 
@@ -73,18 +74,29 @@ cudaStream_t compute_stream(int device) {
 
 class NcclCommunicator;
 
+// A CUDA event shared by a Work and the queue that records it: a Work
+// dropped before its operation was launched must not leave the queue
+// holding a destroyed event.
+struct CudaEvent {
+  cudaEvent_t handle = nullptr;
+  ~CudaEvent() {
+    if (handle != nullptr) cudaEventDestroy(handle);
+  }
+};
+using EventPtr = std::shared_ptr<CudaEvent>;
+
 // One operation in flight on the communication stream.
 class NcclWork : public Work {
  public:
-  NcclWork(NcclCommunicator& owner, cudaEvent_t done, at::Tensor keep_alive, std::string what, int peer)
-      : owner_(owner), done_(done), keep_alive_(std::move(keep_alive)), what_(std::move(what)), peer_(peer) {}
-  ~NcclWork() override { cudaEventDestroy(done_); }
+  NcclWork(NcclCommunicator& owner, EventPtr done, at::Tensor keep_alive, std::string what, int peer)
+      : owner_(owner), done_(std::move(done)), keep_alive_(std::move(keep_alive)), what_(std::move(what)),
+        peer_(peer) {}
   void wait() override;
   bool is_completed() override;
 
  private:
   NcclCommunicator& owner_;
-  cudaEvent_t done_;
+  EventPtr done_;
   at::Tensor keep_alive_;  // the tensor's memory must outlive the operation
   std::string what_;
   int peer_;
@@ -226,7 +238,7 @@ class NcclCommunicator : public Communicator {
  private:
   struct Queued {
     std::function<ncclResult_t(cudaStream_t)> call;
-    cudaEvent_t done;
+    EventPtr done;
     std::string what;
     int peer;
   };
@@ -238,16 +250,16 @@ class NcclCommunicator : public Communicator {
     if (aborted_) throw CommError(what + ": the NCCL communicator was aborted after an earlier error");
   }
 
-  cudaEvent_t new_event(const std::string& what) {
-    cudaEvent_t event = nullptr;
-    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), what);
+  EventPtr new_event(const std::string& what) {
+    auto event = std::make_shared<CudaEvent>();
+    check_cuda(cudaEventCreateWithFlags(&event->handle, cudaEventDisableTiming), what);
     return event;
   }
 
   WorkPtr enqueue(const at::Tensor& tensor, std::string what, int peer,
                   std::function<ncclResult_t(cudaStream_t)> call) {
     check_usable(tensor, what);
-    cudaEvent_t done = new_event(what);
+    EventPtr done = new_event(what);
     queued_.push_back(Queued{std::move(call), done, what, peer});
     return std::make_shared<NcclWork>(*this, done, tensor, std::move(what), peer);
   }
@@ -277,7 +289,7 @@ class NcclCommunicator : public Communicator {
       poll_ready(what, batch.front().peer);
     else if (result != ncclSuccess)
       throw CommError(what + ": NCCL error: " + ncclGetErrorString(result));
-    for (auto& op : batch) check_cuda(cudaEventRecord(op.done, stream_), op.what);
+    for (auto& op : batch) check_cuda(cudaEventRecord(op.done->handle, stream_), op.what);
   }
 
  private:
@@ -294,8 +306,8 @@ class NcclCommunicator : public Communicator {
     } else if (result != ncclSuccess) {
       throw CommError(what + ": NCCL error: " + ncclGetErrorString(result));
     }
-    cudaEvent_t done = new_event(what);
-    check_cuda(cudaEventRecord(done, stream_), what);
+    EventPtr done = new_event(what);
+    check_cuda(cudaEventRecord(done->handle, stream_), what);
     return std::make_shared<NcclWork>(*this, done, tensor, what, peer);
   }
 
@@ -348,12 +360,12 @@ class NcclCommunicator : public Communicator {
 
 void NcclWork::wait() {
   owner_.flush();
-  owner_.wait_for(done_, what_, peer_);
+  owner_.wait_for(done_->handle, what_, peer_);
 }
 
 bool NcclWork::is_completed() {
   owner_.flush();  // an event never recorded would read as complete
-  return cudaEventQuery(done_) == cudaSuccess;
+  return cudaEventQuery(done_->handle) == cudaSuccess;
 }
 
 }  // namespace
