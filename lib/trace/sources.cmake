@@ -5,4 +5,5 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/live_stream.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/merge.cpp
 )

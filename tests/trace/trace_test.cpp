@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "trace/chrome_json.hpp"
 #include "trace/config.hpp"
 #include "trace/live_stream.hpp"
+#include "trace/merge.hpp"
 #include "trace/reader.hpp"
 
 namespace distlab::trace {
@@ -177,6 +179,30 @@ TEST(ChromeJson, RefusesHostileNumbers) {
   EXPECT_EQ(e.begin_us, 1000000000000000);
   EXPECT_EQ(e.end_us, 1000000000000005);
   EXPECT_EQ(e.flow, 0xffffffffffffffffULL);
+}
+
+TEST(Merge, PerRankFilesBecomeOneTraceWithTheirFlowsPaired) {
+  // Each rank's process writes its own file; the send is in one, its recv
+  // in the other.
+  auto events = sample_events();
+  const std::string rank0 = temp_path("m.rank0.json"), rank1 = temp_path("m.rank1.json"), all = temp_path("m.json");
+  {
+    ChromeJsonSink a(rank0), b(rank1);
+    for (const auto& e : events) (e.rank == 0 ? a : b).write(e);
+  }
+  EXPECT_EQ(merge_trace_files({rank1, rank0}, all), events.size());
+  auto merged = read_chrome_trace(all);
+  ASSERT_EQ(merged.size(), events.size());
+  for (size_t i = 1; i < merged.size(); ++i) EXPECT_LE(merged[i - 1].begin_us, merged[i].begin_us);
+  std::ifstream in(all);
+  auto doc = nlohmann::json::parse(in);
+  std::map<std::string, std::set<std::string>> flow_phases;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "s" || e["ph"] == "f") flow_phases[e["id"]].insert(e["ph"].get<std::string>());
+  ASSERT_EQ(flow_phases.size(), 1u);
+  EXPECT_EQ(flow_phases.begin()->second, (std::set<std::string>{"s", "f"}));
+  EXPECT_THROW(merge_trace_files({rank0, temp_path("missing.json")}, all), TraceFormatError);
+  for (const auto& path : {rank0, rank1, all}) std::remove(path.c_str());
 }
 
 TEST(Recorder, SpanRecordsOnlyWhenEnabled) {
