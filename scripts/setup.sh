@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libgloo-dev python3-torch
+  libtorch-dev libgloo-dev python3-torch python3-torchtext openmpi-bin
   libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri
   xvfb xauth x11-apps imagemagick
