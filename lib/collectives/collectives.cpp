@@ -12,7 +12,7 @@
 namespace distlab::collectives {
 namespace {
 
-std::string who(const Communicator& comm) { return "rank " + std::to_string(comm.rank()) + ": "; }
+std::string who(const Communicator& comm) { return "rank " + std::to_string(comm.world_rank()) + ": "; }
 
 void check_defined(const Communicator& comm, const char* call, const at::Tensor& tensor, const char* name) {
   if (!tensor.defined()) throw comm::CommError(who(comm) + call + ": " + name + " is an undefined tensor");
@@ -48,8 +48,9 @@ void on_flat(at::Tensor& tensor, Body&& body) {
 void run(Communicator& comm, Collective collective, Algorithm algorithm, at::Tensor& flat, int root, ReduceOp op,
          int tag) {
   const Plan plan = plan_for(comm, collective, algorithm, flat, root);
-  trace::Span span(comm.recorder(), comm.rank(), trace::kLaneComm, "collective", "collective");
+  trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "collective", "collective");
   if (span.active()) {
+    comm.label(span);
     span.set_name(std::string(to_string(collective)) + " " + to_string(algorithm))
         .set_bytes(static_cast<int64_t>(flat.nbytes()))
         .arg("collective", to_string(collective))

@@ -96,8 +96,11 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     const int message_tag = step_tag(tag, s);
-    trace::Span span(comm.recorder(), me, trace::kLaneComm, "step", "step");
-    if (span.active()) describe_step(span, plan, s, me, tag);
+    trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "step", "step");
+    if (span.active()) {
+      describe_step(span, plan, s, me, tag);
+      comm.label(span);
+    }
     try {
       std::vector<comm::WorkPtr> pending;
       std::vector<Landing> landings;

@@ -13,4 +13,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/collectives.cpp
   ${CMAKE_CURRENT_LIST_DIR}/naive.cpp
   ${CMAKE_CURRENT_LIST_DIR}/calibrate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/async.cpp
 )

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "trace/clock.hpp"
@@ -41,13 +43,44 @@ Communicator::Communicator(int rank, int size, CommOptions options)
   if (size < 1) throw SetupError("world size must be at least 1, got " + std::to_string(size));
   if (rank < 0 || rank >= size)
     throw SetupError("rank " + std::to_string(rank) + " is outside the world of size " + std::to_string(size));
+  if (!options_.world_ranks.empty() && static_cast<int>(options_.world_ranks.size()) != size)
+    throw SetupError("group " + options_.group + " lists " + std::to_string(options_.world_ranks.size()) +
+                     " world ranks for " + std::to_string(size) + " members");
+  // Flow ids pair a send with its recv from (src, dst, tag, n-th message);
+  // the group's name joins the tag so that two groups over the same pair of
+  // processes never share an id.
+  if (!is_world()) flow_salt_ = std::hash<std::string>{}(options_.group) << 24;
 }
 
+int Communicator::world_rank_of(int rank) const {
+  if (options_.world_ranks.empty() || rank < 0 || rank >= size_) return rank;
+  return options_.world_ranks[static_cast<size_t>(rank)];
+}
+
+// World: "rank 2: recv from rank 0 (tag 5)". Group: job-wide ranks first,
+// then where they sit in the group:
+// "rank 3 (stage1 rank 1): recv from rank 2 (stage1 rank 0) (tag 5)".
 std::string Communicator::describe(const char* op, int peer, int tag) const {
   std::ostringstream out;
-  out << "rank " << rank_ << ": " << op << (std::string(op) == "send" ? " to" : " from") << " rank " << peer
-      << " (tag " << tag << ")";
+  auto who = [&](int r) {
+    out << "rank " << world_rank_of(r);
+    if (!is_world()) out << " (" << options_.group << " rank " << r << ")";
+  };
+  who(rank_);
+  out << ": " << op << (std::string(op) == "send" ? " to " : " from ");
+  who(peer);
+  out << " (tag " << tag << ")";
   return out.str();
+}
+
+std::string Communicator::self() const {
+  std::string out = "rank " + std::to_string(world_rank());
+  if (!is_world()) out += " (" + options_.group + " rank " + std::to_string(rank_) + ")";
+  return out;
+}
+
+void Communicator::label(trace::Span& span) const {
+  if (!is_world()) span.arg("group", options_.group).arg("group_rank", rank_);
 }
 
 void Communicator::check_peer(const char* op, int peer, int tag) const {
@@ -79,7 +112,8 @@ WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
   check_tensor("send", tensor);
   // Counted even when tracing is off so that flow ids stay in step if a
   // recorder is attached later.
-  const uint64_t flow = trace::flow_id(rank_, peer, tag, next_seq(send_seq_, peer, tag));
+  const uint64_t flow = trace::flow_id(world_rank(), world_rank_of(peer), static_cast<int64_t>(tag + flow_salt_),
+                                       next_seq(send_seq_, peer, tag));
   const int64_t begin = trace::now_us();
   return traced("send", tensor, peer, tag, flow, begin, do_isend(tensor, peer, tag));
 }
@@ -87,7 +121,8 @@ WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
 WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
   check_peer("recv", peer, tag);
   check_tensor("recv", tensor);
-  const uint64_t flow = trace::flow_id(peer, rank_, tag, next_seq(recv_seq_, peer, tag));
+  const uint64_t flow = trace::flow_id(world_rank_of(peer), world_rank(), static_cast<int64_t>(tag + flow_salt_),
+                                       next_seq(recv_seq_, peer, tag));
   const int64_t begin = trace::now_us();
   return traced("recv", tensor, peer, tag, flow, begin, do_irecv(tensor, peer, tag));
 }
@@ -95,20 +130,23 @@ WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
 WorkPtr Communicator::traced(const char* op, const at::Tensor& tensor, int peer, int tag, uint64_t flow,
                              int64_t begin_us, WorkPtr work) {
   if (recorder() == nullptr || !recorder()->enabled()) return work;
-  trace::Event e{rank_, trace::kLaneComm, op, op, begin_us, 0, static_cast<int64_t>(tensor.nbytes()), peer, flow,
-                 {{"tag", std::to_string(tag)}, {"dtype", type_name(tensor)}}};
+  trace::Event e{world_rank(), trace::kLaneComm, op, op, begin_us, 0, static_cast<int64_t>(tensor.nbytes()),
+                 world_rank_of(peer), flow, {{"tag", std::to_string(tag)}, {"dtype", type_name(tensor)}}};
+  if (!is_world()) e.args.emplace_back("group", options_.group);
   return std::make_shared<TracedWork>(std::move(work), recorder(), std::move(e));
 }
 
 void Communicator::barrier() {
-  trace::Span span(recorder(), rank_, trace::kLaneComm, "barrier", "collective");
+  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "barrier", "collective");
+  label(span);
   do_barrier();
 }
 
 void Communicator::native_broadcast(at::Tensor& tensor, int root) {
   check_tensor("broadcast", tensor);
   check_root("broadcast", root);
-  trace::Span span(recorder(), rank_, trace::kLaneComm, "native broadcast", "collective");
+  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native broadcast", "collective");
+  label(span);
   span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("root", root).arg("algorithm", "native");
   if (size_ > 1) do_broadcast(tensor, root);
 }
@@ -116,16 +154,59 @@ void Communicator::native_broadcast(at::Tensor& tensor, int root) {
 void Communicator::native_reduce(at::Tensor& tensor, int root, ReduceOp op) {
   check_tensor("reduce", tensor);
   check_root("reduce", root);
-  trace::Span span(recorder(), rank_, trace::kLaneComm, "native reduce", "collective");
+  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native reduce", "collective");
+  label(span);
   span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("root", root).arg("op", to_string(op));
   if (size_ > 1) do_reduce(tensor, root, op);
 }
 
 void Communicator::native_all_reduce(at::Tensor& tensor, ReduceOp op) {
   check_tensor("all_reduce", tensor);
-  trace::Span span(recorder(), rank_, trace::kLaneComm, "native all_reduce", "collective");
+  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native all_reduce", "collective");
+  label(span);
   span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("op", to_string(op));
   if (size_ > 1) do_all_reduce(tensor, op);
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, const std::string& name) {
+  // Everybody learns everybody's (color, key): an all-gather made of one
+  // sum, each rank filling its own two slots of a zeroed buffer.
+  at::Tensor all = at::zeros({2 * size_}, at::TensorOptions().dtype(at::kLong).device(device()));
+  all[2 * rank_] = color;
+  all[2 * rank_ + 1] = key;
+  native_all_reduce(all, ReduceOp::kSum);
+  all = all.cpu();
+  const int64_t* v = all.data_ptr<int64_t>();
+  const int call = splits_++;
+  if (color < 0) return nullptr;
+
+  std::vector<int> members;
+  for (int r = 0; r < size_; ++r)
+    if (v[2 * r] == color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return v[2 * a + 1] < v[2 * b + 1]; });
+
+  CommOptions group_options = options_;
+  group_options.world_ranks.clear();
+  for (int r : members) group_options.world_ranks.push_back(world_rank_of(r));
+  group_options.group = name.empty() ? options_.group + "/" + std::to_string(color) : name;
+  // Unique to this call and colour, the same string on every member: the
+  // backends key the group's shared state (store prefix, thread mailboxes) by it.
+  const std::string unique = options_.group + "/split" + std::to_string(call) + "/color" + std::to_string(color);
+  return do_split(members, unique, std::move(group_options));
+}
+
+std::unique_ptr<Communicator> Communicator::new_group(const std::vector<int>& ranks, const std::string& name) {
+  std::vector<bool> seen(static_cast<size_t>(size_), false);
+  int position = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    if (r < 0 || r >= size_ || seen[static_cast<size_t>(r)])
+      throw CommError("rank " + std::to_string(world_rank()) + ": new_group: rank " + std::to_string(r) +
+                      (r < 0 || r >= size_ ? " is outside [0, " + std::to_string(size_) + ")" : " is listed twice"));
+    seen[static_cast<size_t>(r)] = true;
+    if (r == rank_) position = static_cast<int>(i);
+  }
+  return split(position >= 0 ? 0 : -1, position, name);
 }
 
 void throw_timeout(const std::string& what, Milliseconds timeout, const std::string& hint) {

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "comm/errors.hpp"
 #include "comm/reduce_op.hpp"
@@ -57,6 +58,10 @@ struct CommOptions {
   // Where this rank keeps its tensors: CPU, or cuda:N (nccl, or threads
   // ranks sharing GPUs). Lessons allocate on comm.device().
   at::Device device = at::kCPU;
+  // Set by split() for a group: the job-wide rank of each member (index =
+  // rank in the group) and the group's name. Empty / "world" for the job.
+  std::vector<int> world_ranks;
+  std::string group = "world";
 };
 
 class Communicator {
@@ -66,8 +71,16 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
+  // This rank and the number of ranks in this communicator (a group made by
+  // split() numbers its members 0..k-1).
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Where this communicator sits in the whole job: trace events and error
+  // messages name ranks by their job-wide number.
+  int world_rank() const { return world_rank_of(rank_); }
+  int world_rank_of(int rank) const;
+  const std::string& group() const { return options_.group; }
+  bool is_world() const { return options_.world_ranks.empty(); }
   virtual std::string backend() const = 0;
   Milliseconds timeout() const { return options_.timeout; }
   Milliseconds connect_timeout() const { return options_.connect_timeout; }
@@ -84,6 +97,26 @@ class Communicator {
   // Returns once every rank has called it.
   void barrier();
 
+  // A communicator over a subset of this one's ranks, in the spirit of
+  // MPI_Comm_split: every rank calls it (a collective); ranks passing the
+  // same `color` form one group, numbered 0..k-1 in order of (key, rank).
+  // A negative color joins no group and gets nullptr. The group's traffic
+  // never crosses this communicator's or another group's, even when both are
+  // busy at once. `name` labels the group in traces and errors (default
+  // "<parent>/<color>").
+  //
+  //   auto stage = world.split(/*color=*/rank / 2, /*key=*/rank, "stage");
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& name = "");
+  // torch.distributed.new_group(ranks) on top of split(): the listed ranks
+  // (of this communicator), in that order; others get nullptr.
+  std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name = "");
+
+  // "rank 3" in the world, "rank 3 (stage1 rank 1)" in a group: how errors
+  // name this rank.
+  std::string self() const;
+  // Adds the group's name to a trace span of this communicator.
+  void label(trace::Span& span) const;
+
   // The backend's own collectives, in place.
   void native_broadcast(at::Tensor& tensor, int root);
   void native_reduce(at::Tensor& tensor, int root, ReduceOp op = ReduceOp::kSum);
@@ -96,6 +129,13 @@ class Communicator {
   virtual void do_broadcast(at::Tensor& tensor, int root) = 0;
   virtual void do_reduce(at::Tensor& tensor, int root, ReduceOp op) = 0;
   virtual void do_all_reduce(at::Tensor& tensor, ReduceOp op) = 0;
+  // Builds this rank's communicator of a group. `members` are the ranks of
+  // this communicator in the group's order (this rank among them); `key` is
+  // unique to this split call and group, the same on every member; `options`
+  // already carry the group's world ranks and name.
+  virtual std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
+                                                 CommOptions options) = 0;
+  const CommOptions& options() const { return options_; }
 
   // "rank 2: recv from rank 0 (tag 5)": the start of every message.
   std::string describe(const char* op, int peer, int tag) const;
@@ -116,6 +156,8 @@ class Communicator {
   std::mutex seq_mutex_;
   std::map<std::pair<int, int>, uint64_t> send_seq_;
   std::map<std::pair<int, int>, uint64_t> recv_seq_;
+  int splits_ = 0;          // split() calls so far: every rank counts alike
+  uint64_t flow_salt_ = 0;  // keeps flow ids of different groups apart
 };
 
 // Raises TimeoutError for `what` (from Communicator::describe) after `timeout`.

@@ -2,6 +2,9 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include <algorithm>
 #include <cstdlib>
 
 #include "comm/store.hpp"
@@ -56,10 +59,11 @@ class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(const WorldInfo& world, CommOptions options)
       : Communicator(world.rank, world.world_size, std::move(options)) {
-    auto store = connect_store(world, connect_timeout());
+    store_ = connect_store(world, connect_timeout());
     // Gloo uses this timeout to build its connections; each operation's wait
     // is bounded by timeout() (GlooWork).
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(std::max(timeout(), connect_timeout()));
+    gloo_options_ = c10d::ProcessGroupGloo::Options::create(std::max(timeout(), connect_timeout()));
+    auto& gloo_options = gloo_options_;
     // GLOO_SOCKET_IFNAME picks the network interface on a multi-homed
     // machine; otherwise gloo binds to the address this host name resolves
     // to, or loopback when the job is all on this machine.
@@ -70,13 +74,15 @@ class GlooCommunicator : public Communicator {
     else
       gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     gloo_options->threads = 2;
-    try {
-      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank(), size(), gloo_options);
-    } catch (const std::exception& e) {
-      std::string why = e.what();
-      throw SetupError("rank " + std::to_string(rank()) + ": gloo could not connect all ranks: " +
-                       why.substr(0, why.find('\n')));
-    }
+    connect(store_);
+  }
+
+  // A group: a process group of its own over a prefixed view of the job's
+  // store, so its connections (and its traffic) are its own.
+  GlooCommunicator(int rank, int size, CommOptions options, c10::intrusive_ptr<c10d::Store> store,
+                   c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options, const std::string& key)
+      : Communicator(rank, size, std::move(options)), store_(std::move(store)), gloo_options_(std::move(gloo_options)) {
+    connect(c10::make_intrusive<c10d::PrefixStore>("distlab/" + key, store_));
   }
 
   std::string backend() const override { return "gloo"; }
@@ -94,8 +100,15 @@ class GlooCommunicator : public Communicator {
     return wrap([&] { return group_->recv(tensors, peer, tag); }, describe("recv", peer, tag), peer);
   }
 
+  std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
+                                         CommOptions options) override {
+    const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+    return std::make_unique<GlooCommunicator>(mine, static_cast<int>(members.size()), std::move(options), store_,
+                                              gloo_options_, key);
+  }
+
   void do_barrier() override {
-    wrap([&] { return group_->barrier(); }, "rank " + std::to_string(rank()) + ": barrier", -1)->wait();
+    wrap([&] { return group_->barrier(); }, self() + ": barrier", -1)->wait();
   }
 
   void do_broadcast(at::Tensor& tensor, int root) override {
@@ -105,7 +118,7 @@ class GlooCommunicator : public Communicator {
     std::vector<at::Tensor> tensors{tensor.scalar_type() == at::kBFloat16 ? tensor.view(at::kHalf) : tensor};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
-    wrap([&] { return group_->broadcast(tensors, opts); }, "rank " + std::to_string(rank()) + ": broadcast", root)
+    wrap([&] { return group_->broadcast(tensors, opts); }, self() + ": broadcast", root)
         ->wait();
   }
 
@@ -119,7 +132,7 @@ class GlooCommunicator : public Communicator {
     c10d::ReduceOptions opts;
     opts.rootRank = root;
     opts.reduceOp = to_c10d(op);
-    wrap([&] { return group_->reduce(tensors, opts); }, "rank " + std::to_string(rank()) + ": reduce", root)->wait();
+    wrap([&] { return group_->reduce(tensors, opts); }, self() + ": reduce", root)->wait();
     if (rank() == root) finish_average(tensor, op, size());
   }
 
@@ -129,7 +142,7 @@ class GlooCommunicator : public Communicator {
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions opts;
     opts.reduceOp = to_c10d(op);
-    wrap([&] { return group_->allreduce(tensors, opts); }, "rank " + std::to_string(rank()) + ": all_reduce", -1)
+    wrap([&] { return group_->allreduce(tensors, opts); }, self() + ": all_reduce", -1)
         ->wait();
     finish_average(tensor, op, size());
   }
@@ -137,7 +150,7 @@ class GlooCommunicator : public Communicator {
  private:
   void require_cpu(const char* op, const at::Tensor& tensor) const {
     if (!tensor.device().is_cpu())
-      throw CommError("rank " + std::to_string(rank()) + ": " + op +
+      throw CommError(self() + ": " + op +
                       ": the gloo backend carries CPU tensors; use --backend nccl for CUDA tensors");
   }
 
@@ -159,6 +172,18 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  void connect(const c10::intrusive_ptr<c10d::Store>& store) {
+    try {
+      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank(), size(), gloo_options_);
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      throw SetupError("rank " + std::to_string(world_rank()) + ": gloo could not connect all ranks of " + group() +
+                       ": " + why.substr(0, why.find('\n')));
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
 };
 

@@ -17,6 +17,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(const WorldInfo&, CommOptio
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -118,28 +119,20 @@ class NcclCommunicator : public Communicator {
                        " GPU(s) on this machine. NCCL refuses two ranks on one GPU: start at most one process per "
                        "GPU, or run several ranks on one GPU with --backend threads");
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
-    auto store = connect_store(world, connect_timeout());
-    check_unique_gpus(*store);
+    store_ = connect_store(world, connect_timeout());
+    check_unique_gpus(*store_);
+    init("distlab");
+  }
 
-    ncclUniqueId id;
-    const std::string key = "distlab/nccl_unique_id";
-    if (rank() == 0) {
-      if (ncclGetUniqueId(&id) != ncclSuccess) throw SetupError("rank 0: ncclGetUniqueId failed");
-      store->set(key, std::vector<uint8_t>(reinterpret_cast<uint8_t*>(&id), reinterpret_cast<uint8_t*>(&id) + sizeof id));
-    } else {
-      auto bytes = store->get(key);  // waits up to the store's timeout
-      std::memcpy(&id, bytes.data(), sizeof id);
-    }
-    // Non-blocking initialisation, polled below, so that a rank that never
-    // joins ends in a timeout instead of a hang.
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    ncclResult_t result = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
-    if (result != ncclSuccess && result != ncclInProgress)
-      throw SetupError("rank " + std::to_string(rank()) + ": ncclCommInitRank failed: " + ncclGetErrorString(result));
-    poll_ready("rank " + std::to_string(rank()) + ": NCCL initialisation", -1);
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+  // A group made by split(): a communicator of its own among the members,
+  // from a unique id that the group's first member passes through the store
+  // under the split's key (only members take part, unlike ncclCommSplit,
+  // which every rank of the parent would have to call).
+  NcclCommunicator(int rank, int size, CommOptions options, int device, c10::intrusive_ptr<c10d::Store> store,
+                   const std::string& key)
+      : Communicator(rank, size, std::move(options)), device_(device), store_(std::move(store)) {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    init("distlab/" + key);
   }
 
   ~NcclCommunicator() override {
@@ -154,6 +147,28 @@ class NcclCommunicator : public Communicator {
   }
 
   std::string backend() const override { return "nccl"; }
+
+  void init(const std::string& prefix) {
+    ncclUniqueId id;
+    const std::string key = prefix + "/nccl_unique_id";
+    if (rank() == 0) {
+      if (ncclGetUniqueId(&id) != ncclSuccess) throw SetupError(self() + ": ncclGetUniqueId failed");
+      store_->set(key, std::vector<uint8_t>(reinterpret_cast<uint8_t*>(&id), reinterpret_cast<uint8_t*>(&id) + sizeof id));
+    } else {
+      auto bytes = store_->get(key);  // waits up to the store's timeout
+      std::memcpy(&id, bytes.data(), sizeof id);
+    }
+    // Non-blocking initialisation, polled below, so that a rank that never
+    // joins ends in a timeout instead of a hang.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t result = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
+    if (result != ncclSuccess && result != ncclInProgress)
+      throw SetupError(self() + ": ncclCommInitRank failed: " + ncclGetErrorString(result));
+    poll_ready(self() + ": NCCL initialisation of " + group(), -1);
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+  }
 
   // Waits for `done`, watching for NCCL errors and the timeout. On timeout
   // the communicator is aborted: NCCL cannot cancel a single operation.
@@ -204,13 +219,20 @@ class NcclCommunicator : public Communicator {
     });
   }
 
+  std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
+                                         CommOptions options) override {
+    const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+    return std::make_unique<NcclCommunicator>(mine, static_cast<int>(members.size()), std::move(options), device_,
+                                              store_, key);
+  }
+
   void do_barrier() override {
     auto one = at::ones({1}, at::TensorOptions().device(at::kCUDA, device_));
     do_all_reduce(one, ReduceOp::kSum);
   }
 
   void do_broadcast(at::Tensor& tensor, int root) override {
-    const std::string what = "rank " + std::to_string(rank()) + ": broadcast";
+    const std::string what = self() + ": broadcast";
     launch(tensor, what, root, [&](cudaStream_t s) {
       return ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(),
                            to_nccl(tensor.scalar_type(), what), root, comm_, s);
@@ -218,7 +240,7 @@ class NcclCommunicator : public Communicator {
   }
 
   void do_reduce(at::Tensor& tensor, int root, ReduceOp op) override {
-    const std::string what = "rank " + std::to_string(rank()) + ": reduce";
+    const std::string what = self() + ": reduce";
     // Non-roots keep their input (DistLab's rule): NCCL only reads it.
     at::Tensor out = rank() == root ? tensor : at::empty_like(tensor);
     launch(tensor, what, root, [&](cudaStream_t s) {
@@ -228,7 +250,7 @@ class NcclCommunicator : public Communicator {
   }
 
   void do_all_reduce(at::Tensor& tensor, ReduceOp op) override {
-    const std::string what = "rank " + std::to_string(rank()) + ": all_reduce";
+    const std::string what = self() + ": all_reduce";
     launch(tensor, what, -1, [&](cudaStream_t s) {
       return ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), to_nccl(tensor.scalar_type(), what),
                            to_nccl(op), comm_, s);
@@ -351,6 +373,7 @@ class NcclCommunicator : public Communicator {
   }
 
   int device_;
+  c10::intrusive_ptr<c10d::Store> store_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -48,13 +49,22 @@ class ThreadWorld {
   std::map<std::tuple<int, int, int>, Channel> channels;  // (src, dst, tag)
   bool aborted = false;
   std::string abort_reason;
+  // Groups made by split(), by the split's unique key: each has mailboxes of
+  // its own, so its traffic never meets the parent's or a sibling's.
+  std::map<std::string, std::shared_ptr<ThreadWorld>> groups;
 
+  // A failure anywhere in the job reaches every group, so that nobody waits
+  // inside a group for a rank that is gone. Lock order: parent, then child.
   void abort_locked(const std::string& reason) {
     if (!aborted) {
       aborted = true;
       abort_reason = reason;
     }
     cv.notify_all();
+    for (auto& [key, group] : groups) {
+      std::lock_guard<std::mutex> lock(group->mutex);
+      group->abort_locked(reason);
+    }
   }
 
   // Every rank calls it with the same `what`; returns when all have.
@@ -205,8 +215,8 @@ CommOptions rank_options(const CommOptions& shared, int rank) {
 
 class ThreadsCommunicator : public Communicator {
  public:
-  ThreadsCommunicator(std::shared_ptr<ThreadWorld> world, int rank)
-      : Communicator(rank, world->size(), rank_options(world->options(), rank)), world_(std::move(world)) {}
+  ThreadsCommunicator(std::shared_ptr<ThreadWorld> world, int rank, CommOptions options)
+      : Communicator(rank, world->size(), std::move(options)), world_(std::move(world)) {}
 
   std::string backend() const override { return "threads"; }
 
@@ -225,6 +235,22 @@ class ThreadsCommunicator : public Communicator {
   }
 
   void do_barrier() override { world_->rendezvous(rank(), "barrier"); }
+
+  std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
+                                         CommOptions options) override {
+    std::shared_ptr<ThreadWorld> group;
+    {
+      // The first member to get here makes the group's world; the others
+      // find it under the same key.
+      std::lock_guard<std::mutex> lock(world_->mutex);
+      if (world_->aborted) throw JobAborted(self() + ": split: job aborted: " + world_->abort_reason);
+      auto& slot = world_->groups[key];
+      if (!slot) slot = std::make_shared<ThreadWorld>(static_cast<int>(members.size()), options);
+      group = slot;
+    }
+    const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+    return std::make_unique<ThreadsCommunicator>(group, mine, std::move(options));
+  }
 
   void do_broadcast(at::Tensor& tensor, int root) override {
     const std::string what = "broadcast(" + shape_of(tensor) + ", root " + std::to_string(root) + ")";
@@ -312,10 +338,8 @@ std::shared_ptr<ThreadWorld> make_thread_world(int world_size, CommOptions optio
 }
 
 std::unique_ptr<Communicator> make_thread_communicator(const std::shared_ptr<ThreadWorld>& world, int rank) {
-  return std::make_unique<ThreadsCommunicator>(world, rank);
+  return std::make_unique<ThreadsCommunicator>(world, rank, rank_options(world->options(), rank));
 }
-
-
 
 void abort_thread_world(ThreadWorld& world, const std::string& reason) {
   std::lock_guard<std::mutex> lock(world.mutex);

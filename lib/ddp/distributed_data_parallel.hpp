@@ -1,0 +1,108 @@
+// DistributedDataParallel: the slides' five steps, made fast.
+//
+//   1. at construction, every rank checks that all ranks hold the same
+//      parameters (names, shapes, dtypes), then takes rank 0's parameters
+//      and buffers (broadcast): every replica starts equal;
+//   2. each rank runs forward and backward on its own share of the batch;
+//   3. during backward, gradients are averaged across ranks in buckets
+//      (reducer.hpp), overlapping the communication with the computation;
+//   4. the optimizer steps on equal gradients, so the replicas stay equal;
+//   5. repeat. Buffers (e.g. BatchNorm's running statistics) are taken from
+//      rank 0 again before each forward, as PyTorch's broadcast_buffers.
+//
+//   ddp::DistributedDataParallel ddp(comm, model.ptr());
+//   at::Tensor loss = ddp.forward([&] { return loss_fn(model->forward(x), y); });
+//   loss.backward();             // returns with averaged gradients in .grad
+//   optimizer.step();
+//
+//   { auto guard = ddp.no_sync();            // k-1 micro-steps: no traffic,
+//     ddp.forward(...).backward(); }          // gradients pile up in .grad
+//   ddp.forward(...).backward();              // the k-th synchronizes the sum
+//
+// The communicator may be a group (comm.split): the capstone runs one DDP
+// per pipeline stage, among that stage's replicas. naive_data_parallel.hpp
+// is the one-screen version without buckets or overlap.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "ddp/reducer.hpp"
+
+namespace distlab::ddp {
+
+struct DdpOptions : ReducerOptions {
+  bool broadcast_buffers = true;  // rank 0's buffers before every forward
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(comm::Communicator& comm, std::shared_ptr<torch::nn::Module> module,
+                          DdpOptions options = {});
+
+  // Runs fn() (the forward, and usually the loss) after the per-step set-up:
+  // buffers from rank 0, bucket rebuild, and whether the coming backward
+  // synchronizes. Returns what fn returns.
+  template <typename Fn>
+  decltype(auto) forward(Fn&& fn) {
+    prepare_forward();
+    return std::forward<Fn>(fn)();
+  }
+  // The same set-up without wrapping a call (for callers that run the
+  // forward elsewhere, e.g. a pipeline stage).
+  void prepare_forward();
+
+  // While the guard lives, backward leaves gradients in .grad without any
+  // communication; the first synchronized backward after it averages the sum.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp) : ddp_(&ddp) { ddp_->sync_ = false; }
+    NoSync(NoSync&& other) noexcept : ddp_(std::exchange(other.ddp_, nullptr)) {}
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+    ~NoSync() {
+      if (ddp_ != nullptr) ddp_->sync_ = true;
+    }
+
+   private:
+    DistributedDataParallel* ddp_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  torch::nn::Module& module() { return *module_; }
+  comm::Communicator& comm() { return comm_; }
+  Reducer& reducer() { return *reducer_; }
+  const BucketPlan& bucket_plan() const { return reducer_->plan(); }
+  ReducerStats stats() const { return reducer_->stats(); }
+  const std::vector<std::string>& parameter_names() const { return names_; }
+
+ private:
+  comm::Communicator& comm_;
+  std::shared_ptr<torch::nn::Module> module_;
+  DdpOptions options_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> buffers_;
+  std::unique_ptr<Reducer> reducer_;
+  bool sync_ = true;
+};
+
+// The parameters DDP synchronizes: requires_grad, each tensor once (a
+// parameter shared by two submodules keeps its first name), in
+// registration order.
+std::vector<std::pair<std::string, at::Tensor>> trainable_parameters(const torch::nn::Module& module);
+
+// Throws comm::CommError on every rank unless all ranks of `comm` hold the
+// same names, shapes and dtypes; the message names the first parameter that
+// differs and which ranks agree with rank 0.
+void verify_same_parameters(comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& named);
+
+// Rank 0's values into every rank's tensors (in place, no autograd).
+void broadcast_from_rank0(comm::Communicator& comm, const std::vector<at::Tensor>& tensors);
+
+}  // namespace distlab::ddp

@@ -1,0 +1,298 @@
+#include "ddp/reducer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <mutex>
+
+#include "collectives/async.hpp"
+#include "collectives/collectives.hpp"
+
+namespace distlab::ddp {
+
+const char* to_string(Compression compression) {
+  switch (compression) {
+    case Compression::kFp16: return "fp16";
+    case Compression::kBf16: return "bf16";
+    default: return "none";
+  }
+}
+
+namespace {
+constexpr const char* kLaneDdp = "ddp";
+}
+
+struct ReducerState : std::enable_shared_from_this<ReducerState> {
+  ReducerState(comm::Communicator& c, ReducerOptions o) : comm(c), options(o), comm_thread(c) {}
+
+  comm::Communicator& comm;
+  ReducerOptions options;
+  std::vector<at::Tensor> params;
+  std::vector<std::string> names;
+  // Each parameter holds its gradient accumulator weakly: these keep them
+  // (and so the hooks on them) alive across steps.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  std::vector<uintptr_t> hook_keys;
+  collectives::CommThread comm_thread;
+
+  std::mutex mutex;
+  BucketPlan plan;
+  std::vector<int> bucket_of;
+  std::vector<int64_t> offset_of;
+  std::vector<at::Tensor> buffers;       // one flat buffer per bucket
+  std::vector<int> pending;              // gradients each bucket still waits for
+  std::vector<comm::WorkPtr> works;      // launched all-reduces
+  std::vector<bool> ready;               // per parameter, this backward
+  int next_launch = 0;                   // buckets launch strictly in order
+  bool expect_sync = true;
+  bool reducing = false;                 // a synchronized backward is under way
+  std::vector<int> ready_order;          // first synchronized step only
+  bool rebuild_due = false;
+  bool rebuilt = false;
+  ReducerStats stats;
+
+  // The dtype a gradient travels in.
+  at::ScalarType wire_type(at::ScalarType type) const {
+    if (!at::isFloatingType(type)) return type;
+    if (options.compression == Compression::kFp16) return at::kHalf;
+    if (options.compression == Compression::kBf16) return at::kBFloat16;
+    return type;
+  }
+
+  std::vector<ParamInfo> infos() const {
+    std::vector<ParamInfo> out;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const at::Tensor& p = params[i];
+      const at::ScalarType type = wire_type(p.scalar_type());
+      out.push_back({names[i], p.numel(), static_cast<int64_t>(c10::elementSize(type)), c10::toString(type),
+                     p.device().str()});
+    }
+    return out;
+  }
+
+  // Lays out buckets and their buffers for `order`; records the plan.
+  void set_plan(const std::vector<int>& order, bool is_rebuild) {
+    plan = plan_buckets(infos(), order, options.first_bucket_bytes, options.bucket_cap_bytes);
+    bucket_of = plan.bucket_of();
+    offset_of = plan.offset_of();
+    buffers.clear();
+    for (const Bucket& b : plan.buckets) {
+      const at::Tensor& first = params[static_cast<size_t>(b.params.front())];
+      buffers.push_back(
+          at::zeros({b.numel}, at::TensorOptions().dtype(wire_type(first.scalar_type())).device(first.device())));
+    }
+    reset_step();
+    trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, is_rebuild ? "bucket plan (rebuilt)" : "bucket plan",
+                     "bucket_plan");
+    if (span.active()) {
+      comm.label(span);
+      span.arg("buckets", plan.buckets.size()).arg("rebuilt", is_rebuild ? 1 : 0).arg("plan", plan.json());
+    }
+  }
+
+  void reset_step() {
+    pending.clear();
+    for (const Bucket& b : plan.buckets) pending.push_back(static_cast<int>(b.params.size()));
+    works.assign(plan.buckets.size(), nullptr);
+    ready.assign(params.size(), false);
+    next_launch = 0;
+    reducing = false;
+  }
+
+  void launch_ready_locked() {
+    while (next_launch < static_cast<int>(plan.buckets.size()) && pending[static_cast<size_t>(next_launch)] == 0) {
+      const int b = next_launch++;
+      at::Tensor buffer = buffers[static_cast<size_t>(b)];
+      ++stats.all_reduces;
+      stats.bytes += static_cast<int64_t>(buffer.nbytes());
+      const auto algorithm = options.algorithm;
+      const int tag = options.tag;
+      const int64_t step = stats.synced_steps;
+      const size_t count = plan.buckets[static_cast<size_t>(b)].params.size();
+      comm::Communicator& c = comm;
+      works[static_cast<size_t>(b)] = comm_thread.submit(
+          c.self() + ": all-reduce of DDP bucket " + std::to_string(b),
+          [&c, buffer, algorithm, tag, b, step, count]() mutable {
+            trace::Span span(c.recorder(), c.world_rank(), kLaneDdp, "bucket", "bucket");
+            if (span.active()) {
+              c.label(span);
+              span.set_name("all-reduce bucket " + std::to_string(b))
+                  .set_bytes(static_cast<int64_t>(buffer.nbytes()))
+                  .arg("bucket", b)
+                  .arg("params", count)
+                  .arg("step", step)
+                  .arg("algorithm", collectives::to_string(algorithm));
+            }
+            collectives::all_reduce(c, buffer, comm::ReduceOp::kSum, algorithm, tag);
+          });
+    }
+  }
+
+  // The post hook of parameter i's gradient accumulator.
+  void on_grad_ready(int i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!expect_sync) return;  // no_sync: the gradient stays in .grad, summed with the next ones
+    if (!reducing) {
+      reducing = true;
+      // Runs when the whole backward is done, on the thread that called it.
+      std::weak_ptr<ReducerState> weak = shared_from_this();
+      torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+        if (auto self = weak.lock()) self->finalize();
+      });
+    }
+    if (ready[static_cast<size_t>(i)]) return;  // a second call (e.g. reentrant backward): already in its bucket
+    ready[static_cast<size_t>(i)] = true;
+    if (!rebuilt) ready_order.push_back(i);
+    const int b = bucket_of[static_cast<size_t>(i)];
+    at::Tensor slot = buffers[static_cast<size_t>(b)].narrow(0, offset_of[static_cast<size_t>(i)],
+                                                              params[static_cast<size_t>(i)].numel());
+    const at::Tensor& grad = params[static_cast<size_t>(i)].grad();
+    if (grad.defined())
+      slot.copy_(grad.reshape({-1}));
+    else
+      slot.zero_();
+    // Divided before the sum, as PyTorch does: a half-precision sum of
+    // world_size undivided gradients could overflow.
+    if (comm.size() > 1) slot.div_(comm.size());
+    trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, "grad ready", "grad_ready");
+    if (span.active()) {
+      comm.label(span);
+      span.set_name("grad " + names[static_cast<size_t>(i)]).arg("param", i).arg("bucket", b);
+    }
+    if (--pending[static_cast<size_t>(b)] == 0) launch_ready_locked();
+  }
+
+  void finalize();
+};
+
+void ReducerState::finalize() {
+  std::unique_lock<std::mutex> lock(mutex);
+  if (!reducing) return;
+  trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, "wait for buckets", "ddp_wait");
+  if (span.active()) {
+    comm.label(span);
+    span.arg("step", stats.synced_steps);
+  }
+  // Parameters that got no gradient: reduced as zeros either way, so the
+  // other ranks' all-reduces complete; an error unless that was expected.
+  std::string unused;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (ready[i]) continue;
+    ready[i] = true;
+    const int b = bucket_of[i];
+    buffers[static_cast<size_t>(b)].narrow(0, offset_of[i], params[i].numel()).zero_();
+    if (!options.find_unused_parameters) unused += (unused.empty() ? "'" : ", '") + names[i] + "'";
+    --pending[static_cast<size_t>(b)];
+  }
+  launch_ready_locked();
+  std::vector<comm::WorkPtr> launched = works;
+  lock.unlock();
+  for (size_t b = 0; b < launched.size(); ++b) {
+    try {
+      launched[b]->wait();
+    } catch (const comm::TimeoutError& e) {
+      throw comm::TimeoutError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) +
+                               " (" + std::to_string(plan.buckets[b].params.size()) + " parameters): " + e.what());
+    } catch (const comm::CommError& e) {
+      throw comm::CommError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) + ": " +
+                            e.what());
+    }
+  }
+  lock.lock();
+  for (size_t i = 0; i < params.size(); ++i) {
+    at::Tensor& p = params[i];
+    at::Tensor averaged =
+        buffers[static_cast<size_t>(bucket_of[i])].narrow(0, offset_of[i], p.numel()).view(p.sizes());
+    if (p.grad().defined())
+      p.mutable_grad().copy_(averaged);
+    else
+      p.mutable_grad() = averaged.to(p.scalar_type()).clone();
+  }
+  ++stats.synced_steps;
+  reset_step();
+  if (!rebuilt && options.rebuild_buckets && !options.find_unused_parameters &&
+      static_cast<int>(ready_order.size()) == static_cast<int>(params.size()))
+    rebuild_due = true;
+  if (!unused.empty())
+    throw comm::CommError(
+        comm.self() + ": DistributedDataParallel: parameter(s) " + unused +
+        " got no gradient in this backward. If some parameters are not used in every step, construct DDP with "
+        "find_unused_parameters = true (they are then reduced as zero); otherwise make every parameter "
+        "contribute to the loss, or exclude it from the module (requires_grad false).");
+}
+
+namespace {
+
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  GradReadyHook(std::weak_ptr<ReducerState> state, int index) : state_(std::move(state)), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    if (auto state = state_.lock()) state->on_grad_ready(index_);
+    return outputs;
+  }
+
+ private:
+  std::weak_ptr<ReducerState> state_;
+  int index_;
+};
+
+}  // namespace
+
+Reducer::Reducer(comm::Communicator& comm, std::vector<at::Tensor> params, std::vector<std::string> names,
+                 ReducerOptions options)
+    : state_(std::make_shared<ReducerState>(comm, options)) {
+  state_->params = std::move(params);
+  state_->names = std::move(names);
+  for (size_t i = 0; i < state_->params.size(); ++i) {
+    // The accumulator's post hook fires after the gradient is added to
+    // .grad: the value there is final. A tensor hook (register_hook) would
+    // fire before accumulation and miss what no_sync steps left in .grad.
+    auto accumulator = torch::autograd::impl::grad_accumulator(state_->params[i]);
+    state_->hook_keys.push_back(
+        accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, static_cast<int>(i))));
+    state_->accumulators.push_back(std::move(accumulator));
+  }
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->set_plan(reverse_registration_order(static_cast<int>(state_->params.size())), /*is_rebuild=*/false);
+}
+
+Reducer::~Reducer() {
+  for (size_t i = 0; i < state_->accumulators.size(); ++i) state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
+}
+
+void Reducer::prepare_for_backward(bool sync) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->reducing)
+    throw comm::CommError(state_->comm.self() +
+                          ": DistributedDataParallel: the previous backward started reducing gradients but never "
+                          "finished (was backward interrupted, or run with autograd::grad?); call finalize() or run "
+                          "a full backward before the next forward");
+  if (state_->rebuild_due) {
+    // Every rank must pack alike: rank 0's order of readiness is the law.
+    std::vector<int64_t> mine(state_->ready_order.begin(), state_->ready_order.end());
+    at::Tensor order = at::tensor(mine, at::kLong).to(state_->comm.device());
+    state_->comm.native_broadcast(order, 0);
+    order = order.cpu();
+    std::vector<int> agreed(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
+    state_->rebuild_due = false;
+    state_->rebuilt = true;
+    state_->set_plan(agreed, /*is_rebuild=*/true);
+  }
+  state_->expect_sync = sync;
+  if (!sync) ++state_->stats.local_steps;
+}
+
+void Reducer::finalize() { state_->finalize(); }
+
+const BucketPlan& Reducer::plan() const { return state_->plan; }
+
+ReducerStats Reducer::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->stats;
+}
+
+}  // namespace distlab::ddp

@@ -1,0 +1,87 @@
+// The engine room of DistributedDataParallel: gradient hooks, buckets, the
+// all-reduces started while backward runs, and the wait at its end.
+//
+// One step, as seen from here:
+//   prepare_for_backward(sync)   before the forward (DDP calls it)
+//   backward: each parameter's gradient accumulator fires a post hook once
+//     the gradient is final in .grad (after accumulation, so the sum of
+//     earlier no_sync steps is included). The hook copies the gradient,
+//     divided by the world size, into its slot of the bucket; when a
+//     bucket's last slot is filled, the bucket is launched: all-reduced
+//     (sum) on the comm thread, strictly in bucket order, while backward
+//     goes on computing earlier layers' gradients.
+//   end of backward: a callback queued with the autograd engine waits for
+//     every bucket and copies the averaged result back into .grad.
+//
+// .grad is a copy of the bucket, not a view of it (PyTorch's
+// gradient_as_bucket_view): a view saves one copy of the gradients but
+// breaks when the user or the optimizer replaces .grad (zero_grad in
+// LibTorch 2.x resets it to undefined); copying back keeps .grad an
+// ordinary tensor and costs one memcpy per step.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/plan.hpp"
+#include "comm/communicator.hpp"
+#include "ddp/bucket_plan.hpp"
+
+namespace distlab::ddp {
+
+// Gradients on the wire, as PyTorch's fp16_compress_hook and
+// bf16_compress_hook do: cast, divide, all-reduce, cast back.
+enum class Compression { kNone, kFp16, kBf16 };
+const char* to_string(Compression compression);
+
+struct ReducerOptions {
+  int64_t bucket_cap_bytes = kDefaultBucketCapBytes;     // <= 0: one bucket per parameter
+  int64_t first_bucket_bytes = kDefaultFirstBucketBytes;
+  bool find_unused_parameters = false;
+  bool rebuild_buckets = true;  // after the first synchronized step, in the order gradients became ready
+  collectives::Algorithm algorithm = collectives::Algorithm::kNative;
+  Compression compression = Compression::kNone;
+  int tag = 0;                  // collective tag of the bucket all-reduces (see collectives/tags.hpp)
+};
+
+// What the reducer has done so far (lesson 07 counts the bytes).
+struct ReducerStats {
+  int64_t synced_steps = 0;   // backwards that all-reduced
+  int64_t local_steps = 0;    // backwards under no_sync
+  int64_t all_reduces = 0;    // bucket all-reduces launched
+  int64_t bytes = 0;          // bytes of buckets all-reduced (as sent: compressed size)
+};
+
+struct ReducerState;
+
+class Reducer {
+ public:
+  // `params` are the parameters to synchronize (unique, requires_grad),
+  // `names` theirs. Every rank builds its reducer with the same list.
+  Reducer(comm::Communicator& comm, std::vector<at::Tensor> params, std::vector<std::string> names,
+          ReducerOptions options);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Before each forward: whether the coming backward all-reduces (false
+  // inside no_sync). Rebuilds the buckets when one synchronized step has
+  // shown the order gradients become ready. Throws if the previous
+  // synchronized backward never finished.
+  void prepare_for_backward(bool sync);
+
+  // Normally run by the autograd engine at the end of backward; callable by
+  // hand (e.g. after autograd::grad, which queues no callback). Idempotent.
+  void finalize();
+
+  const BucketPlan& plan() const;
+  ReducerStats stats() const;
+
+ private:
+  std::shared_ptr<ReducerState> state_;
+};
+
+}  // namespace distlab::ddp
