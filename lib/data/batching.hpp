@@ -10,6 +10,9 @@
 // Alphabet, bsz 4 (the tutorial's picture): columns A-F, G-L, M-R, S-X, so
 // rows AGMS, BHNT, ... FLRX; Y and Z are dropped. Each column is an independent stream: the model never
 // learns that G follows F.
+//
+// Everything here stays on the CPU (the tutorial's batchify ends with
+// .to(device)): the trainer moves each batch to its rank's device.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "data/batching.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
 #include "reference.hpp"
@@ -56,6 +57,31 @@ TEST(BundledCorpus, SizeAndSplits) {
   EXPECT_GT(s.vocab_size, 1000);
   EXPECT_EQ(bundled().vocab.itos()[0], kUnkToken);
   EXPECT_LT(s.valid_unigram_loss, std::log(static_cast<double>(s.vocab_size)));  // better than uniform
+}
+
+TEST(BundledCorpus, TutorialBatchesOfTheTrainSplit) {
+  const at::Tensor& stream = bundled().train;
+  const int64_t t = stream.numel();
+  const at::Tensor batched = batchify(stream, 20);
+  const int64_t rows = t / 20;
+  ASSERT_EQ(batched.sizes(), (at::IntArrayRef{rows, 20}));
+  // Column j is the j-th of 20 equal stretches of the stream.
+  for (int64_t j : {0, 7, 19}) {
+    for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+      EXPECT_EQ(batched[r][j].item<int64_t>(), stream[j * rows + r].item<int64_t>()) << r << "," << j;
+    }
+  }
+  // Two replicas as the tutorial: rows [0, rows/2) and [rows/2, 2 (rows/2)).
+  const at::Tensor second = batchify(stream, 20, 1, 2, /*is_train=*/true);
+  ASSERT_EQ(second.size(0), rows / 2);
+  EXPECT_TRUE(second.equal(batched.narrow(0, rows / 2, rows / 2)));
+  // One batch: (20, 35) input, 700 targets; target (s, n) is input (n, s + 1).
+  const Batch b = get_batch(second, 0);
+  ASSERT_EQ(b.data.sizes(), (at::IntArrayRef{20, 35}));
+  ASSERT_EQ(b.targets.numel(), 700);
+  for (int64_t s : {0, 10, 33}) {
+    for (int64_t n : {0, 5, 19}) EXPECT_EQ(b.targets[s * 20 + n].item<int64_t>(), b.data[n][s + 1].item<int64_t>());
+  }
 }
 
 TEST(CorpusStats, UnigramBaselineByHand) {

@@ -2,6 +2,7 @@
 // lines, and against expectations worked out by hand from torchtext's rules.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,40 @@ TEST(Tokenizer, MatchesTorchtextOnTrickyLines) {
     EXPECT_EQ(basic_english_tokenize(kTrickyLines[i]), expected[i].get<Tokens>()) << "line " << i << ": "
                                                                                   << kTrickyLines[i];
   }
+}
+
+// Random lines over the characters that matter to some rule: every one of
+// torchtext's patterns, Unicode spaces, capital sigma with cased and
+// case-ignorable neighbours, letters whose lowercase is special.
+std::vector<std::string> random_lines(int count, uint32_t seed) {
+  const std::vector<std::string> pieces = {
+      "a", "Z", "q", "7", " ", " ", "\t", "'", "\"", ".", ",", "(", ")", "!", "?", ";", ":", "<br />",
+      "<BR />", "<br", "/>", "@-@", "@,@", "<unk>", "-", "\u00A0", "\u2003", "\u0085", "\x1c", "\u03A3",
+      "\u03A3", "\u0391", "\u02B0", "\u00AA", "\u0301", "\u2019", "\u00B7", "\u0130", "\u00C9", "\u00DF",
+      "\u1E9E", "\u212A", "\u4E2D", "\U0001F600", "\U00010400", "\u00AD", "\u200D"};
+  std::mt19937 rng(seed);
+  std::vector<std::string> lines;
+  for (int i = 0; i < count; ++i) {
+    std::string line;
+    const int n = static_cast<int>(rng() % 24);
+    for (int k = 0; k < n; ++k) line += pieces[rng() % pieces.size()];
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+TEST(Tokenizer, MatchesTorchtextOnRandomLines) {
+  if (const auto why = testing_ref::torchtext_unavailable()) GTEST_SKIP() << *why;
+  const std::vector<std::string> lines = random_lines(2000, 12345);
+  const nlohmann::json expected = testing_ref::run_torchtext("tokenize", lines);
+  ASSERT_EQ(expected.size(), lines.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (basic_english_tokenize(lines[i]) != expected[i].get<Tokens>() && ++wrong <= 5) {
+      ADD_FAILURE() << "line " << i << ": '" << lines[i] << "'";
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "of " << lines.size() << " lines";
 }
 
 TEST(Tokenizer, HandWrittenExpectations) {
