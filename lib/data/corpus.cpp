@@ -1,0 +1,49 @@
+#include "data/corpus.hpp"
+
+#include <cstdlib>
+
+#include "data/batching.hpp"
+#include "data/errors.hpp"
+#include "data/tokenizer.hpp"
+
+#ifndef DISTLAB_DEFAULT_DATASET
+#define DISTLAB_DEFAULT_DATASET "datasets/austen"
+#endif
+
+namespace distlab::data {
+
+const at::Tensor& Corpus::stream(Split split) const {
+  switch (split) {
+    case Split::kTrain: return train;
+    case Split::kValid: return valid;
+    case Split::kTest: return test;
+  }
+  return train;
+}
+
+Corpus build_corpus(const WikiTextLines& lines) {
+  TokenCounter counter;
+  for (const std::string& line : lines.train) counter.add(basic_english_tokenize(line));
+  Corpus corpus;
+  corpus.folder = lines.folder;
+  corpus.vocab = Vocab::build_with_unk(counter);
+  corpus.train = data_process(lines.train, corpus.vocab);
+  corpus.valid = data_process(lines.valid, corpus.vocab);
+  corpus.test = data_process(lines.test, corpus.vocab);
+  for (Split split : {Split::kTrain, Split::kValid, Split::kTest}) {
+    if (corpus.stream(split).numel() == 0) {
+      throw DataError("dataset split '" + split_path(lines.folder, split) +
+                      "' has no tokens after tokenizing: regenerate or re-download it");
+    }
+  }
+  return corpus;
+}
+
+Corpus load_corpus(const std::string& folder) { return build_corpus(read_wikitext(folder)); }
+
+std::string default_corpus_folder() {
+  if (const char* env = std::getenv("DISTLAB_DATA"); env != nullptr && *env != '\0') return env;
+  return DISTLAB_DEFAULT_DATASET;
+}
+
+}  // namespace distlab::data
