@@ -5,12 +5,13 @@ Run by pytorch_reference_test.cpp with /usr/bin/python3 (python3-torch):
     reference_models.py gpt --dim 32 --n-layers 2 --n-heads 4 --vocab-size 50 DIR
     reference_models.py lm --ntokens 50 --emsize 32 --nhid 64 --nlayers 2 --nhead 2 [--causal] DIR
 
-DIR holds state.pt (a state_dict that DistLab wrote with torch::pickle_save)
-and input.pt. The script builds the model, loads the state dict with
-strict=True (so every name and shape must match DistLab's), runs the input in
-eval mode and writes DIR/reference.pt: {"output": logits, "trainable":
-number of trainable parameters, "pe_max_diff": |own positional table -
-DistLab's| (lm only)}.
+DIR holds state.pt (a state_dict that DistLab wrote with torch::pickle_save),
+input.pt and targets.pt. The script builds the model, loads the state dict
+with strict=True (so every name and shape must match DistLab's), runs the
+input in eval mode (dropout off), takes the cross-entropy against the
+targets, backpropagates, and writes DIR/reference.pt: {"output": logits,
+"loss": loss, "grads": {name: gradient}, "trainable": number of trainable
+parameters, "pe_max_diff": |own positional table - DistLab's| (lm only)}.
 """
 import argparse
 import math
@@ -133,6 +134,7 @@ def main():
     torch.manual_seed(0)
     state = torch.load(os.path.join(args.dir, 'state.pt'))
     tokens = torch.load(os.path.join(args.dir, 'input.pt'))
+    targets = torch.load(os.path.join(args.dir, 'targets.pt'))
     result = {}
     if args.model == 'gpt':
         model = Transformer(ModelArgs(args.dim, args.n_layers, args.n_heads, args.vocab_size))
@@ -141,15 +143,18 @@ def main():
         result['pe_max_diff'] = (model.pos_encoder.pe.detach() - state['pos_encoder.pe']).abs().max()
     model.load_state_dict(state, strict=True)
     model.eval()
-    with torch.no_grad():
-        if args.model == 'gpt':
-            output = model(tokens)                           # tokens (A, B) -> (A, B, vocab)
-        else:
-            output = model(tokens.t()).permute(1, 0, 2)      # (S, N) -> seed's (N, S) -> (S, N, ntokens)
-    result['output'] = output.contiguous()
+    if args.model == 'gpt':
+        output = model(tokens)                           # tokens (A, B) -> (A, B, vocab)
+    else:
+        output = model(tokens.t()).permute(1, 0, 2)      # (S, N) -> seed's (N, S) -> (S, N, ntokens)
+    loss = nn.functional.cross_entropy(output.reshape(-1, output.size(-1)), targets.reshape(-1))
+    loss.backward()
+    result['output'] = output.detach().contiguous()
+    result['loss'] = loss.detach()
+    result['grads'] = {name: p.grad for name, p in model.named_parameters() if p.requires_grad}
     result['trainable'] = torch.tensor(sum(p.numel() for p in model.parameters() if p.requires_grad))
     torch.save(result, os.path.join(args.dir, 'reference.pt'))
-    print('reference: output', tuple(output.shape), 'trainable parameters', int(result['trainable']))
+    print('reference: output', tuple(output.shape), 'loss %.6f' % loss.item(), 'trainable parameters', int(result['trainable']))
 
 
 if __name__ == '__main__':
