@@ -4,6 +4,7 @@
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/parameter_count.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/copy_state.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpt.cpp
   ${CMAKE_CURRENT_LIST_DIR}/positional_encoding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transformer_lm.cpp

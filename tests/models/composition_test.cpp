@@ -8,13 +8,13 @@
 #include <set>
 
 #include "model_test_util.hpp"
+#include "models/copy_state.hpp"
 #include "models/gpt.hpp"
 #include "models/transformer_lm.hpp"
 
 namespace distlab::models {
 namespace {
 
-using testing::copy_by_name;
 using testing::max_abs_diff;
 using testing::parameter_names;
 
@@ -136,7 +136,7 @@ void expect_chained_stages_equal_model(const Options& options, int64_t n_layers,
     at::Tensor x = tokens;
     for (const auto& [first, end] : split_layers(n_layers, stages)) {
       Model stage(options, first, end);
-      copy_by_name(*whole, *stage);
+      copy_state_by_name(*whole, *stage);
       stage->eval();
       x = stage(x);
     }
@@ -191,6 +191,26 @@ TEST(TransformerLm, CausalMaskHidesLaterTokens) {
     else
       EXPECT_GT(diff_before, 1e-4);
   }
+}
+
+// A stage takes exactly the whole model's values, and refuses a source that
+// lacks one of its tensors or holds it with another shape.
+TEST(CopyStateByName, CopiesValuesAndRejectsMismatches) {
+  torch::manual_seed(8);
+  Gpt whole(small_gpt());
+  Gpt stage(small_gpt(), 2, 4);
+  copy_state_by_name(*whole, *stage);
+  const auto whole_parameters = whole->named_parameters();
+  for (const auto& item : stage->named_parameters())
+    EXPECT_TRUE(at::equal(item.value(), whole_parameters[item.key()])) << item.key();
+  EXPECT_TRUE(stage->named_parameters()["output.bias"].requires_grad());
+
+  Gpt first_half(small_gpt(), 0, 2);
+  EXPECT_THROW(copy_state_by_name(*first_half, *stage), std::invalid_argument);  // no layers.2
+  GptOptions wider = small_gpt();
+  wider.vocab_size = 51;
+  Gpt other(wider);
+  EXPECT_THROW(copy_state_by_name(*other, *stage), std::invalid_argument);  // output (51, 32)
 }
 
 TEST(Models, StagesRejectTheWrongInput) {
