@@ -1,0 +1,59 @@
+#include "models/gpt.hpp"
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <utility>
+
+namespace distlab::models {
+
+GptImpl::GptImpl(const GptOptions& options, int64_t first_layer, int64_t end_layer) : options_(options) {
+  TORCH_CHECK(options.dim > 0 && options.n_heads > 0 && options.dim % options.n_heads == 0,
+              "Gpt: dim (", options.dim, ") must be a positive multiple of n_heads (", options.n_heads,
+              ") (hint: each head gets dim / n_heads features)");
+  TORCH_CHECK(options.vocab_size > 0 && options.ffn_dim > 0, "Gpt: vocab_size (", options.vocab_size,
+              ") and ffn_dim (", options.ffn_dim, ") must be positive");
+  std::tie(first_layer_, end_layer_) = resolve_layer_range("Gpt", options.n_layers, first_layer, end_layer);
+
+  // Registration order follows the seed's __init__, so named_parameters()
+  // lists a stage's names in the whole model's order.
+  if (has_embedding())
+    tok_embeddings_ = register_module("tok_embeddings", torch::nn::Embedding(options.vocab_size, options.dim));
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> named_layers;
+  for (int64_t i = first_layer_; i < end_layer_; ++i) {
+    torch::nn::TransformerDecoderLayer layer(torch::nn::TransformerDecoderLayerOptions(options.dim, options.n_heads)
+                                                 .dim_feedforward(options.ffn_dim)
+                                                 .dropout(options.dropout));
+    layers_.push_back(layer);
+    // Keyed by the global layer index, as the seed's ModuleDict after `del`.
+    named_layers.emplace_back(std::to_string(i), layer.ptr());
+  }
+  register_module("layers", torch::nn::ModuleDict(named_layers));
+  if (has_output()) {
+    norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.dim})));
+    output_ = register_module("output", torch::nn::Linear(options.dim, options.vocab_size));
+  }
+}
+
+at::Tensor GptImpl::forward(const at::Tensor& input) {
+  at::Tensor h;
+  if (has_embedding()) {
+    TORCH_CHECK(input.dim() == 2 && input.scalar_type() == at::kLong,
+                "Gpt stage [", first_layer_, ", ", end_layer_, "): the first stage expects int64 tokens (A, B), got ",
+                input.scalar_type(), " of shape ", input.sizes(), " (hint: hidden states go to later stages)");
+    h = tok_embeddings_(input);  // (A, B, dim)
+  } else {
+    TORCH_CHECK(input.dim() == 3 && input.is_floating_point() && input.size(2) == options_.dim,
+                "Gpt stage [", first_layer_, ", ", end_layer_, "): expected hidden states (A, B, ", options_.dim,
+                ") float, got ", input.scalar_type(), " of shape ", input.sizes(),
+                " (hint: tokens go to the stage that starts at layer 0)");
+    h = input;
+  }
+  // The seed's layer(h, h): the layer's "memory" is its own input, so
+  // cross-attention attends over the same sequence as self-attention.
+  for (auto& layer : layers_) h = layer(h, h);
+  if (!has_output()) return h;
+  return output_(norm_(h)).to(at::kFloat);  // (A, B, vocab_size)
+}
+
+}  // namespace distlab::models

@@ -1,0 +1,11 @@
+# The models the pipeline and the capstone train: seed 002's GPT-style
+# decoder and seeds 000/001's Transformer LM, each buildable whole or as one
+# stage of a manual split, with the whole model's parameter names.
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/split.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/parameter_count.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/copy_state.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpt.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/positional_encoding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/transformer_lm.cpp
+)

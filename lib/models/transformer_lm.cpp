@@ -1,0 +1,96 @@
+#include "models/transformer_lm.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace distlab::models {
+
+namespace {
+
+constexpr double kInitRange = 0.1;  // the tutorial's initrange
+
+// (S, S) float: 0 where query s may attend to key t (t <= s), -inf above the
+// diagonal, as the single-GPU tutorial's generate_square_subsequent_mask.
+at::Tensor causal_mask(int64_t s, const at::TensorOptions& options) {
+  return at::triu(at::full({s, s}, -std::numeric_limits<float>::infinity(), options), /*diagonal=*/1);
+}
+
+}  // namespace
+
+std::vector<std::string> transformer_lm_preset_names() { return {"tiny", "cpu", "tutorial"}; }
+
+TransformerLmOptions transformer_lm_preset(const std::string& name, int64_t ntokens) {
+  TransformerLmOptions options;
+  options.ntokens = ntokens;
+  if (name == "tiny") {
+    options.emsize = 32, options.nhid = 64, options.nlayers = 2, options.nhead = 2;
+  } else if (name == "cpu") {
+    options.emsize = 128, options.nhid = 256, options.nlayers = 4, options.nhead = 4;
+  } else if (name == "tutorial") {
+    options.emsize = 4096, options.nhid = 4096, options.nlayers = 8, options.nhead = 16;
+  } else {
+    throw std::invalid_argument("transformer_lm_preset: unknown preset '" + name +
+                                "' (hint: one of tiny, cpu, tutorial)");
+  }
+  return options;
+}
+
+TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_t first_layer, int64_t end_layer)
+    : options_(options) {
+  TORCH_CHECK(options.ntokens > 0, "TransformerLm: ntokens must be positive, got ", options.ntokens,
+              " (hint: pass the vocabulary size)");
+  TORCH_CHECK(options.emsize > 0 && options.nhead > 0 && options.emsize % options.nhead == 0,
+              "TransformerLm: emsize (", options.emsize, ") must be a positive multiple of nhead (", options.nhead,
+              ")");
+  TORCH_CHECK(options.nhid > 0, "TransformerLm: nhid must be positive, got ", options.nhid);
+  std::tie(first_layer_, end_layer_) = resolve_layer_range("TransformerLm", options.nlayers, first_layer, end_layer);
+
+  if (has_embedding()) {
+    encoder_ = register_module("encoder", torch::nn::Embedding(options.ntokens, options.emsize));
+    pos_encoder_ = register_module("pos_encoder", PositionalEncoding(options.emsize, options.dropout, options.max_len));
+    torch::NoGradGuard no_grad;
+    encoder_->weight.uniform_(-kInitRange, kInitRange);
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> named_layers;
+  for (int64_t i = first_layer_; i < end_layer_; ++i) {
+    torch::nn::TransformerEncoderLayer layer(torch::nn::TransformerEncoderLayerOptions(options.emsize, options.nhead)
+                                                 .dim_feedforward(options.nhid)
+                                                 .dropout(options.dropout));
+    layers_.push_back(layer);
+    named_layers.emplace_back(std::to_string(i), layer.ptr());  // global index: names independent of the split
+  }
+  register_module("layers", torch::nn::ModuleDict(named_layers));
+  if (has_output()) {
+    decoder_ = register_module("decoder", torch::nn::Linear(options.emsize, options.ntokens));
+    torch::NoGradGuard no_grad;
+    decoder_->bias.zero_();
+    decoder_->weight.uniform_(-kInitRange, kInitRange);
+  }
+}
+
+at::Tensor TransformerLmImpl::forward(const at::Tensor& input) {
+  at::Tensor h;
+  if (has_embedding()) {
+    TORCH_CHECK(input.dim() == 2 && input.scalar_type() == at::kLong, "TransformerLm stage [", first_layer_, ", ",
+                end_layer_, "): the first stage expects int64 tokens (S, N), got ", input.scalar_type(),
+                " of shape ", input.sizes(), " (hint: hidden states go to later stages)");
+    h = pos_encoder_(encoder_(input) * std::sqrt(static_cast<double>(options_.emsize)));  // (S, N, d)
+  } else {
+    TORCH_CHECK(input.dim() == 3 && input.is_floating_point() && input.size(2) == options_.emsize,
+                "TransformerLm stage [", first_layer_, ", ", end_layer_, "): expected hidden states (S, N, ",
+                options_.emsize, ") float, got ", input.scalar_type(), " of shape ", input.sizes(),
+                " (hint: tokens go to the stage that starts at layer 0)");
+    h = input;
+  }
+  const at::Tensor mask = options_.causal ? causal_mask(h.size(0), h.options()) : at::Tensor();
+  for (auto& layer : layers_) h = layer(h, mask);
+  if (!has_output()) return h;
+  return decoder_(h);  // (S, N, ntokens)
+}
+
+}  // namespace distlab::models

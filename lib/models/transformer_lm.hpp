@@ -1,0 +1,90 @@
+// Seeds 000/001's Transformer language model (the DDP + Pipe tutorial):
+//   src (S, N) int64 -> embedding * sqrt(d) -> + sinusoidal position, dropout
+//   -> nlayers x TransformerEncoderLayer(d, nhead, nhid, dropout) -> Linear
+//   -> logits (S, N, ntokens).
+// Initialisation as the tutorial: embedding and decoder weight uniform in
+// [-0.1, 0.1], decoder bias zero; the encoder layers keep their own.
+//
+// Shapes: S-first, as nn.TransformerEncoderLayer without batch_first (and
+// LibTorch 1.13 has no batch_first). The tutorial's Pipe wants the batch
+// first, so its Encoder takes (N, S) and transposes, and its Decoder permutes
+// back to (N, S, ntokens): model_here(src) == seed_model(src.t()).permute(1, 0, 2).
+// No attention mask: the tutorial passes none (every position sees the whole
+// bptt window, later tokens included). Set causal = true for the mask of the
+// single-GPU tutorial it extends (generate_square_subsequent_mask).
+//
+// Parameter names are flat and the same whatever the split (the tutorial's
+// nn.Sequential names, "0.0.encoder.weight", "1.4.decoder.bias", change with
+// the split; these do not):
+//   encoder.weight            embedding (ntokens, d)     first stage
+//   pos_encoder.pe            buffer (max_len, 1, d)     first stage
+//   layers.<i>.self_attn.in_proj_weight ... layers.<i>.norm2.bias
+//   decoder.weight, decoder.bias  (ntokens, d), (ntokens)  last stage
+// They equal those of the PyTorch model in tests/models/reference_models.py,
+// which is the seed's code with these names.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/moduledict.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/transformerlayer.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/parameter_count.hpp"
+#include "models/positional_encoding.hpp"
+#include "models/split.hpp"
+
+namespace distlab::models {
+
+struct TransformerLmOptions {
+  int64_t ntokens = 0;   // vocabulary size
+  int64_t emsize = 4096; // d
+  int64_t nhid = 4096;   // feed-forward width
+  int64_t nlayers = 8;
+  int64_t nhead = 16;
+  double dropout = 0.2;
+  int64_t max_len = 5000;  // rows of the positional table (the seed's default)
+  bool causal = false;     // the tutorial passes no mask
+};
+
+// "tiny" (CI, trains in seconds on CPU: d 32, ffn 64, 2 layers, 2 heads),
+// "cpu" (trains visibly in minutes on 2 cores: d 128, ffn 256, 4 layers,
+// 4 heads), "tutorial" (d 4096, ffn 4096, 16 heads, 8 layers, ~1 B params
+// with WikiText-2's 28,783 tokens). All with the tutorial's dropout 0.2.
+TransformerLmOptions transformer_lm_preset(const std::string& name, int64_t ntokens);
+std::vector<std::string> transformer_lm_preset_names();
+
+class TransformerLmImpl : public torch::nn::Module {
+ public:
+  // Whole model for [0, nlayers) (end_layer -1 = nlayers); a pipeline stage
+  // otherwise: encoder and pos_encoder only if first_layer == 0, decoder only
+  // if end_layer == nlayers.
+  explicit TransformerLmImpl(const TransformerLmOptions& options, int64_t first_layer = 0, int64_t end_layer = -1);
+
+  // src (S, N) int64 on the first stage -> (S, N, ntokens) on the last;
+  // hidden (S, N, emsize) between.
+  at::Tensor forward(const at::Tensor& input);
+
+  const TransformerLmOptions& options() const { return options_; }
+  int64_t first_layer() const { return first_layer_; }
+  int64_t end_layer() const { return end_layer_; }
+  bool has_embedding() const { return first_layer_ == 0; }
+  bool has_output() const { return end_layer_ == options_.nlayers; }
+
+ private:
+  TransformerLmOptions options_;
+  int64_t first_layer_ = 0;
+  int64_t end_layer_ = 0;
+  torch::nn::Embedding encoder_{nullptr};
+  PositionalEncoding pos_encoder_{nullptr};
+  std::vector<torch::nn::TransformerEncoderLayer> layers_;
+  torch::nn::Linear decoder_{nullptr};
+};
+TORCH_MODULE(TransformerLm);
+
+}  // namespace distlab::models

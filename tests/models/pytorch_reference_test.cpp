@@ -1,0 +1,169 @@
+// Both models against PyTorch in Python: the same weights (a state dict
+// written with torch::pickle_save, loaded there with strict=True, so every
+// name and shape must match) and the same tokens give the same logits, the
+// same cross-entropy and the same gradient for every parameter, in eval mode. The reference is tests/models/reference_models.py: seed 002's
+// Transformer verbatim, and seed 001's PositionalEncoding, Encoder,
+// TransformerEncoderLayers and Decoder with flat names.
+#include <gtest/gtest.h>
+#include <ATen/ATen.h>
+#include <torch/serialize.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "model_test_util.hpp"
+#include "models/gpt.hpp"
+#include "models/transformer_lm.hpp"
+
+namespace distlab::models {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::max_abs_diff;
+
+constexpr const char* kPython = "/usr/bin/python3";  // Debian's, with python3-torch
+
+void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::vector<char> read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct Reference {
+  at::Tensor output;
+  at::Tensor loss;
+  std::map<std::string, at::Tensor> grads;
+  int64_t trainable = 0;
+  double pe_max_diff = -1;  // lm only
+};
+
+// Saves the model's parameters and buffers by name, the tokens and the
+// targets; runs the Python reference on them; returns what it computed.
+Reference run_reference(const torch::nn::Module& model, const at::Tensor& tokens, const at::Tensor& targets,
+                        const std::string& args, const std::string& case_name) {
+  const fs::path dir = fs::temp_directory_path() / ("distlab_models_" + case_name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  c10::Dict<std::string, at::Tensor> state;
+  for (const auto& item : model.named_parameters()) state.insert(item.key(), item.value().detach());
+  for (const auto& item : model.named_buffers()) state.insert(item.key(), item.value());
+  write_bytes(dir / "state.pt", torch::pickle_save(state));
+  write_bytes(dir / "input.pt", torch::pickle_save(tokens));
+  write_bytes(dir / "targets.pt", torch::pickle_save(targets));
+
+  const fs::path script = fs::path(DISTLAB_SOURCE_DIR) / "tests" / "models" / "reference_models.py";
+  const std::string command =
+      std::string(kPython) + " " + script.string() + " " + args + " " + dir.string() + " > " + (dir / "log").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream log_file(dir / "log");
+  std::stringstream log;
+  log << log_file.rdbuf();
+  Reference reference;
+  EXPECT_EQ(status, 0) << command << "\n" << log.str();
+  if (status != 0) return reference;
+  const c10::Dict<c10::IValue, c10::IValue> result = torch::pickle_load(read_bytes(dir / "reference.pt")).toGenericDict();
+  reference.output = result.at("output").toTensor();
+  reference.loss = result.at("loss").toTensor();
+  for (const auto& item : result.at("grads").toGenericDict())
+    reference.grads[item.key().toStringRef()] = item.value().toTensor();
+  reference.trainable = result.at("trainable").toTensor().item<int64_t>();
+  if (result.contains("pe_max_diff")) reference.pe_max_diff = result.at("pe_max_diff").toTensor().item<double>();
+  std::cout << case_name << ": " << log.str();
+  fs::remove_all(dir);
+  return reference;
+}
+
+bool have_python_torch() {
+  return fs::exists(kPython) && std::system((std::string(kPython) + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
+}
+
+// Forward, cross-entropy and backward in eval mode (dropout off), compared
+// with the reference: logits, loss and each parameter's gradient by name.
+void expect_matches_reference(torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
+                              const at::Tensor& tokens, int64_t vocab, const std::string& args,
+                              const std::string& case_name, bool has_positional_table) {
+  model.eval();
+  model.zero_grad();
+  const at::Tensor targets = torch::randint(vocab, tokens.sizes(), torch::kLong);
+  const at::Tensor logits = forward(tokens);
+  const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, vocab}), targets.reshape(-1));
+  loss.backward();
+  const Reference reference = run_reference(model, tokens, targets, args, case_name);
+  ASSERT_TRUE(reference.output.defined()) << case_name;
+  ASSERT_EQ(reference.output.sizes(), logits.sizes()) << case_name;
+  const double diff = max_abs_diff(logits.detach(), reference.output);
+  std::cout << case_name << ": max |logits - pytorch| = " << diff
+            << " (max |logits| = " << logits.abs().max().item<double>() << ")"
+            << ", |loss - pytorch| = " << max_abs_diff(loss.detach(), reference.loss);
+  EXPECT_LE(diff, 1e-5) << case_name;
+  EXPECT_NEAR(loss.item<double>(), reference.loss.item<double>(), 1e-5) << case_name;
+
+  double worst_grad = 0;
+  std::vector<std::string> names;
+  for (const auto& item : model.named_parameters()) {
+    names.push_back(item.key());
+    const auto found = reference.grads.find(item.key());
+    ASSERT_NE(found, reference.grads.end()) << case_name << ": PyTorch has no gradient for " << item.key();
+    ASSERT_TRUE(item.value().grad().defined()) << case_name << ": no gradient for " << item.key();
+    const double scale = 1.0 + found->second.abs().max().item<double>();
+    const double grad_diff = max_abs_diff(item.value().grad(), found->second) / scale;
+    worst_grad = std::max(worst_grad, grad_diff);
+    EXPECT_LE(grad_diff, 1e-5) << case_name << ": gradient of " << item.key();
+  }
+  EXPECT_EQ(names.size(), reference.grads.size()) << case_name << ": PyTorch trains other parameters";
+  std::cout << ", max relative |grad - pytorch| over " << names.size() << " parameters = " << worst_grad << "\n";
+  EXPECT_EQ(reference.trainable, count_parameters(model)) << case_name;
+  if (has_positional_table) {
+    // Built as the seed builds it, not only loaded: the reference compares
+    // its own table with DistLab's before loading.
+    std::cout << case_name << ": max |pe - pytorch's pe| = " << reference.pe_max_diff << "\n";
+    EXPECT_GE(reference.pe_max_diff, 0.0) << case_name << ": the reference did not report its table";
+    EXPECT_LE(reference.pe_max_diff, 1e-6) << case_name;
+  }
+}
+
+TEST(PyTorchReference, GptEqualsSeed002Model) {
+  if (!have_python_torch()) GTEST_SKIP() << kPython << " with torch is missing (hint: apt-get install python3-torch)";
+  // The seed's model leaves dim_feedforward at PyTorch's 2048.
+  const GptOptions options{/*dim=*/32, /*n_layers=*/2, /*n_heads=*/4, /*vocab_size=*/50};
+  torch::manual_seed(6);
+  Gpt model(options);
+  EXPECT_EQ(count_parameters(options), count_parameters(*model));
+  const at::Tensor tokens = torch::randint(options.vocab_size, {7, 3}, torch::kLong);  // (A, B)
+  expect_matches_reference(
+      *model, [&](const at::Tensor& x) { return model(x); }, tokens, options.vocab_size,
+      "gpt --dim 32 --n-layers 2 --n-heads 4 --vocab-size 50", "gpt", /*has_positional_table=*/false);
+}
+
+TEST(PyTorchReference, TransformerLmEqualsSeed001Model) {
+  if (!have_python_torch()) GTEST_SKIP() << kPython << " with torch is missing (hint: apt-get install python3-torch)";
+  for (bool causal : {false, true}) {
+    TransformerLmOptions options = transformer_lm_preset("tiny", /*ntokens=*/60);
+    options.nlayers = 3;
+    options.causal = causal;
+    torch::manual_seed(7);
+    TransformerLm model(options);
+    const at::Tensor src = torch::randint(options.ntokens, {9, 4}, torch::kLong);  // (S, N)
+    const std::string args = "lm --ntokens 60 --emsize 32 --nhid 64 --nlayers 3 --nhead 2" +
+                             std::string(causal ? " --causal" : "");
+    expect_matches_reference(
+        *model, [&](const at::Tensor& x) { return model(x); }, src, options.ntokens, args,
+        causal ? "lm_causal" : "lm", /*has_positional_table=*/true);
+  }
+}
+
+}  // namespace
+}  // namespace distlab::models
