@@ -1,5 +1,6 @@
-# Schedules, the checker and the simulator are plain data (libdistlab_base:
-# the visualizer draws them without LibTorch); the executor runs tensors.
+# Schedules, the checker, the simulator and trace measurement are plain data
+# (libdistlab_base: the visualizer draws them without LibTorch); the
+# executor runs tensors.
 list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/action.cpp
   ${CMAKE_CURRENT_LIST_DIR}/schedule.cpp
@@ -8,4 +9,8 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/replay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checker.cpp
   ${CMAKE_CURRENT_LIST_DIR}/simulator.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/measure.cpp
+)
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/executor.cpp
 )
