@@ -1,0 +1,62 @@
+#include "pipeline/action.hpp"
+
+#include <cctype>
+#include <sstream>
+
+namespace distlab::pipeline {
+
+namespace {
+
+// Longest names first, so that "SEND_F" is not read as "S" + "END_F".
+const ActionType kAllTypes[] = {ActionType::kSendF,    ActionType::kRecvF,         ActionType::kSendB,
+                                ActionType::kRecvB,    ActionType::kForward,       ActionType::kBackward,
+                                ActionType::kBackwardInput, ActionType::kBackwardWeight};
+
+Action parse_one(const std::string& word) {
+  size_t i = 0;
+  while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) ++i;
+  size_t j = word.size();
+  while (j > i && std::isdigit(static_cast<unsigned char>(word[j - 1]))) --j;
+  const std::string middle = word.substr(i, j - i);
+  if (i == 0 || j == word.size() || middle.empty())
+    throw ScheduleError("cannot read action '" + word + "': expected <stage><type><microbatch>, e.g. 2F0 or 1SEND_B3");
+  for (ActionType type : kAllTypes)
+    if (middle == type_name(type)) return {type, std::stoi(word.substr(0, i)), std::stoi(word.substr(j))};
+  throw ScheduleError("cannot read action '" + word + "': unknown type '" + middle +
+                      "' (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)");
+}
+
+}  // namespace
+
+const char* type_name(ActionType type) {
+  switch (type) {
+    case ActionType::kForward: return "F";
+    case ActionType::kBackward: return "B";
+    case ActionType::kBackwardInput: return "I";
+    case ActionType::kBackwardWeight: return "W";
+    case ActionType::kSendF: return "SEND_F";
+    case ActionType::kRecvF: return "RECV_F";
+    case ActionType::kSendB: return "SEND_B";
+    case ActionType::kRecvB: return "RECV_B";
+  }
+  return "?";
+}
+
+std::string to_string(const Action& action) {
+  return std::to_string(action.stage) + type_name(action.type) + std::to_string(action.microbatch);
+}
+
+std::vector<Action> parse_actions(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<Action> actions;
+  for (std::string word; in >> word;) actions.push_back(parse_one(word));
+  return actions;
+}
+
+std::string to_string(const std::vector<Action>& actions) {
+  std::string out;
+  for (const Action& a : actions) out += (out.empty() ? "" : " ") + to_string(a);
+  return out;
+}
+
+}  // namespace distlab::pipeline

@@ -1,0 +1,190 @@
+#include "pipeline/executor.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <utility>
+
+#include "pipeline/checker.hpp"
+#include "pipeline/simulator.hpp"
+
+namespace distlab::pipeline {
+
+namespace {
+
+constexpr int kMaxTag = 1 << 20;  // the user's tag range (collectives/tags.hpp)
+constexpr int64_t kHeaderLength = 10;  // dtype, ndim, up to 8 sizes
+enum Channel { kHeader = 0, kActivation = 1, kGradient = 2 };
+
+}  // namespace
+
+// Everything one step keeps per (local stage c, microbatch i).
+struct PipelineExecutor::State {
+  std::vector<std::vector<at::Tensor>> input, output, root, grad_output, grad_input;
+  std::vector<std::pair<comm::WorkPtr, std::vector<at::Tensor>>> sends;  // waited at the end of the step
+  std::vector<std::string> send_names;
+  State(int v, int m)
+      : input(v, std::vector<at::Tensor>(m)), output(input), root(input), grad_output(input), grad_input(input) {}
+};
+
+PipelineExecutor::PipelineExecutor(comm::Communicator& comm, Schedule schedule, std::vector<StageModule> stages,
+                                   ExecutorOptions options)
+    : comm_(comm), schedule_(std::move(schedule)), stages_(std::move(stages)), options_(std::move(options)) {
+  const std::string who = "rank " + std::to_string(comm.rank()) + ": " + schedule_.describe() + ": ";
+  if (schedule_.ranks != comm.size())
+    throw ScheduleError(who + "built for " + std::to_string(schedule_.ranks) + " ranks but the communicator has " +
+                        std::to_string(comm.size()) + "; build it with make_schedule(kind, comm.size(), m, v)");
+  if (static_cast<int>(stages_.size()) != schedule_.stages_per_rank)
+    throw ScheduleError(who + "expects " + std::to_string(schedule_.stages_per_rank) + " stage module(s) on this rank, got " +
+                        std::to_string(stages_.size()));
+  if (!options_.loss) throw ScheduleError(who + "no loss function given (ExecutorOptions::loss)");
+  const int64_t top = options_.tag_base + 3LL * schedule_.num_stages() * schedule_.microbatches;
+  if (options_.tag_base < 0 || top > kMaxTag)
+    throw ScheduleError(who + "message tags would reach " + std::to_string(top) + ", past 2^20; use a smaller tag_base or fewer microbatches");
+  validate(schedule_);
+}
+
+PipelineExecutor::~PipelineExecutor() = default;
+
+StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& target) {
+  const Schedule& sch = schedule_;
+  const int p = sch.ranks, m = sch.microbatches, S = sch.num_stages(), me = comm_.rank();
+  const bool has_first = sch.rank_of_stage(0) == me, has_last = sch.rank_of_stage(S - 1) == me;
+  const int64_t target_dim = options_.target_split_dim >= 0 ? options_.target_split_dim : options_.split_dim;
+  auto split = [&](const at::Tensor& t, int64_t dim, const char* what) {
+    if (!t.defined() || t.dim() <= dim || t.size(dim) < m)
+      throw ScheduleError("rank " + std::to_string(me) + ": cannot cut the " + what + " into " + std::to_string(m) +
+                          " microbatches along dim " + std::to_string(dim) +
+                          (t.defined() ? " of shape " + std::string(c10::str(t.sizes())) : " (undefined)") +
+                          "; give a larger batch or fewer microbatches");
+    return t.tensor_split(m, dim);
+  };
+  const std::vector<at::Tensor> inputs = has_first ? split(input, options_.split_dim, "input") : std::vector<at::Tensor>{};
+  const std::vector<at::Tensor> targets = has_last ? split(target, target_dim, "target") : std::vector<at::Tensor>{};
+
+  State st(sch.stages_per_rank, m);
+  StepResult result;
+  result.has_loss = has_last;
+  if (has_last) result.microbatch_losses.assign(m, 0.0);
+  auto tag = [&](Channel ch, int sending_stage, int mb) { return options_.tag_base + (ch * S + sending_stage) * m + mb; };
+  const std::string step_text = std::to_string(options_.step);
+
+  for (const Action& a : sch.programs[me]) {
+    const int s = a.stage, c = s / p, i = a.microbatch;
+    const bool prev_local = s > 0 && sch.rank_of_stage(s - 1) == me;
+    int peer = -1;
+    if (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) peer = sch.rank_of_stage(s + 1);
+    if (a.type == ActionType::kSendB || a.type == ActionType::kRecvF) peer = sch.rank_of_stage(s - 1);
+    trace::Span span(comm_.recorder(), me, stage_lane(s).c_str(), to_string(a).c_str(), action_category(a.type));
+    span.arg("microbatch", i).arg("stage", s).arg("schedule", kind_name(sch.kind)).arg("step", step_text);
+    if (peer >= 0) span.set_peer(peer);
+    // The output of this (c, i) as autograd sees it: the scaled loss on the
+    // last stage, the activation elsewhere; and the gradient to start from.
+    auto root = [&]() { return s == S - 1 ? st.root[c][i] : st.output[c][i]; };
+    auto seed = [&]() { return s == S - 1 ? std::vector<at::Tensor>{} : std::vector<at::Tensor>{st.grad_output[c][i]}; };
+    // The gradient of this stage's input goes to the previous stage.
+    auto hand_back = [&](const at::Tensor& grad) {
+      if (prev_local)
+        st.grad_output[c - 1][i] = grad;
+      else
+        st.grad_input[c][i] = grad;
+    };
+    try {
+      switch (a.type) {
+        case ActionType::kForward: {
+          at::Tensor x = s == 0 ? inputs[i] : st.input[c][i];
+          if (s > 0 && at::isFloatingType(x.scalar_type())) x = x.detach().requires_grad_(true);
+          st.input[c][i] = x;
+          at::Tensor out = stages_[c].forward(x);
+          if (s == S - 1) {
+            const at::Tensor loss = options_.loss(out, targets[i]);
+            result.microbatch_losses[i] = loss.item<double>();
+            // This microbatch's share of the batch: sum over i of n_i/N * loss_i is the batch's mean loss.
+            const double weight = double(targets[i].size(target_dim)) / double(target.size(target_dim));
+            st.root[c][i] = loss * weight;
+            result.loss += result.microbatch_losses[i] * weight;
+          } else {
+            st.output[c][i] = out;
+            if (sch.rank_of_stage(s + 1) == me) st.input[c + 1][i] = out.detach();  // next stage on this rank (p = 1)
+          }
+          break;
+        }
+        case ActionType::kBackward:
+          torch::autograd::backward({root()}, seed());
+          if (s > 0) hand_back(st.input[c][i].grad());
+          st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();
+          break;
+        case ActionType::kBackwardInput:  // the input's gradient only; the graph stays for W
+          if (s > 0) hand_back(torch::autograd::grad({root()}, {st.input[c][i]}, seed(), /*retain_graph=*/true)[0]);
+          break;
+        case ActionType::kBackwardWeight:  // the parameters' gradients, into .grad
+          if (!stages_[c].parameters.empty())
+            torch::autograd::backward({root()}, seed(), /*retain_graph=*/false, /*create_graph=*/false,
+                                      stages_[c].parameters);
+          st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();
+          break;
+        case ActionType::kSendF: {
+          const at::Tensor data = st.output[c][i].detach().contiguous();
+          TORCH_CHECK(data.dim() <= kHeaderLength - 2, "a stage output has ", data.dim(), " dimensions, at most 8 travel");
+          at::Tensor header = at::zeros({kHeaderLength}, at::kLong);
+          header[0] = static_cast<int64_t>(data.scalar_type());
+          header[1] = data.dim();
+          for (int64_t d = 0; d < data.dim(); ++d) header[2 + d] = data.size(d);
+          header = header.to(comm_.device());
+          st.sends.push_back({comm_.isend(header, peer, tag(kHeader, s, i)), {header}});
+          st.sends.push_back({comm_.isend(data, peer, tag(kActivation, s, i)), {data}});
+          st.send_names.insert(st.send_names.end(), 2, to_string(a));
+          span.set_bytes(data.numel() * static_cast<int64_t>(data.element_size()));
+          break;
+        }
+        case ActionType::kRecvF: {
+          at::Tensor header = at::empty({kHeaderLength}, at::TensorOptions().dtype(at::kLong).device(comm_.device()));
+          comm_.irecv(header, peer, tag(kHeader, s - 1, i))->wait();
+          header = header.cpu();
+          const auto h = header.accessor<int64_t, 1>();
+          std::vector<int64_t> sizes(h.data() + 2, h.data() + 2 + h[1]);
+          at::Tensor data = at::empty(sizes, at::TensorOptions().dtype(static_cast<at::ScalarType>(h[0])).device(comm_.device()));
+          comm_.irecv(data, peer, tag(kActivation, s - 1, i))->wait();
+          st.input[c][i] = data;
+          span.set_bytes(data.numel() * static_cast<int64_t>(data.element_size()));
+          break;
+        }
+        case ActionType::kSendB: {
+          const at::Tensor grad = st.grad_input[c][i].contiguous();
+          st.sends.push_back({comm_.isend(grad, peer, tag(kGradient, s, i)), {grad}});
+          st.send_names.push_back(to_string(a));
+          st.grad_input[c][i] = at::Tensor();
+          break;
+        }
+        case ActionType::kRecvB: {
+          at::Tensor grad = at::empty_like(st.output[c][i], at::MemoryFormat::Contiguous);
+          comm_.irecv(grad, peer, tag(kGradient, s + 1, i))->wait();
+          st.grad_output[c][i] = grad;
+          break;
+        }
+      }
+    } catch (const comm::CommError& e) {
+      const std::string where = "rank " + std::to_string(me) + ", pipeline action " + to_string(a) + " (" +
+                                sch.describe() + ", peer rank " + std::to_string(peer) + "): ";
+      if (dynamic_cast<const comm::TimeoutError*>(&e)) throw comm::TimeoutError(where + e.what());
+      if (dynamic_cast<const comm::JobAborted*>(&e)) throw comm::JobAborted(where + e.what());
+      throw comm::CommError(where + e.what());
+    }
+  }
+  // Sends were posted without waiting (schedule.hpp); they must be done
+  // before their tensors are freed and before the next step reuses the tags.
+  for (size_t k = 0; k < st.sends.size(); ++k) {
+    try {
+      st.sends[k].first->wait();
+    } catch (const comm::CommError& e) {
+      const std::string where = "rank " + std::to_string(me) + ", pipeline action " + st.send_names[k] +
+                                " (waiting at the end of the step): ";
+      if (dynamic_cast<const comm::TimeoutError*>(&e)) throw comm::TimeoutError(where + e.what());
+      throw comm::CommError(where + e.what());
+    }
+  }
+  ++options_.step;
+  return result;
+}
+
+}  // namespace distlab::pipeline

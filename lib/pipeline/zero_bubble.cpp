@@ -1,0 +1,71 @@
+// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241).
+//
+// The backward is split in two: I, the gradient of the stage's input (what
+// the previous stage waits for), and W, the gradient of its weights (which
+// nobody waits for). ZB-H1 keeps 1F1B's order of forwards and input
+// gradients, so every I travels back as early as in 1F1B, and moves each W
+// into a slot where 1F1B would sit idle, never holding more than p
+// microbatches in flight on a stage (from F until W; 1F1B's peak on stage
+// 0). With F = I = W its bubble is (p-1)(F+B-W) = (p-1) F, a third of
+// 1F1B's (p-1)(F+B+W) (paper, Table 2).
+//
+// The paper draws the schedule by hand; here it is built by playing the
+// pipeline in unit time steps (F = I = W = 1, messages free). Each stage
+// follows 1F1B's order for F and I; when its next F or I cannot run (input
+// or gradient not there yet, or an F would put p + 1 microbatches in
+// flight), it runs its oldest pending W instead, if any. The order this
+// produces is the schedule; tests/pipeline checks its bubble against the
+// formula.
+#include <algorithm>
+
+#include "pipeline/schedule.hpp"
+
+namespace distlab::pipeline {
+
+std::vector<std::vector<Action>> zero_bubble_h1_order(int p, int m) {
+  constexpr int kNever = 1 << 30;
+  const auto one_f_one_b = one_f_one_b_order(p, m);
+  std::vector<std::vector<Action>> order(p);
+  // finish times (end of the unit step) of F and I, per stage and microbatch
+  std::vector<std::vector<int>> f_done(p, std::vector<int>(m, kNever)), i_done = f_done;
+  std::vector<size_t> next(p, 0);  // position in the stage's 1F1B order
+  std::vector<int> forwards(p, 0), weights(p, 0), inputs(p, 0);
+  int left = 3 * m * p;
+  for (int t = 0; left > 0; ++t) {
+    for (int s = 0; s < p; ++s) {
+      bool ran_fixed = false;
+      if (next[s] < one_f_one_b[s].size()) {
+        const Action a = one_f_one_b[s][next[s]];
+        const int i = a.microbatch;
+        if (a.type == ActionType::kForward) {
+          const bool input = s == 0 || f_done[s - 1][i] <= t;
+          if (input && forwards[s] - weights[s] < p) {
+            order[s].push_back(a);
+            f_done[s][i] = t + 1;
+            ++forwards[s];
+            ran_fixed = true;
+          }
+        } else {
+          const bool grad = s == p - 1 ? f_done[s][i] <= t : i_done[s + 1][i] <= t;
+          if (grad) {
+            order[s].push_back({ActionType::kBackwardInput, s, i});
+            i_done[s][i] = t + 1;
+            ++inputs[s];
+            ran_fixed = true;
+          }
+        }
+      }
+      if (ran_fixed) {
+        ++next[s];
+        --left;
+      } else if (weights[s] < inputs[s] && i_done[s][weights[s]] <= t) {
+        order[s].push_back({ActionType::kBackwardWeight, s, weights[s]});  // fill the gap
+        ++weights[s];
+        --left;
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace distlab::pipeline

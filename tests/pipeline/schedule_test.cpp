@@ -1,0 +1,128 @@
+// The builders against orders written out by hand, and every schedule through
+// the checker for p in 1..8 and many m and v.
+#include <gtest/gtest.h>
+
+#include "pipeline/checker.hpp"
+#include "pipeline/schedule.hpp"
+
+namespace distlab::pipeline {
+namespace {
+
+std::vector<std::string> as_text(const std::vector<std::vector<Action>>& programs) {
+  std::vector<std::string> out;
+  for (const auto& p : programs) out.push_back(to_string(p));
+  return out;
+}
+
+TEST(Action, PrintsAndParsesLikeTorch) {
+  EXPECT_EQ(to_string(Action{ActionType::kForward, 2, 0}), "2F0");
+  EXPECT_EQ(to_string(Action{ActionType::kSendB, 1, 13}), "1SEND_B13");
+  const std::string text = "0F0 0SEND_F0 1RECV_F0 1B0 1SEND_B0 0RECV_B0 0I0 0W0 11B12";
+  EXPECT_EQ(to_string(parse_actions(text)), text);
+  EXPECT_EQ(parse_actions("3W7")[0], (Action{ActionType::kBackwardWeight, 3, 7}));
+  EXPECT_THROW(parse_actions("0X0"), ScheduleError);
+  EXPECT_THROW(parse_actions("F0"), ScheduleError);
+}
+
+// GPipe, p=2, m=4: all forwards, then all backwards, messages around each.
+TEST(Builders, GPipeTwoStagesFourMicrobatchesByHand) {
+  const Schedule s = make_schedule(ScheduleKind::kGPipe, 2, 4);
+  EXPECT_EQ(as_text(s.programs), (std::vector<std::string>{
+      "0F0 0SEND_F0 0F1 0SEND_F1 0F2 0SEND_F2 0F3 0SEND_F3 0RECV_B0 0B0 0RECV_B1 0B1 0RECV_B2 0B2 0RECV_B3 0B3",
+      "1RECV_F0 1F0 1RECV_F1 1F1 1RECV_F2 1F2 1RECV_F3 1F3 1B0 1SEND_B0 1B1 1SEND_B1 1B2 1SEND_B2 1B3 1SEND_B3"}));
+}
+
+// 1F1B, p=2, m=4: stage 0 warms up with one forward, stage 1 with none.
+TEST(Builders, OneFOneBTwoStagesFourMicrobatchesByHand) {
+  const Schedule s = make_schedule(ScheduleKind::k1F1B, 2, 4);
+  EXPECT_EQ(as_text(s.programs), (std::vector<std::string>{
+      "0F0 0SEND_F0 "
+      "0F1 0SEND_F1 0RECV_B0 0B0 0F2 0SEND_F2 0RECV_B1 0B1 0F3 0SEND_F3 0RECV_B2 0B2 "
+      "0RECV_B3 0B3",
+      "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1RECV_F2 1F2 1B2 1SEND_B2 1RECV_F3 1F3 1B3 1SEND_B3"}));
+}
+
+TEST(Builders, GPipeFourStagesEightMicrobatchesByHand) {
+  const auto order = gpipe_order(4, 8);
+  for (int r = 0; r < 4; ++r) {
+    const std::string s = std::to_string(r);
+    std::string expected;
+    for (int i = 0; i < 8; ++i) expected += (i ? " " : "") + s + "F" + std::to_string(i);
+    for (int i = 0; i < 8; ++i) expected += " " + s + "B" + std::to_string(i);
+    EXPECT_EQ(to_string(order[r]), expected) << "rank " << r;
+  }
+}
+
+// 1F1B, p=4, m=8: warm-up 3, 2, 1, 0 forwards; steady F/B pairs; cool-down.
+TEST(Builders, OneFOneBFourStagesEightMicrobatchesByHand) {
+  EXPECT_EQ(as_text(one_f_one_b_order(4, 8)), (std::vector<std::string>{
+      "0F0 0F1 0F2 0F3 0B0 0F4 0B1 0F5 0B2 0F6 0B3 0F7 0B4 0B5 0B6 0B7",
+      "1F0 1F1 1F2 1B0 1F3 1B1 1F4 1B2 1F5 1B3 1F6 1B4 1F7 1B5 1B6 1B7",
+      "2F0 2F1 2B0 2F2 2B1 2F3 2B2 2F4 2B3 2F5 2B4 2F6 2B5 2F7 2B6 2B7",
+      "3F0 3B0 3F1 3B1 3F2 3B2 3F3 3B3 3F4 3B4 3F5 3B5 3F6 3B6 3F7 3B7"}));
+  // With the messages, stage 3 of p=4 m=8 reads as it does for p=2.
+  const Schedule s = make_schedule(ScheduleKind::k1F1B, 4, 8);
+  EXPECT_EQ(to_string(s.programs[3]).substr(0, 36), "3RECV_F0 3F0 3B0 3SEND_B0 3RECV_F1 3");
+}
+
+// Interleaved, p=2, m=2, v=2: rank 0 holds stages 0 and 2.
+TEST(Builders, InterleavedTwoRanksTwoChunksByHand) {
+  // warm-up on rank 0: (v-1) g + 2 (p-1-0) = 2 + 2 = 4 = all forwards; rank 1: 2.
+  EXPECT_EQ(as_text(interleaved_order(2, 2, 2)), (std::vector<std::string>{
+      "0F0 0F1 2F0 2F1 2B0 2B1 0B0 0B1",
+      "1F0 1F1 3F0 3B0 3F1 3B1 1B0 1B1"}));
+  EXPECT_EQ(as_text(looped_bfs_order(2, 2, 2)), (std::vector<std::string>{
+      "0F0 0F1 2F0 2F1 2B1 2B0 0B1 0B0",
+      "1F0 1F1 3F0 3F1 3B1 3B0 1B1 1B0"}));
+}
+
+TEST(Builders, RejectInvalidParametersWithTheRule) {
+  EXPECT_THROW(make_schedule(ScheduleKind::kGPipe, 0, 4), ScheduleError);
+  EXPECT_THROW(make_schedule(ScheduleKind::k1F1B, 2, 0), ScheduleError);
+  try {
+    make_schedule(ScheduleKind::k1F1B, 2, 4, 2);
+    FAIL() << "1F1B with v=2 was accepted";
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("interleaved"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_kind("Interleaved_1F1B"), ScheduleKind::kInterleaved1F1B);
+  EXPECT_THROW(parse_kind("pipedream"), ScheduleError);
+}
+
+// Every schedule, every p in 1..8, many m (including m < p and m not a
+// multiple of p) and v: valid, and each stage's program holds exactly
+// m forwards per stage it owns.
+TEST(Builders, EveryScheduleIsValidForManyShapes) {
+  int checked = 0;
+  for (ScheduleKind kind : all_kinds()) {
+    const bool looped = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
+    for (int p = 1; p <= 8; ++p)
+      for (int m : {1, 2, 3, 4, 5, 7, 8, 12, 16, 24})
+        for (int v = 1; v <= (looped ? 4 : 1); ++v) {
+          const Schedule s = make_schedule(kind, p, m, v);
+          const CheckResult r = check(s);
+          ASSERT_TRUE(r.ok) << s.describe() << ": " << r.error;
+          for (int rank = 0; rank < p; ++rank) {
+            int forwards = 0;
+            for (const Action& a : s.programs[rank]) forwards += a.type == ActionType::kForward;
+            EXPECT_EQ(forwards, m * v) << s.describe() << " rank " << rank;
+          }
+          ++checked;
+        }
+  }
+  EXPECT_EQ(checked, 3 * 8 * 10 + 2 * 8 * 10 * 4);
+}
+
+// Every interleaved shape up to m = 48 (builders.cpp: rounds of >= p
+// microbatches make any m work, including m % p != 0, which Megatron refuses).
+TEST(Builders, InterleavedTakesAnyMicrobatchCount) {
+  for (int p = 1; p <= 8; ++p)
+    for (int v = 2; v <= 3; ++v)
+      for (int m = 1; m <= 48; ++m) {
+        const CheckResult r = check(make_schedule(ScheduleKind::kInterleaved1F1B, p, m, v));
+        ASSERT_TRUE(r.ok) << "p=" << p << " m=" << m << " v=" << v << ": " << r.error;
+      }
+}
+
+}  // namespace
+}  // namespace distlab::pipeline

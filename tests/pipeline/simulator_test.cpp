@@ -1,0 +1,120 @@
+// The simulator against the formulas: GPipe's and 1F1B's bubble
+// (p-1)/(m+p-1), their activation peaks, ZB-H1's (p-1)(F+B-W), Megatron's
+// interleaved bubble, and a timeline worked out by hand.
+#include <gtest/gtest.h>
+
+#include "pipeline/simulator.hpp"
+
+namespace distlab::pipeline {
+namespace {
+
+ActionCosts costs(double f, double b) {
+  ActionCosts c;
+  c.uniform.forward = f;
+  c.uniform.backward = b;
+  return c;
+}
+
+TEST(Simulator, GPipeAndOneFOneBBubbleIsTheFormula) {
+  for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B})
+    for (int p = 1; p <= 8; ++p)
+      for (int m : {1, 2, 3, 4, 8, 16})
+        for (double b : {1.0, 2.0}) {
+          const Simulation sim = simulate(make_schedule(kind, p, m), costs(1.0, b));
+          const std::string what = std::string(kind_name(kind)) + " p=" + std::to_string(p) + " m=" + std::to_string(m);
+          EXPECT_NEAR(sim.makespan, (m + p - 1) * (1.0 + b), 1e-9) << what;
+          EXPECT_NEAR(sim.bubble, double(p - 1) / (m + p - 1), 1e-12) << what;
+          for (int r = 0; r < p; ++r) EXPECT_NEAR(sim.idle_fraction[r], gpipe_bubble(p, m), 1e-12) << what;
+        }
+}
+
+TEST(Simulator, PeakActivationsGPipeHoldsMOneFOneBHoldsPMinusS) {
+  for (int p = 1; p <= 8; ++p)
+    for (int m : {1, 2, 3, 5, 8, 16}) {
+      const Simulation g = simulate(make_schedule(ScheduleKind::kGPipe, p, m), costs(1, 2));
+      const Simulation o = simulate(make_schedule(ScheduleKind::k1F1B, p, m), costs(1, 2));
+      for (int s = 0; s < p; ++s) {
+        EXPECT_EQ(g.peak_activations[s], m) << "gpipe p=" << p << " m=" << m << " stage " << s;
+        EXPECT_EQ(o.peak_activations[s], std::min(p - s, m)) << "1f1b p=" << p << " m=" << m << " stage " << s;
+        EXPECT_EQ(o.activations[s].back().second, 0);  // everything released at the end
+      }
+    }
+}
+
+// Qi et al. Table 2: with per-stage times F, B (input grad), W (weight
+// grad), 1F1B idles (p-1)(F+B+W) and ZB-H1 (p-1)(F+B-W); both peak at p
+// microbatches. ZB-H1 is built for F = B = W, the paper's setting.
+TEST(Simulator, ZeroBubbleH1BubbleIsThePapersFormula) {
+  for (int p = 1; p <= 8; ++p)
+    for (int m : {p, p + 1, 2 * p, 3 * p + 1, 24}) {
+      ActionCosts c;
+      c.uniform = {/*forward=*/1, /*backward=*/2, /*backward_input=*/1, /*backward_weight=*/1};
+      const Simulation zb = simulate(make_schedule(ScheduleKind::kZeroBubbleH1, p, m), c);
+      const Simulation ofob = simulate(make_schedule(ScheduleKind::k1F1B, p, m), c);
+      const std::string what = "p=" + std::to_string(p) + " m=" + std::to_string(m);
+      EXPECT_NEAR(zb.makespan - 3.0 * m, (p - 1) * (1.0 + 1.0 - 1.0), 1e-9) << what;
+      EXPECT_NEAR(ofob.makespan - 3.0 * m, (p - 1) * (1.0 + 1.0 + 1.0), 1e-9) << what;
+      EXPECT_EQ(zb.peak_activations[0], p) << what;
+      for (int s = 0; s < p; ++s) EXPECT_LE(zb.peak_activations[s], p) << what << " stage " << s;
+    }
+}
+
+// Megatron-LM 2021: with v chunks per rank the bubble shrinks v times:
+// idle time (p-1)(F+B) / v, F and B being one rank's whole share of the
+// model, when m is a multiple of p.
+TEST(Simulator, InterleavedBubbleShrinksWithChunks) {
+  for (int p : {2, 4})
+    for (int v : {1, 2, 4})
+      for (int m : {p, 2 * p, 4 * p}) {
+        const Simulation sim = simulate(make_schedule(ScheduleKind::kInterleaved1F1B, p, m, v), costs(1.0 / v, 2.0 / v));
+        const double ideal = m * 3.0;
+        EXPECT_NEAR(sim.makespan - ideal, (p - 1) * 3.0 / v, 1e-9) << "p=" << p << " v=" << v << " m=" << m;
+      }
+}
+
+// Two stages, one microbatch, messages of 0.5 s: F0 [0,1), message lands at
+// 1.5, stage 1 F [1.5,2.5) B [2.5,4.5), gradient lands at 5, B [5,7).
+TEST(Simulator, MessagesDelayTheReceiverTimelineByHand) {
+  ActionCosts c = costs(1, 2);
+  c.message_s = 0.5;
+  const Simulation sim = simulate(make_schedule(ScheduleKind::kGPipe, 2, 1), c);
+  EXPECT_DOUBLE_EQ(sim.makespan, 7.0);
+  EXPECT_DOUBLE_EQ(sim.busy[0], 3.0);
+  EXPECT_DOUBLE_EQ(sim.idle_fraction[1], 4.0 / 7.0);
+  int found = 0;
+  for (const trace::Event& e : sim.events) {
+    if (e.name == "1F0") {
+      EXPECT_EQ(e.begin_us, 1500000);
+      EXPECT_EQ(e.end_us, 2500000);
+      EXPECT_EQ(e.lane, "stage 1");
+      EXPECT_EQ(e.arg("microbatch"), "0");
+      EXPECT_EQ(e.arg("schedule"), "gpipe");
+      ++found;
+    }
+    if (e.name == "0RECV_B0") {
+      EXPECT_EQ(e.begin_us, 1000000);  // waits from the end of 0F0
+      EXPECT_EQ(e.end_us, 5000000);
+      EXPECT_EQ(e.peer, 1);
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 2);
+  EXPECT_EQ(sim.events.size(), 8u);
+}
+
+TEST(Simulator, ComputeNeverOverlapsOnARank) {
+  for (ScheduleKind kind : all_kinds()) {
+    const int v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
+    const Schedule s = make_schedule(kind, 3, 6, v);
+    const Simulation sim = simulate(s, costs(1, 2));
+    std::vector<int64_t> last_end(3, 0);
+    for (const trace::Event& e : sim.events) {
+      if (e.lane == trace::kLaneComm) continue;
+      EXPECT_GE(e.begin_us, last_end[e.rank]) << kind_name(kind) << " " << e.name;
+      last_end[e.rank] = e.end_us;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace distlab::pipeline
