@@ -2,10 +2,12 @@
 
 #include <torch/cuda.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "comm/env.hpp"
 #include "comm/gloo_backend.hpp"
+#include "comm/intra_op_threads.hpp"
 #include "comm/nccl_backend.hpp"
 #include "comm/threads_backend.hpp"
 
@@ -21,6 +23,12 @@ void read_ms(const char* name, Milliseconds& into) {
   if (end == text || *end != '\0' || value <= 0)
     throw SetupError(std::string(name) + " must be a positive number of milliseconds, got '" + text + "'");
   into = Milliseconds(value);
+}
+// Said once per machine, on stderr so that a program's own output stays clean.
+void announce(const IntraOpThreads& threads, int local_ranks) {
+  if (std::getenv("DISTLAB_QUIET") != nullptr) return;
+  std::fprintf(stderr, "distlab: %d intra-op thread(s) per rank for %d rank(s) here (%s)\n", threads.threads,
+               local_ranks, threads.reason.c_str());
 }
 }  // namespace
 
@@ -44,11 +52,22 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
       comm_options.device = at::Device(at::kCUDA);  // no index: rank r takes GPU r % count
     }
     comm_options.recorder = trace::make_recorder(options.trace, 0, /*several_processes=*/false);
-    run_thread_ranks(options.ranks, body, comm_options);
+    const IntraOpThreads threads = choose_intra_op_threads(options.ranks);
+    announce(threads, options.ranks);
+    run_thread_ranks(
+        options.ranks,
+        [&](Communicator& comm) {
+          set_intra_op_threads(threads);
+          body(comm);
+        },
+        comm_options);
     comm_options.recorder->flush();
     return;
   }
   const WorldInfo world = world_from_env();
+  const IntraOpThreads threads = choose_intra_op_threads(world.local_world_size);
+  set_intra_op_threads(threads);
+  if (world.local_rank == 0) announce(threads, world.local_world_size);
   comm_options.recorder = trace::make_recorder(options.trace, world.rank, world.world_size > 1);
   std::unique_ptr<Communicator> comm;
   if (options.backend == "gloo")
