@@ -166,6 +166,9 @@ double train_step(comm::Communicator& comm, TrainState& s, const Options& o) {
 
 void run(comm::Communicator& comm, const Options& o) {
   const Place p = place_of(comm);
+  if (o.kill_rank >= 0 && comm.backend() == "threads")
+    throw std::runtime_error("--kill-rank needs one process per rank: use --backend gloo under distlab-run or torchrun "
+                             "with --max-restarts (a thread rank that dies takes the whole process with it)");
   if (o.batch % comm.size() != 0)
     throw std::runtime_error("rank " + std::to_string(p.rank) + ": --batch " + std::to_string(o.batch) +
                              " does not split evenly over " + std::to_string(comm.size()) + " ranks; pick a multiple");
@@ -214,6 +217,10 @@ void run(comm::Communicator& comm, const Options& o) {
                                " (same flags, world size and backend as the uninterrupted run?)");
     if (p.rank == 0) std::printf("[RANK 0] equal to the uninterrupted run's digest: resumed bit for bit\n");
   }
+  if (p.rank == 0)
+    std::printf("\nNext: --kill-rank 0 (the rank that saves dies), --fail-how throw under torchrun (its summary names\n"
+                "the error), two distlab-run launchers as two nodes (--nnodes 2 --node-rank 0|1), a bit flipped in\n"
+                "the newest checkpoint (the run goes back one).\n");
 }
 
 }  // namespace
