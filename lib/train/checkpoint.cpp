@@ -114,9 +114,11 @@ c10::Dict<std::string, T> to_dict(const std::map<std::string, T>& values) {
   return dict;
 }
 
+// CPU copies of GPU tensors: the files then load on any machine, the way
+// torch.save(model.state_dict()) of a CPU model does.
 c10::Dict<std::string, at::Tensor> to_tensor_dict(const std::map<std::string, at::Tensor>& values) {
   c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [key, value] : values) dict.insert(key, value.detach());
+  for (const auto& [key, value] : values) dict.insert(key, value.detach().to(at::kCPU));
   return dict;
 }
 

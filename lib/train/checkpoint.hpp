@@ -15,7 +15,8 @@
 //                       file's size and CRC-32, and the manifest's own CRC-32
 //     stage1.model.pt   ... the same for every other stage
 //
-// Both .pt files are torch::pickle_save output, Python's torch.save format.
+// Both .pt files are torch::pickle_save output, Python's torch.save format,
+// with every tensor on the CPU (GPU tensors are copied off when saved).
 // The stages' parameter names are disjoint, so the whole model is the union
 // of the parts:  sd = {}; [sd.update(torch.load(f)) for f in glob("stage*.model.pt")]
 // (one stage: torch.load("stage0.model.pt") is the model's state_dict).
