@@ -4,6 +4,7 @@
 
 #include <cerrno>  // program_invocation_short_name
 #include <cstdlib>
+#include <mutex>
 
 #include "comm/env.hpp"
 #include "comm/error_file.hpp"
@@ -66,11 +67,29 @@ void run_job_unrecorded(const JobOptions& options, const std::function<void(Comm
 }  // namespace
 
 void run_job(const JobOptions& options, const std::function<void(Communicator&)>& body) {
+  // Under torchrun, its failure summary then names this error. The body's
+  // error is written before the communicator closes its connections: once
+  // they close, the other ranks fail at once and torchrun may stop this
+  // process before it gets to write.
+  std::mutex mutex;
+  bool recorded = false;
+  auto record_once = [&](const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!recorded) record_error(e, program_invocation_short_name);
+    recorded = true;
+  };
+  auto recording_body = [&](Communicator& comm) {
+    try {
+      body(comm);
+    } catch (const std::exception& e) {
+      record_once(e);
+      throw;
+    }
+  };
   try {
-    run_job_unrecorded(options, body);
+    run_job_unrecorded(options, recording_body);
   } catch (const std::exception& e) {
-    // Under torchrun, its failure summary then names this error.
-    record_error(e, program_invocation_short_name);
+    record_once(e);  // set-up errors: flags, environment, connecting
     throw;
   }
 }

@@ -85,29 +85,29 @@ c10::intrusive_ptr<c10d::Store> host_store(const WorldInfo& world, Milliseconds 
 // until `timeout`.
 c10::intrusive_ptr<c10d::Store> reach_store(const WorldInfo& world, Milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
+  const auto left = [&] { return std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()); };
   const std::string mine = std::to_string(world.restart_count);
-  std::string last;
-  while (Clock::now() < deadline) {
-    const auto left = std::chrono::duration_cast<Milliseconds>(deadline - Clock::now());
+  std::string other_attempt, last_error;
+  do {
     try {
-      auto store = tcp_store(world, false, std::max(left, Milliseconds(1)));
+      auto store = tcp_store(world, false, std::max(left(), Milliseconds(1)));
       const auto bytes = store->get(kAttemptKey);
       const std::string theirs(bytes.begin(), bytes.end());
       if (theirs == mine) {
-        join(*store, world, std::max(std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()), Milliseconds(1)));
+        join(*store, world, std::max(left(), Milliseconds(1)));
         return store;
       }
-      last = "rank 0 there is in attempt " + theirs + ", this rank in attempt " + mine;
+      other_attempt = "rank 0 there is in attempt " + theirs + ", this rank in attempt " + mine;
     } catch (const SetupError&) {
       throw;
     } catch (const std::exception& e) {
-      last = first_line(e);
+      last_error = first_line(e);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  } while (left() > Milliseconds(500));  // a shorter try would only time out
   throw SetupError("rank " + std::to_string(world.rank) + ": cannot reach the master at " + where(world) +
                    " within " + ms(timeout) + " (is rank 0 running, are MASTER_ADDR/MASTER_PORT right, and do all "
-                   "launchers restart together?): " + last);
+                   "launchers restart together?): " + (other_attempt.empty() ? last_error : other_attempt));
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 
 #include "comm/error_file.hpp"
 #include "comm/errors.hpp"
-#include "free_port.hpp"
 #include "run_command.hpp"
 
 namespace distlab::train {
@@ -20,9 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::contains;
-using testing::free_port;
 using testing::Outcome;
 using testing::run_command;
+using testing::run_on_free_port;
 
 const std::string kTorchrun = "/usr/bin/torchrun";
 const std::string kLesson05 = std::string(LESSON_05) + " --backend gloo --mb 1 --iters 2 --no-steps --timeout-ms 20000";
@@ -46,14 +45,16 @@ std::vector<long long> wrong_column(const std::string& output) {
   return counts;
 }
 
-std::string torchrun(const std::string& dir, const std::string& flags) {
-  return kTorchrun + " --redirects 1 --tee 1 --monitor_interval 1 --log_dir " + dir + "/logs --master_port " +
-         std::to_string(free_port()) + " " + flags + " --no_python ";
+std::string torchrun(const std::string& dir, const std::string& port, const std::string& flags) {
+  return kTorchrun + " --redirects 1 --tee 1 --monitor_interval 1 --log_dir " + dir + "/logs --master_port " + port +
+         " " + flags + " --no_python ";
 }
 
 TEST(Torchrun, Lesson05RunsWithTheAgentsStore) {
   if (!fs::exists(kTorchrun)) GTEST_SKIP() << kTorchrun << " is not installed (apt-get install python3-torch)";
-  const Outcome r = run_command(torchrun(fresh_dir("lesson05"), "--nproc_per_node 2") + kLesson05, 90);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) { return torchrun(fresh_dir("lesson05"), port, "--nproc_per_node 2") + kLesson05; },
+      90);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_FALSE(contains(r.output, "Address already in use")) << r.output;
   EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (gloo backend, 2 ranks, op sum)")) << r.output;
@@ -67,10 +68,14 @@ TEST(Torchrun, Lesson05RunsWithTheAgentsStore) {
 TEST(Torchrun, FailureSummaryNamesTheRealError) {
   if (!fs::exists(kTorchrun)) GTEST_SKIP() << kTorchrun << " is not installed (apt-get install python3-torch)";
   const std::string dir = fresh_dir("error_file");
-  const Outcome r = run_command(torchrun(dir, "--nproc_per_node 2 --max_restarts 0") + LESSON_09 +
-                                    " --backend gloo --steps 10 --timeout-ms 20000 --checkpoint-dir " + dir +
-                                    "/ckpt --kill-rank 1 --kill-at-step 3 --fail-how throw",
-                                90);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        fs::remove_all(dir + "/ckpt");
+        return torchrun(dir, port, "--nproc_per_node 2 --max_restarts 0") + LESSON_09 +
+               " --backend gloo --steps 10 --timeout-ms 20000 --checkpoint-dir " + dir +
+               "/ckpt --kill-rank 1 --kill-at-step 3 --fail-how throw";
+      },
+      90);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "Root Cause (first observed failure)")) << r.output;
   EXPECT_TRUE(contains(r.output, "std::runtime_error: rank 1: failing on purpose at step 3 (--fail-how throw)"))
@@ -109,10 +114,12 @@ TEST(Mpirun, Lesson05RunsUnderOpenMpi) {
   if (run_command("command -v mpirun", 10).status != 0)
     GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin)";
   // Open MPI refuses root unless told; --oversubscribe: 2 ranks on fewer cores.
-  const Outcome r = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_PORT=" +
-                                    std::to_string(free_port()) + " mpirun --allow-run-as-root --oversubscribe -np 2 " +
-                                    kLesson05,
-                                90);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_PORT=" + port +
+               " mpirun --allow-run-as-root --oversubscribe -np 2 " + kLesson05;
+      },
+      90);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (gloo backend, 2 ranks, op sum)")) << r.output;
   const auto wrong = wrong_column(r.output);

@@ -10,7 +10,6 @@
 #include <regex>
 #include <set>
 
-#include "free_port.hpp"
 #include "run_command.hpp"
 
 namespace distlab::train {
@@ -18,9 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::contains;
-using testing::free_port;
 using testing::Outcome;
 using testing::run_command;
+using testing::run_on_free_port;
 
 const std::string kLesson = LESSON_09;
 const std::string kRun = DISTLAB_RUN;
@@ -32,6 +31,13 @@ std::string fresh_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
+}
+
+// `dir`, emptied: a retry on another port starts afresh.
+std::string emptied(const std::string& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
 }
 
 // Every "final parameters digest X" the ranks printed.
@@ -47,9 +53,12 @@ std::vector<std::string> digests(const std::string& output) {
 const std::string& uninterrupted_digest() {
   static const std::string digest = [] {
     const std::string dir = fresh_dir("uninterrupted");
-    const Outcome r = run_command(kRun + " --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " -- " +
-                                      kLesson + kTraining + " --checkpoint-dir " + dir,
-                                  60);
+    const Outcome r = run_on_free_port(
+        [&](const std::string& port) {
+          return kRun + " --nproc-per-node 2 --master-port " + port + " -- " + kLesson + kTraining +
+                 " --checkpoint-dir " + emptied(dir);
+        },
+        60);
     EXPECT_EQ(r.status, 0) << r.output;
     const auto found = digests(r.output);
     EXPECT_EQ(found.size(), 2u) << r.output;
@@ -74,10 +83,12 @@ void expect_resumed_bit_for_bit(const Outcome& r, const std::string& dir) {
 TEST(Failover, UninterruptedRunsRepeatBitForBit) {
   // Two fresh runs give the same digest: the reference is deterministic.
   const std::string dir = fresh_dir("again");
-  const Outcome r = run_command(kRun + " --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " -- " +
-                                    kLesson + kTraining + " --checkpoint-dir " + dir + " --expect-digest " +
-                                    uninterrupted_digest(),
-                                60);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return kRun + " --nproc-per-node 2 --master-port " + port + " -- " + kLesson + kTraining +
+               " --checkpoint-dir " + emptied(dir) + " --expect-digest " + uninterrupted_digest();
+      },
+      60);
   EXPECT_EQ(r.status, 0) << r.output;
   // And the threads backend, same ranks and data, gives the same numbers:
   // gloo's sum of two gradients is the same addition.
@@ -92,10 +103,13 @@ TEST(Failover, UninterruptedRunsRepeatBitForBit) {
 
 TEST(Failover, KillAndResumeUnderDistlabRun) {
   const std::string dir = fresh_dir("distlab_run");
-  const Outcome r = run_command(kRun + " --nproc-per-node 2 --max-restarts 1 --grace-ms 2000 --master-port " +
-                                    std::to_string(free_port()) + " -- " + kLesson + kTraining + " --checkpoint-dir " +
-                                    dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest(),
-                                90);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return kRun + " --nproc-per-node 2 --max-restarts 1 --grace-ms 2000 --master-port " + port + " -- " + kLesson +
+               kTraining + " --checkpoint-dir " + emptied(dir) + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
+               uninterrupted_digest();
+      },
+      90);
   EXPECT_TRUE(contains(r.output, "rank 1 (pid")) << r.output;
   EXPECT_TRUE(contains(r.output, "was killed by SIGKILL")) << r.output;
   EXPECT_TRUE(contains(r.output, "restarting all workers (restart 1 of 1)")) << r.output;
@@ -107,13 +121,15 @@ TEST(Failover, KillAndResumeUnderDistlabRun) {
 // and is restarted by its own launcher; both meet again at restart 1.
 TEST(Failover, KillAndResumeAcrossTwoLaunchers) {
   const std::string dir = fresh_dir("two_nodes");
-  const std::string common = kRun + " --nnodes 2 --nproc-per-node 1 --max-restarts 1 --grace-ms 2000 --master-port " +
-                             std::to_string(free_port());
-  const std::string program = " -- " + kLesson + kTraining + " --checkpoint-dir " + dir +
-                              " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest();
-  const Outcome r =
-      run_command("(" + common + " --node-rank 1" + program + " & " + common + " --node-rank 0" + program + "; wait)",
-                  120);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        const std::string common =
+            kRun + " --nnodes 2 --nproc-per-node 1 --max-restarts 1 --grace-ms 2000 --master-port " + port;
+        const std::string program = " -- " + kLesson + kTraining + " --checkpoint-dir " + emptied(dir) +
+                                    " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest();
+        return "(" + common + " --node-rank 1" + program + " & " + common + " --node-rank 0" + program + "; wait)";
+      },
+      120);
   EXPECT_TRUE(contains(r.output, "[RANK 0] LOCAL_RANK 0 of 1 on node 0, WORLD_SIZE 2")) << r.output;
   EXPECT_TRUE(contains(r.output, "[RANK 1] LOCAL_RANK 0 of 1 on node 1, WORLD_SIZE 2")) << r.output;
   expect_resumed_bit_for_bit(r, dir);
@@ -121,12 +137,14 @@ TEST(Failover, KillAndResumeAcrossTwoLaunchers) {
 
 TEST(Failover, KillAndResumeUnderTorchrun) {
   const std::string dir = fresh_dir("torchrun");
-  const Outcome r = run_command("/usr/bin/torchrun --nproc_per_node 2 --max_restarts 1 --monitor_interval 1 "
-                                "--redirects 1 --tee 1 --log_dir " + dir + "/logs --master_port " +
-                                    std::to_string(free_port()) + " --no_python " + kLesson + kTraining +
-                                    " --checkpoint-dir " + dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
-                                    uninterrupted_digest(),
-                                120);
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return "/usr/bin/torchrun --nproc_per_node 2 --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 "
+               "--log_dir " + emptied(dir) + "/logs --master_port " + port + " --no_python " + kLesson + kTraining +
+               " --checkpoint-dir " + dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
+               uninterrupted_digest();
+      },
+      120);
   // torchrun's restart count reaches the ranks, which now use the keys of attempt 1.
   EXPECT_TRUE(contains(r.output, "restart 1, pid")) << r.output;
   expect_resumed_bit_for_bit(r, dir);
@@ -136,10 +154,12 @@ TEST(Failover, KillAndResumeUnderTorchrun) {
 // line, goes back one checkpoint, and still ends bit for bit.
 TEST(Failover, CorruptNewestCheckpointIsSkippedOnResume) {
   const std::string dir = fresh_dir("corrupt");
-  const std::string port = " --master-port " + std::to_string(free_port());
-  Outcome r = run_command(kRun + " --nproc-per-node 2" + port + " -- " + kLesson +
-                              " --backend gloo --steps 30 --save-every 10 --timeout-ms 20000 --checkpoint-dir " + dir,
-                          60);
+  Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return kRun + " --nproc-per-node 2 --master-port " + port + " -- " + kLesson +
+               " --backend gloo --steps 30 --save-every 10 --timeout-ms 20000 --checkpoint-dir " + emptied(dir);
+      },
+      60);
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string model = dir + "/step_000000030/stage0.model.pt";
   {
@@ -151,9 +171,12 @@ TEST(Failover, CorruptNewestCheckpointIsSkippedOnResume) {
     file.seekp(200);
     file.write(&c, 1);
   }
-  r = run_command(kRun + " --nproc-per-node 2" + port + " -- " + kLesson + kTraining + " --checkpoint-dir " + dir +
-                      " --expect-digest " + uninterrupted_digest(),
-                  60);
+  r = run_on_free_port(
+      [&](const std::string& port) {
+        return kRun + " --nproc-per-node 2 --master-port " + port + " -- " + kLesson + kTraining +
+               " --checkpoint-dir " + dir + " --expect-digest " + uninterrupted_digest();
+      },
+      60);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "[RANK 0] checkpoint: skipping " + dir + "/step_000000030: " + model + " is corrupt"))
       << r.output;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "free_port.hpp"
+
 namespace distlab::train::testing {
 
 struct Outcome {
@@ -27,6 +29,21 @@ inline Outcome run_command(const std::string& command, int seconds) {
   while ((n = fread(chunk, 1, sizeof chunk, pipe)) > 0) result.output.append(chunk, n);
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// Runs make(port) with a port free a moment ago. On a shared machine
+// another program may take it first: when the output says so, it tries again
+// with another port, three times at most.
+template <typename Make>
+Outcome run_on_free_port(Make make, int seconds) {
+  Outcome result;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    result = run_command(make(std::to_string(free_port())), seconds);
+    if (result.output.find("Address already in use") == std::string::npos &&
+        result.output.find("EADDRINUSE") == std::string::npos)
+      break;
+  }
   return result;
 }
 
