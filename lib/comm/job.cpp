@@ -5,6 +5,7 @@
 #include <cerrno>  // program_invocation_short_name
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "comm/env.hpp"
 #include "comm/error_file.hpp"
@@ -15,6 +16,10 @@
 namespace distlab::comm {
 
 namespace {
+// How much later than its peer a rank that failed because of that peer
+// writes torchrun's error file (see run_job).
+constexpr std::chrono::milliseconds kPeerFailureDelay{1500};
+
 // A positive number of milliseconds from `name`, if set.
 void read_ms(const char* name, Milliseconds& into) {
   const char* text = std::getenv(name);
@@ -82,6 +87,14 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
     try {
       body(comm);
     } catch (const std::exception& e) {
+      // torchrun names as root cause the failure with the earliest
+      // timestamp, in whole seconds, among the ranks it saw fail. A rank
+      // that failed because a peer did (the peer closed its connection, or
+      // never answered) writes a second later, so that the peer's own error
+      // comes first; torchrun usually stops this rank before then.
+      const auto* comm_error = dynamic_cast<const CommError*>(&e);
+      if (comm_error && !dynamic_cast<const SetupError*>(&e) && std::getenv("TORCHELASTIC_ERROR_FILE"))
+        std::this_thread::sleep_for(kPeerFailureDelay);
       record_once(e);
       throw;
     }
