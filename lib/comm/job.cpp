@@ -2,10 +2,14 @@
 
 #include <torch/cuda.h>
 
+#include <cerrno>  // program_invocation_short_name
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
 
 #include "comm/env.hpp"
+#include "comm/error_file.hpp"
 #include "comm/gloo_backend.hpp"
 #include "comm/intra_op_threads.hpp"
 #include "comm/nccl_backend.hpp"
@@ -14,6 +18,10 @@
 namespace distlab::comm {
 
 namespace {
+// How much later than its peer a rank that failed because of that peer
+// writes torchrun's error file (see run_job).
+constexpr std::chrono::milliseconds kPeerFailureDelay{1500};
+
 // A positive number of milliseconds from `name`, if set.
 void read_ms(const char* name, Milliseconds& into) {
   const char* text = std::getenv(name);
@@ -24,6 +32,7 @@ void read_ms(const char* name, Milliseconds& into) {
     throw SetupError(std::string(name) + " must be a positive number of milliseconds, got '" + text + "'");
   into = Milliseconds(value);
 }
+
 // Said once per machine, on stderr so that a program's own output stays clean.
 void announce(const IntraOpThreads& threads, int local_ranks) {
   if (std::getenv("DISTLAB_QUIET") != nullptr) return;
@@ -39,7 +48,8 @@ JobOptions with_env_defaults(JobOptions options) {
   return options;
 }
 
-void run_job(const JobOptions& options, const std::function<void(Communicator&)>& body) {
+namespace {
+void run_job_unrecorded(const JobOptions& options, const std::function<void(Communicator&)>& body) {
   CommOptions comm_options;
   comm_options.timeout = options.timeout;
   comm_options.connect_timeout = options.connect_timeout;
@@ -78,6 +88,43 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
     throw SetupError("unknown backend '" + options.backend + "' (expected threads, gloo or nccl)");
   body(*comm);
   comm_options.recorder->flush();
+}
+}  // namespace
+
+void run_job(const JobOptions& options, const std::function<void(Communicator&)>& body) {
+  // Under torchrun, its failure summary then names this error. The body's
+  // error is written before the communicator closes its connections: once
+  // they close, the other ranks fail at once and torchrun may stop this
+  // process before it gets to write.
+  std::mutex mutex;
+  bool recorded = false;
+  auto record_once = [&](const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!recorded) record_error(e, program_invocation_short_name);
+    recorded = true;
+  };
+  auto recording_body = [&](Communicator& comm) {
+    try {
+      body(comm);
+    } catch (const std::exception& e) {
+      // torchrun names as root cause the failure with the earliest
+      // timestamp, in whole seconds, among the ranks it saw fail. A rank
+      // that failed because a peer did (the peer closed its connection, or
+      // never answered) writes a second later, so that the peer's own error
+      // comes first; torchrun usually stops this rank before then.
+      const auto* comm_error = dynamic_cast<const CommError*>(&e);
+      if (comm_error && !dynamic_cast<const SetupError*>(&e) && std::getenv("TORCHELASTIC_ERROR_FILE"))
+        std::this_thread::sleep_for(kPeerFailureDelay);
+      record_once(e);
+      throw;
+    }
+  };
+  try {
+    run_job_unrecorded(options, recording_body);
+  } catch (const std::exception& e) {
+    record_once(e);  // set-up errors: flags, environment, connecting
+    throw;
+  }
 }
 
 }  // namespace distlab::comm
