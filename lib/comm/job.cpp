@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "comm/clock_sync.hpp"
 #include "comm/env.hpp"
 #include "comm/gloo_backend.hpp"
 #include "comm/nccl_backend.hpp"
@@ -49,7 +50,8 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
     return;
   }
   const WorldInfo world = world_from_env();
-  comm_options.recorder = trace::make_recorder(options.trace, world.rank, world.world_size > 1);
+  // No sinks yet: start_tracing adds them once the clock offset is measured.
+  comm_options.recorder = std::make_shared<trace::Recorder>();
   std::unique_ptr<Communicator> comm;
   if (options.backend == "gloo")
     comm = make_gloo_communicator(world, comm_options);
@@ -57,6 +59,7 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
     comm = make_nccl_communicator(world, comm_options);
   else
     throw SetupError("unknown backend '" + options.backend + "' (expected threads, gloo or nccl)");
+  start_tracing(*comm, options.trace, world.world_size > 1);
   body(*comm);
   comm_options.recorder->flush();
 }
