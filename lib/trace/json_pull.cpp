@@ -95,8 +95,9 @@ void JsonPull::skip_bom() {
 }
 
 void JsonPull::expect_end() {
+  // A NUL byte ends the input, as for nlohmann (and C strings).
   const int c = peek();
-  if (c >= 0) fail("unexpected " + describe(c) + " after the JSON value");
+  if (c > 0) fail("unexpected " + describe(c) + " after the JSON value");
 }
 
 void JsonPull::read_key(std::string& key) {
