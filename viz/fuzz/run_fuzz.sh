@@ -26,10 +26,11 @@ mkdir -p "$corpus"
 "$build/viz/distlab-viz-fuzz" "$new" "$corpus" viz/fuzz/seeds -dict=viz/fuzz/trace.dict \
   -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@"
 # Keep only inputs that add coverage: the kept corpus and the new finds
-# merged into an empty folder (libFuzzer's -merge=1 minimises), which then
-# replaces the kept corpus.
+# merged into an empty folder (libFuzzer's -merge=1 minimises; without hit
+# counters, -use_counters=0, an input must reach a new edge, which keeps the
+# corpus at a few hundred files), which then replaces the kept corpus.
 minimal=$(mktemp -d)
-"$build/viz/distlab-viz-fuzz" -merge=1 "$minimal" "$corpus" "$new" -dict=viz/fuzz/trace.dict -max_len=16384 \
+"$build/viz/distlab-viz-fuzz" -merge=1 -use_counters=0 "$minimal" "$corpus" "$new" -dict=viz/fuzz/trace.dict -max_len=16384 \
   -timeout=10 -rss_limit_mb=2048 >/dev/null 2>&1
 rm -rf "$corpus" "$new"
 mv "$minimal" "$corpus"
