@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <functional>
@@ -114,13 +115,14 @@ std::function<std::function<bool(std::string&)>()> file_lines(const std::string&
   };
 }
 
-void check_file(const std::string& path, const trace::ReadLimits& limits) {
+int64_t check_file(const std::string& path, const trace::ReadLimits& limits) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) throw trace::TraceFormatError("cannot open trace file '" + path + "'");
   if (!S_ISREG(info.st_mode)) throw trace::TraceFormatError("'" + path + "' is not a regular file");
   if (info.st_size > limits.max_file_bytes)
     throw trace::TraceFormatError("trace file '" + path + "' is " + std::to_string(info.st_size) +
                                   " bytes, more than the limit of " + std::to_string(limits.max_file_bytes));
+  return info.st_size;
 }
 
 void apply_offsets(const trace::TraceInfo& info, std::vector<trace::Event>& events) {
@@ -140,7 +142,8 @@ Target vector_target(std::vector<trace::Event>& events) {
 }  // namespace
 
 LoadReport load_trace_into(const std::string& path, TraceModel& model, const trace::ReadLimits& limits) {
-  check_file(path, limits);
+  const int64_t bytes = check_file(path, limits);
+  model.reserve(static_cast<size_t>(std::min<int64_t>(bytes / 256, limits.max_events)));
   const TraceModel::Checkpoint mark = model.checkpoint();
   const Target target{[&model](trace::Event& e) { model.add(e); }, [&model, mark] { model.rollback(mark); }};
   try {

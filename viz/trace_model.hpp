@@ -98,6 +98,9 @@ class TraceModel {
   // Appends events; rows are rebuilt at the next finalize().
   void add(const std::vector<trace::Event>& events);
   void add(const trace::Event& event);
+  // Room for `events` more (a file's size / 256 bytes: the sink writes about
+  // 257 per event), so a large file is not copied while it grows.
+  void reserve(size_t events);
   // What add() has appended so far, to undo a file that failed half-way
   // (the loader's recovery of a damaged file starts that file again).
   struct Checkpoint {
