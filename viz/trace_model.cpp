@@ -83,7 +83,7 @@ void TraceModel::add(const std::vector<trace::Event>& events) {
 void TraceModel::reserve(size_t events) {
   records_.reserve(records_.size() + events);
   // About 4 in 10 events of a training trace are sends or recvs.
-  flow_ends_.reserve(flow_ends_.size() + events / 5);
+  flow_ends_.reserve(flow_ends_.size() + events / 4);
 }
 
 void TraceModel::add(const trace::Event& e) {
@@ -123,8 +123,8 @@ void TraceModel::add(const trace::Event& e) {
   rows_[cached_row_].events.push_back(index);
   rows_[cached_row_].dirty = true;
   if (r.flow != 0 && (e.category == "send" || e.category == "recv")) {
-    auto& ends = flow_ends_.try_emplace(r.flow, -1, -1).first->second;
-    (e.category == "send" ? ends.first : ends.second) = index;
+    FlowTable::Entry& ends = flow_ends_.at(r.flow);
+    (e.category == "send" ? ends.send : ends.recv) = index;
     flows_dirty_ = true;
   }
 }
@@ -150,8 +150,8 @@ void TraceModel::rollback(const Checkpoint& mark) {
     if (r.flow == 0) continue;
     const std::string& category = text(r.category);
     if (category != "send" && category != "recv") continue;
-    auto& ends = flow_ends_.try_emplace(r.flow, -1, -1).first->second;
-    (category == "send" ? ends.first : ends.second) = static_cast<int64_t>(i);
+    FlowTable::Entry& ends = flow_ends_.at(r.flow);
+    (category == "send" ? ends.send : ends.recv) = static_cast<int64_t>(i);
   }
   args_.resize(mark.args);
   if (rows_.size() > mark.rows) {
@@ -209,10 +209,10 @@ trace::Event TraceModel::event(uint32_t i) const {
 std::optional<uint32_t> TraceModel::partner(uint32_t event) const {
   const EventRecord& r = records_[event];
   if (r.flow == 0) return std::nullopt;
-  auto it = flow_ends_.find(r.flow);
-  if (it == flow_ends_.end() || it->second.first < 0 || it->second.second < 0) return std::nullopt;
-  const auto send = static_cast<uint32_t>(it->second.first);
-  const auto recv = static_cast<uint32_t>(it->second.second);
+  const FlowTable::Entry* ends = flow_ends_.find(r.flow);
+  if (ends == nullptr || ends->send < 0 || ends->recv < 0) return std::nullopt;
+  const auto send = static_cast<uint32_t>(ends->send);
+  const auto recv = static_cast<uint32_t>(ends->recv);
   if (send == event) return recv;
   if (recv == event) return send;
   return std::nullopt;
@@ -289,14 +289,14 @@ void TraceModel::rebuild_flows() {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<FlowLink>> by_rows;
   flow_count_ = 0;
   clamped_flows_ = 0;
-  for (const auto& [id, ends] : flow_ends_) {
-    if (ends.first < 0 || ends.second < 0) continue;
-    const auto send = static_cast<uint32_t>(ends.first);
-    const auto recv = static_cast<uint32_t>(ends.second);
+  flow_ends_.for_each([&](const FlowTable::Entry& ends) {
+    if (ends.send < 0 || ends.recv < 0) return;
+    const auto send = static_cast<uint32_t>(ends.send);
+    const auto recv = static_cast<uint32_t>(ends.recv);
     by_rows[{records_[send].row, records_[recv].row}].push_back(FlowLink{send, recv});
     ++flow_count_;
     if (records_[recv].end_us < records_[send].begin_us) ++clamped_flows_;
-  }
+  });
   bundles_.clear();
   for (auto& [rows, links] : by_rows) {
     FlowBundle bundle;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "flow_table.hpp"
 #include "trace/event.hpp"
 
 namespace distlab::viz {
@@ -154,7 +155,7 @@ class TraceModel {
   std::vector<TraceRowData> rows_;
   std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
   bool rows_sorted_ = true;
-  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> flow_ends_;  // id -> (send, recv), -1 = not yet
+  FlowTable flow_ends_;  // id -> (send, recv), -1 = not yet
   std::vector<FlowBundle> bundles_;
   size_t flow_count_ = 0;
   size_t clamped_flows_ = 0;
