@@ -19,9 +19,18 @@ int main(int argc, char** argv) {
   merge->add_option("inputs", inputs, "trace files, e.g. out.rank*.json")->required()->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   try {
-    const size_t events = distlab::trace::merge_trace_files(inputs, output);
-    std::cout << "distlab-trace: wrote " << events << " events from " << inputs.size() << " file(s) to " << output
-              << std::endl;
+    const auto report = distlab::trace::merge_trace_files(inputs, output);
+    std::cout << "distlab-trace: wrote " << report.events << " events from " << inputs.size() << " file(s) to "
+              << output << std::endl;
+    for (const auto& [rank, offset] : report.offsets)
+      if (rank != 0)
+        std::cout << "distlab-trace: rank " << rank << "'s clock moved by " << offset.offset_us << " us (+- "
+                  << offset.uncertainty_us << " us) onto rank 0's" << std::endl;
+    if (report.clamped_flows > 0)
+      std::cout << "distlab-trace: " << report.clamped_flows << " of " << report.flows
+                << " recv(s) ended before their send began (clocks that disagree: run with tracing on every node "
+                   "so that offsets are measured); their arrows end at the send"
+                << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "distlab-trace: " << e.what() << std::endl;
     return 1;

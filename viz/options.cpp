@@ -44,7 +44,8 @@ std::pair<double, double> parse_range(const std::string& text) {
 
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
   CLI::App app{"distlab-viz: collectives animated from the cost model, and trace timelines (file or live)"};
-  app.add_option("--panel", o.panel, "Panel to show")->check(CLI::IsMember({"collectives", "trace"}));
+  CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show (default: trace with --trace or --listen, else collectives)")
+                           ->check(CLI::IsMember({"collectives", "trace"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--listen", o.listen_port, "Receive live events on this TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535));
@@ -68,6 +69,8 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   app.add_option("--scale", o.scale, "Size of text and widgets (projector: 1.5)")->check(CLI::Range(0.5f, 4.0f));
   try {
     app.parse(argc, argv);
+    // Opening a trace means looking at it: the Trace panel, unless told.
+    if (panel->count() == 0 && (!o.trace_files.empty() || o.listen_port >= 0)) o.panel = "trace";
     apply_preset(o);
     if (!o.view_ms.empty()) parse_range(o.view_ms);
     if (o.collective == "all-reduce") o.collective = "all_reduce";

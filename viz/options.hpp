@@ -15,7 +15,7 @@
 namespace distlab::viz {
 
 struct Options {
-  std::string panel = "collectives";
+  std::string panel = "collectives";  // "trace" when --trace or --listen is given without --panel
 
   // Trace panel.
   std::vector<std::string> trace_files;  // one per rank, or one for all

@@ -2,98 +2,191 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <functional>
+
+#include "trace/json_pull.hpp"
 
 namespace distlab::viz {
 namespace {
 
-// Every line that is a JSON object by itself, joined into one array. The
-// sink writes "{...},\n" per event, so a cut leaves at most one partial line.
-std::string complete_lines(const std::string& text, size_t* kept, size_t* dropped) {
-  std::string out = "[";
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t stop = text.find('\n', start);
-    if (stop == std::string::npos) stop = text.size();
-    size_t a = start;
-    size_t b = stop;
-    while (a < b && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
-    while (b > a && (std::isspace(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == ',')) --b;
-    start = stop + 1;
-    if (a == b || text[a] != '{') continue;
-    const std::string line = text.substr(a, b - a);
-    if (!nlohmann::json::accept(line)) {
+// Where the events of one load go, and how to forget them when the whole
+// file failed and its complete lines are read instead.
+struct Target {
+  std::function<void(trace::Event&)> take;
+  std::function<void()> forget;
+};
+
+// A recovered line longer than this is not one of the sink's events.
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
+
+// Every line that is a JSON object by itself, as the elements of one array.
+// The sink writes "{...},\n" per event, so a cut leaves at most one partial
+// line. Calls next_line(line) until it returns false.
+trace::TraceInfo complete_lines(const std::function<bool(std::string&)>& next_line, const trace::ReadLimits& limits,
+                                const Target& target, size_t* kept, size_t* dropped) {
+  trace::ChromeEventReader reader(limits, target.take);
+  std::string line;
+  while (next_line(line)) {
+    size_t a = 0;
+    size_t b = line.size();
+    while (a < b && std::isspace(static_cast<unsigned char>(line[a]))) ++a;
+    while (b > a && (std::isspace(static_cast<unsigned char>(line[b - 1])) || line[b - 1] == ',')) --b;
+    if (a == b || line[a] != '{') continue;
+    const std::string object = line.substr(a, b - a);
+    try {
+      trace::ByteSource source(object);
+      trace::JsonPull json(source);
+      reader.parse(json);
+      json.expect_end();
+    } catch (const trace::TraceFormatError&) {
       // The header line ({"displayTimeUnit":..,"traceEvents":[) is no event.
-      if (line.find("\"ph\"") != std::string::npos) ++*dropped;
+      if (object.find("\"ph\"") != std::string::npos) ++*dropped;
       continue;
     }
-    if (*kept > 0) out += ',';
-    out += line;
     ++*kept;
+    reader.deliver();  // a bad field in a complete line: the recovery fails
   }
-  out += ']';
-  return out;
+  return reader.info();
 }
 
-std::vector<trace::Event> parse(const std::string& text, const trace::ReadLimits& limits) {
+LoadReport load(const std::function<trace::TraceInfo(const trace::EventHandler&)>& whole,
+                const std::function<std::function<bool(std::string&)>()>& lines, const trace::ReadLimits& limits,
+                const Target& target) {
+  LoadReport report;
   try {
-    return trace::parse_chrome_trace(text, limits);
-  } catch (const trace::TraceFormatError&) {
-    throw;
-  } catch (const std::exception& e) {
-    // The reader's own checks throw TraceFormatError; anything else (a
-    // number conversion deep inside) is still a malformed file.
-    throw trace::TraceFormatError(std::string("malformed trace: ") + e.what());
-  }
-}
-
-}  // namespace
-
-LoadedTrace load_trace_text(const std::string& text, const trace::ReadLimits& limits) {
-  LoadedTrace loaded;
-  try {
-    loaded.events = parse(text, limits);
+    try {
+      report.info = whole(target.take);
+    } catch (const trace::TraceFormatError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // The reader's own checks throw TraceFormatError; anything else (out
+      // of memory deep inside) still names the file.
+      throw trace::TraceFormatError(std::string("cannot read the trace: ") + e.what());
+    }
   } catch (const trace::TraceFormatError& whole_file) {
+    target.forget();
     size_t kept = 0;
     size_t dropped = 0;
-    const std::string lines = complete_lines(text, &kept, &dropped);
-    std::vector<trace::Event> recovered;
+    trace::TraceInfo recovered;
     try {
-      if (kept > 0) recovered = parse(lines, limits);
-    } catch (const trace::TraceFormatError&) {
-      recovered.clear();
+      recovered = complete_lines(lines(), limits, target, &kept, &dropped);
+    } catch (const std::exception&) {
+      recovered = trace::TraceInfo{};
     }
-    if (recovered.empty()) throw whole_file;
-    loaded.events = std::move(recovered);
-    loaded.warnings.push_back(std::string("the trace is cut short or damaged (") + whole_file.what() + "); read " +
-                              std::to_string(loaded.events.size()) + " events from its complete lines" +
+    if (recovered.events == 0) {
+      target.forget();
+      throw whole_file;
+    }
+    report.info = std::move(recovered);
+    report.warnings.push_back(std::string("the trace is cut short or damaged (") + whole_file.what() + "); read " +
+                              std::to_string(report.info.events) + " events from its complete lines" +
                               (dropped > 0 ? ", skipped " + std::to_string(dropped) + " damaged line(s)" : ""));
   }
-  if (loaded.events.empty()) loaded.warnings.push_back("the trace holds no complete (\"X\") events");
-  return loaded;
+  report.events = static_cast<size_t>(report.info.events);
+  if (report.events == 0) report.warnings.push_back("the trace holds no complete (\"X\") events");
+  return report;
 }
 
-LoadedTrace load_trace_file(const std::string& path, const trace::ReadLimits& limits) {
+std::function<std::function<bool(std::string&)>()> text_lines(const std::string& text) {
+  return [&text] {
+    return std::function<bool(std::string&)>([&text, start = size_t{0}](std::string& line) mutable {
+      if (start >= text.size()) return false;
+      size_t stop = text.find('\n', start);
+      if (stop == std::string::npos) stop = text.size();
+      line.assign(text, start, stop - start);
+      start = stop + 1;
+      return true;
+    });
+  };
+}
+
+std::function<std::function<bool(std::string&)>()> file_lines(const std::string& path) {
+  return [path] {
+    auto in = std::make_shared<std::ifstream>(path, std::ios::binary);
+    return std::function<bool(std::string&)>([in](std::string& line) {
+      while (std::getline(*in, line)) {
+        if (line.size() <= kMaxLineBytes) return true;
+      }
+      return false;
+    });
+  };
+}
+
+int64_t check_file(const std::string& path, const trace::ReadLimits& limits) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) throw trace::TraceFormatError("cannot open trace file '" + path + "'");
   if (!S_ISREG(info.st_mode)) throw trace::TraceFormatError("'" + path + "' is not a regular file");
   if (info.st_size > limits.max_file_bytes)
     throw trace::TraceFormatError("trace file '" + path + "' is " + std::to_string(info.st_size) +
                                   " bytes, more than the limit of " + std::to_string(limits.max_file_bytes));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw trace::TraceFormatError("cannot open trace file '" + path + "'");
-  std::string text(static_cast<size_t>(info.st_size), '\0');
-  in.read(text.data(), info.st_size);
-  text.resize(static_cast<size_t>(in.gcount()));
-  try {
-    LoadedTrace loaded = load_trace_text(text, limits);
-    for (std::string& w : loaded.warnings) w = "'" + path + "': " + w;
-    return loaded;
-  } catch (const trace::TraceFormatError& e) {
-    throw trace::TraceFormatError("'" + path + "': " + e.what());
+  return info.st_size;
+}
+
+void apply_offsets(const trace::TraceInfo& info, std::vector<trace::Event>& events) {
+  if (info.clock_offsets.empty()) return;
+  for (trace::Event& e : events) {
+    auto it = info.clock_offsets.find(e.rank);
+    if (it == info.clock_offsets.end()) continue;
+    e.begin_us += it->second.offset_us;
+    e.end_us += it->second.offset_us;
   }
+}
+
+Target vector_target(std::vector<trace::Event>& events) {
+  return Target{[&events](trace::Event& e) { events.push_back(e); }, [&events] { events.clear(); }};
+}
+
+}  // namespace
+
+LoadReport load_trace_into(const std::string& path, TraceModel& model, const trace::ReadLimits& limits) {
+  const int64_t bytes = check_file(path, limits);
+  model.reserve(static_cast<size_t>(std::min<int64_t>(bytes / 256, limits.max_events)));
+  const TraceModel::Checkpoint mark = model.checkpoint();
+  const Target target{[&model](trace::Event& e) { model.add(e); }, [&model, mark] { model.rollback(mark); }};
+  try {
+    LoadReport report = load([&](const trace::EventHandler& h) { return trace::stream_chrome_file(path, limits, h); },
+                             file_lines(path), limits, target);
+    for (const auto& [rank, offset] : report.info.clock_offsets)
+      if (offset.offset_us != 0) model.shift_rank(mark, rank, offset.offset_us);
+    for (std::string& w : report.warnings) w = "'" + path + "': " + w;
+    return report;
+  } catch (const trace::TraceFormatError& e) {
+    model.rollback(mark);
+    const std::string what = e.what();
+    if (what.find(path) != std::string::npos) throw;
+    throw trace::TraceFormatError("'" + path + "': " + what);
+  }
+}
+
+LoadedTrace load_trace_text(const std::string& text, const trace::ReadLimits& limits) {
+  LoadedTrace loaded;
+  LoadReport report = load([&](const trace::EventHandler& h) { return trace::stream_chrome_text(text, limits, h); },
+                           text_lines(text), limits, vector_target(loaded.events));
+  loaded.warnings = std::move(report.warnings);
+  loaded.info = std::move(report.info);
+  apply_offsets(loaded.info, loaded.events);
+  return loaded;
+}
+
+LoadedTrace load_trace_file(const std::string& path, const trace::ReadLimits& limits) {
+  check_file(path, limits);
+  LoadedTrace loaded;
+  try {
+    LoadReport report = load([&](const trace::EventHandler& h) { return trace::stream_chrome_file(path, limits, h); },
+                             file_lines(path), limits, vector_target(loaded.events));
+    loaded.warnings = std::move(report.warnings);
+    loaded.info = std::move(report.info);
+  } catch (const trace::TraceFormatError& e) {
+    const std::string what = e.what();
+    if (what.find(path) != std::string::npos) throw;
+    throw trace::TraceFormatError("'" + path + "': " + what);
+  }
+  for (std::string& w : loaded.warnings) w = "'" + path + "': " + w;
+  apply_offsets(loaded.info, loaded.events);
+  return loaded;
 }
 
 }  // namespace distlab::viz

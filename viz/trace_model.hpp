@@ -7,6 +7,7 @@
 // panel calls finalize() to rebuild only the rows that changed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "flow_table.hpp"
 #include "trace/event.hpp"
 
 namespace distlab::viz {
@@ -23,6 +25,7 @@ class StringPool {
  public:
   uint32_t intern(const std::string& text);
   const std::string& at(uint32_t id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
 
  private:
   std::vector<std::string> strings_;
@@ -73,7 +76,7 @@ struct TraceRowData {
 };
 
 // A send and the recv that matched it: an arrow from the send's begin to
-// the recv's end.
+// the recv's end (TraceModel::arrival_us).
 struct FlowLink {
   uint32_t send = 0;
   uint32_t recv = 0;
@@ -95,6 +98,22 @@ class TraceModel {
  public:
   // Appends events; rows are rebuilt at the next finalize().
   void add(const std::vector<trace::Event>& events);
+  void add(const trace::Event& event);
+  // Room for `events` more (a file's size / 256 bytes: the sink writes about
+  // 257 per event), so a large file is not copied while it grows.
+  void reserve(size_t events);
+  // What add() has appended so far, to undo a file that failed half-way
+  // (the loader's recovery of a damaged file starts that file again).
+  struct Checkpoint {
+    size_t records = 0;
+    size_t args = 0;
+    size_t rows = 0;
+  };
+  Checkpoint checkpoint() const { return {records_.size(), args_.size(), rows_.size()}; }
+  void rollback(const Checkpoint& mark);
+  // Moves rank's events added since `mark` by offset_us (a clock offset to
+  // rank 0, from the file's metadata). Before finalize().
+  void shift_rank(const Checkpoint& mark, int rank, int64_t offset_us);
   // Sorts and stacks the rows that changed, pairs flows, updates statistics.
   void finalize();
   void clear();
@@ -116,6 +135,13 @@ class TraceModel {
   // The other end of the event's send->recv pair, when both arrived.
   std::optional<uint32_t> partner(uint32_t event) const;
   size_t flow_count() const { return flow_count_; }
+  // Where an arrow ends: when the data arrived (the recv's end), never
+  // before it left (the send's begin) even if the two clocks disagree.
+  int64_t arrival_us(const FlowLink& link) const {
+    return std::max(records_[link.recv].end_us, records_[link.send].begin_us);
+  }
+  // Arrows whose recv ended before its send began (clocks not aligned).
+  size_t clamped_flow_count() const { return clamped_flows_; }
 
  private:
   uint32_t row_for(int rank, const std::string& lane);
@@ -129,10 +155,21 @@ class TraceModel {
   std::vector<TraceRowData> rows_;
   std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
   bool rows_sorted_ = true;
-  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> flow_ends_;  // id -> (send, recv), -1 = not yet
+  FlowTable flow_ends_;  // id -> (send, recv), -1 = not yet
   std::vector<FlowBundle> bundles_;
   size_t flow_count_ = 0;
+  size_t clamped_flows_ = 0;
   bool flows_dirty_ = false;
+  // add()'s row of the previous event: a file's events come in runs of a row.
+  uint32_t cached_row_ = 0;
+  int cached_rank_ = 0;
+  const std::string* cached_lane_ = nullptr;
+  // The string ids add() used last for the name, the category and the first
+  // args' keys and values: in a file they repeat from one event to the next,
+  // and comparing with the last one is cheaper than hashing.
+  static constexpr size_t kCachedArgs = 4;
+  uint32_t last_ids_[2 + 2 * kCachedArgs] = {};
+  uint32_t intern_at(size_t slot, const std::string& text);
   int64_t origin_us_ = 0;
   int64_t end_us_ = 0;
 };

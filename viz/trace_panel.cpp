@@ -104,15 +104,24 @@ Color TracePanel::color_of(uint32_t category) {
 }
 
 void TracePanel::open_files(const std::vector<std::string>& paths) {
-  std::vector<trace::Event> all;
+  // Straight from the files into the model: no events vector in between.
+  TraceModel model;
   std::vector<std::string> warnings;
   for (const std::string& path : paths) {
-    LoadedTrace loaded = load_trace_file(path);
-    all.insert(all.end(), std::make_move_iterator(loaded.events.begin()), std::make_move_iterator(loaded.events.end()));
-    warnings.insert(warnings.end(), loaded.warnings.begin(), loaded.warnings.end());
+    LoadReport report = load_trace_into(path, model);
+    warnings.insert(warnings.end(), report.warnings.begin(), report.warnings.end());
   }
-  set_events(all);
+  model.finalize();
+  model_ = std::move(model);
+  category_colors_.clear();
+  selected_.reset();
+  cursor_s_.reset();
+  fitted_ = false;
   for (const std::string& w : warnings) messages_.push_back("warning: " + w);
+  if (model_.clamped_flow_count() > 0)
+    messages_.push_back("warning: " + std::to_string(model_.clamped_flow_count()) +
+                        " recv(s) ended before their send began (clocks of different machines without a measured "
+                        "offset?); their arrows end at the send");
   std::string names;
   for (const std::string& path : paths) names += (names.empty() ? "" : ", ") + path;
   messages_.push_back("opened " + names + ": " + std::to_string(model_.size()) + " events");
@@ -285,7 +294,11 @@ ImVec2 TracePanel::event_anchor(uint32_t event, bool at_end) const {
 
 void TracePanel::draw_arrows(const TimelineContext& ctx) {
   auto arrow = [&](const FlowLink& link) {
-    draw_arrow(ctx.draw, event_anchor(link.send, false), event_anchor(link.recv, true), kFlowColor, 1.0f, 7.0f);
+    // The arrow ends when the data arrived, never before the send began.
+    const EventRecord& recv = model_.record(link.recv);
+    const ImVec2 to(layout_.axis.x_of(model_.seconds_of(model_.arrival_us(link))),
+                    layout_.band_center(layout_.row_tops[recv.row], recv.level));
+    draw_arrow(ctx.draw, event_anchor(link.send, false), to, kFlowColor, 1.0f, 7.0f);
     ++layout_.arrows;
   };
   if (arrows_ == ArrowMode::kAll) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/clock_sync.hpp"
 #include "comm/env.hpp"
 #include "comm/error_file.hpp"
 #include "comm/gloo_backend.hpp"
@@ -78,7 +79,8 @@ void run_job_unrecorded(const JobOptions& options, const std::function<void(Comm
   const IntraOpThreads threads = choose_intra_op_threads(world.local_world_size);
   set_intra_op_threads(threads);
   if (world.local_rank == 0) announce(threads, world.local_world_size);
-  comm_options.recorder = trace::make_recorder(options.trace, world.rank, world.world_size > 1);
+  // No sinks yet: start_tracing adds them once the clock offset is measured.
+  comm_options.recorder = std::make_shared<trace::Recorder>();
   std::unique_ptr<Communicator> comm;
   if (options.backend == "gloo")
     comm = make_gloo_communicator(world, comm_options);
@@ -86,6 +88,7 @@ void run_job_unrecorded(const JobOptions& options, const std::function<void(Comm
     comm = make_nccl_communicator(world, comm_options);
   else
     throw SetupError("unknown backend '" + options.backend + "' (expected threads, gloo or nccl)");
+  start_tracing(*comm, options.trace, world.world_size > 1);
   body(*comm);
   comm_options.recorder->flush();
 }

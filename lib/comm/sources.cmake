@@ -11,4 +11,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job.cpp
   ${CMAKE_CURRENT_LIST_DIR}/intra_op_threads.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/clock_sync.cpp
 )

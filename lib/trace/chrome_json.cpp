@@ -96,15 +96,24 @@ int ChromeJsonSink::lane_tid(int rank, const std::string& lane) {
   return tid;
 }
 
-void ChromeJsonSink::write(const Event& e) {
+void ChromeJsonSink::write(const Event& e) { write(e, e.end_us); }
+
+void ChromeJsonSink::write_clock_offset(int rank, const ClockOffset& offset) {
+  if (file_ == nullptr) return;
+  put_line("{\"ph\":\"M\",\"name\":\"clock_offset\",\"pid\":" + std::to_string(rank) +
+           ",\"args\":{\"offset_us\":" + std::to_string(offset.offset_us) +
+           ",\"uncertainty_us\":" + std::to_string(offset.uncertainty_us) + ",\"reference_rank\":0}}");
+}
+
+void ChromeJsonSink::write(const Event& e, int64_t arrival_us) {
   if (file_ == nullptr) return;
   int tid = lane_tid(e.rank, e.lane);
   put_line(event_to_json(e, tid));
   if (e.flow != 0 && (e.category == "send" || e.category == "recv")) {
-    // The arrow leaves the send where it starts and lands inside the recv
-    // ("bp":"e" binds the end to the enclosing slice).
+    // The arrow leaves the send where it starts and lands when the data
+    // arrived: the recv's end ("bp":"e" binds it to the enclosing slice).
     const bool is_send = e.category == "send";
-    int64_t ts = is_send ? e.begin_us : e.begin_us + e.duration_us() / 2;
+    int64_t ts = is_send ? e.begin_us : arrival_us;
     std::string flow = std::string("{\"ph\":\"") + (is_send ? "s" : "f") + "\"" +
                        (is_send ? "" : ",\"bp\":\"e\"") + ",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":\"" +
                        hex_id(e.flow) + "\",\"pid\":" + std::to_string(e.rank) +

@@ -4,7 +4,11 @@
 // in DistLab's visualizer. Mapping: pid = rank, tid = lane (numbered per
 // rank, named by "thread_name" metadata), each Event one complete ("X")
 // event with ts/dur in microseconds; a send and its recv also emit a flow
-// start ("s") and flow end ("f") with the same id, drawn as an arrow.
+// start ("s", at the send's begin) and flow end ("f", at the recv's end: when
+// the data arrived) with the same id, drawn as an arrow. A rank on another
+// machine writes its clock's offset to rank 0 as "clock_offset" metadata
+// ({"ph":"M","name":"clock_offset","pid":R,"args":{"offset_us":..,
+// "uncertainty_us":..}}); readers add it to that rank's times.
 // DistLab's own fields ride in "args" (lane, bytes, peer, flow), so the file
 // reads back into exactly the events that were written.
 //
@@ -32,6 +36,11 @@ class ChromeJsonSink : public Sink {
   explicit ChromeJsonSink(const std::string& path);
   ~ChromeJsonSink() override;
   void write(const Event& event) override;
+  // A recv with its arrow's end placed at `arrival_us` (distlab-trace merge,
+  // which knows the send: never before it began).
+  void write(const Event& event, int64_t arrival_us);
+  // The "clock_offset" metadata of `rank`.
+  void write_clock_offset(int rank, const ClockOffset& offset);
   void flush() override;
   // Writes the closing bracket; later events are dropped.
   void close();

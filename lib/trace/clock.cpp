@@ -1,14 +1,33 @@
 #include "trace/clock.hpp"
 
 #include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "trace/event.hpp"
 
 namespace distlab::trace {
 
+namespace {
+
+int64_t clock_shift_us() {
+  const char* text = std::getenv("DISTLAB_TRACE_CLOCK_SHIFT_US");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long long shift = std::strtoll(text, &end, 10);
+  if (*end != '\0' || shift <= -(1LL << 50) || shift >= (1LL << 50))
+    throw std::runtime_error(std::string("DISTLAB_TRACE_CLOCK_SHIFT_US must be a whole number of microseconds, got '") +
+                             text + "'");
+  return shift;
+}
+
+}  // namespace
+
 int64_t now_us() {
   using namespace std::chrono;
-  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+  static const int64_t shift = clock_shift_us();
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count() + shift;
 }
 
 std::string Event::arg(const std::string& key, const std::string& fallback) const {

@@ -6,8 +6,20 @@
 namespace distlab::trace {
 
 // Microseconds of CLOCK_MONOTONIC (std::chrono::steady_clock on Linux). It is
-// shared by every process of one machine, so traces of ranks that run as
-// separate processes line up without any clock exchange.
+// shared by every process of one machine; processes on different machines
+// measure their offset to rank 0 at start-up (comm/clock_sync.hpp) and the
+// readers apply it.
+//
+// DISTLAB_TRACE_CLOCK_SHIFT_US=N adds N to this process's clock: a second
+// machine's unrelated clock, made on one machine for the tests.
 int64_t now_us();
+
+// What to add to a rank's timestamps to put them on rank 0's clock. The
+// true offset lies within offset_us +- uncertainty_us (half the round trip
+// of the best ping-pong: the reply was stamped somewhere inside it).
+struct ClockOffset {
+  int64_t offset_us = 0;
+  int64_t uncertainty_us = 0;
+};
 
 }  // namespace distlab::trace

@@ -31,11 +31,19 @@ std::string trace_file_for(const std::string& file, int rank, bool several_proce
   return file.substr(0, dot) + ".rank" + std::to_string(rank) + file.substr(dot);
 }
 
+void add_sinks(Recorder& recorder, const Config& config, int rank, bool several_processes,
+               const ClockOffset* clock_offset) {
+  if (!config.file.empty()) {
+    auto file = std::make_shared<ChromeJsonSink>(trace_file_for(config.file, rank, several_processes));
+    if (clock_offset != nullptr) file->write_clock_offset(rank, *clock_offset);
+    recorder.add_sink(file);
+  }
+  if (!config.live.empty()) recorder.add_sink(std::make_shared<LiveSink>(config.live));
+}
+
 std::shared_ptr<Recorder> make_recorder(const Config& config, int rank, bool several_processes) {
   auto recorder = std::make_shared<Recorder>();
-  if (!config.file.empty())
-    recorder->add_sink(std::make_shared<ChromeJsonSink>(trace_file_for(config.file, rank, several_processes)));
-  if (!config.live.empty()) recorder->add_sink(std::make_shared<LiveSink>(config.live));
+  add_sinks(*recorder, config, rank, several_processes);
   return recorder;
 }
 

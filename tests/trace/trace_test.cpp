@@ -190,7 +190,7 @@ TEST(Merge, PerRankFilesBecomeOneTraceWithTheirFlowsPaired) {
     ChromeJsonSink a(rank0), b(rank1);
     for (const auto& e : events) (e.rank == 0 ? a : b).write(e);
   }
-  EXPECT_EQ(merge_trace_files({rank1, rank0}, all), events.size());
+  EXPECT_EQ(merge_trace_files({rank1, rank0}, all).events, events.size());
   auto merged = read_chrome_trace(all);
   ASSERT_EQ(merged.size(), events.size());
   for (size_t i = 1; i < merged.size(); ++i) EXPECT_LE(merged[i - 1].begin_us, merged[i].begin_us);
@@ -292,6 +292,80 @@ TEST(LiveStream, NoListenerDropsWithoutBlocking) {
   sink.flush();
   EXPECT_EQ(sink.dropped(), 1u);
   EXPECT_THROW(LiveSink("nonsense"), std::invalid_argument);
+}
+
+// A send on rank 0 and its recv on rank 1, whose clock is 1000 us behind:
+// in raw times the recv ends (900) before the send begins (1000).
+std::pair<std::string, std::string> skewed_files(const std::string& name, bool with_offset) {
+  const std::string rank0 = temp_path(name + ".rank0.json"), rank1 = temp_path(name + ".rank1.json");
+  ChromeJsonSink a(rank0), b(rank1);
+  if (with_offset) b.write_clock_offset(1, ClockOffset{1000, 5});
+  a.write(Event{0, kLaneComm, "send", "send", 1000, 1100, 64, 1, flow_id(0, 1, 0, 0), {}});
+  b.write(Event{1, kLaneComm, "recv", "recv", 500, 900, 64, 0, flow_id(0, 1, 0, 0), {}});
+  return {rank0, rank1};
+}
+
+// ts of the "s" and "f" events of each flow id in a Chrome trace file.
+std::map<std::string, std::pair<int64_t, int64_t>> flow_times(const std::string& path) {
+  std::ifstream in(path);
+  auto doc = nlohmann::json::parse(in);
+  std::map<std::string, std::pair<int64_t, int64_t>> times;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.at("ph") == "s") times[e.at("id")].first = e.at("ts").get<int64_t>();
+    if (e.at("ph") == "f") times[e.at("id")].second = e.at("ts").get<int64_t>();
+  }
+  return times;
+}
+
+TEST(Merge, ArrowsNeverGoBackwardsAndClockOffsetsAreApplied) {
+  const std::string all = temp_path("skew.json");
+  {
+    // No offset known: the arrow ends at the send's begin, and is counted.
+    const auto [rank0, rank1] = skewed_files("noofs", false);
+    const MergeReport report = merge_trace_files({rank0, rank1}, all);
+    EXPECT_EQ(report.flows, 1u);
+    EXPECT_EQ(report.clamped_flows, 1u);
+    const auto times = flow_times(all);
+    ASSERT_EQ(times.size(), 1u);
+    EXPECT_EQ(times.begin()->second.first, 1000);
+    EXPECT_EQ(times.begin()->second.second, 1000);
+  }
+  {
+    // Rank 1's offset (+1000 us) moves its recv to 1500..1900 on rank 0's
+    // clock: the arrow lands at the recv's end, when the data arrived.
+    const auto [rank0, rank1] = skewed_files("ofs", true);
+    const MergeReport report = merge_trace_files({rank0, rank1}, all);
+    EXPECT_EQ(report.clamped_flows, 0u);
+    ASSERT_EQ(report.offsets.count(1), 1u);
+    EXPECT_EQ(report.offsets.at(1).offset_us, 1000);
+    const auto times = flow_times(all);
+    EXPECT_EQ(times.begin()->second.first, 1000);
+    EXPECT_EQ(times.begin()->second.second, 1900);
+    TraceInfo info;
+    const auto merged = read_chrome_trace(all, ReadLimits{}, &info);
+    ASSERT_EQ(merged.size(), 2u);
+    EXPECT_EQ(merged[1].rank, 1);
+    EXPECT_EQ(merged[1].begin_us, 1500);
+    EXPECT_EQ(merged[1].end_us, 1900);
+    EXPECT_TRUE(info.clock_offsets.empty());  // applied once, not written again
+  }
+}
+
+TEST(ChromeJson, ARecvsArrowEndsWhenTheDataArrived) {
+  // Both ranks in one process share one clock: the recv was posted (500)
+  // before the send began (1000) and finished after it (1300). The arrow
+  // ends at 1300, not at the recv's start or middle (both before the send).
+  const std::string path = temp_path("arrival.json");
+  {
+    ChromeJsonSink sink(path);
+    sink.write(Event{1, kLaneComm, "recv", "recv", 500, 1300, 64, 0, flow_id(0, 1, 0, 0), {}});
+    sink.write(Event{0, kLaneComm, "send", "send", 1000, 1100, 64, 1, flow_id(0, 1, 0, 0), {}});
+  }
+  const auto times = flow_times(path);
+  ASSERT_EQ(times.size(), 1u);
+  EXPECT_EQ(times.begin()->second.first, 1000);
+  EXPECT_EQ(times.begin()->second.second, 1300);
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "app.hpp"
+#include "options.hpp"
 #include "render_helpers.hpp"
 #include "synthetic_trace.hpp"
 #include "viz_test_util.hpp"
@@ -100,6 +101,42 @@ TEST(Cli, CutShortTraceOpensWithAWarning) {
   std::string out;
   EXPECT_EQ(viz({"--panel", "trace", "--trace", cut, "--screenshot", temp_path("cut.png")}, &out), 0) << out;
   EXPECT_NE(out.find("cut short"), std::string::npos) << out;
+}
+
+TEST(Cli, ATraceFileOpensTheTracePanel) {
+  auto panel_of = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "distlab-viz");
+    Options o;
+    EXPECT_FALSE(parse_options(static_cast<int>(args.size()), args.data(), o).has_value());
+    return o.panel;
+  };
+  EXPECT_EQ(panel_of({}), "collectives");
+  EXPECT_EQ(panel_of({"--trace", "a.json"}), "trace");
+  EXPECT_EQ(panel_of({"--listen", "0"}), "trace");
+  EXPECT_EQ(panel_of({"--trace", "a.json", "--panel", "collectives"}), "collectives");
+
+  // The picture without --panel is the picture with --panel trace.
+  const std::string trace = sample_trace("no_panel.json");
+  const std::string with = temp_path("with_panel.png"), without = temp_path("without_panel.png");
+  std::string out;
+  ASSERT_EQ(viz({"--panel", "trace", "--trace", trace, "--screenshot", with, "--width", "640", "--height", "360"}, &out),
+            0)
+      << out;
+  ASSERT_EQ(viz({"--trace", trace, "--screenshot", without, "--width", "640", "--height", "360"}, &out), 0) << out;
+  const Image a = read_png(with), b = read_png(without);
+  size_t different = 0;
+  for (int y = 0; y < 360; ++y)
+    for (int x = 0; x < 640; ++x) different += a.at(x, y) != b.at(x, y);
+  EXPECT_EQ(different, 0u);
+  // And it is not the Collectives panel.
+  ASSERT_EQ(viz({"--panel", "collectives", "--trace", trace, "--screenshot", with, "--width", "640", "--height", "360"},
+                &out),
+            0);
+  const Image c = read_png(with);
+  different = 0;
+  for (int y = 0; y < 360; ++y)
+    for (int x = 0; x < 640; ++x) different += c.at(x, y) != b.at(x, y);
+  EXPECT_GT(different, 1000u);
 }
 
 TEST(Cli, WithoutADisplayTheWindowSaysHowToRenderHeadless) {

@@ -25,7 +25,13 @@ mkdir -p "$corpus"
 # -rss_limit_mb: a parser that lets memory grow with the input is a finding.
 "$build/viz/distlab-viz-fuzz" "$new" "$corpus" viz/fuzz/seeds -dict=viz/fuzz/trace.dict \
   -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@"
-# Keep only inputs that add coverage.
-"$build/viz/distlab-viz-fuzz" -merge=1 "$corpus" "$new" -dict=viz/fuzz/trace.dict >/dev/null 2>&1
-rm -rf "$new"
+# Keep only inputs that add coverage: the kept corpus and the new finds
+# merged into an empty folder (libFuzzer's -merge=1 minimises; without hit
+# counters, -use_counters=0, an input must reach a new edge, which keeps the
+# corpus at a few hundred files), which then replaces the kept corpus.
+minimal=$(mktemp -d)
+"$build/viz/distlab-viz-fuzz" -merge=1 -use_counters=0 "$minimal" "$corpus" "$new" -dict=viz/fuzz/trace.dict -max_len=16384 \
+  -timeout=10 -rss_limit_mb=2048 >/dev/null 2>&1
+rm -rf "$corpus" "$new"
+mv "$minimal" "$corpus"
 echo "run_fuzz: corpus has $(ls "$corpus" | wc -l) inputs"

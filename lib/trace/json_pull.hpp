@@ -1,0 +1,116 @@
+// A pull parser for JSON read a chunk at a time: the streaming trace reader
+// (reader.cpp) asks for the next token and keeps only what it needs, so a
+// 257 MB file of a million events never becomes a document in memory.
+//
+// It accepts exactly what nlohmann::json::parse accepts (RFC 8259: strict
+// numbers, valid UTF-8, paired surrogates, an optional UTF-8 byte order mark,
+// nothing after the value), so the streaming reader and the DOM reader kept
+// beside it (dom_reader.hpp) agree on every file. Nothing recurses: nesting
+// costs one byte of stack per level, hostile depth cannot overflow the stack.
+// Every fault throws TraceFormatError with the byte offset.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace distlab::trace {
+
+// Where bytes come from: a file read in chunks, or a string in memory.
+class ByteSource {
+ public:
+  explicit ByteSource(const std::string& text);  // not copied: must outlive the source
+  explicit ByteSource(std::FILE* file, size_t chunk_bytes = size_t{1} << 20);
+  ByteSource(const ByteSource&) = delete;
+  ByteSource& operator=(const ByteSource&) = delete;
+
+  // The next byte, or -1 at the end.
+  int peek() {
+    if (pos_ == end_ && !refill()) return -1;
+    return static_cast<unsigned char>(*pos_);
+  }
+  void skip() { ++pos_; }
+  int64_t offset() const { return consumed_ + (pos_ - begin_); }
+  // The bytes ready in memory now (at least one unless at the end).
+  const char* data() {
+    if (pos_ == end_) refill();
+    return pos_;
+  }
+  size_t available() const { return static_cast<size_t>(end_ - pos_); }
+  void advance(size_t n) { pos_ += n; }
+
+ private:
+  bool refill();
+
+  std::FILE* file_ = nullptr;
+  std::vector<char> buffer_;
+  const char* begin_ = nullptr;
+  const char* pos_ = nullptr;
+  const char* end_ = nullptr;
+  int64_t consumed_ = 0;  // bytes before begin_
+};
+
+// One scalar, or the text of a whole object or array.
+struct JsonScalar {
+  enum class Kind { kNull, kBool, kUnsigned, kInteger, kFloat, kString, kContainer };
+  Kind kind = Kind::kNull;
+  bool boolean = false;
+  uint64_t unsigned_value = 0;
+  int64_t integer_value = 0;
+  double float_value = 0.0;
+  // kString: the decoded string; kContainer: the value as compact JSON, with
+  // keys sorted, as nlohmann::json::dump() writes it.
+  std::string text;
+};
+
+class JsonPull {
+ public:
+  // Objects and arrays inside a kept value (read_scalar) nest at most this
+  // deep; skipped values may nest as deep as memory allows.
+  static constexpr size_t kMaxKeptDepth = 256;
+
+  explicit JsonPull(ByteSource& source) : in_(source) {}
+
+  // The next non-whitespace byte without taking it, -1 at the end.
+  int peek() {
+    const int c = in_.peek();
+    if (c > ' ') return c;  // every JSON whitespace byte is <= ' '
+    skip_space();
+    return in_.peek();
+  }
+  // Takes `c` (after whitespace) or throws "expected <what>".
+  void expect(char c, const char* what);
+  // Takes `c` if it is next (after whitespace).
+  bool accept(char c);
+  // After '{' or ',' inside an object: the key and its ':'.
+  void read_key(std::string& key);
+  // A string token (the opening quote is next).
+  void read_string(std::string& out);
+  // Any value; containers are kept as their compact text.
+  void read_scalar(JsonScalar& out);
+  // Any value, checked and thrown away.
+  void skip_value();
+  // A leading UTF-8 byte order mark, as nlohmann skips it.
+  void skip_bom();
+  // Throws unless only whitespace is left.
+  void expect_end();
+
+  [[noreturn]] void fail(const std::string& what) const;
+  int64_t offset() const { return in_.offset(); }
+
+ private:
+  void skip_space();
+  void read_number(JsonScalar& out);
+  void read_literal(const char* word);
+  void read_utf8_tail(int lead, std::string& out);
+  uint32_t read_hex4();
+  // Walks one value; with `out` non-null, also writes it as JSON text.
+  void walk_value(std::string* out);
+
+  ByteSource& in_;
+  std::string number_;  // scratch
+  std::string scratch_;
+};
+
+}  // namespace distlab::trace

@@ -1,0 +1,130 @@
+// Opening files straight into the model (load_trace_into, what the panel
+// does): the same events as reading them into a vector first; a file that
+// fails half-way, or is over the limits, leaves the model as it was; clock
+// offsets move their rank; arrows never end before they start.
+#include <gtest/gtest.h>
+
+#include "synthetic_trace.hpp"
+#include "trace/chrome_json.hpp"
+#include "trace_loader.hpp"
+#include "trace_model.hpp"
+#include "viz_test_util.hpp"
+
+namespace distlab::viz {
+namespace {
+
+using namespace testing_util;
+
+std::string sample_file(const std::string& name, int64_t events) {
+  SyntheticTraceOptions o;
+  o.events = events;
+  const std::string path = temp_path(name);
+  write_with_library(path, make_synthetic_trace(o));
+  return path;
+}
+
+void expect_same_model(const TraceModel& a, const TraceModel& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (uint32_t i = 0; i < a.size(); ++i) expect_same_event(a.event(i), b.event(i));
+  EXPECT_EQ(a.rows().size(), b.rows().size());
+  EXPECT_EQ(a.flow_count(), b.flow_count());
+  EXPECT_EQ(a.origin_us(), b.origin_us());
+  EXPECT_EQ(a.end_us(), b.end_us());
+}
+
+TEST(StreamLoad, IntoTheModelIsTheSameAsThroughAVector) {
+  const std::string path = sample_file("into.json", 5000);
+  TraceModel streamed;
+  const LoadReport report = load_trace_into(path, streamed);
+  EXPECT_EQ(report.events, 5000u);
+  EXPECT_TRUE(report.warnings.empty());
+  streamed.finalize();
+  TraceModel reference;
+  reference.add(load_trace_file(path).events);
+  reference.finalize();
+  expect_same_model(streamed, reference);
+}
+
+TEST(StreamLoad, AFileThatFailsLeavesTheModelAsItWas) {
+  const std::string good = sample_file("good.json", 800);
+  TraceModel model;
+  load_trace_into(good, model);
+  TraceModel before;
+  load_trace_into(good, before);
+
+  // Valid events, then a complete line with a bad field: the whole-file pass
+  // fails after ~400 events and so does the line-by-line recovery.
+  std::string text = read_text(sample_file("bad_src.json", 800));
+  const size_t middle = text.find("{\"ph\":\"X\"", text.size() / 2);
+  text.insert(middle, "{\"ph\":\"X\",\"pid\":\"abc\",\"tid\":0,\"name\":\"x\",\"ts\":1,\"dur\":1,\"args\":{\"lane\":\"new lane\"}},\n");
+  const std::string bad = temp_path("bad.json");
+  write_text(bad, text);
+  EXPECT_THROW(load_trace_into(bad, model), trace::TraceFormatError);
+  model.finalize();
+  before.finalize();
+  expect_same_model(model, before);
+
+  // Over the event limit: refused with the limit named, model unchanged.
+  try {
+    load_trace_into(sample_file("many.json", 3000), model, trace::ReadLimits{int64_t{1} << 30, 1000});
+    ADD_FAILURE() << "3000 events read under a limit of 1000";
+  } catch (const trace::TraceFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 1000 events"), std::string::npos) << e.what();
+  }
+  model.finalize();
+  expect_same_model(model, before);
+}
+
+TEST(StreamLoad, ACutShortFileIsRecoveredOnceNotTwice) {
+  const std::string path = sample_file("whole.json", 1000);
+  const std::string text = read_text(path);
+  const std::string cut = temp_path("cut_into.json");
+  write_text(cut, text.substr(0, text.size() * 2 / 3));
+  TraceModel model;
+  const LoadReport report = load_trace_into(cut, model);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("cut short"), std::string::npos);
+  const LoadedTrace reference = load_trace_file(cut);
+  ASSERT_EQ(model.size(), reference.events.size());
+  for (uint32_t i = 0; i < model.size(); ++i) expect_same_event(model.event(i), reference.events[i]);
+}
+
+TEST(StreamLoad, ClockOffsetsMoveTheirRankAndArrowsNeverGoBackwards) {
+  // Rank 1's clock is 1000 us behind rank 0's: raw, its recv (500..900)
+  // ends before the send (1000..1100) begins.
+  const uint64_t flow = trace::flow_id(0, 1, 0, 0);
+  const trace::Event send{0, trace::kLaneComm, "send", "send", 1000, 1100, 64, 1, flow, {}};
+  const trace::Event recv{1, trace::kLaneComm, "recv", "recv", 500, 900, 64, 0, flow, {}};
+  {
+    TraceModel raw;
+    raw.add({send, recv});
+    raw.finalize();
+    ASSERT_EQ(raw.flow_bundles().size(), 1u);
+    const FlowBundle& b = raw.flow_bundles()[0];
+    EXPECT_EQ(raw.arrival_us(b.links[0]), 1000);  // at the send, not 100 us before it
+    EXPECT_EQ(raw.clamped_flow_count(), 1u);
+    EXPECT_LE(b.left_us[0], b.right_us[0]);
+  }
+  const std::string path = temp_path("offset.json");
+  {
+    trace::ChromeJsonSink sink(path);
+    sink.write_clock_offset(1, trace::ClockOffset{1000, 3});
+    sink.write(send);
+    sink.write(recv);
+  }
+  TraceModel model;
+  const LoadReport report = load_trace_into(path, model);
+  EXPECT_EQ(report.info.clock_offsets.at(1).offset_us, 1000);
+  model.finalize();
+  ASSERT_EQ(model.size(), 2u);
+  EXPECT_EQ(model.record(0).begin_us, 1000);  // rank 0 stays
+  EXPECT_EQ(model.record(1).begin_us, 1500);
+  EXPECT_EQ(model.record(1).end_us, 1900);
+  EXPECT_EQ(model.clamped_flow_count(), 0u);
+  EXPECT_EQ(model.arrival_us(model.flow_bundles()[0].links[0]), 1900);
+  const LoadedTrace loaded = load_trace_file(path);
+  EXPECT_EQ(loaded.events[1].begin_us, 1500);
+}
+
+}  // namespace
+}  // namespace distlab::viz
