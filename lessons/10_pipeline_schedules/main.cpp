@@ -396,10 +396,11 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                                       "(within float32 rounding)."
                                     : "FAILED: a schedule's loss or gradients differ from the unsplit model's.");
     std::printf("\nLook: GPipe holds all %d microbatches' activations on every stage; 1F1B at most p - s on stage s.\n"
-                "The same bubble for both: 1F1B saves memory, not time. Interleaved (v = 2) shrinks the bubble\n"
-                "by v at the cost of more messages; ZB-H1 fills it with deferred weight gradients (W). The\n"
-                "simulator, fed this run's own F/B/I/W times, says what the schedule would give with a core\n"
-                "per rank; the measured bubble above it is time lost to messages and to sharing cores.\n",
+                "The same bubble for both: 1F1B saves memory, not time. Interleaved (v = 2) cuts the bubble\n"
+                "(Megatron: by up to v) at the cost of v times the messages; ZB-H1 fills it with deferred\n"
+                "weight gradients (W). The simulator, fed this run's own F/B/I/W times, says what the schedule\n"
+                "would give with a core per rank; the measured bubble above it is time lost to messages and to\n"
+                "sharing cores.\n",
                 m);
     std::printf("\nNext: --microbatches 8 or 16 (the bubble falls as (p-1)/(m+p-1)), --ranks 4 --layers 8,\n"
                 "--trace /tmp/pp.json and open /tmp/pp.1f1b.json in Perfetto or distlab-viz,\n"
