@@ -175,7 +175,7 @@ void expect_lesson_10_right(const Outcome& r) {
   EXPECT_GT(std::abs(std::stod(m[1]) - unsplit_loss), 1e-3) << r.output;
 }
 
-TEST(Lesson10, EverySchedulesEqualsTheUnsplitModelOnThreadRanks) {
+TEST(Lesson10, EveryScheduleEqualsTheUnsplitModelOnThreadRanks) {
   expect_lesson_10_right(run(std::string(LESSON_10) + " --backend threads --ranks 2 --steps 1"));
 }
 
