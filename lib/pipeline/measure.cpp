@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <utility>
 
 namespace distlab::pipeline {
 
@@ -14,6 +15,8 @@ Measured measure(const std::vector<trace::Event>& events, const Schedule& schedu
   // per stage: summed seconds and counts of F, B, I, W
   std::vector<std::array<double, 4>> sum(S, {0, 0, 0, 0});
   std::vector<std::array<int, 4>> count(S, {0, 0, 0, 0});
+  // per stage: (time, +1 when an F begins, -1 when a B or W ends)
+  std::vector<std::vector<std::pair<int64_t, int>>> changes(S);
   for (const trace::Event& e : events) {
     if (e.lane.rfind("stage ", 0) != 0 || e.arg("schedule") != kind_name(schedule.kind)) continue;
     if (step >= 0 && e.arg("step") != std::to_string(step)) continue;
@@ -32,6 +35,8 @@ Measured measure(const std::vector<trace::Event>& events, const Schedule& schedu
     if (stage < 0 || stage >= S) continue;
     sum[stage][kind] += seconds;
     ++count[stage][kind];
+    if (kind == 0) changes[stage].push_back({e.begin_us, +1});
+    if (kind == 1 || kind == 3) changes[stage].push_back({e.end_us, -1});
   }
   out.makespan_s = last > first ? (last - first) * 1e-6 : 0.0;
   out.idle_fraction.resize(p);
@@ -43,6 +48,13 @@ Measured measure(const std::vector<trace::Event>& events, const Schedule& schedu
   for (int s = 0; s < S; ++s) {
     auto mean = [&](int k) { return count[s][k] ? sum[s][k] / count[s][k] : 0.0; };
     out.costs.per_stage[s] = {mean(0), mean(1), mean(2), mean(3)};
+  }
+  out.peak_activations.assign(S, 0);
+  for (int s = 0; s < S; ++s) {
+    // At equal times a release comes first, as in the simulator.
+    std::sort(changes[s].begin(), changes[s].end());
+    int held = 0;
+    for (const auto& change : changes[s]) out.peak_activations[s] = std::max(out.peak_activations[s], held += change.second);
   }
   return out;
 }

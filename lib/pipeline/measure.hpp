@@ -18,6 +18,10 @@ struct Measured {
   std::vector<double> idle_fraction;
   double bubble = 0;                // mean idle fraction over ranks
   ActionCosts costs;                // per stage: mean seconds of F, B, I, W
+  // per stage: the most microbatches whose activations were held at once,
+  // counted as the simulator counts them (from an F's begin to the end of its
+  // B, or of its W when the backward is split).
+  std::vector<int> peak_activations;
 };
 
 // The events the executor recorded for `schedule` (lanes "stage s", arg

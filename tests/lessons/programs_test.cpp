@@ -7,7 +7,9 @@
 
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -141,6 +143,49 @@ TEST(Lesson05, UnderTheLauncherWithGloo) {
   expect_rows_all_right(r, 4);
 }
 
+// Lesson 10's peak activations per stage, "gpipe" -> "4 4", from the timing
+// table: schedule, v, step, measured, simulated, formula, peaks (simulated).
+std::map<std::string, std::string> measured_peaks(const std::string& output) {
+  static const std::regex row(R"(^   (\S+)\s+\d\s+[\d.]+ \S+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d ]+) \(([\d ]+)\)$)");
+  std::map<std::string, std::string> peaks;
+  for (const auto& line : lines_of(output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) peaks[m[1]] = m[2];
+  }
+  return peaks;
+}
+
+// Lesson 10 checks every schedule against the unsplit model itself and exits
+// non-zero when one differs; here: that it says so, that the activations a
+// stage held are the textbook's (GPipe m = 4 on both stages, 1F1B p - s =
+// 2 and 1), and that cutting along dim 0 changes the loss.
+void expect_lesson_10_right(const Outcome& r) {
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "Every schedule: loss and every gradient equal to the unsplit model's")) << r.output;
+  const auto peaks = measured_peaks(r.output);
+  ASSERT_EQ(peaks.size(), 5u) << r.output;
+  EXPECT_EQ(peaks.at("gpipe"), "4 4") << r.output;
+  EXPECT_EQ(peaks.at("1f1b"), "2 1") << r.output;
+  std::smatch m;
+  const std::regex unsplit(R"(Unsplit model on the whole batch, one process: loss ([\d.]+))");
+  const std::regex dim0(R"(cut along dim 0 \(the seed's x\.chunk\(4\)\): loss ([\d.]+))");
+  ASSERT_TRUE(std::regex_search(r.output, m, unsplit)) << r.output;
+  const double unsplit_loss = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(r.output, m, dim0)) << r.output;
+  EXPECT_GT(std::abs(std::stod(m[1]) - unsplit_loss), 1e-3) << r.output;
+}
+
+TEST(Lesson10, EveryScheduleEqualsTheUnsplitModelOnThreadRanks) {
+  expect_lesson_10_right(run(std::string(LESSON_10) + " --backend threads --ranks 2 --steps 1"));
+}
+
+TEST(Lesson10, UnderTheLauncherWithGloo) {
+  const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port 0 --no-prefix -- " + LESSON_10 +
+                        " --backend gloo --steps 1");
+  expect_lesson_10_right(r);
+  EXPECT_TRUE(contains(r.output, "gloo backend, 2 ranks")) << r.output;
+}
+
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   struct Case {
     std::string program, flags, message;
@@ -154,6 +199,8 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
       {LESSON_03, "--mb ten", "--mb"},
       {LESSON_04, "--op median", "--op"},
       {LESSON_05, "--no-such-flag", "no-such-flag"},
+      {LESSON_10, "--backend threads --ranks 5", "needs 2 to 4 ranks"},
+      {LESSON_10, "--batch 2 --microbatches 4", "cannot be cut"},
       {DISTLAB_BENCH, "collective --collective broadcast --algorithm ring", "does not implement"},
       {DISTLAB_BENCH, "collective -b 1M -e 1K", "larger than"},
       {DISTLAB_BENCH, "collective --dtype int8", "--dtype"},

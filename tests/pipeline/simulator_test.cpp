@@ -3,6 +3,7 @@
 // interleaved bubble, and a timeline worked out by hand.
 #include <gtest/gtest.h>
 
+#include "pipeline/measure.hpp"
 #include "pipeline/simulator.hpp"
 
 namespace distlab::pipeline {
@@ -114,6 +115,32 @@ TEST(Simulator, ComputeNeverOverlapsOnARank) {
       last_end[e.rank] = e.end_us;
     }
   }
+}
+
+// measure() reads a timeline back: fed the simulator's own events it must
+// find the simulator's bubble, action costs and activation peaks.
+TEST(Measure, ReadsTheSimulatorsTimelineBack) {
+  ActionCosts c;
+  c.uniform = {/*forward=*/1e-3, /*backward=*/3e-3, /*backward_input=*/2e-3, /*backward_weight=*/1e-3};
+  for (ScheduleKind kind : all_kinds())
+    for (int p : {2, 3, 4})
+      for (int m : {1, 3, 4, 8}) {
+        const bool looped = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
+        const Schedule schedule = make_schedule(kind, p, m, looped ? 2 : 1);
+        const Simulation sim = simulate(schedule, c);
+        const Measured got = measure(sim.events, schedule);
+        const std::string what = schedule.describe();
+        EXPECT_NEAR(got.makespan_s, sim.makespan, 1e-6) << what;
+        EXPECT_NEAR(got.bubble, sim.bubble, 1e-6) << what;
+        EXPECT_EQ(got.peak_activations, sim.peak_activations) << what;
+        for (int s = 0; s < schedule.num_stages(); ++s) {
+          EXPECT_NEAR(got.costs.of(s).forward, 1e-3, 1e-9) << what;
+          if (kind == ScheduleKind::kZeroBubbleH1)
+            EXPECT_NEAR(got.costs.of(s).backward_weight, 1e-3, 1e-9) << what;
+          else
+            EXPECT_NEAR(got.costs.of(s).backward, 3e-3, 1e-9) << what;
+        }
+      }
 }
 
 }  // namespace

@@ -1,0 +1,484 @@
+// Lesson 10: pipeline schedules.
+//
+// Seed 002's GPT, split in two by hand as the seed's manual_model_split
+// does: stage 0 keeps the embedding and the first half of the layers, stage
+// 1 the rest, the norm and the output, every parameter under the whole
+// model's name. Each schedule (GPipe, 1F1B, Interleaved 1F1B, LoopedBFS,
+// ZB-H1) then runs for real on the same batch, and:
+//   1. its loss and every gradient are checked against the unsplit model's;
+//   2. its bubble is measured from the trace, beside the simulator's (fed the
+//      same run's measured action costs) and beside (p-1)/(m+p-1);
+//   3. the activations each stage held at once are counted from the trace.
+// Last, seed 002's batch_first=False trap: cutting microbatches along dim 0,
+// as the seed's x.chunk() does, changes the loss.
+//
+//   lesson_10_pipeline_schedules                       (2 thread ranks, small GPT)
+//   lesson_10_pipeline_schedules --trace /tmp/pp.json  (/tmp/pp.gpipe.json, /tmp/pp.1f1b.json, ...)
+//   distlab-run --nproc-per-node 2 -- lesson_10_pipeline_schedules --backend gloo
+//   lesson_10_pipeline_schedules --seed-shapes         (dim 512, 8 layers, x (32, 500): minutes on CPU)
+#include <CLI/CLI.hpp>
+#include <torch/nn/functional/loss.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/job.hpp"
+#include "comm/job_cli.hpp"
+#include "measure.hpp"
+#include "models/copy_state.hpp"
+#include "models/gpt.hpp"
+#include "models/split.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/measure.hpp"
+#include "pipeline/simulator.hpp"
+#include "trace/chrome_json.hpp"
+#include "trace/config.hpp"
+
+using namespace distlab;
+using lessons::format_seconds;
+using pipeline::ScheduleKind;
+
+namespace {
+
+struct Options {
+  comm::JobOptions job;
+  int64_t dim = 64, layers = 4, heads = 8, ffn = 256, vocab = 1000;
+  int64_t seq = 32, batch = 16;  // tokens are (seq, batch): batch_first=False, as the seed's x (32, 500)
+  int microbatches = 4, steps = 3;
+  bool seed_shapes = false;
+  std::vector<std::string> schedules{"gpipe", "1f1b", "interleaved", "looped_bfs", "zb_h1"};
+};
+
+// "Equal" for float32: the split model adds the same numbers in another order
+// (per microbatch, then summed), each rounding at ~6e-8 relative; over a few
+// thousand terms that stays far below this, while any real mistake (a wrong
+// microbatch weight, a missed gradient) is far above it.
+constexpr double kRelativeTolerance = 1e-4;
+
+// Seed 002's tokenwise_loss_fn: mean cross entropy over every token.
+// logits (A, b, V), targets (A, b).
+at::Tensor tokenwise_loss(const at::Tensor& logits, const at::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+// The unsplit model, the batch, and the loss and gradients of one step of it:
+// what every schedule must reproduce. Built once per process.
+struct Reference {
+  models::Gpt whole{nullptr};
+  at::Tensor tokens, targets;  // (seq, batch) int64
+  double loss = 0;
+  std::map<std::string, at::Tensor> grads;  // by parameter name
+  double seconds = 0;                       // one forward + backward of the whole batch
+};
+
+Reference make_reference(const Options& o) {
+  models::GptOptions g;
+  g.dim = o.dim, g.n_layers = o.layers, g.n_heads = o.heads, g.vocab_size = o.vocab, g.ffn_dim = o.ffn;
+  // The seed trains with dropout 0.1; a random mask would differ between the
+  // split and the unsplit run, so equality is checked without it.
+  g.dropout = 0.0;
+  Reference ref;
+  torch::manual_seed(2);  // the same model and batch in every process
+  ref.whole = models::Gpt(g);
+  // Random tokens, not the seed's x = torch.ones: with every token equal,
+  // every row of a column is the same vector and the dim-0 trap of part 4
+  // would not show.
+  ref.tokens = torch::randint(o.vocab, {o.seq, o.batch}, torch::kLong);
+  ref.targets = torch::randint(o.vocab, {o.seq, o.batch}, torch::kLong);
+  const at::Tensor loss = tokenwise_loss(ref.whole->forward(ref.tokens), ref.targets);
+  loss.backward();
+  ref.loss = loss.item<double>();
+  for (const auto& item : ref.whole->named_parameters()) ref.grads[item.key()] = item.value().grad().clone();
+  // Timed once more: the first pass also pays for first touches and allocations.
+  const auto start = std::chrono::steady_clock::now();
+  tokenwise_loss(ref.whole->forward(ref.tokens), ref.targets).backward();
+  ref.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return ref;
+}
+
+// --trace FILE: one Chrome trace per schedule, FILE with the schedule's name
+// inserted (pp.json -> pp.gpipe.json), so each opens on its own in Perfetto
+// or distlab-viz and shows one schedule's steps from time 0. Forwards events
+// to the current schedule's file.
+class PerScheduleTraceFiles : public trace::Sink {
+ public:
+  explicit PerScheduleTraceFiles(std::string file) : file_(std::move(file)) {}
+  // Returns the path opened for `schedule` in this process.
+  std::string open(const std::string& schedule, int rank, bool several_processes) {
+    std::string path = file_;
+    const auto slash = path.rfind('/'), dot = path.rfind('.');
+    const auto at = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? path.size() : dot;
+    path.insert(at, "." + schedule);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_) current_->close();
+    current_ = std::make_shared<trace::ChromeJsonSink>(trace::trace_file_for(path, rank, several_processes));
+    return current_->path();
+  }
+  void write(const trace::Event& event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_) current_->write(event);
+  }
+  // Later events go nowhere.
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_) current_->close();
+    current_.reset();
+  }
+  void flush() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_) current_->flush();
+  }
+
+ private:
+  std::string file_;
+  std::mutex mutex_;
+  std::shared_ptr<trace::ChromeJsonSink> current_;
+};
+
+// The sinks this process adds to the communicator's recorder: memory (to
+// measure the run) and, with --trace, the per-schedule files.
+struct Sinks {
+  std::shared_ptr<trace::MemorySink> memory = std::make_shared<trace::MemorySink>();
+  std::shared_ptr<PerScheduleTraceFiles> files;  // null without --trace
+};
+
+// Every rank's events of one step of `schedule`, on every rank. Thread ranks
+// share one recorder, gloo processes each have their own, so each rank
+// contributes its own events: (p, actions, 5) int64 rows of (stage, category,
+// begin_us, end_us, 1), zero rows unused, summed over ranks. One clock
+// (CLOCK_MONOTONIC) serves every process of the machine.
+std::vector<trace::Event> gather_step_events(comm::Communicator& comm, const std::vector<trace::Event>& mine,
+                                             const pipeline::Schedule& schedule, int64_t step) {
+  static const std::vector<std::string> kCategories = {"fwd", "bwd", "bwd_input", "bwd_weight", "send", "recv"};
+  size_t longest = 0;
+  for (const auto& program : schedule.programs) longest = std::max(longest, program.size());
+  auto table = torch::zeros({comm.size(), static_cast<int64_t>(longest), 5}, torch::kLong);
+  auto rows = table.accessor<int64_t, 3>();
+  int64_t n = 0;
+  for (const trace::Event& e : mine) {
+    if (e.rank != comm.rank() || e.lane.rfind("stage ", 0) != 0) continue;
+    if (e.arg("schedule") != pipeline::kind_name(schedule.kind) || e.arg("step") != std::to_string(step)) continue;
+    const auto category = std::find(kCategories.begin(), kCategories.end(), e.category) - kCategories.begin();
+    if (n == static_cast<int64_t>(longest) || category == static_cast<int64_t>(kCategories.size())) continue;
+    const int64_t row[5] = {std::stoll(e.arg("stage")), category, e.begin_us, e.end_us, 1};
+    for (int k = 0; k < 5; ++k) rows[comm.rank()][n][k] = row[k];
+    ++n;
+  }
+  table = table.to(comm.device());
+  comm.native_all_reduce(table);
+  table = table.cpu();
+  rows = table.accessor<int64_t, 3>();
+  std::vector<trace::Event> all;
+  for (int r = 0; r < comm.size(); ++r)
+    for (int64_t k = 0; k < static_cast<int64_t>(longest) && rows[r][k][4] == 1; ++k) {
+      trace::Event e;
+      e.rank = r;
+      e.lane = pipeline::stage_lane(static_cast<int>(rows[r][k][0]));
+      e.category = kCategories[rows[r][k][1]];
+      e.begin_us = rows[r][k][2];
+      e.end_us = rows[r][k][3];
+      e.args = {{"stage", std::to_string(rows[r][k][0])},
+                {"schedule", pipeline::kind_name(schedule.kind)},
+                {"step", std::to_string(step)}};
+      all.push_back(std::move(e));
+    }
+  return all;
+}
+
+// What one schedule did, the same on every rank.
+struct Row {
+  std::string name;
+  int v = 1;
+  double loss = 0, loss_diff = 0, grad_diff = 0, grad_rel = 0;
+  double step_s = 0;
+  pipeline::Measured measured;
+  pipeline::Simulation simulated;
+  std::string skipped;  // why it did not run, if it did not
+};
+
+// This rank's stages of an S-stage split (stage c * p + rank for c < v), each
+// holding the whole model's weights for its layers.
+std::vector<models::Gpt> build_stages(comm::Communicator& comm, const Reference& ref, int v) {
+  const int p = comm.size();
+  const auto ranges = models::split_layers(ref.whole->options().n_layers, p * v);
+  std::vector<models::Gpt> stages;
+  for (int c = 0; c < v; ++c) {
+    const auto [first, end] = ranges[c * p + comm.rank()];
+    models::Gpt stage(ref.whole->options(), first, end);
+    models::copy_state_by_name(*ref.whole, *stage);
+    stages.push_back(stage);
+  }
+  return stages;
+}
+
+void zero_grads(const std::vector<models::Gpt>& stages) {
+  for (const auto& stage : stages)
+    for (auto& param : stage->parameters())
+      if (param.grad().defined()) param.grad().zero_();
+}
+
+Row run_schedule(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks& sinks, ScheduleKind kind) {
+  const int p = comm.size(), me = comm.rank();
+  Row row;
+  row.name = pipeline::kind_name(kind);
+  row.v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
+  if (p * row.v > o.layers) {
+    row.skipped = "needs " + std::to_string(p * row.v) + " stages of at least one layer, the model has " +
+                  std::to_string(o.layers) + " (--layers " + std::to_string(p * row.v) + ")";
+    return row;
+  }
+  const pipeline::Schedule schedule = pipeline::make_schedule(kind, p, o.microbatches, row.v);
+  // Threads share one recorder: rank 0 switches its file while the others wait.
+  const bool owns_sinks = comm.backend() != "threads" || me == 0;
+  comm.barrier();
+  if (owns_sinks) {
+    sinks.memory->clear();
+    if (sinks.files) {
+      const std::string path = sinks.files->open(row.name, comm.world_rank(), comm.backend() != "threads");
+      if (me == 0) std::printf("  trace of %s: %s\n", row.name.c_str(), path.c_str());
+    }
+  }
+  comm.barrier();
+
+  std::vector<models::Gpt> stages = build_stages(comm, ref, row.v);
+  std::vector<pipeline::StageModule> modules;
+  for (auto& stage : stages) modules.push_back(pipeline::stage_of(stage));
+  pipeline::ExecutorOptions options;
+  options.split_dim = 1;  // batch_first=False: (seq, batch) tokens, batch is dim 1
+  options.loss = tokenwise_loss;
+  pipeline::PipelineExecutor pipe(comm, schedule, modules, options);
+
+  // Step 0: checked against the unsplit model.
+  const pipeline::StepResult result = pipe.step(ref.tokens, ref.targets);
+  double grad_diff = 0, grad_rel = 0;
+  for (const auto& stage : stages)
+    for (const auto& item : stage->named_parameters()) {
+      const at::Tensor& want = ref.grads.at(item.key());
+      const double diff = (item.value().grad() - want).abs().max().item<double>();
+      grad_diff = std::max(grad_diff, diff);
+      grad_rel = std::max(grad_rel, diff / std::max(want.abs().max().item<double>(), 1e-30));
+    }
+  const int last = schedule.rank_of_stage(schedule.num_stages() - 1);
+  row.loss = lessons::one_per_rank(comm, result.has_loss ? result.loss : 0.0)[last];
+  row.loss_diff = std::abs(row.loss - ref.loss);
+  const auto diffs = lessons::one_per_rank(comm, grad_diff), rels = lessons::one_per_rank(comm, grad_rel);
+  row.grad_diff = *std::max_element(diffs.begin(), diffs.end());
+  row.grad_rel = *std::max_element(rels.begin(), rels.end());
+
+  // Steps 1..steps: timed; the last one is measured from the trace.
+  row.step_s = lessons::slowest_rank_seconds(comm, [&] {
+                 for (int k = 0; k < o.steps; ++k) {
+                   zero_grads(stages);
+                   pipe.step(ref.tokens, ref.targets);
+                 }
+               }) / o.steps;
+  const auto events = gather_step_events(comm, sinks.memory->events(), schedule, /*step=*/o.steps);
+  row.measured = pipeline::measure(events, schedule, o.steps);
+  row.simulated = pipeline::simulate(schedule, row.measured.costs);
+  return row;
+}
+
+// GPipe's loss with microbatches cut along `dim` of the tokens (seq, batch):
+// dim 1 as the executor is told above, dim 0 as seed 002's x.chunk(m) cuts.
+double gpipe_loss_cut_along(comm::Communicator& comm, const Options& o, const Reference& ref, int64_t dim) {
+  std::vector<models::Gpt> stages = build_stages(comm, ref, 1);
+  pipeline::ExecutorOptions options;
+  options.split_dim = dim;
+  options.loss = tokenwise_loss;
+  options.tag_base = (1 << 16) * static_cast<int>(1 + dim);  // apart from the other runs' messages
+  pipeline::PipelineExecutor pipe(comm, pipeline::make_schedule(ScheduleKind::kGPipe, comm.size(), o.microbatches),
+                                  {pipeline::stage_of(stages[0])}, options);
+  const auto result = pipe.step(ref.tokens, ref.targets);
+  return lessons::one_per_rank(comm, result.has_loss ? result.loss : 0.0)[comm.size() - 1];
+}
+
+std::string join(const std::vector<int>& values) {
+  std::string text;
+  for (int value : values) text += (text.empty() ? "" : " ") + std::to_string(value);
+  return text;
+}
+
+void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks& sinks) {
+  const int p = comm.size(), m = o.microbatches, me = comm.rank();
+  if (p < 2 || p > o.layers)
+    throw std::runtime_error("a pipeline of " + std::to_string(o.layers) + " layers needs 2 to " +
+                             std::to_string(o.layers) + " ranks, got " + std::to_string(p) + " (--ranks 2)");
+  if (me == 0) {
+    std::printf("Lesson 10: pipeline schedules  (%s backend, %d ranks)\n\n", comm.backend().c_str(), p);
+    std::printf("1. Seed 002's GPT: dim %lld, %lld layers, %lld heads, ffn %lld, vocab %lld; tokens (%lld, %lld),\n"
+                "   %d microbatches. Split by hand into %d stages, as the seed's manual_model_split:\n",
+                (long long)o.dim, (long long)o.layers, (long long)o.heads, (long long)o.ffn, (long long)o.vocab,
+                (long long)o.seq, (long long)o.batch, m, p);
+    const auto ranges = models::split_layers(o.layers, p);
+    for (int s = 0; s < p; ++s) {
+      // Built here only to show what a stage holds and under which names.
+      models::Gpt stage(ref.whole->options(), ranges[s].first, ranges[s].second);
+      std::printf("     stage %d: %slayers %lld-%lld%s, %lld parameters, first named %s\n", s,
+                  s == 0 ? "tok_embeddings, " : "", (long long)ranges[s].first, (long long)ranges[s].second - 1,
+                  s == p - 1 ? ", norm, output" : "", (long long)models::count_parameters(*stage),
+                  stage->named_parameters().keys().front().c_str());
+    }
+    std::printf("   Each stage keeps the whole model's parameter names, and copy_state_by_name gives it the\n"
+                "   whole model's weights. The seed's other way, the tracer split (pipeline(model,\n"
+                "   split_spec={\"layers.4\": SplitPoint.BEGINNING})), has no LibTorch equivalent: C++ has no\n"
+                "   tracer that turns a forward() into a graph to cut, so DistLab splits by hand.\n");
+    std::printf("   Unsplit model on the whole batch, one process: loss %.6f, %s per forward + backward.\n\n",
+                ref.loss, format_seconds(ref.seconds).c_str());
+    std::printf("2. The schedules as data: each rank's compute actions (stage, F/B/I/W, microbatch)\n");
+    for (const std::string& name : o.schedules) {
+      const ScheduleKind kind = pipeline::parse_kind(name);
+      const int v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
+      if (p * v > o.layers) continue;
+      const auto order = pipeline::make_schedule(kind, p, m, v);
+      for (int r = 0; r < p; ++r) {
+        std::vector<pipeline::Action> compute;
+        for (const auto& a : order.programs[r])
+          if (pipeline::is_compute(a.type)) compute.push_back(a);
+        std::printf("   %-12s rank %d: %s\n", r == 0 ? pipeline::kind_name(kind) : "", r,
+                    pipeline::to_string(compute).c_str());
+      }
+    }
+    std::printf("\n3. Each schedule run for real: step 0 checked, then %d timed steps%s\n", o.steps,
+                sinks.files ? "" : " (--trace FILE: a trace per schedule)");
+  }
+
+  std::vector<Row> rows;
+  for (const std::string& name : o.schedules) rows.push_back(run_schedule(comm, o, ref, sinks, pipeline::parse_kind(name)));
+  comm.barrier();
+  if (sinks.files && (comm.backend() != "threads" || me == 0)) sinks.files->close();
+  comm.barrier();
+  const double dim1_loss = gpipe_loss_cut_along(comm, o, ref, 1), dim0_loss = gpipe_loss_cut_along(comm, o, ref, 0);
+
+  bool all_equal = true;
+  for (const Row& r : rows)
+    if (r.skipped.empty()) all_equal = all_equal && r.loss_diff <= kRelativeTolerance * std::abs(ref.loss) &&
+                                       r.grad_rel <= kRelativeTolerance;
+  if (me == 0) {
+    std::printf("\n   Against the unsplit model (loss %.6f):\n", ref.loss);
+    std::printf("   %-12s %2s %10s %11s %16s %14s\n", "schedule", "v", "loss", "|loss diff|", "max |grad diff|",
+                "relative");
+    for (const Row& r : rows) {
+      if (!r.skipped.empty()) {
+        std::printf("   %-12s %2d  skipped: %s\n", r.name.c_str(), r.v, r.skipped.c_str());
+        continue;
+      }
+      std::printf("   %-12s %2d %10.6f %11.2e %16.2e %14.2e\n", r.name.c_str(), r.v, r.loss, r.loss_diff, r.grad_diff,
+                  r.grad_rel);
+    }
+    std::printf("\n   Time and bubble (idle fraction of the ranks in the last step); peak activations:\n"
+                "   microbatches whose activations a stage held at once, measured (simulated)\n");
+    std::printf("   %-12s %2s %10s %9s %10s %14s   %s\n", "schedule", "v", "step", "measured", "simulated",
+                "(p-1)/(m+p-1)", "peak activations per stage");
+    for (const Row& r : rows) {
+      if (!r.skipped.empty()) continue;
+      std::printf("   %-12s %2d %10s %9.3f %10.3f %14.3f   %s (%s)\n", r.name.c_str(), r.v,
+                  format_seconds(r.step_s).c_str(), r.measured.bubble, r.simulated.bubble,
+                  pipeline::gpipe_bubble(p, m), join(r.measured.peak_activations).c_str(),
+                  join(r.simulated.peak_activations).c_str());
+    }
+    std::printf("\n4. Seed 002's batch_first=False trap: the layers attend along dim 0 of the tokens (%lld, %lld).\n"
+                "   the unsplit model:                          loss %.6f\n"
+                "   GPipe, cut along dim 1 (the batch, as above): loss %.6f\n"
+                "   GPipe, cut along dim 0 (the seed's x.chunk(%d)): loss %.6f, %.2e away from the unsplit model's\n"
+                "   Cutting dim 0 hands each microbatch %lld of the %lld positions, so each position attends to\n"
+                "   fewer others: a different model. (The seed's dummy x = torch.ones hides it: every token equal.)\n",
+                (long long)o.seq, (long long)o.batch, ref.loss, dim1_loss, m, dim0_loss, std::abs(dim0_loss - ref.loss),
+                (long long)(o.seq / m), (long long)o.seq);
+    std::printf("\n%s\n", all_equal ? "Every schedule: loss and every gradient equal to the unsplit model's "
+                                      "(within float32 rounding)."
+                                    : "FAILED: a schedule's loss or gradients differ from the unsplit model's.");
+    std::printf("\nLook: GPipe holds all %d microbatches' activations on every stage; 1F1B at most p - s on stage s.\n"
+                "The same bubble for both: 1F1B saves memory, not time. Interleaved (v = 2) cuts the bubble\n"
+                "(Megatron: by up to v) at the cost of v times the messages; ZB-H1 fills it with deferred\n"
+                "weight gradients (W). The simulator, fed this run's own F/B/I/W times, says what the schedule\n"
+                "would give with a core per rank; the measured bubble above it is time lost to messages and to\n"
+                "sharing cores.\n",
+                m);
+    std::printf("\nNext: --microbatches 8 or 16 (the bubble falls as (p-1)/(m+p-1)), --ranks 4 --layers 8,\n"
+                "--trace /tmp/pp.json and open /tmp/pp.1f1b.json in Perfetto or distlab-viz,\n"
+                "distlab-run --nproc-per-node 2 -- lesson_10_pipeline_schedules --backend gloo,\n"
+                "--seed-shapes (the seed's sizes; on a GPU with --device cuda); then distlab-bench pipeline.\n");
+  }
+  if (!all_equal)
+    throw std::runtime_error("a schedule's loss or gradients differ from the unsplit model's beyond float32 "
+                             "rounding (relative " + std::to_string(kRelativeTolerance) + "); see the table");
+}
+
+// Each rank gets its share of the cores, so the ranks of a pipeline run side
+// by side instead of fighting over cores (that would show up as bubble).
+void share_cores(const comm::JobOptions& job) {
+  int ranks_here = job.ranks;
+  if (job.backend != "threads") {
+    const char* local = std::getenv("LOCAL_WORLD_SIZE");
+    ranks_here = local ? std::max(1, std::atoi(local)) : 1;
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(std::max(1, cores / ranks_here));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.job.ranks = 2;  // the seed's two stages
+  CLI::App app{"Lesson 10: pipeline schedules on seed 002's GPT, checked against the unsplit model"};
+  comm::add_job_flags(app, o.job);
+  app.add_option("--dim", o.dim, "model width")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--layers", o.layers, "decoder layers")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--heads", o.heads, "attention heads (divides --dim)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--ffn", o.ffn, "feed-forward width")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--vocab", o.vocab, "vocabulary size")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--seq", o.seq, "tokens' dim 0 (the layers attend along it)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "tokens' dim 1 (independent samples)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--microbatches", o.microbatches, "m")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps per schedule")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--schedules", o.schedules, "which to run, of gpipe 1f1b interleaved looped_bfs zb_h1")
+      ->delimiter(',')->capture_default_str();
+  app.add_flag("--seed-shapes", o.seed_shapes,
+               "seed 002's sizes: dim 512, 8 layers, 8 heads, ffn 2048, vocab 10000, x (32, 500), 4 microbatches");
+  CLI11_PARSE(app, argc, argv);
+  if (o.seed_shapes) {
+    o.dim = 512, o.layers = 8, o.heads = 8, o.ffn = 2048, o.vocab = 10000, o.seq = 32, o.batch = 500;
+    o.microbatches = 4, o.steps = 1;
+  }
+  try {
+    for (const std::string& name : o.schedules) pipeline::parse_kind(name);  // a bad name fails here, not in a rank
+    if (o.batch < o.microbatches || o.seq < o.microbatches)
+      throw std::runtime_error("--batch " + std::to_string(o.batch) + " or --seq " + std::to_string(o.seq) +
+                               " cannot be cut into --microbatches " + std::to_string(o.microbatches) +
+                               " (part 4 cuts along both); give more or fewer microbatches");
+    comm::JobOptions job = comm::with_env_defaults(o.job);
+    Sinks sinks;
+    // The lesson writes its own files, one per schedule; the job writes none.
+    if (!job.trace.file.empty()) sinks.files = std::make_shared<PerScheduleTraceFiles>(job.trace.file);
+    job.trace.file.clear();
+    share_cores(job);
+    const Reference ref = make_reference(o);
+    std::once_flag attach;
+    comm::run_job(job, [&](comm::Communicator& comm) {
+      // Once per process: thread ranks share the recorder, gloo ranks each own one.
+      std::call_once(attach, [&] {
+        comm.recorder()->add_sink(sinks.memory);
+        if (sinks.files) comm.recorder()->add_sink(sinks.files);
+      });
+      comm.barrier();
+      run(comm, o, ref, sinks);
+    });
+    if (sinks.files) sinks.files->flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lesson_10_pipeline_schedules: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
