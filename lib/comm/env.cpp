@@ -195,6 +195,18 @@ WorldInfo world_from(const Environment& env) {
       fail("MASTER_PORT='" + *port.text + "' is not a TCP port; set it to a number in 1..65535");
     w.master_port = std::stoi(*port.text);
   }
+
+  Field agent = field(env, "TORCHELASTIC_USE_AGENT_STORE");
+  if (agent.text) {
+    // PyTorch compares with str(True); lower case and 1/0 are accepted too.
+    const std::string& v = *agent.text;
+    if (v == "True" || v == "true" || v == "1")
+      w.agent_store = true;
+    else if (!(v == "False" || v == "false" || v == "0" || v.empty()))
+      fail(agent.name + "='" + v + "' is neither True nor False; set it to True when the launcher hosts the store at "
+           "MASTER_ADDR:MASTER_PORT (torchrun does), else False");
+  }
+  if (w.agent_store) w.store_prefix = "/worker/attempt_" + std::to_string(w.restart_count);
   return w;
 }
 

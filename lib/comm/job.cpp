@@ -2,9 +2,11 @@
 
 #include <torch/cuda.h>
 
+#include <cerrno>  // program_invocation_short_name
 #include <cstdlib>
 
 #include "comm/env.hpp"
+#include "comm/error_file.hpp"
 #include "comm/gloo_backend.hpp"
 #include "comm/nccl_backend.hpp"
 #include "comm/threads_backend.hpp"
@@ -31,7 +33,8 @@ JobOptions with_env_defaults(JobOptions options) {
   return options;
 }
 
-void run_job(const JobOptions& options, const std::function<void(Communicator&)>& body) {
+namespace {
+void run_job_unrecorded(const JobOptions& options, const std::function<void(Communicator&)>& body) {
   CommOptions comm_options;
   comm_options.timeout = options.timeout;
   comm_options.connect_timeout = options.connect_timeout;
@@ -59,6 +62,17 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
     throw SetupError("unknown backend '" + options.backend + "' (expected threads, gloo or nccl)");
   body(*comm);
   comm_options.recorder->flush();
+}
+}  // namespace
+
+void run_job(const JobOptions& options, const std::function<void(Communicator&)>& body) {
+  try {
+    run_job_unrecorded(options, body);
+  } catch (const std::exception& e) {
+    // Under torchrun, its failure summary then names this error.
+    record_error(e, program_invocation_short_name);
+    throw;
+  }
 }
 
 }  // namespace distlab::comm

@@ -32,8 +32,9 @@ struct JobOptions {
 JobOptions with_env_defaults(JobOptions options);
 
 // Runs body once per rank of this process (see above). Blocks until all of
-// this process's ranks are done; rethrows the first failure. Trace files
-// are flushed and closed before it returns.
+// this process's ranks are done; rethrows the first failure, after writing
+// it to TORCHELASTIC_ERROR_FILE when torchrun set one (comm/error_file.hpp).
+// Trace files are flushed and closed before it returns.
 void run_job(const JobOptions& options, const std::function<void(Communicator&)>& body);
 
 }  // namespace distlab::comm

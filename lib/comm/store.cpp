@@ -1,30 +1,123 @@
 #include "comm/store.hpp"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-namespace distlab::comm {
+#include <thread>
+#include <vector>
 
-c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world, Milliseconds timeout) {
+namespace distlab::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* const kAttemptKey = "distlab/attempt";
+
+std::string first_line(const std::exception& e) {
+  std::string why = e.what();
+  return why.substr(0, why.find('\n'));
+}
+
+std::string ms(Milliseconds timeout) { return std::to_string(timeout.count()) + " ms"; }
+std::string where(const WorldInfo& world) { return world.master_addr + ":" + std::to_string(world.master_port); }
+
+c10::intrusive_ptr<c10d::Store> tcp_store(const WorldInfo& world, bool server, Milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(world.master_port);
-  options.isServer = world.rank == 0;
-  options.numWorkers = static_cast<std::size_t>(world.world_size);
-  options.waitWorkers = true;  // the server returns once every rank is in
+  options.isServer = server;
+  options.waitWorkers = false;  // join() counts the ranks, with a message naming the missing ones
   options.timeout = timeout;
-  const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
+  return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+}
+
+// Every rank sets its key, then waits for all the others' keys.
+void join(c10d::Store& store, const WorldInfo& world, Milliseconds timeout) {
+  store.set(joined_key(world.rank), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < world.world_size; ++r) keys.push_back(joined_key(r));
   try {
-    return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    store.wait(keys, timeout);
   } catch (const std::exception& e) {
-    std::string why = e.what();
-    why = why.substr(0, why.find('\n'));
-    if (world.rank == 0)
-      throw SetupError("rank 0: cannot host the rendezvous at " + where + " or not all " +
-                       std::to_string(world.world_size) + " ranks joined within " + std::to_string(timeout.count()) +
-                       " ms (is the port free, and did every rank start?): " + why);
-    throw SetupError("rank " + std::to_string(world.rank) + ": cannot reach the master at " + where + " within " +
-                     std::to_string(timeout.count()) + " ms (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?): " +
-                     why);
+    std::string missing;
+    for (int r = 0; r < world.world_size; ++r)
+      if (!store.check({joined_key(r)})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    throw SetupError("rank " + std::to_string(world.rank) + ": rank(s) " + (missing.empty() ? "?" : missing) +
+                     " did not join at " + where(world) + " within " + ms(timeout) +
+                     " (did every rank start? a slow start needs DISTLAB_CONNECT_TIMEOUT_MS): " + first_line(e));
   }
+}
+
+// torchrun's agent hosts the store: connect as a client, under this
+// attempt's prefix.
+c10::intrusive_ptr<c10d::Store> join_agent_store(const WorldInfo& world, Milliseconds timeout) {
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::PrefixStore>(world.store_prefix, tcp_store(world, false, timeout));
+  } catch (const std::exception& e) {
+    throw SetupError("rank " + std::to_string(world.rank) + ": cannot reach the launcher's store at " + where(world) +
+                     " within " + ms(timeout) +
+                     " (TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts it; is the agent running, "
+                     "and are MASTER_ADDR/MASTER_PORT right?): " + first_line(e));
+  }
+  join(*store, world, timeout);
+  return store;
+}
+
+// Rank 0 hosts the store and writes its restart count in it.
+c10::intrusive_ptr<c10d::Store> host_store(const WorldInfo& world, Milliseconds timeout) {
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = tcp_store(world, true, timeout);
+  } catch (const std::exception& e) {
+    throw SetupError("rank 0: cannot host the rendezvous at " + where(world) +
+                     " (is the port free? under a launcher that hosts the store itself, it sets "
+                     "TORCHELASTIC_USE_AGENT_STORE=True): " + first_line(e));
+  }
+  const std::string attempt = std::to_string(world.restart_count);
+  store->set(kAttemptKey, std::vector<uint8_t>(attempt.begin(), attempt.end()));
+  join(*store, world, timeout);
+  return store;
+}
+
+// Connects to rank 0's store. After a restart, rank 0 of the failed attempt
+// may still be up for a moment (another node's launcher restarts its ranks
+// on its own clock): a store of another attempt is left and tried again
+// until `timeout`.
+c10::intrusive_ptr<c10d::Store> reach_store(const WorldInfo& world, Milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const std::string mine = std::to_string(world.restart_count);
+  std::string last;
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<Milliseconds>(deadline - Clock::now());
+    try {
+      auto store = tcp_store(world, false, std::max(left, Milliseconds(1)));
+      const auto bytes = store->get(kAttemptKey);
+      const std::string theirs(bytes.begin(), bytes.end());
+      if (theirs == mine) {
+        join(*store, world, std::max(std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()), Milliseconds(1)));
+        return store;
+      }
+      last = "rank 0 there is in attempt " + theirs + ", this rank in attempt " + mine;
+    } catch (const SetupError&) {
+      throw;
+    } catch (const std::exception& e) {
+      last = first_line(e);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  throw SetupError("rank " + std::to_string(world.rank) + ": cannot reach the master at " + where(world) +
+                   " within " + ms(timeout) + " (is rank 0 running, are MASTER_ADDR/MASTER_PORT right, and do all "
+                   "launchers restart together?): " + last);
+}
+
+}  // namespace
+
+std::string joined_key(int rank) { return "distlab/joined/" + std::to_string(rank); }
+
+c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world, Milliseconds timeout) {
+  if (world.agent_store) return join_agent_store(world, timeout);
+  if (world.rank == 0) return host_store(world, timeout);
+  return reach_store(world, timeout);
 }
 
 }  // namespace distlab::comm

@@ -35,6 +35,29 @@ TEST(Env, Torchrun) {
   EXPECT_EQ(show(w), show(WorldInfo{5, 8, 1, 4, "node0.cluster", 29512, 2, "torchrun"}));
 }
 
+// torchrun's agent hosts the store; the ranks use the keys of their attempt.
+TEST(Env, TorchrunAgentStore) {
+  WorldInfo w = world_from({{"RANK", "1"},
+                            {"WORLD_SIZE", "2"},
+                            {"MASTER_PORT", "29600"},
+                            {"TORCHELASTIC_RESTART_COUNT", "3"},
+                            {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  EXPECT_EQ(show(w), show(WorldInfo{1, 2, 1, 2, "127.0.0.1", 29600, 3, "torchrun"}));
+  EXPECT_TRUE(w.agent_store);
+  EXPECT_EQ(w.store_prefix, "/worker/attempt_3");
+}
+
+TEST(Env, WithoutAgentStoreRankZeroHostsIt) {
+  for (const char* value : {"False", ""}) {
+    WorldInfo w = world_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_USE_AGENT_STORE", value}});
+    EXPECT_FALSE(w.agent_store) << value;
+    EXPECT_EQ(w.store_prefix, "") << value;
+  }
+  WorldInfo w = world_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "1"}});
+  EXPECT_FALSE(w.agent_store);
+  EXPECT_EQ(w.store_prefix, "");
+}
+
 TEST(Env, TorchrunWithoutLocalValuesIsOneNode) {
   WorldInfo w = world_from({{"RANK", "2"}, {"WORLD_SIZE", "3"}, {"RESTART_COUNT", "1"}});
   EXPECT_EQ(show(w), show(WorldInfo{2, 3, 2, 3, "127.0.0.1", 29500, 1, "torchrun"}));
@@ -130,6 +153,9 @@ std::vector<BadCase> bad_cases() {
        {{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}},
        {"MASTER_ADDR is missing", "rank 0's node"}},
       {"bad restart count", {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"RESTART_COUNT", "x"}}, {"RESTART_COUNT='x'"}},
+      {"agent store neither true nor false",
+       {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"TORCHELASTIC_USE_AGENT_STORE", "yes"}},
+       {"TORCHELASTIC_USE_AGENT_STORE='yes'", "True"}},
       {"slurm world size 0", {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}, {"SLURM_NTASKS=0"}},
       {"slurm rank too big", {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "2"}}, {"SLURM_PROCID=2", "SLURM_NTASKS=2"}},
       {"slurm bad tasks per node",

@@ -1,0 +1,8 @@
+list(APPEND DISTLAB_BASE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint_crc32.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint_files.cpp
+)
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint_module.cpp
+)

@@ -1,0 +1,124 @@
+// Launchers nobody here wrote: PyTorch's torchrun (its agent hosts the store;
+// the ranks join as clients under /worker/attempt_<n>; a failing rank's
+// error reaches torchrun's summary through TORCHELASTIC_ERROR_FILE) and
+// Open MPI's mpirun. Skipped, with the reason, where the launcher is not
+// installed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <stdexcept>
+
+#include "comm/error_file.hpp"
+#include "comm/errors.hpp"
+#include "free_port.hpp"
+#include "run_command.hpp"
+
+namespace distlab::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::contains;
+using testing::free_port;
+using testing::Outcome;
+using testing::run_command;
+
+const std::string kTorchrun = "/usr/bin/torchrun";
+const std::string kLesson05 = std::string(LESSON_05) + " --backend gloo --mb 1 --iters 2 --no-steps --timeout-ms 20000";
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("distlab_launchers_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+// The #wrong column (the last) of lesson 05's table rows, whatever prefix
+// the launcher puts before each line.
+std::vector<long long> wrong_column(const std::string& output) {
+  static const std::regex row(R"(^.*  (reduce_broadcast|ring|halving_doubling|native)\s.*\s(\d+)$)");
+  std::vector<long long> counts;
+  for (const auto& line : testing::lines_of(output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) counts.push_back(std::stoll(m[2]));
+  }
+  return counts;
+}
+
+std::string torchrun(const std::string& dir, const std::string& flags) {
+  return kTorchrun + " --redirects 1 --tee 1 --monitor_interval 1 --log_dir " + dir + "/logs --master_port " +
+         std::to_string(free_port()) + " " + flags + " --no_python ";
+}
+
+TEST(Torchrun, Lesson05RunsWithTheAgentsStore) {
+  if (!fs::exists(kTorchrun)) GTEST_SKIP() << kTorchrun << " is not installed (apt-get install python3-torch)";
+  const Outcome r = run_command(torchrun(fresh_dir("lesson05"), "--nproc_per_node 2") + kLesson05, 90);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "Address already in use")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (gloo backend, 2 ranks, op sum)")) << r.output;
+  const auto wrong = wrong_column(r.output);
+  ASSERT_EQ(wrong.size(), 4u) << r.output;
+  for (long long w : wrong) EXPECT_EQ(w, 0) << r.output;
+}
+
+// torchrun's summary names the exception the rank threw, read from the
+// error file the rank wrote.
+TEST(Torchrun, FailureSummaryNamesTheRealError) {
+  if (!fs::exists(kTorchrun)) GTEST_SKIP() << kTorchrun << " is not installed (apt-get install python3-torch)";
+  const std::string dir = fresh_dir("error_file");
+  const Outcome r = run_command(torchrun(dir, "--nproc_per_node 2 --max_restarts 0") + LESSON_09 +
+                                    " --backend gloo --steps 10 --timeout-ms 20000 --checkpoint-dir " + dir +
+                                    "/ckpt --kill-rank 1 --kill-at-step 3 --fail-how throw",
+                                90);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "Root Cause (first observed failure)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "std::runtime_error: rank 1: failing on purpose at step 3 (--fail-how throw)"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "C++ exception in lesson_09_failover_checkpoint")) << r.output;
+  EXPECT_FALSE(contains(r.output, "error_file: <N/A>\n  traceback : To enable traceback")) << r.output;
+}
+
+// The file a rank writes is the one PyTorch's own reader parses.
+TEST(ErrorFile, PyTorchsReaderParsesIt) {
+  const std::string dir = fresh_dir("error_json");
+  const std::string path = dir + "/error.json";
+  const comm::TimeoutError error("rank 1: recv from rank 0 (tag 3) \"quoted\"\ttimed out after 5 ms");
+  EXPECT_EQ(comm::record_error(error, "prog", {{"TORCHELASTIC_ERROR_FILE", path}}), path);
+  EXPECT_EQ(comm::record_error(error, "prog", {}), "");  // no variable, no file
+  const std::string script = dir + "/read.py";
+  std::ofstream(script) << R"PY(
+import sys, time
+from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+f = ProcessFailure(local_rank=1, pid=42, exitcode=1, error_file=sys.argv[1])
+print("message:", f.message["message"])
+print("callstack:", f.message["extraInfo"]["py_callstack"].replace("\n", " | "))
+print("recent:", abs(f.timestamp - time.time()) < 600)
+)PY";
+  const Outcome r = run_command("/usr/bin/python3 " + script + " " + path, 60);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "message: distlab::comm::TimeoutError: rank 1: recv from rank 0 (tag 3) \"quoted\"\t"
+                                 "timed out after 5 ms\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "callstack: distlab::comm::TimeoutError: rank 1:")) << r.output;
+  EXPECT_TRUE(contains(r.output, "| (C++ exception in prog; no Python stack)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "recent: True")) << r.output;
+}
+
+TEST(Mpirun, Lesson05RunsUnderOpenMpi) {
+  if (run_command("command -v mpirun", 10).status != 0)
+    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin)";
+  // Open MPI refuses root unless told; --oversubscribe: 2 ranks on fewer cores.
+  const Outcome r = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_PORT=" +
+                                    std::to_string(free_port()) + " mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                                    kLesson05,
+                                90);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (gloo backend, 2 ranks, op sum)")) << r.output;
+  const auto wrong = wrong_column(r.output);
+  ASSERT_EQ(wrong.size(), 4u) << r.output;
+  for (long long w : wrong) EXPECT_EQ(w, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace distlab::train

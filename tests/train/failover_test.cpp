@@ -1,0 +1,165 @@
+// Lesson 09 as a user runs it: a rank killed (SIGKILL) mid-training, the
+// launcher restarts all, training resumes from the newest complete
+// checkpoint, and the final parameters' digest equals the one of a run that
+// was never interrupted. Under distlab-run (one node, and two launchers as
+// two nodes) and under PyTorch's torchrun. Every run has a hard deadline.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "free_port.hpp"
+#include "run_command.hpp"
+
+namespace distlab::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::contains;
+using testing::free_port;
+using testing::Outcome;
+using testing::run_command;
+
+const std::string kLesson = LESSON_09;
+const std::string kRun = DISTLAB_RUN;
+// 40 steps of 2 ranks, a checkpoint every 10: the kill at step 25 resumes at 20.
+const std::string kTraining = " --backend gloo --steps 40 --save-every 10 --timeout-ms 20000";
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("distlab_failover_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+// Every "final parameters digest X" the ranks printed.
+std::vector<std::string> digests(const std::string& output) {
+  static const std::regex line(R"(final parameters digest (0x[0-9a-f]{8}))");
+  std::vector<std::string> found;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line); it != std::sregex_iterator(); ++it)
+    found.push_back((*it)[1]);
+  return found;
+}
+
+// The uninterrupted run: 2 ranks under distlab-run, no kill.
+const std::string& uninterrupted_digest() {
+  static const std::string digest = [] {
+    const std::string dir = fresh_dir("uninterrupted");
+    const Outcome r = run_command(kRun + " --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " -- " +
+                                      kLesson + kTraining + " --checkpoint-dir " + dir,
+                                  60);
+    EXPECT_EQ(r.status, 0) << r.output;
+    const auto found = digests(r.output);
+    EXPECT_EQ(found.size(), 2u) << r.output;
+    EXPECT_TRUE(contains(r.output, "no checkpoint in")) << r.output;
+    return found.empty() ? std::string("none") : found[0];
+  }();
+  return digest;
+}
+
+void expect_resumed_bit_for_bit(const Outcome& r, const std::string& dir) {
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "failing on purpose at step 25")) << r.output;
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_TRUE(contains(r.output, "[RANK " + std::to_string(rank) + "] resumed from " + dir + "/step_000000020"))
+        << r.output;
+  const auto found = digests(r.output);
+  ASSERT_EQ(found.size(), 2u) << r.output;  // only the resumed attempt finishes
+  for (const auto& d : found) EXPECT_EQ(d, uninterrupted_digest()) << r.output;
+  EXPECT_TRUE(contains(r.output, "equal to the uninterrupted run's digest")) << r.output;
+}
+
+TEST(Failover, UninterruptedRunsRepeatBitForBit) {
+  // Two fresh runs give the same digest: the reference is deterministic.
+  const std::string dir = fresh_dir("again");
+  const Outcome r = run_command(kRun + " --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " -- " +
+                                    kLesson + kTraining + " --checkpoint-dir " + dir + " --expect-digest " +
+                                    uninterrupted_digest(),
+                                60);
+  EXPECT_EQ(r.status, 0) << r.output;
+  // And the threads backend, same ranks and data, gives the same numbers:
+  // gloo's sum of two gradients is the same addition.
+  const Outcome t = run_command(kLesson + " --backend threads --ranks 2 --steps 40 --save-every 10 --checkpoint-dir " +
+                                    fresh_dir("threads"),
+                                60);
+  EXPECT_EQ(t.status, 0) << t.output;
+  const auto found = digests(t.output);
+  ASSERT_EQ(found.size(), 2u) << t.output;
+  EXPECT_EQ(found[0], uninterrupted_digest()) << t.output;
+}
+
+TEST(Failover, KillAndResumeUnderDistlabRun) {
+  const std::string dir = fresh_dir("distlab_run");
+  const Outcome r = run_command(kRun + " --nproc-per-node 2 --max-restarts 1 --grace-ms 2000 --master-port " +
+                                    std::to_string(free_port()) + " -- " + kLesson + kTraining + " --checkpoint-dir " +
+                                    dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest(),
+                                90);
+  EXPECT_TRUE(contains(r.output, "rank 1 (pid")) << r.output;
+  EXPECT_TRUE(contains(r.output, "was killed by SIGKILL")) << r.output;
+  EXPECT_TRUE(contains(r.output, "restarting all workers (restart 1 of 1)")) << r.output;
+  expect_resumed_bit_for_bit(r, dir);
+}
+
+// RANK vs LOCAL_RANK: two launchers of one rank each act as two nodes. The
+// killed rank's launcher restarts it; the other rank loses its peer, fails,
+// and is restarted by its own launcher; both meet again at restart 1.
+TEST(Failover, KillAndResumeAcrossTwoLaunchers) {
+  const std::string dir = fresh_dir("two_nodes");
+  const std::string common = kRun + " --nnodes 2 --nproc-per-node 1 --max-restarts 1 --grace-ms 2000 --master-port " +
+                             std::to_string(free_port());
+  const std::string program = " -- " + kLesson + kTraining + " --checkpoint-dir " + dir +
+                              " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest();
+  const Outcome r =
+      run_command("(" + common + " --node-rank 1" + program + " & " + common + " --node-rank 0" + program + "; wait)",
+                  120);
+  EXPECT_TRUE(contains(r.output, "[RANK 0] LOCAL_RANK 0 of 1 on node 0, WORLD_SIZE 2")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[RANK 1] LOCAL_RANK 0 of 1 on node 1, WORLD_SIZE 2")) << r.output;
+  expect_resumed_bit_for_bit(r, dir);
+}
+
+TEST(Failover, KillAndResumeUnderTorchrun) {
+  const std::string dir = fresh_dir("torchrun");
+  const Outcome r = run_command("/usr/bin/torchrun --nproc_per_node 2 --max_restarts 1 --monitor_interval 1 "
+                                "--redirects 1 --tee 1 --log_dir " + dir + "/logs --master_port " +
+                                    std::to_string(free_port()) + " --no_python " + kLesson + kTraining +
+                                    " --checkpoint-dir " + dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
+                                    uninterrupted_digest(),
+                                120);
+  // torchrun's restart count reaches the ranks, which now use the keys of attempt 1.
+  EXPECT_TRUE(contains(r.output, "restart 1, pid")) << r.output;
+  expect_resumed_bit_for_bit(r, dir);
+}
+
+// A bit flipped in the newest checkpoint: the resumed run says so in one
+// line, goes back one checkpoint, and still ends bit for bit.
+TEST(Failover, CorruptNewestCheckpointIsSkippedOnResume) {
+  const std::string dir = fresh_dir("corrupt");
+  const std::string port = " --master-port " + std::to_string(free_port());
+  Outcome r = run_command(kRun + " --nproc-per-node 2" + port + " -- " + kLesson +
+                              " --backend gloo --steps 30 --save-every 10 --timeout-ms 20000 --checkpoint-dir " + dir,
+                          60);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string model = dir + "/step_000000030/stage0.model.pt";
+  {
+    std::fstream file(model, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(200);
+    char c = 0;
+    file.read(&c, 1);
+    c ^= 0x10;
+    file.seekp(200);
+    file.write(&c, 1);
+  }
+  r = run_command(kRun + " --nproc-per-node 2" + port + " -- " + kLesson + kTraining + " --checkpoint-dir " + dir +
+                      " --expect-digest " + uninterrupted_digest(),
+                  60);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "[RANK 0] checkpoint: skipping " + dir + "/step_000000030: " + model + " is corrupt"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "[RANK 1] resumed from " + dir + "/step_000000020")) << r.output;
+  EXPECT_TRUE(contains(r.output, "equal to the uninterrupted run's digest")) << r.output;
+}
+
+}  // namespace
+}  // namespace distlab::train
