@@ -68,6 +68,10 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
   if (has_last) result.microbatch_losses.assign(m, 0.0);
   auto tag = [&](Channel ch, int sending_stage, int mb) { return options_.tag_base + (ch * S + sending_stage) * m + mb; };
   const std::string step_text = std::to_string(options_.step);
+  // Weight-gradient actions per local stage, to tell before_backward which is the last.
+  std::vector<int> weight_actions(sch.stages_per_rank, 0), weight_done(sch.stages_per_rank, 0);
+  for (const Action& a : sch.programs[me])
+    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[a.stage / p];
 
   for (const Action& a : sch.programs[me]) {
     const int s = a.stage, c = s / p, i = a.microbatch;
@@ -75,9 +79,13 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
     int peer = -1;
     if (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) peer = sch.rank_of_stage(s + 1);
     if (a.type == ActionType::kSendB || a.type == ActionType::kRecvF) peer = sch.rank_of_stage(s - 1);
-    trace::Span span(comm_.recorder(), me, stage_lane(s).c_str(), to_string(a).c_str(), action_category(a.type));
+    // Traces speak world ranks: in a group (a pipeline of a larger job) the
+    // group's name and rank go into the args.
+    trace::Span span(comm_.recorder(), comm_.world_rank(), stage_lane(s).c_str(), to_string(a).c_str(),
+                     action_category(a.type));
     span.arg("microbatch", i).arg("stage", s).arg("schedule", kind_name(sch.kind)).arg("step", step_text);
-    if (peer >= 0) span.set_peer(peer);
+    if (span.active()) comm_.label(span);
+    if (peer >= 0) span.set_peer(comm_.world_rank_of(peer));
     // The output of this (c, i) as autograd sees it: the scaled loss on the
     // last stage, the activation elsewhere; and the gradient to start from.
     auto root = [&]() { return s == S - 1 ? st.root[c][i] : st.output[c][i]; };
@@ -89,6 +97,8 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
       else
         st.grad_input[c][i] = grad;
     };
+    if (options_.before_backward && (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight))
+      options_.before_backward(s, i, ++weight_done[c] == weight_actions[c]);
     try {
       switch (a.type) {
         case ActionType::kForward: {

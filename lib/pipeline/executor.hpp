@@ -57,6 +57,12 @@ struct ExecutorOptions {
   // other traffic on the same communicator. Below 2^20 (collectives/tags.hpp).
   int tag_base = 0;
   int64_t step = 0;  // shown in trace events' args; step() counts it up
+  // Called just before each action that accumulates weight gradients into
+  // .grad (B, or W of a split backward) with its stage, microbatch and
+  // whether it is that stage's last one in this step. A DDP-wrapped stage
+  // turns synchronization on before the last (train/replicated_stage.hpp),
+  // so gradients are all-reduced once per step, not once per microbatch.
+  std::function<void(int stage, int microbatch, bool is_last)> before_backward;
 };
 
 struct StepResult {

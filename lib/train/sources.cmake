@@ -6,3 +6,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint_module.cpp
 )
+# The capstone's trainer (lesson 11): layout, composition, loop.
+include(${CMAKE_CURRENT_LIST_DIR}/trainer_sources.cmake)

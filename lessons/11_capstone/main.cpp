@@ -1,0 +1,156 @@
+// Lesson 11: the capstone. The DDP + Pipe tutorial (seeds 000/001) on
+// DistLab: a Transformer language model cut into P pipeline stages, the
+// pipeline replicated R times with DDP, trained with the tutorial's loop.
+//
+//   rank = replica * P + stage           2 x 2:  pipeline {0, 1}, {2, 3}
+//                                                replicas {0, 2}, {1, 3}
+//   per step: the pipeline runs 8 microbatches (1F1B); each stage's
+//   gradients are all-reduced among its replicas once, during the last
+//   microbatch's backward; the gradient norm is clipped over the whole
+//   model (a sum across the stages); SGD steps.
+//
+//   lesson_11_capstone --preset tiny                       4 thread ranks, seconds
+//   lesson_11_capstone --preset cpu                        a few minutes on 2 cores
+//   lesson_11_capstone --pipeline 1 --replicas 4           plain DDP
+//   lesson_11_capstone --pipeline 4 --replicas 1 --preset cpu   plain pipeline
+//   distlab-run --nproc-per-node 4 -- lesson_11_capstone --backend gloo
+//   lesson_11_capstone --preset tiny --trace capstone.json   every rank's pipeline and DDP traffic
+#include <CLI/CLI.hpp>
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "comm/job.hpp"
+#include "comm/job_cli.hpp"
+#include "data/corpus.hpp"
+#include "data/corpus_stats.hpp"
+#include "measure.hpp"
+#include "pipeline/schedule.hpp"
+#include "train/trainer.hpp"
+
+using namespace distlab;
+
+namespace {
+
+// A model preset and how long to train it.
+struct Preset {
+  int64_t epochs, batches_per_epoch, eval_batches;
+};
+
+const std::map<std::string, Preset> kPresets = {
+    {"tiny", {3, 8, 8}},        // CI: seconds
+    {"cpu", {3, 200, 40}},      // 2 CPU cores, 4 thread ranks: ~5 minutes, the loss clearly falls
+    {"tutorial", {3, 50, 50}},  // the tutorial's 3 x 50 batches, ~1 B parameters: GPUs
+};
+
+const std::map<std::string, pipeline::ScheduleKind> kSchedules = {
+    {"gpipe", pipeline::ScheduleKind::kGPipe},
+    {"1f1b", pipeline::ScheduleKind::k1F1B},
+    {"zb-h1", pipeline::ScheduleKind::kZeroBubbleH1},
+};
+
+struct Options {
+  comm::JobOptions job;
+  train::TrainerOptions trainer;
+  std::string data_dir;
+  std::string schedule = "1f1b";
+  int64_t epochs = -1, batches_per_epoch = -1, eval_batches = -1;  // -1: the preset's
+};
+
+void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
+         const Options& o) {
+  const train::TrainerOptions& t = o.trainer;
+  if (comm.rank() == 0) {
+    std::printf("[RANK 0]: Lesson 11: the capstone, %s on %d %s ranks (%s)\n", t.layout.text().c_str(), comm.size(),
+                comm.backend().c_str(), comm.device().str().c_str());
+    std::printf("[RANK 0]:   pipelines (stage groups):");
+    for (int r = 0; r < t.layout.replicas; ++r) {
+      std::printf(" {");
+      for (int s = 0; s < t.layout.pipeline; ++s) std::printf(s ? ", %d" : "%d", r * t.layout.pipeline + s);
+      std::printf("}");
+    }
+    std::printf("   replica groups (DDP per stage):");
+    for (int s = 0; s < t.layout.pipeline; ++s) {
+      std::printf(" {");
+      for (int r = 0; r < t.layout.replicas; ++r) std::printf(r ? ", %d" : "%d", r * t.layout.pipeline + s);
+      std::printf("}");
+    }
+    std::printf("\n");
+    std::istringstream lines(data::format_summary(summary));
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());
+    std::printf("[RANK 0]:   preset %s, %lld epochs x %lld batches of %lld x %lld tokens, %lld microbatches (%s), "
+                "lr %.2f, clip %.2f, dropout %s, causal\n",
+                t.preset.c_str(), static_cast<long long>(t.epochs), static_cast<long long>(t.batches_per_epoch),
+                static_cast<long long>(t.batch_size), static_cast<long long>(t.bptt),
+                static_cast<long long>(t.chunks), o.schedule.c_str(), t.lr, t.clip,
+                t.dropout < 0 ? "0.2 (preset)" : std::to_string(t.dropout).c_str());
+    std::fflush(stdout);
+  }
+  const train::TrainResult r = train::train(comm, corpus, t);
+  if (comm.rank() == 0 && !r.interrupted)
+    std::printf("[RANK 0]: best valid loss %.3f vs the unigram baseline %.3f nats: %s\n", r.best_valid_loss,
+                summary.valid_unigram_loss,
+                r.best_valid_loss < summary.valid_unigram_loss ? "the model learned from context"
+                                                                : "not below the baseline yet (train longer)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  train::TrainerOptions& t = o.trainer;
+  t.preset = "cpu";
+  CLI::App app{"Lesson 11: the capstone (Transformer LM, pipeline stages x DDP replicas, the tutorial's loop)"};
+  comm::add_job_flags(app, o.job);
+  app.add_option("--pipeline", t.layout.pipeline, "P: pipeline stages per model")->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--replicas", t.layout.replicas, "R: DDP replicas of the pipeline (world size P*R)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--preset", t.preset, "model and length: tiny (seconds), cpu (minutes on 2 cores), tutorial (~1 B)")
+      ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
+  app.add_option("--data", o.data_dir, "corpus folder in WikiText-2's layout (default datasets/austen, env DISTLAB_DATA)");
+  app.add_option("--epochs", o.epochs, "epochs (default: the preset's)")->check(CLI::Range(1, 100000));
+  app.add_option("--batches-per-epoch", o.batches_per_epoch, "training batches per epoch, 0 = whole epochs (default: the preset's)")
+      ->check(CLI::Range(0, 100000000));
+  app.add_option("--eval-batches", o.eval_batches, "validation/test batches, 0 = the whole split (default: the preset's)")
+      ->check(CLI::Range(0, 100000000));
+  app.add_option("--chunks", t.chunks, "microbatches per step")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--schedule", o.schedule, "pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b", "zb-h1"}))
+      ->capture_default_str();
+  app.add_option("--batch-size", t.batch_size, "training columns, all replicas together")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--lr", t.lr, "SGD learning rate")->capture_default_str();
+  app.add_option("--dropout", t.dropout, "dropout (default: the preset's 0.2)");
+  app.add_option("--seed", t.seed, "initial weights")->capture_default_str();
+  app.add_option("--log-interval", t.log_interval, "batches per log line")->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", t.checkpoint_dir, "write checkpoints here (every epoch; shared by all ranks)");
+  app.add_option("--checkpoint-every", t.checkpoint_every, "also every N steps")->check(CLI::Range(0, 100000000));
+  app.add_option("--keep", t.keep_last, "checkpoints kept")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_flag("--resume", t.resume, "continue from the newest complete checkpoint (automatic after a launcher restart)");
+  app.add_option("--stop-after", t.stop_after_steps, "stop after this many steps, as if interrupted");
+  CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+
+  const Preset preset = kPresets.at(t.preset);
+  t.epochs = o.epochs >= 0 ? o.epochs : preset.epochs;
+  t.batches_per_epoch = o.batches_per_epoch >= 0 ? o.batches_per_epoch : preset.batches_per_epoch;
+  t.eval_batches = o.eval_batches >= 0 ? o.eval_batches : preset.eval_batches;
+  t.schedule = kSchedules.at(o.schedule);
+  if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
+  if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
+
+  try {
+    const data::Corpus corpus = data::load_corpus(o.data_dir.empty() ? data::default_corpus_folder() : o.data_dir);
+    const data::CorpusSummary summary = data::summarize(corpus);
+    return lessons::run_lesson("lesson_11_capstone", o.job,
+                               [&](comm::Communicator& comm) { run(comm, corpus, summary, o); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lesson_11_capstone: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,44 @@
+#include "train/grad_clip.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace distlab::train {
+
+namespace {
+
+// Sum of squares in float64 on the parameters' device: (1,)
+at::Tensor sum_of_squares(const std::vector<at::Tensor>& parameters, const at::Device& device) {
+  at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
+  for (const auto& p : parameters)
+    if (p.grad().defined()) total += p.grad().to(at::kDouble).pow(2).sum();
+  return total;
+}
+
+void scale(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1.0) return;
+  at::NoGradGuard no_grad;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) p.grad().mul_(coef);
+}
+
+}  // namespace
+
+double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor>& parameters, double max_norm) {
+  at::Tensor total = sum_of_squares(parameters, pipeline.device());
+  if (pipeline.size() > 1) pipeline.native_all_reduce(total);
+  const double norm = std::sqrt(total.cpu().item<double>());
+  scale(parameters, norm, max_norm);
+  return norm;
+}
+
+double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm) {
+  const at::Device device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
+  const double norm = std::sqrt(sum_of_squares(parameters, device).cpu().item<double>());
+  scale(parameters, norm, max_norm);
+  return norm;
+}
+
+}  // namespace distlab::train

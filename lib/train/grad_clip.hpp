@@ -1,0 +1,25 @@
+// torch.nn.utils.clip_grad_norm_ over a model cut into pipeline stages.
+//
+// The norm is the whole model's: each stage's sum of squared gradient
+// entries, summed across the pipeline group (one all-reduce of one float),
+// then square-rooted. Every stage then scales its own gradients by
+// max_norm / (norm + 1e-6) when that is below 1, as torch does. Replicas
+// hold equal (averaged) gradients, so every pipeline computes the same norm.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "comm/communicator.hpp"
+
+namespace distlab::train {
+
+// Returns the whole model's gradient norm before clipping (same on every
+// rank of `pipeline`). Parameters without a gradient count as zero.
+double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor>& parameters, double max_norm);
+
+// The one-process reference: the same on parameters that hold the whole model.
+double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm);
+
+}  // namespace distlab::train

@@ -1,0 +1,44 @@
+// Forward only, through the stages of one pipeline, for evaluation: no
+// microbatches, no autograd, one activation message per stage boundary.
+//
+//   stage 0: forward(tokens (S, N)) -> send (S, N, d) to stage 1
+//   stage k: receive, forward, send to k + 1
+//   last:    receive, forward -> logits (S, N, V) -> summed cross-entropy
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+
+namespace distlab::train {
+
+// Messages of evaluation use tags from here on, above the executor's.
+inline constexpr int kEvalTagBase = 1 << 19;
+
+struct LossSum {
+  double sum = 0;      // summed cross-entropy, nats
+  int64_t tokens = 0;  // tokens it sums over
+  double mean() const { return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0; }
+};
+
+// Every rank of `pipeline` calls it with its stage's forward; `input` is
+// read on stage 0 and `target` (S, N) on the last. Returns the summed loss
+// on the last stage and {0, 0} elsewhere.
+LossSum forward_loss_sum(comm::Communicator& pipeline, const std::function<at::Tensor(const at::Tensor&)>& forward,
+                         const at::Tensor& input, const at::Tensor& target, int tag = kEvalTagBase);
+
+// A tensor whose shape and dtype the receiver does not know: a small int64
+// header first (dtype, ndim, sizes), then the data.
+void send_with_shape(comm::Communicator& comm, const at::Tensor& tensor, int peer, int tag);
+at::Tensor recv_with_shape(comm::Communicator& comm, int peer, int tag);
+
+// Bytes (e.g. text) between two ranks: the length, then the bytes.
+void send_bytes(comm::Communicator& comm, const std::string& bytes, int peer, int tag);
+std::string recv_bytes(comm::Communicator& comm, int peer, int tag);
+
+}  // namespace distlab::train

@@ -1,0 +1,57 @@
+// A pipeline stage replicated by DDP: the composition of lib/pipeline and
+// lib/ddp that the capstone trains with.
+//
+// One step on the rank of stage s, replica r:
+//   - the executor runs the schedule's m forwards and backwards of stage s
+//     with the other stages of pipeline r; gradients pile up in .grad;
+//   - all but the last backward run under ddp.no_sync(): no traffic;
+//   - just before the stage's last backward (the executor's before_backward
+//     hook) synchronization is turned on and ddp.prepare_forward() arms the
+//     reducer, so that last backward's gradient hooks all-reduce the summed
+//     .grad in buckets among the replicas of stage s while backward runs;
+//   - the reduction is awaited at the end of that backward (the autograd
+//     engine's callback), or by finalize() after the step when the last
+//     backward took another path (a split W pass).
+// So each stage's gradients cross the replica group once per step, not once
+// per microbatch. PyTorch's pipelining reaches into DDP's reducer for the
+// same effect ("HACK" in torch/distributed/pipelining/stage.py); here it is
+// the executor's before_backward option and DDP's public prepare_forward().
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <optional>
+
+#include "ddp/distributed_data_parallel.hpp"
+#include "pipeline/executor.hpp"
+
+namespace distlab::train {
+
+class ReplicatedStage {
+ public:
+  // `pipeline`: this replica's stages (group rank = stage); `replicas`: this
+  // stage's copies (group rank = replica). `module` is this rank's stage;
+  // its parameters are made equal to replica 0's (DDP's broadcast).
+  ReplicatedStage(comm::Communicator& pipeline, comm::Communicator& replicas,
+                  std::shared_ptr<torch::nn::Module> module, pipeline::StageModule stage,
+                  pipeline::Schedule schedule, pipeline::ExecutorOptions executor_options,
+                  ddp::DdpOptions ddp_options = {});
+
+  // One step: input (first stage) and target (last stage) as the executor
+  // takes them. Returns with the replicas' average of this stage's
+  // gradients in .grad (zero them before, as with any optimizer).
+  pipeline::StepResult step(const at::Tensor& input, const at::Tensor& target);
+
+  ddp::DistributedDataParallel& ddp() { return ddp_; }
+  pipeline::PipelineExecutor& executor() { return *executor_; }
+
+ private:
+  void before_backward(bool is_last);
+
+  ddp::DistributedDataParallel ddp_;
+  std::unique_ptr<pipeline::PipelineExecutor> executor_;
+  std::optional<ddp::DistributedDataParallel::NoSync> no_sync_;
+};
+
+}  // namespace distlab::train

@@ -1,0 +1,280 @@
+#include "train/trainer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/optim/sgd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+
+#include "comm/env.hpp"
+#include "data/batching.hpp"
+#include "models/parameter_count.hpp"
+#include "pipeline/stage.hpp"
+#include "train/checkpoint.hpp"
+#include "train/checkpoint_module.hpp"
+#include "train/grad_clip.hpp"
+#include "train/model_digest.hpp"
+#include "train/pipeline_forward.hpp"
+#include "train/replicated_stage.hpp"
+#include "train/stage_model.hpp"
+#include "train/trainer_state.hpp"
+#include "train/training_log.hpp"
+
+namespace distlab::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kDigestTag = kEvalTagBase + 1000;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Everything one rank trains with.
+struct Run {
+  comm::Communicator& world;
+  const TrainerOptions& o;
+  Groups groups;
+  models::TransformerLm stage{nullptr};
+  std::unique_ptr<ReplicatedStage> replicated;
+  std::unique_ptr<torch::optim::SGD> optimizer;
+  std::vector<at::Tensor> parameters;
+  std::optional<Checkpointer> checkpoints;
+  at::Tensor train_data, valid_data, test_data;  // (rows, columns) int64, CPU
+  int64_t ntokens = 0;
+  bool first = false, last = false;
+
+  void print(const std::string& line) const {
+    if (o.quiet) return;
+    const std::string text = "[RANK " + std::to_string(world.rank()) + "]: " + line + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+  std::map<std::string, at::Tensor> named_parameters() const {
+    std::map<std::string, at::Tensor> named;
+    for (const auto& item : stage->named_parameters()) named[item.key()] = item.value();
+    return named;
+  }
+};
+
+// (S, N) input and (S, N) targets of rows i .. i+S of `source`: the
+// tutorial's get_batch, turned back to S-first and with the targets aligned
+// to the output position by position (target[s][n] follows input[s][n]).
+std::pair<at::Tensor, at::Tensor> lm_batch(const at::Tensor& source, int64_t i, int64_t bptt, const at::Device& device) {
+  const data::Batch batch = data::get_batch(source, i, bptt);
+  const at::Tensor input = batch.data.t().contiguous();
+  return {input.to(device), batch.targets.view(input.sizes()).to(device)};
+}
+
+// The true mean loss over the first `eval_batches` batches of `source`
+// (all when 0). Replicas evaluate every R-th batch and add their sums; the
+// last stage tells the other stages. Same value on every rank.
+double evaluate(Run& run, const at::Tensor& source) {
+  run.stage->eval();
+  const int R = run.groups.replica->size(), me = run.groups.place.replica;
+  const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
+  LossSum total;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    if (static_cast<int>(k % static_cast<size_t>(R)) != me) continue;
+    const auto [input, target] = lm_batch(source, starts[k], run.o.bptt, run.world.device());
+    const LossSum part = forward_loss_sum(*run.groups.pipeline, [&](const at::Tensor& x) { return run.stage->forward(x); },
+                                          input, target);
+    total.sum += part.sum;
+    total.tokens += part.tokens;
+  }
+  at::Tensor sums = at::tensor({total.sum, static_cast<double>(total.tokens)}, at::kDouble).to(run.world.device());
+  if (run.last && R > 1) run.groups.replica->native_all_reduce(sums);
+  at::Tensor mean = (sums[0] / sums[1].clamp_min(1)).reshape({1}).contiguous();
+  if (run.groups.pipeline->size() > 1) run.groups.pipeline->native_broadcast(mean, run.groups.pipeline->size() - 1);
+  run.stage->train();
+  return mean.cpu().item<double>();
+}
+
+void save(Run& run, const TrainerState& state) {
+  if (!run.checkpoints || run.groups.place.replica != 0) return;  // replica 0 of each stage writes
+  const std::string folder = run.checkpoints->save(
+      state.step, run.groups.place.stage,
+      to_part(named_state(*run.stage), state, "rank " + std::to_string(run.world.rank())));
+  if (run.groups.place.stage == 0) run.print("checkpoint " + folder + " (epoch " + std::to_string(state.epoch) +
+                                              ", batch " + std::to_string(state.data_position) + ", step " +
+                                              std::to_string(state.step) + ")");
+}
+
+// World rank 0 picks the newest complete checkpoint and tells everybody, so
+// all ranks resume from the same one. Returns its step, or -1.
+int64_t resume(Run& run, TrainerState& state) {
+  at::Tensor chosen = at::full({1}, -1, at::kLong).to(run.world.device());
+  if (run.world.rank() == 0) {
+    const auto latest = run.checkpoints->latest_complete([&](const std::string& line) { run.print(line); });
+    if (latest) chosen.fill_(*latest);
+  }
+  run.world.native_broadcast(chosen, 0);
+  const int64_t step = chosen.cpu().item<int64_t>();
+  if (step < 0) {
+    if (run.world.rank() == 0) run.print("no checkpoint in " + run.checkpoints->dir() + ": training from step 0");
+    return -1;
+  }
+  const CheckpointPart part = run.checkpoints->load(step, run.groups.place.stage);
+  load_named_state(*run.stage, from_part(part, state));
+  if (run.groups.place.replica == 0)
+    run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.groups.place.stage) +
+              ", epoch " + std::to_string(state.epoch) + ", batch " + std::to_string(state.data_position) +
+              ", step " + std::to_string(state.step) + " (written by " + part.texts.at("written_by") + ")");
+  return step;
+}
+
+void set_lr(torch::optim::SGD& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+}
+
+}  // namespace
+
+TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o) {
+  Run run{world, o, make_groups(world, o.layout)};
+  const Place place = run.groups.place;
+  const int P = o.layout.pipeline, R = o.layout.replicas;
+  run.first = place.stage == 0;
+  run.last = place.stage == P - 1;
+  TrainResult result;
+  result.place = place;
+
+  // Data: training columns shared among replicas; evaluation splits whole.
+  if (o.batch_size % R != 0)
+    throw std::invalid_argument(world.self() + ": batch " + std::to_string(o.batch_size) + " cannot be split among " +
+                                std::to_string(R) + " replicas; use a batch size divisible by --replicas");
+  run.train_data = data::shard_for_replica(data::batchify(corpus.train, o.batch_size), place.replica, R,
+                                           data::ReplicaSplit::kColumns);
+  run.valid_data = data::batchify(corpus.valid, o.eval_batch_size);
+  run.test_data = data::batchify(corpus.test, o.eval_batch_size);
+  run.ntokens = corpus.vocab.size();
+
+  // Model: this rank's stage, the whole model's initial weights.
+  models::TransformerLmOptions model_options = models::transformer_lm_preset(o.preset, run.ntokens);
+  model_options.causal = o.causal;
+  if (o.dropout >= 0) model_options.dropout = o.dropout;
+  run.stage = build_stage(model_options, place.stage, P, o.seed);
+  run.stage->to(world.device());
+  run.stage->train();
+  world.barrier();  // no rank draws dropout masks while another still builds from the shared generator
+  result.parameters = models::count_parameters(model_options);
+  if (world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
+
+  const int64_t columns = run.train_data.size(1);
+  const int64_t chunks = std::min(o.chunks, columns);
+  pipeline::ExecutorOptions exec;
+  exec.split_dim = 1;  // (S, N): microbatches are columns
+  exec.loss = [ntokens = run.ntokens](const at::Tensor& out, const at::Tensor& target) {
+    return at::cross_entropy_loss(out.reshape({-1, ntokens}), target.reshape({-1}));  // out (S, n, V), target (S, n)
+  };
+  ddp::DdpOptions ddp_options;
+  ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
+  run.replicated = std::make_unique<ReplicatedStage>(
+      *run.groups.pipeline, *run.groups.replica, run.stage.ptr(), pipeline::stage_of(run.stage),
+      pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks)), exec, ddp_options);
+  for (const auto& p : run.stage->parameters()) run.parameters.push_back(p);
+  run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
+  if (world.rank() == 0 && chunks != o.chunks)
+    run.print("chunks " + std::to_string(chunks) + " (a replica has " + std::to_string(columns) + " columns)");
+
+  TrainerState state;
+  state.lr = o.lr;
+  state.best_valid_loss = std::numeric_limits<double>::infinity();
+  if (!o.checkpoint_dir.empty()) {
+    run.checkpoints.emplace(o.checkpoint_dir, P, o.keep_last);
+    const int restart = world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
+    if (o.resume || restart > 0) result.resumed_from_step = resume(run, state);
+  }
+  set_lr(*run.optimizer, state.lr);
+
+  const auto starts = data::batch_starts(run.train_data, o.bptt, o.batches_per_epoch > 0 ? o.batches_per_epoch : -1);
+  const int64_t batches = static_cast<int64_t>(starts.size());
+  for (; state.epoch <= o.epochs; ++state.epoch, state.data_position = 0) {
+    const auto epoch_start = Clock::now();
+    auto log_start = Clock::now();
+    double log_loss = 0;
+    int64_t log_batches = 0, log_tokens = 0;
+    for (; state.data_position < batches; ++state.data_position) {
+      const auto [input, target] = lm_batch(run.train_data, starts[static_cast<size_t>(state.data_position)], o.bptt,
+                                            world.device());
+      run.optimizer->zero_grad();
+      const pipeline::StepResult step = run.replicated->step(input, target);
+      result.grad_norms.push_back(clip_grad_norm(*run.groups.pipeline, run.parameters, o.clip));
+      run.optimizer->step();
+      ++state.step;
+      log_tokens += input.numel() * R;  // the whole job's tokens
+      if (step.has_loss) {
+        result.step_losses.push_back(step.loss);
+        log_loss += step.loss;
+      }
+      if (++log_batches == o.log_interval || state.data_position + 1 == batches) {
+        const double elapsed = seconds_since(log_start);
+        if (run.last)
+          run.print(format_batch_line(state.epoch, state.data_position + 1, batches, state.lr,
+                                      elapsed * 1000 / double(log_batches), log_loss / double(log_batches),
+                                      double(log_tokens) / elapsed));
+        log_loss = 0;
+        log_batches = log_tokens = 0;
+        log_start = Clock::now();
+      }
+      const bool epoch_end = state.data_position + 1 == batches;
+      if (!epoch_end && o.checkpoint_every > 0 && state.step % o.checkpoint_every == 0) {
+        TrainerState saved = state;
+        ++saved.data_position;
+        save(run, saved);
+      }
+      if (!epoch_end && state.step == o.stop_after_steps) {
+        result.interrupted = true;
+        break;
+      }
+    }
+    if (result.interrupted) break;
+    const double valid_loss = evaluate(run, run.valid_data);
+    result.valid_losses.push_back(valid_loss);
+    if (run.last) {
+      run.print(rule('-'));
+      run.print(format_epoch_line(state.epoch, seconds_since(epoch_start), valid_loss));
+      run.print(rule('-'));
+    }
+    if (valid_loss < state.best_valid_loss) {
+      state.best_valid_loss = valid_loss;
+      state.best.clear();
+      for (const auto& [name, tensor] : named_state(*run.stage)) state.best[name] = tensor.detach().cpu().clone();
+    }
+    state.lr *= o.gamma;  // StepLR(step_size 1, gamma)
+    set_lr(*run.optimizer, state.lr);
+    TrainerState saved = state;
+    ++saved.epoch;
+    saved.data_position = 0;
+    save(run, saved);
+    if (state.step == o.stop_after_steps && state.epoch < o.epochs) {
+      result.interrupted = true;
+      ++state.epoch;
+      break;
+    }
+  }
+  result.steps = state.step;
+  result.best_valid_loss = state.best_valid_loss;
+  result.ddp_stats = run.replicated->ddp().stats();
+  result.digest = model_digest(*run.groups.pipeline, run.named_parameters(), kDigestTag);
+  if (o.keep_final_state)
+    for (const auto& [name, tensor] : run.named_parameters()) result.final_state[name] = tensor.detach().cpu().clone();
+  if (result.interrupted) {
+    if (run.first && place.replica == 0) run.print("stopped after step " + std::to_string(state.step));
+    return result;
+  }
+  if (!state.best.empty()) load_named_state(*run.stage, state.best);
+  result.test_loss = evaluate(run, run.test_data);
+  if (run.last) {
+    run.print(rule('='));
+    run.print(format_test_line(result.test_loss));
+    run.print(rule('='));
+  }
+  if (world.rank() == 0)
+    run.print("final parameters digest " + result.digest + " (" + o.layout.text() + ", " +
+              std::to_string(result.steps) + " steps)");
+  return result;
+}
+
+}  // namespace distlab::train

@@ -1,0 +1,82 @@
+// The DDP + Pipe tutorial's training loop (seed 001) on P pipeline stages x
+// R data-parallel replicas (layout.hpp), each stage a ReplicatedStage.
+//
+//   per epoch:  train on batches_per_epoch batches (lr from StepLR),
+//               evaluate on the validation split, keep the best model,
+//               StepLR step, checkpoint
+//   at the end: test loss of the best model, digest of the final parameters
+//
+// What it does differently from the tutorial, on purpose (README of lesson 11):
+//   - the model is causal (options.causal): the tutorial passes no mask, so
+//     its LM sees the token it is asked to predict;
+//   - logits (S, N, V) and targets (S, N) are aligned position by position;
+//     the tutorial compares its (N, S, V) output, flattened n-major, with
+//     targets flattened s-major;
+//   - evaluate() returns the true mean loss over the tokens it evaluated;
+//     the tutorial divides a 50-batch sum by the whole split's length;
+//   - the training columns are split among replicas (data::ReplicaSplit::
+//     kColumns), so a run on R replicas sees the batches one process sees.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "ddp/reducer.hpp"
+#include "data/corpus.hpp"
+#include "pipeline/schedule.hpp"
+#include "train/layout.hpp"
+
+namespace distlab::train {
+
+struct TrainerOptions {
+  Layout layout;
+  std::string preset = "tiny";      // models::transformer_lm_preset: tiny, cpu, tutorial
+  double dropout = -1;              // < 0: the preset's (0.2, the tutorial's)
+  bool causal = true;
+  int64_t batch_size = 20;          // columns of the training matrix, all replicas together
+  int64_t eval_batch_size = 10;
+  int64_t bptt = 35;
+  int64_t chunks = 8;               // microbatches per step (at most a replica's columns)
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  double lr = 5.0;
+  double gamma = 0.95;              // StepLR(step_size 1)
+  double clip = 0.5;                // max norm of the whole model's gradient
+  int64_t epochs = 3;
+  int64_t batches_per_epoch = 50;   // 0: whole epochs
+  int64_t eval_batches = 50;        // 0: the whole split
+  int64_t log_interval = 10;
+  uint64_t seed = 1234;
+  // Checkpoints: empty dir = none. Every epoch, and every N steps when N > 0.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  int keep_last = 3;
+  bool resume = false;              // also automatic when the launcher restarted the job
+  int64_t stop_after_steps = -1;    // > 0: return after this many steps (an interruption, for tests)
+  bool keep_final_state = false;    // TrainResult::final_state
+  bool quiet = false;               // no log lines
+};
+
+struct TrainResult {
+  Place place;
+  std::vector<double> step_losses;   // last stage: this replica's mean loss of each step run here
+  std::vector<double> grad_norms;    // every rank: the whole model's norm before clipping, per step
+  std::vector<double> valid_losses;  // per epoch (same on every rank)
+  double best_valid_loss = 0;
+  double test_loss = 0;              // of the best model; 0 when interrupted
+  int64_t steps = 0;                 // global steps done (checkpointed ones included)
+  int64_t resumed_from_step = -1;
+  bool interrupted = false;          // stopped by stop_after_steps
+  std::string digest;                // of the final parameters, all stages (model_digest.hpp)
+  int64_t parameters = 0;            // the whole model's
+  ddp::ReducerStats ddp_stats;           // this stage's DDP: synced_steps should equal the steps run here
+  std::map<std::string, at::Tensor> final_state;  // this stage's parameters by full name (keep_final_state)
+};
+
+// Every rank of `world` calls it; `corpus` may be shared by thread ranks.
+TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options);
+
+}  // namespace distlab::train

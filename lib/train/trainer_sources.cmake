@@ -1,0 +1,13 @@
+list(APPEND DISTLAB_BASE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/training_log.cpp
+)
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/layout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/replicated_stage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/grad_clip.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pipeline_forward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/model_digest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/stage_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/trainer_state.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
+)

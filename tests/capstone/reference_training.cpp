@@ -1,0 +1,66 @@
+#include "reference_training.hpp"
+
+#include <torch/types.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "data/batching.hpp"
+#include "models/transformer_lm.hpp"
+
+namespace distlab::tests {
+
+ReferenceResult train_one_process(const data::Corpus& corpus, const train::TrainerOptions& o) {
+  auto options = models::transformer_lm_preset(o.preset, corpus.vocab.size());
+  options.causal = o.causal;
+  options.dropout = o.dropout;
+  torch::manual_seed(o.seed);
+  models::TransformerLm model(options);
+  model->train();
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(o.lr));
+  const at::Tensor source = data::batchify(corpus.train, o.batch_size);  // (rows, 20)
+  const int64_t V = corpus.vocab.size();
+  ReferenceResult r;
+  for (int64_t i = 0; i < o.batches_per_epoch; ++i) {
+    const int64_t row = i * o.bptt;
+    const at::Tensor input = source.narrow(0, row, o.bptt);           // (S, N)
+    const at::Tensor target = source.narrow(0, row + 1, o.bptt);      // (S, N): the next token
+    sgd.zero_grad();
+    const at::Tensor loss = at::cross_entropy_loss(model->forward(input).reshape({-1, V}), target.reshape({-1}));
+    loss.backward();
+    // clip_grad_norm_'s formula, with the squares summed in float64: LibTorch
+    // 1.13's own (float32 accumulation) is off by ~1e-5 relative on this
+    // model; torch_grad_norms keeps it to show that.
+    double squares = 0;
+    for (const auto& p : model->parameters()) squares += p.grad().to(at::kDouble).pow(2).sum().item<double>();
+    const double norm = std::sqrt(squares);
+    r.torch_grad_norms.push_back(torch::nn::utils::clip_grad_norm_(model->parameters(), /*max_norm=*/1e30));
+    if (o.clip / (norm + 1e-6) < 1.0) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->parameters()) p.grad().mul_(o.clip / (norm + 1e-6));
+    }
+    r.grad_norms.push_back(norm);
+    sgd.step();
+    r.step_losses.push_back(loss.item<double>());
+  }
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const at::Tensor valid = data::batchify(corpus.valid, o.eval_batch_size);
+  double sum = 0;
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < o.eval_batches; ++i) {
+    const int64_t row = i * o.bptt;
+    const at::Tensor target = valid.narrow(0, row + 1, o.bptt).reshape({-1});
+    sum += at::cross_entropy_loss(model->forward(valid.narrow(0, row, o.bptt)).reshape({-1, V}), target,
+                                  {}, at::Reduction::Sum).item<double>();
+    tokens += target.numel();
+  }
+  r.valid_loss = sum / static_cast<double>(tokens);
+  for (const auto& item : model->named_parameters()) r.parameters[item.key()] = item.value().detach().clone();
+  return r;
+}
+
+}  // namespace distlab::tests

@@ -1,0 +1,26 @@
+// The reference the capstone is held equal to: the tutorial's loop written
+// plainly in one process on the whole model, with torch's own
+// clip_grad_norm_ and SGD, no pipeline, no DDP.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/corpus.hpp"
+#include "train/trainer.hpp"
+
+namespace distlab::tests {
+
+struct ReferenceResult {
+  std::vector<double> step_losses;
+  std::vector<double> grad_norms;        // before clipping, squares summed in float64
+  std::vector<double> torch_grad_norms;  // the same by torch::nn::utils::clip_grad_norm_
+  double valid_loss = 0;  // true mean over the first eval_batches validation batches, after training
+  std::map<std::string, at::Tensor> parameters;
+};
+
+// One epoch of o.batches_per_epoch steps on all o.batch_size columns.
+ReferenceResult train_one_process(const data::Corpus& corpus, const train::TrainerOptions& o);
+
+}  // namespace distlab::tests
