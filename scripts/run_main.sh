@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs DistLab's main job on this machine.
-#
-# Today the main job is lesson 05 as a real distributed job: 4 ranks, one
-# process each (gloo), started by distlab-run; every all-reduce algorithm is
-# checked element by element against gloo's own and timed beside the cost
-# model's prediction (alpha and beta measured here with --calibrate). With
-# GPUs, the same lesson runs with one process per GPU:
-#   build/launcher/distlab-run --nproc-per-node 4 -- build/lessons/lesson_05_all_reduce --backend nccl
+# Sets everything up, builds, and runs DistLab's main job on this machine:
+# the capstone (lesson 11), the DDP + Pipe tutorial's Transformer LM on 2
+# pipeline stages x 2 DDP replicas, trained on the bundled corpus with the
+# tutorial's loop; the loss falls, and it ends with the test loss and a
+# digest of the final parameters.
+#   4+ GPUs:  4 processes under distlab-run, nccl, one GPU each, preset tutorial (~0.9 B parameters)
+#   1-3 GPUs: 4 thread ranks sharing the GPU(s), preset tutorial
+#   no GPU:   4 thread ranks on the CPU, preset cpu (a few minutes on 2 cores)
+# Extra arguments go to the lesson (e.g. --preset tiny, --trace capstone.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 build="${BUILD_DIR:-build}"
-ranks="${RANKS:-4}"
-exec "$build/launcher/distlab-run" --nproc-per-node "$ranks" --master-port 0 -- \
-  "$build/lessons/lesson_05_all_reduce" --backend gloo --calibrate "$@"
+lesson="$build/lessons/lesson_11_capstone"
+gpus=0
+if command -v nvidia-smi > /dev/null 2>&1; then
+  gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
+fi
+if [ "$gpus" -ge 4 ]; then
+  exec "$build/launcher/distlab-run" --nproc-per-node 4 --master-port 0 -- \
+    "$lesson" --backend nccl --preset tutorial "$@"
+elif [ "$gpus" -ge 1 ]; then
+  exec "$lesson" --backend threads --ranks 4 --device cuda --preset tutorial "$@"
+else
+  exec "$lesson" --backend threads --ranks 4 --preset cpu "$@"
+fi
