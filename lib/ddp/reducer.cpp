@@ -216,6 +216,10 @@ void ReducerState::finalize() {
   if (!rebuilt && options.rebuild_buckets && !options.find_unused_parameters &&
       static_cast<int>(ready_order.size()) == static_cast<int>(params.size()))
     rebuild_due = true;
+  // Without a rebuild to come (rebuild_buckets off, find_unused_parameters,
+  // or a step that missed some gradients) the order is of no use: dropped,
+  // or it would grow by one entry per parameter every step.
+  if (!rebuild_due) ready_order.clear();
   if (!unused.empty())
     throw comm::CommError(
         comm.self() + ": DistributedDataParallel: parameter(s) " + unused +

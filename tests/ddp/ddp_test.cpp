@@ -10,6 +10,7 @@
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp_test_util.hpp"
+#include "trace/recorder.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -255,6 +256,29 @@ TEST(DdpErrors, UnusedParameterAllowedIsReducedAsZero) {
     auto last = (*model)[4]->as<torch::nn::Linear>();
     EXPECT_EQ(last->weight.grad().abs().max().item<float>(), 0.0f);
   });
+}
+
+// A first step that missed a gradient (an error the caller caught) does not
+// stop the rebuild: the order of the next complete step is used.
+TEST(DdpErrors, BucketsAreStillRebuiltAfterAStepThatMissedAGradient) {
+  auto sink = std::make_shared<trace::MemorySink>();
+  comm::CommOptions options;
+  options.recorder = std::make_shared<trace::Recorder>();
+  options.recorder->add_sink(sink);
+  comm::run_thread_ranks(
+      2,
+      [&](Communicator& comm) {
+        auto model = make_model(1);
+        DistributedDataParallel ddp(comm, model.ptr());
+        auto x = at::ones({2, 8});
+        auto first = (*model)[0]->as<torch::nn::Linear>();
+        EXPECT_ANY_THROW(ddp.forward([&] { return first->forward(x).sum(); }).backward());
+        for (int s = 0; s < 3; ++s) ddp.forward([&] { return model->forward(x).sum(); }).backward();
+      },
+      options);
+  int rebuilt = 0;
+  for (const auto& e : sink->events()) rebuilt += e.category == "bucket_plan" && e.arg("rebuilt") == "1";
+  EXPECT_EQ(rebuilt, 2);  // once per rank
 }
 
 TEST(DdpErrors, ShapeMismatchNamesParameterAndRanks) {

@@ -1,6 +1,7 @@
 // The lesson programs and distlab-bench collective, run as a user runs them:
 // they exit 0, their correctness columns (#wrong) are all zero, the story
 // numbers are the slides' (35 s sequential, 15 s as a tree for 8 ranks),
+// the DDP lessons end equal to one process and count the bytes worked out here,
 // and bad flags end with a message and a non-zero exit. Every run is kept
 // short and bounded by `timeout`.
 #include <gtest/gtest.h>
@@ -186,6 +187,166 @@ TEST(Lesson10, UnderTheLauncherWithGloo) {
   EXPECT_TRUE(contains(r.output, "gloo backend, 2 ranks")) << r.output;
 }
 
+// Lessons 06-08: DDP. Each lesson checks its own result and exits non-zero
+// when it is off; the tests also read the printed numbers and hold them to
+// values worked out here.
+
+// "against one process: largest difference X   across ranks: Y   OK" of lesson 06.
+void expect_three_equal_to_one_process(const Outcome& r) {
+  static const std::regex check(R"(^  (from scratch|naive \(library\)|DistributedDataParallel)\s+against one process: )"
+                                R"(largest difference (\S+)\s+across ranks: (\S+)\s+(OK|DIFFERENT)$)");
+  int rows = 0;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, check)) continue;
+    ++rows;
+    EXPECT_LT(std::stod(m[2]), 1e-5) << line;
+    EXPECT_LT(std::stod(m[3]), 1e-5) << line;
+    EXPECT_EQ(m[4], "OK") << line;
+  }
+  EXPECT_EQ(rows, 3) << r.output;
+  // The mean of the ranks' losses is the whole batch's loss (equal shares).
+  static const std::regex loss(R"(mean of the ranks' losses (\S+)\s+one process, whole batch (\S+))");
+  int losses = 0;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), loss); it != std::sregex_iterator();
+       ++it, ++losses)
+    EXPECT_NEAR(std::stod((*it)[1]), std::stod((*it)[2]), 1e-5) << (*it)[0];
+  EXPECT_GT(losses, 0) << r.output;
+}
+
+TEST(Lesson06, FiveStepsNaiveAndDdpEqualOneProcess) {
+  const Outcome r = run(std::string(LESSON_06) + " --backend threads --ranks 4 --steps 4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_three_equal_to_one_process(r);
+  // Step 1: after the broadcast every rank holds rank 0's "before".
+  static const std::regex sums(R"(^\s+(\d+)\s+(-?\d+\.\d+)\s+(-?\d+\.\d+)$)");
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, sums)) rows.push_back({m[2], m[3]});
+  }
+  ASSERT_EQ(rows.size(), 4u) << r.output;
+  for (const auto& [before, after] : rows) EXPECT_EQ(after, rows[0].first) << r.output;
+  EXPECT_NE(rows[1].first, rows[0].first) << "ranks should start from different weights\n" << r.output;
+}
+
+TEST(Lesson06, OddRanksOtherAlgorithm) {
+  const Outcome r = run(std::string(LESSON_06) +
+                        " --backend threads --ranks 3 --rows-per-rank 5 --steps 3 --algorithm halving_doubling");
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_three_equal_to_one_process(r);
+}
+
+TEST(Lesson06, UnderTheLauncherWithGloo) {
+  const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port 0 --no-prefix -- " + LESSON_06 +
+                        " --backend gloo --steps 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "gloo backend, 2 ranks")) << r.output;
+  expect_three_equal_to_one_process(r);
+}
+
+// Lesson 07's table: backwards, synced, all-reduces, bytes/rank, time, vs 1 process, across ranks.
+struct NoSyncRow {
+  long long backwards = -1, synced = -1, all_reduces = -1;
+  double megabytes = -1, vs_reference = 1, across = 1;
+};
+NoSyncRow no_sync_row(const std::string& output, const std::string& name) {
+  const std::regex row("^  " + name + R"(\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+) MB\s+\S+ \S+\s+(\S+)\s+(\S+)$)");
+  for (const auto& line : lines_of(output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row))
+      return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stod(m[4]), std::stod(m[5]), std::stod(m[6])};
+  }
+  return {};
+}
+
+TEST(Lesson07, NoSyncEqualsTheKFoldBatchWithOneKthOfTheBytes) {
+  const int k = 3, steps = 2;
+  const Outcome r = run(std::string(LESSON_07) + " --backend threads --ranks 2 --accumulate 3 --steps 2 --rows 4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "bytes as\n   counted above: OK")) << r.output;
+  const NoSyncRow synced = no_sync_row(r.output, "1. without no_sync");
+  const NoSyncRow local = no_sync_row(r.output, "2. with no_sync");
+  // 128*512+512 + 512*512+512 + 512*16+16 = 336,912 float32 parameters.
+  const double model_mb = 336912 * 4 / 1e6;
+  EXPECT_EQ(synced.backwards, k * steps) << r.output;
+  EXPECT_EQ(synced.synced, k * steps) << r.output;
+  EXPECT_EQ(local.backwards, k * steps) << r.output;
+  EXPECT_EQ(local.synced, steps) << r.output;
+  EXPECT_EQ(synced.all_reduces, k * local.all_reduces) << r.output;
+  EXPECT_NEAR(local.megabytes, steps * model_mb, 0.006) << r.output;
+  EXPECT_NEAR(synced.megabytes, k * steps * model_mb, 0.006) << r.output;
+  for (const NoSyncRow& row : {synced, local}) {
+    EXPECT_LT(row.vs_reference, 1e-5) << r.output;
+    EXPECT_LT(row.across, 1e-5) << r.output;
+  }
+}
+
+TEST(Lesson07, UnderTheLauncherWithGloo) {
+  const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port 0 --no-prefix -- " + LESSON_07 +
+                        " --backend gloo --accumulate 2 --steps 2 --rows 4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "gloo backend, 2 ranks")) << r.output;
+  EXPECT_TRUE(contains(r.output, "counted above: OK")) << r.output;
+}
+
+// Lesson 08 on a small model: 4 x Linear(512, 512), each weight 1 MiB.
+void expect_lesson08_parts(const Outcome& r) {
+  // Part 1: the plan before and after the rebuild, every parameter in one bucket of each.
+  static const std::regex bucket_line(R"(^    bucket \d+ .* (\d+) params:)");
+  int plans = 0, params = 0;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (std::regex_search(line, m, bucket_line)) params += std::stoi(m[1]);
+    if (contains(line, "Bucket plan before") || contains(line, "after the rebuild")) ++plans;
+  }
+  EXPECT_EQ(plans, 2) << r.output;
+  EXPECT_EQ(params, 2 * 8) << r.output;
+  // Part 2: backward and every bucket of the traced step as a bar.
+  EXPECT_TRUE(contains(r.output, "backward computes")) << r.output;
+  EXPECT_TRUE(contains(r.output, "all-reduce bucket 0")) << r.output;
+  // Part 3: hidden <= all-reduce, and the fraction is their quotient.
+  static const std::regex overlap(R"(overlap fraction (\d+)%)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, overlap)) << r.output;
+  EXPECT_LE(std::stoi(m[1]), 100) << r.output;
+  // Part 4: five caps, the naive version and no communication; one bucket
+  // per parameter is 8 buckets, the naive version 8 all-reduces.
+  static const std::regex sweep(R"(^  (1 MiB|5 MiB|25 MiB|100 MiB|one per parameter|naive \(after backward\)|no communication)\s+(\d+)\s)");
+  std::vector<std::pair<std::string, int>> rows;
+  for (const auto& line : lines_of(r.output))
+    if (std::regex_search(line, m, sweep)) rows.push_back({m[1], std::stoi(m[2])});
+  ASSERT_EQ(rows.size(), 7u) << r.output;
+  EXPECT_EQ(rows[4].second, 8) << r.output;
+  EXPECT_EQ(rows[5].second, 8) << r.output;
+  EXPECT_EQ(rows[6].second, 0) << r.output;
+  // 1 MiB caps hold at most a weight and a bias: at least 4 buckets.
+  EXPECT_GE(rows[0].second, 4) << r.output;
+}
+
+TEST(Lesson08, PlanTraceOverlapAndSweep) {
+  const Outcome r = run(std::string(LESSON_08) + " --backend threads --ranks 2 --width 512 --layers 4 --rows 16 "
+                                                 "--steps 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_lesson08_parts(r);
+}
+
+TEST(Lesson08, UnderTheLauncherWithGlooAndATraceFile) {
+  const std::string trace = ::testing::TempDir() + "lesson08_trace.json";
+  const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port 0 --no-prefix -- " + LESSON_08 +
+                        " --backend gloo --width 512 --layers 4 --rows 16 --steps 1 --trace " + trace);
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_lesson08_parts(r);
+  // One file per process; rank 0's holds the buckets' all-reduces.
+  FILE* f = std::fopen((::testing::TempDir() + "lesson08_trace.rank0.json").c_str(), "r");
+  ASSERT_NE(f, nullptr) << r.output;
+  std::string text;
+  char chunk[4096];
+  for (size_t n = 0; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, n);
+  std::fclose(f);
+  EXPECT_TRUE(contains(text, "all-reduce bucket 0")) << text.substr(0, 2000);
+}
+
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   struct Case {
     std::string program, flags, message;
@@ -201,6 +362,10 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
       {LESSON_05, "--no-such-flag", "no-such-flag"},
       {LESSON_10, "--backend threads --ranks 5", "needs 2 to 4 ranks"},
       {LESSON_10, "--batch 2 --microbatches 4", "cannot be cut"},
+      {LESSON_06, "--algorithm tree", "--algorithm"},
+      {LESSON_07, "--accumulate 0", "--accumulate"},
+      {LESSON_08, "--layers 0", "--layers"},
+      {DISTLAB_BENCH, "ddp --parts all", "--parts"},
       {DISTLAB_BENCH, "collective --collective broadcast --algorithm ring", "does not implement"},
       {DISTLAB_BENCH, "collective -b 1M -e 1K", "larger than"},
       {DISTLAB_BENCH, "collective --dtype int8", "--dtype"},

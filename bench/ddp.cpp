@@ -1,0 +1,297 @@
+// distlab-bench ddp: DistLab's DistributedDataParallel, timed.
+//
+//   distlab-run --nproc-per-node 2 -- distlab-bench ddp --backend gloo
+//   /usr/bin/python3 bench/ddp_vs_pytorch.py      (against PyTorch's own DDP)
+//
+// The model: --layers x Linear(--width, --width) + ReLU (at the defaults
+// 25.2 M parameters, 101 MB of float32 gradients), loss mean(y^2), SGD; each
+// rank --rows random rows per step. A time is the slowest rank's mean step
+// (forward, backward with DDP's wait, optimizer step) over -n steps, after
+// -w untimed ones; variants take turns in --rounds rounds, so that other
+// load on a shared machine slows them alike, and the median round is shown.
+//
+// Parts (--parts):
+//   overlap  DDP (buckets all-reduced during backward) against the naive
+//            version (ddp::average_gradients after backward) and against no
+//            communication at all; the overlap fraction from the trace:
+//            the share of the buckets' all-reduce time that ran before
+//            backward finished computing (ddp::overlap_of_step, rank 0)
+//   sweep    bucket caps 1, 5, 25, 100 MiB and one bucket per parameter
+//   step     DDP alone with --bucket-mb, untraced: one line
+//            "distlab_step_ms <median>" that bench/ddp_vs_pytorch.py reads
+#include <ATen/Parallel.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "bench_registry.hpp"
+#include "comm/job.hpp"
+#include "comm/job_cli.hpp"
+#include "ddp/distributed_data_parallel.hpp"
+#include "ddp/naive_data_parallel.hpp"
+#include "ddp/overlap.hpp"
+#include "trace/recorder.hpp"
+
+namespace distlab::bench {
+namespace {
+
+struct DdpBenchOptions {
+  comm::JobOptions job;
+  int width = 2048, layers = 6, rows = 16;
+  int iters = 3, warmup = 2, rounds = 3;
+  double bucket_mb = 25;
+  int threads = 0;
+  std::vector<std::string> parts{"overlap", "sweep"};
+};
+
+// Weights as LibTorch initialises them; DDP's broadcast makes them equal.
+torch::nn::Sequential make_model(const DdpBenchOptions& o) {
+  torch::nn::Sequential model;
+  for (int i = 0; i < o.layers; ++i) {
+    model->push_back(torch::nn::Linear(o.width, o.width));
+    model->push_back(torch::nn::ReLU());
+  }
+  return model;
+}
+
+// Ranks on one machine share its cores: cores / local ranks intra-op
+// threads each unless --threads says otherwise (PyTorch's side does the same).
+int share_cores(comm::Communicator& comm, int requested) {
+  int threads = requested;
+  if (threads <= 0) {
+    int local = comm.backend() == "threads" ? comm.size() : 1;
+    if (const char* env = std::getenv("LOCAL_WORLD_SIZE"); env != nullptr && comm.backend() != "threads")
+      local = std::max(1, std::atoi(env));
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+  }
+  at::set_num_threads(threads);
+  return threads;
+}
+
+// The slowest rank's seconds per step over `steps` steps.
+double seconds_per_step(comm::Communicator& comm, int steps, const std::function<void()>& step) {
+  comm.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) step();
+  at::Tensor t = at::full({1}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                          at::kDouble);
+  comm.native_all_reduce(t, comm::ReduceOp::kMax);
+  return t.item<double>() / steps;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// One model and what a step of it needs.
+struct Replica {
+  torch::nn::Sequential model;
+  std::unique_ptr<torch::optim::SGD> sgd;
+  at::Tensor x;
+  explicit Replica(const DdpBenchOptions& o)
+      : model(make_model(o)),
+        sgd(std::make_unique<torch::optim::SGD>(model->parameters(), 1e-6)),
+        x(at::randn({o.rows, o.width})) {}
+  // Forward and backward; `sync` between backward and the optimizer step.
+  void step(ddp::DistributedDataParallel* ddp, const std::function<void()>& sync = {}) {
+    sgd->zero_grad();
+    at::Tensor loss = ddp != nullptr ? ddp->forward([&] { return model->forward(x).pow(2).mean(); })
+                                     : model->forward(x).pow(2).mean();
+    loss.backward();
+    if (sync) sync();
+    sgd->step();
+  }
+};
+
+ddp::DdpOptions options_with_cap(int64_t cap_bytes) {
+  ddp::DdpOptions options;
+  options.bucket_cap_bytes = cap_bytes;
+  return options;
+}
+
+// Rank 0's overlap over the synced steps [first, first + n) of the DDP
+// whose events are in `sink`.
+ddp::OverlapStats overlap_of(const trace::MemorySink& sink, int rank, int64_t first, int n) {
+  ddp::OverlapStats sum;
+  const auto events = sink.events();
+  for (int64_t s = first; s < first + n; ++s) {
+    const auto one = ddp::overlap_of_step(events, rank, s);
+    sum.buckets = one.buckets;
+    sum.all_reduce_us += one.all_reduce_us;
+    sum.hidden_us += one.hidden_us;
+    sum.exposed_us += one.exposed_us;
+  }
+  return sum;
+}
+
+void part_overlap(comm::Communicator& comm, const DdpBenchOptions& o, const std::shared_ptr<trace::MemorySink>& sink) {
+  const bool me0 = comm.rank() == 0;
+  Replica bucketed(o), naive(o);
+  ddp::DistributedDataParallel ddp(comm, bucketed.model.ptr(),
+                                   options_with_cap(static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
+  ddp::broadcast_parameters(comm, *naive.model);
+  double naive_comm_s = 0;  // the naive version's all-reduces, timed on this rank
+  auto naive_sync = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    ddp::average_gradients(comm, *naive.model);
+    naive_comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (int k = 0; k < o.warmup; ++k) {
+    bucketed.step(&ddp);
+    naive.step(nullptr, naive_sync);
+  }
+  std::vector<double> t_ddp, t_naive, t_local;
+  ddp::OverlapStats overlap;
+  naive_comm_s = 0;
+  for (int r = 0; r < o.rounds; ++r) {
+    if (sink) sink->clear();
+    const int64_t first = ddp.stats().synced_steps;
+    t_ddp.push_back(seconds_per_step(comm, o.iters, [&] { bucketed.step(&ddp); }));
+    if (sink) {
+      const auto one = overlap_of(*sink, comm.world_rank(), first, o.iters);
+      overlap.buckets = one.buckets;
+      overlap.all_reduce_us += one.all_reduce_us;
+      overlap.hidden_us += one.hidden_us;
+      overlap.exposed_us += one.exposed_us;
+    }
+    t_naive.push_back(seconds_per_step(comm, o.iters, [&] { naive.step(nullptr, naive_sync); }));
+    t_local.push_back(seconds_per_step(comm, o.iters, [&] { naive.step(nullptr); }));
+  }
+  if (!me0) return;
+  const double steps = static_cast<double>(o.rounds) * o.iters;
+  const double d = median(t_ddp), n = median(t_naive), l = median(t_local);
+  const double all_reduce_ms = overlap.all_reduce_us / steps / 1e3, hidden_ms = overlap.hidden_us / steps / 1e3;
+  std::printf("# part overlap: DDP (%g MiB buckets, %d of them) against the naive version; medians of %d rounds\n",
+              o.bucket_mb, overlap.buckets, o.rounds);
+  std::printf("%-28s %10s %12s\n", "variant", "step_ms", "vs_naive");
+  std::printf("%-28s %10.1f %12.3f\n", "ddp (overlapped)", d * 1e3, d / n);
+  std::printf("%-28s %10.1f %12.3f\n", "naive (after backward)", n * 1e3, 1.0);
+  std::printf("%-28s %10.1f %12.3f\n", "no communication", l * 1e3, l / n);
+  std::printf("# naive: all-reduce after backward %.1f ms/step (rank 0); compute alone %.1f ms/step\n",
+              naive_comm_s / steps * 1e3, l * 1e3);
+  std::printf("# ddp, rank 0, from the trace: all-reduce %.1f ms/step, hidden behind backward %.1f ms/step, "
+              "overlap fraction %.2f, exposed %.1f ms/step\n",
+              all_reduce_ms, hidden_ms, overlap.fraction(), overlap.exposed_us / steps / 1e3);
+  std::printf("# target never slower than naive: %s (ratio %.3f); at least half of the all-reduce hidden: %s (%.2f)\n",
+              d <= n ? "met" : "NOT met", d / n, overlap.fraction() >= 0.5 ? "met" : "NOT met", overlap.fraction());
+}
+
+void part_sweep(comm::Communicator& comm, const DdpBenchOptions& o, const std::shared_ptr<trace::MemorySink>& sink) {
+  const bool me0 = comm.rank() == 0;
+  const std::vector<std::pair<std::string, int64_t>> caps = {{"1M", ddp::kMiB},
+                                                             {"5M", 5 * ddp::kMiB},
+                                                             {"25M", 25 * ddp::kMiB},
+                                                             {"100M", 100 * ddp::kMiB},
+                                                             {"per-param", 0}};
+  Replica replica(o);
+  std::vector<std::vector<double>> times(caps.size());
+  std::vector<ddp::OverlapStats> overlaps(caps.size());
+  std::vector<int> buckets(caps.size());
+  // One DDP at a time on the model (each registers its hooks); the caps
+  // take turns in every round.
+  for (int r = 0; r < o.rounds; ++r)
+    for (size_t c = 0; c < caps.size(); ++c) {
+      ddp::DistributedDataParallel ddp(comm, replica.model.ptr(), options_with_cap(caps[c].second));
+      for (int k = 0; k < std::max(2, o.warmup); ++k) replica.step(&ddp);  // the first step and the rebuild
+      buckets[c] = static_cast<int>(ddp.bucket_plan().buckets.size());
+      if (sink) sink->clear();
+      const int64_t first = ddp.stats().synced_steps;
+      times[c].push_back(seconds_per_step(comm, o.iters, [&] { replica.step(&ddp); }));
+      if (sink) {
+        const auto one = overlap_of(*sink, comm.world_rank(), first, o.iters);
+        overlaps[c].all_reduce_us += one.all_reduce_us;
+        overlaps[c].hidden_us += one.hidden_us;
+        overlaps[c].exposed_us += one.exposed_us;
+      }
+    }
+  if (!me0) return;
+  const double steps = static_cast<double>(o.rounds) * o.iters;
+  std::printf("# part sweep: bucket cap (first bucket 1 MiB); medians of %d rounds; all-reduce, hidden, exposed: "
+              "rank 0's ms per step\n",
+              o.rounds);
+  std::printf("%-10s %8s %10s %12s %10s %9s %10s\n", "cap", "buckets", "step_ms", "all_reduce", "hidden", "overlap",
+              "exposed");
+  for (size_t c = 0; c < caps.size(); ++c)
+    std::printf("%-10s %8d %10.1f %12.1f %10.1f %9.2f %10.1f\n", caps[c].first.c_str(), buckets[c],
+                median(times[c]) * 1e3, overlaps[c].all_reduce_us / steps / 1e3, overlaps[c].hidden_us / steps / 1e3,
+                overlaps[c].fraction(), overlaps[c].exposed_us / steps / 1e3);
+}
+
+void part_step(comm::Communicator& comm, const DdpBenchOptions& o) {
+  Replica replica(o);
+  ddp::DistributedDataParallel ddp(comm, replica.model.ptr(),
+                                   options_with_cap(static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
+  for (int k = 0; k < o.warmup; ++k) replica.step(&ddp);
+  std::vector<double> t;
+  for (int r = 0; r < o.rounds; ++r) t.push_back(seconds_per_step(comm, o.iters, [&] { replica.step(&ddp); }));
+  if (comm.rank() == 0) {
+    std::printf("# rounds (ms/step):");
+    for (double v : t) std::printf(" %.1f", v * 1e3);
+    std::printf("\ndistlab_step_ms %.3f\n", median(t) * 1e3);
+  }
+}
+
+void run_rank(comm::Communicator& comm, const DdpBenchOptions& o) {
+  const int threads = share_cores(comm, o.threads);
+  const auto want = [&](const char* part) { return std::find(o.parts.begin(), o.parts.end(), part) != o.parts.end(); };
+  const bool traced = want("overlap") || want("sweep");
+  // The overlap is read from the trace in memory: one sink per process
+  // (thread ranks share a recorder, so only rank 0 adds it).
+  std::shared_ptr<trace::MemorySink> sink;
+  if (traced && comm.rank() == 0) {
+    sink = std::make_shared<trace::MemorySink>();
+    comm.recorder_ptr()->add_sink(sink);
+  }
+  comm.barrier();
+  if (comm.rank() == 0) {
+    const int64_t params = static_cast<int64_t>(o.layers) * (static_cast<int64_t>(o.width) * o.width + o.width);
+    std::printf("# ddp: %s backend, %d ranks, %d intra-op thread(s) each; %d x Linear(%d)+ReLU = %lld parameters "
+                "(%.1f MB of gradients); %d rows per rank; -n %d -w %d --rounds %d\n",
+                comm.backend().c_str(), comm.size(), threads, o.layers, o.width, static_cast<long long>(params),
+                params * 4 / 1e6, o.rows, o.iters, o.warmup, o.rounds);
+    std::fflush(stdout);
+  }
+  if (want("step")) part_step(comm, o);
+  if (want("overlap")) part_overlap(comm, o, sink);
+  if (want("sweep")) part_sweep(comm, o, sink);
+  std::fflush(stdout);
+}
+
+Registration reg("ddp", "DistributedDataParallel: overlapped vs naive, overlap fraction, bucket-size sweep",
+                 [](CLI::App& cmd) {
+  auto o = std::make_shared<DdpBenchOptions>();
+  comm::add_job_flags(cmd, o->job);
+  cmd.add_option("--width", o->width, "features of each Linear layer")->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd.add_option("--layers", o->layers, "Linear layers")->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd.add_option("--rows", o->rows, "rows per rank per step")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd.add_option("-n,--iters", o->iters, "timed steps per round")->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd.add_option("-w,--warmup_iters", o->warmup, "untimed steps first")->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd.add_option("--rounds", o->rounds, "rounds in which the variants take turns")->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd.add_option("--bucket-mb", o->bucket_mb, "bucket cap, MiB (parts overlap and step)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--threads", o->threads, "intra-op threads per rank (0: cores / ranks on this machine)")
+      ->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd.add_option("--parts", o->parts, "overlap, sweep, step")
+      ->check(CLI::IsMember({"overlap", "sweep", "step"}))->capture_default_str();
+  return [o] {
+    comm::run_job(comm::with_env_defaults(o->job), [&](comm::Communicator& comm) { run_rank(comm, *o); });
+    return 0;
+  };
+});
+
+}  // namespace
+}  // namespace distlab::bench

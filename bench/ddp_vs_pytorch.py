@@ -1,0 +1,81 @@
+"""DistLab's DDP against PyTorch's, side by side in one run.
+
+  /usr/bin/python3 bench/ddp_vs_pytorch.py --build build --nproc 2 4
+
+For each number of processes, --pairs times: DistLab's DDP
+(distlab-run ... distlab-bench ddp --backend gloo --parts step) and PyTorch's
+DDP (bench/pytorch_ddp_step.py) with the same model, rows, bucket cap,
+threads and timing, the two taking turns (who goes first alternates), so
+that other load on a shared machine slows both alike. Each run reports the
+median of its rounds; the table shows the median over pairs and the ratio
+DistLab / PyTorch (target: <= 0.9).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(command, pattern):
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    match = re.search(pattern + r" ([\d.]+)", done.stdout)
+    if done.returncode != 0 or match is None:
+        sys.exit("failed (exit %d): %s\n%s" % (done.returncode, " ".join(command), done.stdout))
+    return float(match.group(1)), done.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default="build", help="DistLab's build folder")
+    parser.add_argument("--nproc", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--pairs", type=int, default=3, help="DistLab/PyTorch runs per process count")
+    parser.add_argument("--width", type=int, default=2048)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--rows", type=int, default=16)
+    parser.add_argument("--iters", "-n", type=int, default=3)
+    parser.add_argument("--warmup", "-w", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bucket-mb", type=float, default=25)
+    parser.add_argument("--verbose", action="store_true", help="print every run's output")
+    args = parser.parse_args()
+
+    common = ["--width", str(args.width), "--layers", str(args.layers), "--rows", str(args.rows), "-n",
+              str(args.iters), "-w", str(args.warmup), "--rounds", str(args.rounds), "--bucket-mb",
+              str(args.bucket_mb)]
+    params = args.layers * (args.width * args.width + args.width)
+    print("# %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB, "
+          "gloo, CPU; -n %d -w %d --rounds %d per run, %d pairs" %
+          (args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb, args.iters, args.warmup,
+           args.rounds, args.pairs))
+    print("%-6s %14s %14s %8s  %s" % ("nproc", "distlab_ms", "pytorch_ms", "ratio", "runs (distlab/pytorch ms)"))
+    results = []
+    for nproc in args.nproc:
+        distlab = [os.path.join(args.build, "launcher", "distlab-run"), "--nproc-per-node", str(nproc),
+                   "--master-port", "0", "--no-prefix", "--", os.path.join(args.build, "bench", "distlab-bench"),
+                   "ddp", "--backend", "gloo", "--parts", "step"] + common
+        pytorch = ["/usr/bin/python3", os.path.join(HERE, "pytorch_ddp_step.py"), "--nproc", str(nproc)] + common
+        ours, theirs = [], []
+        for pair in range(args.pairs):
+            order = [("distlab", distlab), ("pytorch", pytorch)]
+            if pair % 2 == 1:
+                order.reverse()
+            for name, command in order:
+                ms, output = run(command, name + "_step_ms")
+                (ours if name == "distlab" else theirs).append(ms)
+                if args.verbose:
+                    print(output, end="")
+        d, t = statistics.median(ours), statistics.median(theirs)
+        results.append((nproc, d / t))
+        runs = " ".join("%.0f/%.0f" % (a, b) for a, b in zip(ours, theirs))
+        print("%-6d %14.1f %14.1f %8.3f  %s" % (nproc, d, t, d / t, runs), flush=True)
+    for nproc, ratio in results:
+        print("# %d processes: DistLab / PyTorch = %.3f, target <= 0.9 %s" %
+              (nproc, ratio, "met" if ratio <= 0.9 else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""PyTorch's own DistributedDataParallel, timed the way `distlab-bench ddp
+--parts step` times DistLab's: the same model, data shape, bucket cap,
+optimizer, thread count and timing.
+
+  /usr/bin/python3 bench/pytorch_ddp_step.py --nproc 2
+
+The model: LAYERS x Linear(WIDTH, WIDTH) + ReLU, loss mean(y^2), SGD; each
+rank ROWS random rows. A round is ITERS steps (forward, backward with DDP's
+gradient synchronization, optimizer step) after a barrier; its time is the
+slowest rank's. Prints each round and "pytorch_step_ms <median>".
+
+gloo, CPU, processes spawned here with a file store (torchrun in Debian's
+python3-torch 1.13 needs --redirects 1 --tee 1; spawning avoids it).
+"""
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+
+def make_model(width, layers):
+    modules = []
+    for _ in range(layers):
+        modules += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*modules)
+
+
+def worker(rank, args, store_path):
+    dist.init_process_group("gloo", init_method="file://" + store_path, rank=rank, world_size=args.nproc)
+    # Ranks share the machine's cores, as in distlab-bench ddp.
+    threads = args.threads if args.threads > 0 else max(1, (os.cpu_count() or 1) // args.nproc)
+    torch.set_num_threads(threads)
+    torch.manual_seed(1 + rank)
+    model = make_model(args.width, args.layers)
+    ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    sgd = torch.optim.SGD(ddp.parameters(), lr=1e-6)
+    x = torch.randn(args.rows, args.width)
+
+    def step():
+        sgd.zero_grad()
+        ddp(x).pow(2).mean().backward()
+        sgd.step()
+
+    for _ in range(args.warmup):
+        step()
+    rounds = []
+    for _ in range(args.rounds):
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            step()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        rounds.append(elapsed.item() / args.iters)
+    if rank == 0:
+        print("# pytorch %s, gloo, %d ranks, %d intra-op thread(s) each" % (torch.__version__, args.nproc, threads))
+        print("# rounds (ms/step): " + " ".join("%.1f" % (r * 1e3) for r in rounds))
+        print("pytorch_step_ms %.3f" % (statistics.median(rounds) * 1e3), flush=True)
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--width", type=int, default=2048)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--rows", type=int, default=16)
+    parser.add_argument("--iters", "-n", type=int, default=3)
+    parser.add_argument("--warmup", "-w", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bucket-mb", type=float, default=25)
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(worker, args=(args, os.path.join(tmp, "store")), nprocs=args.nproc)
+
+
+if __name__ == "__main__":
+    main()
