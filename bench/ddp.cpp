@@ -31,7 +31,6 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include "bench_registry.hpp"
 #include "comm/job.hpp"
@@ -63,18 +62,11 @@ torch::nn::Sequential make_model(const DdpBenchOptions& o) {
   return model;
 }
 
-// Ranks on one machine share its cores: cores / local ranks intra-op
-// threads each unless --threads says otherwise (PyTorch's side does the same).
-int share_cores(comm::Communicator& comm, int requested) {
-  int threads = requested;
-  if (threads <= 0) {
-    int local = comm.backend() == "threads" ? comm.size() : 1;
-    if (const char* env = std::getenv("LOCAL_WORLD_SIZE"); env != nullptr && comm.backend() != "threads")
-      local = std::max(1, std::atoi(env));
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
-  }
-  at::set_num_threads(threads);
-  return threads;
+// run_job gives each rank cores / ranks intra-op threads (PyTorch's side
+// does the same); --threads overrides it.
+int share_cores(int requested) {
+  if (requested > 0) at::set_num_threads(requested);
+  return at::get_num_threads();
 }
 
 // The slowest rank's seconds per step over `steps` steps.
@@ -242,7 +234,7 @@ void part_step(comm::Communicator& comm, const DdpBenchOptions& o) {
 }
 
 void run_rank(comm::Communicator& comm, const DdpBenchOptions& o) {
-  const int threads = share_cores(comm, o.threads);
+  const int threads = share_cores(o.threads);
   const auto want = [&](const char* part) { return std::find(o.parts.begin(), o.parts.end(), part) != o.parts.end(); };
   const bool traced = want("overlap") || want("sweep");
   // The overlap is read from the trace in memory: one sink per process

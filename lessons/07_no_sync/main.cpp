@@ -138,7 +138,7 @@ void run(comm::Communicator& comm, const Options& o) {
     return n * 4;
   }();
 
-  const int threads = lessons::share_cores(comm, o.threads);
+  const int threads = lessons::share_cores(o.threads);
   if (me == 0) {
     std::printf("Lesson 07: no_sync  (%s backend, %d ranks, %d intra-op thread(s) per rank)\n",
                 comm.backend().c_str(), p, threads);

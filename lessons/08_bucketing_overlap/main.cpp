@@ -147,7 +147,7 @@ double time_steps(comm::Communicator& comm, int steps, Step&& step) {
 
 void run(comm::Communicator& comm, const Options& o) {
   const int p = comm.size(), me = comm.rank();
-  const int threads = lessons::share_cores(comm, o.threads);
+  const int threads = lessons::share_cores(o.threads);
   // Part 2 reads the trace back in memory: one sink for this process (thread
   // ranks share one recorder, so only rank 0 adds it). With --trace the
   // same events also go to the file.

@@ -27,7 +27,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "comm/job.hpp"
@@ -412,18 +411,6 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                              "rounding (relative " + std::to_string(kRelativeTolerance) + "); see the table");
 }
 
-// Each rank gets its share of the cores, so the ranks of a pipeline run side
-// by side instead of fighting over cores (that would show up as bubble).
-void share_cores(const comm::JobOptions& job) {
-  int ranks_here = job.ranks;
-  if (job.backend != "threads") {
-    const char* local = std::getenv("LOCAL_WORLD_SIZE");
-    ranks_here = local ? std::max(1, std::atoi(local)) : 1;
-  }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(std::max(1, cores / ranks_here));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -463,7 +450,6 @@ int main(int argc, char** argv) {
     // The lesson writes its own files, one per schedule; the job writes none.
     if (!job.trace.file.empty()) sinks.files = std::make_shared<PerScheduleTraceFiles>(job.trace.file);
     job.trace.file.clear();
-    share_cores(job);
     const Reference ref = make_reference(o);
     std::once_flag attach;
     comm::run_job(job, [&](comm::Communicator& comm) {

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -88,22 +87,12 @@ inline double mean_over_ranks(comm::Communicator& comm, double mine) {
   return t.cpu().item<double>() / comm.size();
 }
 
-// Ranks on one machine share its cores: LibTorch's default (one intra-op
-// thread per core in every process) puts p times as many busy threads as
-// cores. Sets this process's intra-op threads to `requested`, or when it is
-// 0 to cores / ranks on this machine (the threads backend's ranks, or
-// LOCAL_WORLD_SIZE as distlab-run and torchrun set it); returns the count.
-inline int share_cores(comm::Communicator& comm, int requested) {
-  int threads = requested;
-  if (threads <= 0) {
-    int local = 1;
-    if (comm.backend() == "threads") local = comm.size();
-    else if (const char* env = std::getenv("LOCAL_WORLD_SIZE")) local = std::max(1, std::atoi(env));
-    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    threads = std::max(1, cores / local);
-  }
-  at::set_num_threads(threads);
-  return threads;
+// run_job already gave each rank its share of the cores (cores / ranks on
+// this machine: comm/intra_op_threads.hpp); `requested` > 0 overrides it
+// for this rank. Returns the count in use.
+inline int share_cores(int requested) {
+  if (requested > 0) at::set_num_threads(requested);
+  return at::get_num_threads();
 }
 
 }  // namespace distlab::lessons

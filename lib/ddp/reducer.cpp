@@ -176,14 +176,23 @@ void ReducerState::finalize() {
     comm.label(span);
     span.arg("step", stats.synced_steps);
   }
-  // Parameters that got no gradient: reduced as zeros either way, so the
-  // other ranks' all-reduces complete; an error unless that was expected.
+  // Parameters whose hook did not fire in this backward are reduced all the
+  // same, so that the other ranks' all-reduces complete: with what .grad
+  // holds (earlier no_sync steps may have accumulated a gradient there:
+  // pytorch#69031 lost exactly that), or zero. An error unless expected.
   std::string unused;
   for (size_t i = 0; i < params.size(); ++i) {
     if (ready[i]) continue;
     ready[i] = true;
     const int b = bucket_of[i];
-    buffers[static_cast<size_t>(b)].narrow(0, offset_of[i], params[i].numel()).zero_();
+    at::Tensor slot = buffers[static_cast<size_t>(b)].narrow(0, offset_of[i], params[i].numel());
+    const at::Tensor& grad = params[i].grad();
+    if (grad.defined() && options.find_unused_parameters) {
+      slot.copy_(grad.reshape({-1}));
+      if (comm.size() > 1) slot.div_(comm.size());
+    } else {
+      slot.zero_();
+    }
     if (!options.find_unused_parameters) unused += (unused.empty() ? "'" : ", '") + names[i] + "'";
     --pending[static_cast<size_t>(b)];
   }

@@ -281,6 +281,29 @@ TEST(DdpErrors, BucketsAreStillRebuiltAfterAStepThatMissedAGradient) {
   EXPECT_EQ(rebuilt, 2);  // once per rank
 }
 
+// pytorch#69031: with find_unused_parameters, a parameter used only in the
+// no_sync micro-steps must still have its accumulated gradient averaged.
+TEST(NoSync, ParameterUsedOnlyUnderNoSyncKeepsItsGradient) {
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    torch::nn::Sequential model(torch::nn::Linear(4, 1), torch::nn::Linear(4, 1));
+    DdpOptions options;
+    options.find_unused_parameters = true;
+    DistributedDataParallel ddp(comm, model.ptr(), options);
+    auto a = model[0]->as<torch::nn::Linear>();
+    auto b = model[1]->as<torch::nn::Linear>();
+    const float r = static_cast<float>(comm.rank());
+    {
+      auto guard = ddp.no_sync();
+      ddp.forward([&] { return a->forward(at::ones({2, 4}) * (r + 1)).sum(); }).backward();
+    }
+    ddp.forward([&] { return b->forward(at::ones({2, 4}) * (r + 2)).sum(); }).backward();
+    // d/dW of the sum over 2 rows is 2x: a gets 2(r + 1), mean over ranks 3;
+    // b gets 2(r + 2), mean 5.
+    EXPECT_TRUE(at::allclose(a->weight.grad(), at::full({1, 4}, 3.0f))) << a->weight.grad();
+    EXPECT_TRUE(at::allclose(b->weight.grad(), at::full({1, 4}, 5.0f))) << b->weight.grad();
+  });
+}
+
 TEST(DdpErrors, ShapeMismatchNamesParameterAndRanks) {
   try {
     comm::run_thread_ranks(3, [&](Communicator& comm) {
