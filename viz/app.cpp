@@ -3,6 +3,8 @@
 #include <imgui.h>
 #include <sys/stat.h>
 
+#include "trace_loader.hpp"
+
 namespace distlab::viz {
 namespace {
 
@@ -26,9 +28,30 @@ void setup_imgui(float scale) {
   io.Fonts->AddFontDefault(&config);
 }
 
+App::Tab App::first_tab_of(const std::string& panel) {
+  if (panel == "trace") return Tab::kTrace;
+  if (panel == "pipeline") return Tab::kPipeline;
+  if (panel == "ddp") return Tab::kDdp;
+  return Tab::kCollectives;
+}
+
 App::App(const Options& options)
-    : first_tab_(options.panel == "trace" ? Tab::kTrace : Tab::kCollectives), collectives_(options) {
+    : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options) {
   if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
+  // The Pipeline and DDP panels read the same files for what they show:
+  // the executor's stages, and the reducer's buckets.
+  if (!options.trace_files.empty() && (options.panel == "pipeline" || options.panel == "ddp")) {
+    std::vector<trace::Event> events;
+    for (const std::string& path : options.trace_files) {
+      LoadedTrace loaded = load_trace_file(path);
+      events.insert(events.end(), std::make_move_iterator(loaded.events.begin()),
+                    std::make_move_iterator(loaded.events.end()));
+    }
+    if (options.panel == "pipeline" && !pipeline_.set_trace(events))
+      messages_.push_back("no pipeline run in the trace (no events on lanes \"stage s\" with a schedule)");
+    if (options.panel == "ddp" && !ddp_.set_trace(events))
+      messages_.push_back("no DDP step in the trace (no \"bucket plan\" and \"wait for buckets\" events on lane ddp)");
+  }
   if (options.listen_port >= 0) trace_.listen(options.listen_port, options.bind);
   if (!options.view_ms.empty()) {
     const auto [begin, end] = parse_range(options.view_ms);
@@ -36,6 +59,12 @@ App::App(const Options& options)
   }
   trace_.set_arrow_mode(parse_arrow_mode(options.arrows));
   trace_.set_scale(options.scale);
+}
+
+std::vector<std::string> App::messages() const {
+  std::vector<std::string> all = trace_.messages();
+  all.insert(all.end(), messages_.begin(), messages_.end());
+  return all;
 }
 
 void App::frame() {
@@ -56,6 +85,14 @@ void App::frame() {
     }
     if (ImGui::BeginTabItem("Trace", nullptr, tab_flags(Tab::kTrace))) {
       trace_.draw();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Pipeline", nullptr, tab_flags(Tab::kPipeline))) {
+      pipeline_.draw();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("DDP", nullptr, tab_flags(Tab::kDdp))) {
+      ddp_.draw();
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "collectives_panel.hpp"
+#include "ddp_panel.hpp"
 #include "options.hpp"
+#include "pipeline_panel.hpp"
 #include "trace_panel.hpp"
 
 namespace distlab::viz {
@@ -28,16 +30,22 @@ class App {
 
   TracePanel& trace_panel() { return trace_; }
   CollectivesPanel& collectives_panel() { return collectives_; }
+  PipelinePanel& pipeline_panel() { return pipeline_; }
+  DdpPanel& ddp_panel() { return ddp_; }
   // What the panels said while starting (files opened, a truncated trace,
   // the port listened on), worth printing on the terminal too.
-  std::vector<std::string> messages() const { return trace_.messages(); }
+  std::vector<std::string> messages() const;
 
  private:
-  enum class Tab { kCollectives, kTrace };
+  enum class Tab { kCollectives, kTrace, kPipeline, kDdp };
+  static Tab first_tab_of(const std::string& panel);
   Tab first_tab_;
   bool first_frame_ = true;
   CollectivesPanel collectives_;
   TracePanel trace_;
+  PipelinePanel pipeline_;
+  DdpPanel ddp_;
+  std::vector<std::string> messages_;  // the pipeline and DDP panels' words about the trace
 };
 
 }  // namespace distlab::viz

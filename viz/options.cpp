@@ -45,7 +45,7 @@ std::pair<double, double> parse_range(const std::string& text) {
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
   CLI::App app{"distlab-viz: collectives animated from the cost model, and trace timelines (file or live)"};
   CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show (default: trace with --trace or --listen, else collectives)")
-                           ->check(CLI::IsMember({"collectives", "trace"}));
+                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--listen", o.listen_port, "Receive live events on this TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535));
@@ -63,6 +63,20 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   app.add_option("--time", o.time_s, "Put the time cursor here, seconds")->check(CLI::Range(0.0, 1e12));
   app.add_option("--preset", o.preset, "friends: the slides' 5 MB file sent to 7 friends at 1 MB/s")
       ->check(CLI::IsMember({"friends"}));
+  app.add_option("--schedule", o.schedule, "Pipeline: 1 to 4 of gpipe, 1f1b, interleaved, looped_bfs, zb_h1 (comma-separated)");
+  app.add_option("--stages", o.pipeline_stages, "Pipeline: ranks p (one stage each, v with --chunks)")->check(CLI::Range(1, 16));
+  app.add_option("--microbatches", o.microbatches, "Pipeline: microbatches m")->check(CLI::Range(1, 256));
+  app.add_option("--chunks", o.chunks, "Pipeline: stages per rank v (interleaved, looped_bfs)")->check(CLI::Range(1, 8));
+  app.add_option("--forward", o.cost_forward, "Pipeline: seconds of forward, one rank's share, one microbatch")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--backward", o.cost_backward, "Pipeline: seconds of full backward (I + W)")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--weight", o.cost_weight, "Pipeline: seconds of the weight-gradient part W (zero-bubble)")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--send", o.cost_send, "Pipeline: seconds per message between ranks")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--model", o.model, "DDP: preset model")->check(CLI::IsMember({"mlp", "reordered"}));
+  app.add_option("--layers", o.layers, "DDP: parameter counts in registration order, comma-separated (instead of --model)");
+  app.add_option("--bucket-mb", o.bucket_mb, "DDP: bucket cap in MiB (0: one bucket per parameter)")->check(CLI::Range(0.0, 1e5));
+  app.add_option("--first-bucket-mb", o.first_bucket_mb, "DDP: the first bucket's cap in MiB")->check(CLI::Range(0.0, 1e5));
+  app.add_option("--backward-gbps", o.backward_gbps, "DDP: gradient GB/s backward produces")->check(CLI::Range(1e-6, 1e6));
+  app.add_option("--no-sync", o.no_sync, "DDP: micro-steps under no_sync before the synchronized one")->check(CLI::Range(0, 64));
   app.add_option("--screenshot", o.screenshot, "Render headless (no display needed) to this PNG and exit");
   app.add_option("--width", o.width, "Screenshot width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "Screenshot height")->check(CLI::Range(240, 8192));

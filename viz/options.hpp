@@ -1,9 +1,13 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace] [--trace FILE...] [--listen PORT]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp] [--trace FILE...] [--listen PORT]
 //     [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
 //     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]
+//     [--schedule 1f1b,... --stages P --microbatches M --chunks V --forward S
+//      --backward S --weight S --send S]
+//     [--model mlp|reordered --layers N,N,... --bucket-mb MB --first-bucket-mb MB
+//      --backward-gbps G --no-sync K]
 //     [--screenshot FILE.png --width W --height H] [--scale F]
 #pragma once
 
@@ -34,6 +38,24 @@ struct Options {
   int step = -1;            // put the cursor in the middle of this step of the first algorithm
   double time_s = -1.0;     // or at this time
   std::string preset;       // "friends": 5 MB to 7 friends at 1 MB/s
+
+  // Pipeline panel (costs in seconds, for one rank's share of the model).
+  std::string schedule = "gpipe,1f1b";  // 1 to 4, comma-separated
+  int pipeline_stages = 4;              // p
+  int microbatches = 8;                 // m
+  int chunks = 2;                       // v, for interleaved and looped_bfs
+  double cost_forward = 1.0;
+  double cost_backward = 2.0;
+  double cost_weight = 1.0;
+  double cost_send = 0.0;
+
+  // DDP panel (ranks, alpha and beta as for the collectives).
+  std::string model = "mlp";       // preset model: mlp, reordered
+  std::string layers;              // or parameter counts, comma-separated, registration order
+  double bucket_mb = 25.0;         // bucket cap, MiB (PyTorch's default)
+  double first_bucket_mb = 1.0;
+  double backward_gbps = 4.0;      // gradient bytes backward produces per second, GB/s
+  int no_sync = 0;                 // micro-steps without communication before the synchronized one
 
   // Output.
   std::string screenshot;  // render one frame headless to this PNG and exit

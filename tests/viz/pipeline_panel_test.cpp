@@ -1,0 +1,210 @@
+// The Pipeline panel: schedules rendered headless with every box, gap and
+// memory bar where hand-worked timings put it (GPipe and 1F1B with F = 1 s,
+// B = 2 s, free messages), and the measured view of a real traced run
+// (pipeline::PipelineExecutor on thread ranks) against its simulation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "app.hpp"
+#include "pipeline_panel.hpp"
+#include "render_helpers.hpp"
+#include "trace_loader.hpp"
+#include "viz_test_util.hpp"
+
+namespace distlab::viz {
+namespace {
+
+using pipeline::ActionType;
+using testing_util::render_in_window;
+
+Options two_schedules() {
+  Options o;
+  o.schedule = "gpipe,1f1b";
+  o.pipeline_stages = 4;
+  o.microbatches = 8;
+  o.cost_forward = 1.0;
+  o.cost_backward = 2.0;
+  o.cost_send = 0.0;
+  return o;
+}
+
+const ActionBox* find_box(const PipelineRun& run, int rank, ActionType type, int microbatch) {
+  for (const ActionBox& b : run.boxes[rank])
+    if (b.type == type && b.microbatch == microbatch) return &b;
+  return nullptr;
+}
+
+TEST(PipelineScene, GPipeAndOneFOneBTimesAsWorkedByHand) {
+  PipelinePanel panel(two_schedules());
+  ASSERT_EQ(panel.runs().size(), 2u);
+  const PipelineRun& gpipe = panel.runs()[0];
+  const PipelineRun& ofob = panel.runs()[1];
+  const int p = 4, m = 8;
+  for (int r = 0; r < p; ++r)
+    for (int k = 0; k < m; ++k) {
+      // GPipe: F of microbatch k on rank r runs in [r + k, r + k + 1]; the
+      // last forward ends at p - 1 + m, then the backwards, 2 s each, go
+      // up the pipe: rank r's B of k starts at p - 1 + m + 2 (p - 1 - r) + 2k.
+      const ActionBox* f = find_box(gpipe, r, ActionType::kForward, k);
+      ASSERT_NE(f, nullptr);
+      EXPECT_DOUBLE_EQ(f->begin_s, r + k);
+      const ActionBox* b = find_box(gpipe, r, ActionType::kBackward, k);
+      ASSERT_NE(b, nullptr);
+      EXPECT_DOUBLE_EQ(b->begin_s, p - 1 + m + 2 * (p - 1 - r) + 2 * k);
+    }
+  // Both take (m + p - 1)(F + B) and idle (p - 1)/(m + p - 1) of it.
+  EXPECT_DOUBLE_EQ(gpipe.makespan_s, (m + p - 1) * 3.0);
+  EXPECT_DOUBLE_EQ(ofob.makespan_s, (m + p - 1) * 3.0);
+  EXPECT_NEAR(gpipe.bubble, 3.0 / 11.0, 1e-12);
+  EXPECT_NEAR(ofob.bubble, 3.0 / 11.0, 1e-12);
+  // 1F1B: rank 0 runs F0..F3 in [0, 4], then waits for B0, which comes back
+  // down the pipe: F0 reaches rank 3 at [3, 4], B0 runs there [4, 6], on
+  // rank 2 [6, 8], rank 1 [8, 10], rank 0 [10, 12].
+  EXPECT_DOUBLE_EQ(find_box(ofob, 0, ActionType::kBackward, 0)->begin_s, 10.0);
+  // Memory: GPipe's stages each hold all m microbatches at once; 1F1B's
+  // stage s at most p - s.
+  for (int s = 0; s < p; ++s) {
+    EXPECT_EQ(gpipe.peak_activations[s], m);
+    EXPECT_EQ(ofob.peak_activations[s], p - s);
+  }
+}
+
+TEST(PipelineScene, CostsAreOneRanksShareSplitOverItsStages) {
+  const pipeline::ActionCosts c = action_costs({1.0, 2.0, 0.5, 0.1}, 2);
+  EXPECT_DOUBLE_EQ(c.uniform.forward, 0.5);
+  EXPECT_DOUBLE_EQ(c.uniform.backward, 1.0);
+  EXPECT_DOUBLE_EQ(c.uniform.backward_weight, 0.25);
+  EXPECT_DOUBLE_EQ(c.uniform.backward_input, 0.75);
+  EXPECT_DOUBLE_EQ(c.message_s, 0.1);
+  EXPECT_EQ(stages_per_rank(pipeline::ScheduleKind::kGPipe, 3), 1);
+  EXPECT_EQ(stages_per_rank(pipeline::ScheduleKind::kInterleaved1F1B, 3), 3);
+}
+
+TEST(PipelineScene, RefusesWhatCannotBeShown) {
+  Options o = two_schedules();
+  o.schedule = "gpipe,1f1b,interleaved,looped_bfs,zb_h1";
+  EXPECT_THROW(PipelinePanel{o}, std::invalid_argument);
+  o.schedule = "bogus";
+  EXPECT_THROW(PipelinePanel{o}, std::invalid_argument);
+  EXPECT_FALSE(PipelinePanel(two_schedules()).set_trace({}));
+}
+
+class PipelineRender : public ::testing::Test {
+ protected:
+  PipelineRender() : renderer_(1500, 860) { setup_imgui(1.0f); }
+  HeadlessRenderer renderer_;
+};
+
+TEST_F(PipelineRender, BoxesGapsAndMemoryWhereTheScheduleSays) {
+  PipelinePanel panel(two_schedules());
+  const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+  const PipelineFrameLayout& layout = panel.last_layout();
+  ASSERT_EQ(layout.columns.size(), 2u);
+  const auto& gp = layout.columns[0];
+  const auto& fb = layout.columns[1];
+  // 4 px into the row: inside the box (2 px in), above any centred label.
+  auto row_mid = [](const PipelineFrameLayout::Column& c, int rank) { return c.row_tops[rank] + 4.0f; };
+
+  // GPipe, rank 2, F3 in [5, 6]: its microbatch's colour, inside the box's
+  // right end (a centred label may cover the middle).
+  EXPECT_TRUE(COLOR_AT(image, gp.axis.x_of(6.0) - 3, row_mid(gp, 2), action_color(ActionType::kForward, 3), 2, 0));
+  // GPipe, rank 3, B5 in [21, 23].
+  EXPECT_TRUE(COLOR_AT(image, gp.axis.x_of(23.0) - 3, row_mid(gp, 3), action_color(ActionType::kBackward, 5), 2, 0));
+  // The bubble: rank 3 has nothing before t = 3, rank 0 nothing in (8, 17).
+  EXPECT_TRUE(COLOR_AT(image, gp.axis.x_of(1.5), row_mid(gp, 3), kCanvasColor, 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, gp.axis.x_of(12.5), row_mid(gp, 0), kCanvasColor, 2, 0));
+  // 1F1B, rank 0: waits in (4, 10), then B0 in [10, 12].
+  EXPECT_TRUE(COLOR_AT(image, fb.axis.x_of(7.0), row_mid(fb, 0), kCanvasColor, 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, fb.axis.x_of(12.0) - 3, row_mid(fb, 0), action_color(ActionType::kBackward, 0), 2, 0));
+  // One time axis: the same time is the same distance into both columns.
+  EXPECT_NEAR(gp.axis.x_of(20.0) - gp.axis.x0, fb.axis.x_of(20.0) - fb.axis.x0, 0.5);
+
+  // Memory: 1F1B's stage 0 holds 4 microbatches in (4, 10), of a full row of 8
+  // (GPipe's peak): a bar half the row high; above it, nothing.
+  ASSERT_EQ(fb.memory_scale, 8);
+  const float bottom = fb.memory_row_tops[0] + fb.memory_row_height - 2.0f;
+  const float bar = (fb.memory_row_height - 4.0f) * 4.0f / 8.0f;
+  const float x = fb.memory_axis.x_of(7.0);
+  EXPECT_TRUE(COLOR_AT(image, x, bottom - 2, kMemoryColor, 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, x, bottom - bar + 2, kMemoryColor, 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, x, bottom - bar - 3, kCanvasColor, 2, 0));
+  // GPipe's stage 0 holds all 8 at t = 8.5: a full bar.
+  const float gp_bottom = gp.memory_row_tops[0] + gp.memory_row_height - 2.0f;
+  EXPECT_TRUE(COLOR_AT(image, gp.memory_axis.x_of(8.5), gp_bottom - (gp.memory_row_height - 4.0f) + 2, kMemoryColor, 2, 0));
+}
+
+// A real run: the executor on 2 thread ranks, traced to a file by the
+// library's sink, opened as `distlab-viz --panel pipeline --trace` opens it.
+TEST_F(PipelineRender, MeasuredRunUnderItsSimulation) {
+  const std::string path = testing_util::temp_path("pipeline_run.json");
+  std::string output;
+  ASSERT_EQ(testing_util::run({VIZ_PIPELINE_EMITTER, "--out", path, "--schedule", "1f1b", "--ranks", "2",
+                               "--microbatches", "4", "--steps", "2"},
+                              {}, &output),
+            0)
+      << output;
+  const LoadedTrace loaded = load_trace_file(path);
+  Options o = two_schedules();
+  o.panel = "pipeline";
+  o.trace_files = {path};
+  App app(o);
+  PipelinePanel& panel = app.pipeline_panel();
+  ASSERT_TRUE(panel.measured().has_value());
+  const MeasuredPipeline& mp = *panel.measured();
+  EXPECT_EQ(mp.trace_run.schedule.kind, pipeline::ScheduleKind::k1F1B);
+  EXPECT_EQ(mp.trace_run.schedule.ranks, 2);
+  EXPECT_EQ(mp.trace_run.schedule.microbatches, 4);
+  EXPECT_EQ(mp.step, 1);  // the last of the two steps
+
+  // The measured boxes are the trace's step-1 compute events, every one.
+  std::map<int, std::vector<const trace::Event*>> by_rank;
+  for (const trace::Event& e : loaded.events)
+    if (e.lane.rfind("stage ", 0) == 0 && e.arg("step") == "1" && (e.category == "fwd" || e.category == "bwd"))
+      by_rank[e.rank].push_back(&e);
+  ASSERT_EQ(by_rank.size(), 2u);
+  for (auto& [rank, events] : by_rank) {
+    ASSERT_EQ(events.size(), 8u) << "rank " << rank;  // F and B of 4 microbatches
+    ASSERT_EQ(mp.trace_run.boxes[rank].size(), 8u);
+  }
+  // The simulation ran on the measured costs: its F on stage 0 lasts the
+  // mean of the recorded F durations there.
+  double sum = 0.0;
+  int count = 0;
+  for (const trace::Event* e : by_rank[0])
+    if (e->category == "fwd") sum += e->duration_us() * 1e-6, ++count;
+  const ActionBox* sim_f = find_box(mp.simulated, 0, ActionType::kForward, 2);
+  ASSERT_NE(sim_f, nullptr);
+  EXPECT_NEAR(sim_f->end_s - sim_f->begin_s, sum / count, 1e-9);
+
+  // Rendered: the simulated ranks above, the measured ranks below, on one axis.
+  const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+  const PipelineFrameLayout& layout = panel.last_layout();
+  ASSERT_TRUE(layout.measured_view);
+  ASSERT_EQ(layout.columns.size(), 1u);
+  const auto& c = layout.columns[0];
+  ASSERT_EQ(c.row_tops.size(), 4u);
+  int probed = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const ActionBox& b : mp.trace_run.boxes[rank]) {
+      const float x0 = c.axis.x_of(b.begin_s), x1 = c.axis.x_of(b.end_s);
+      if (x1 - x0 < 6) continue;  // too thin to probe inside its separating pixels
+      ++probed;
+      EXPECT_TRUE(COLOR_AT(image, x1 - 2.5f, c.row_tops[2 + rank] + 4.0f,
+                           action_color(b.type, b.microbatch), 2, 0))
+          << "measured rank " << rank << " " << pipeline::type_name(b.type) << b.microbatch;
+    }
+    for (const ActionBox& b : mp.simulated.boxes[rank]) {
+      const float x0 = c.axis.x_of(b.begin_s), x1 = c.axis.x_of(b.end_s);
+      if (x1 - x0 < 6) continue;
+      EXPECT_TRUE(COLOR_AT(image, x1 - 2.5f, c.row_tops[rank] + 4.0f, action_color(b.type, b.microbatch),
+                           2, 0))
+          << "simulated rank " << rank << " " << pipeline::type_name(b.type) << b.microbatch;
+    }
+  }
+  EXPECT_GT(probed, 8);
+}
+
+}  // namespace
+}  // namespace distlab::viz

@@ -1,0 +1,187 @@
+#include "pipeline_scene.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace distlab::viz {
+namespace {
+
+using pipeline::ActionType;
+using pipeline::ScheduleKind;
+
+bool holds_several_stages(ScheduleKind kind) {
+  return kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
+}
+
+ActionType type_of_category(const std::string& category, bool* ok) {
+  *ok = true;
+  if (category == "fwd") return ActionType::kForward;
+  if (category == "bwd") return ActionType::kBackward;
+  if (category == "bwd_input") return ActionType::kBackwardInput;
+  if (category == "bwd_weight") return ActionType::kBackwardWeight;
+  *ok = false;
+  return ActionType::kForward;
+}
+
+int int_arg(const trace::Event& e, const char* key) {
+  try {
+    return std::stoi(e.arg(key, "-1"));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// Boxes from events in the simulator's form (lane "stage s", args stage and
+// microbatch), times relative to `origin_us`.
+std::vector<std::vector<ActionBox>> boxes_of(const std::vector<const trace::Event*>& events, int ranks,
+                                             int64_t origin_us) {
+  std::vector<std::vector<ActionBox>> boxes(static_cast<size_t>(ranks));
+  for (const trace::Event* e : events) {
+    bool ok = false;
+    const ActionType type = type_of_category(e->category, &ok);
+    if (!ok || e->rank < 0 || e->rank >= ranks) continue;
+    boxes[e->rank].push_back(
+        {type, int_arg(*e, "stage"), int_arg(*e, "microbatch"), (e->begin_us - origin_us) * 1e-6, (e->end_us - origin_us) * 1e-6});
+  }
+  for (auto& row : boxes)
+    std::sort(row.begin(), row.end(), [](const ActionBox& a, const ActionBox& b) { return a.begin_s < b.begin_s; });
+  return boxes;
+}
+
+// The simulator's rule on recorded boxes: a stage holds a microbatch's
+// activations from the start of its F to the end of its B (or W).
+void fill_activations(PipelineRun& run, int stages) {
+  std::vector<std::vector<std::pair<double, int>>> changes(static_cast<size_t>(stages));
+  for (const auto& row : run.boxes)
+    for (const ActionBox& b : row) {
+      if (b.stage < 0 || b.stage >= stages) continue;
+      if (b.type == ActionType::kForward) changes[b.stage].push_back({b.begin_s, +1});
+      if (b.type == ActionType::kBackward || b.type == ActionType::kBackwardWeight)
+        changes[b.stage].push_back({b.end_s, -1});
+    }
+  run.activations.assign(static_cast<size_t>(stages), {});
+  run.peak_activations.assign(static_cast<size_t>(stages), 0);
+  for (int s = 0; s < stages; ++s) {
+    std::sort(changes[s].begin(), changes[s].end());
+    int held = 0;
+    for (const auto& [time, delta] : changes[s]) {
+      held += delta;
+      run.peak_activations[s] = std::max(run.peak_activations[s], held);
+      run.activations[s].push_back({time, held});
+    }
+  }
+}
+
+std::string title_of(const pipeline::Schedule& s) {
+  return std::string(pipeline::kind_name(s.kind)) + " p=" + std::to_string(s.ranks) + " m=" +
+         std::to_string(s.microbatches) + " v=" + std::to_string(s.stages_per_rank);
+}
+
+}  // namespace
+
+int stages_per_rank(ScheduleKind kind, int chunks) { return holds_several_stages(kind) ? std::max(1, chunks) : 1; }
+
+pipeline::ActionCosts action_costs(const PipelineCosts& c, int v) {
+  pipeline::ActionCosts out;
+  const double share = 1.0 / std::max(1, v);
+  const double weight = std::min(c.weight, c.backward);
+  out.uniform = {c.forward * share, c.backward * share, (c.backward - weight) * share, weight * share};
+  out.message_s = c.send;
+  return out;
+}
+
+int PipelineRun::peak() const {
+  int peak = 0;
+  for (int p : peak_activations) peak = std::max(peak, p);
+  return peak;
+}
+
+PipelineRun simulate_run(const pipeline::Schedule& schedule, const pipeline::ActionCosts& costs) {
+  const pipeline::Simulation sim = pipeline::simulate(schedule, costs);
+  PipelineRun run;
+  run.title = title_of(schedule);
+  run.schedule = schedule;
+  std::vector<const trace::Event*> compute;
+  for (const trace::Event& e : sim.events)
+    if (e.lane != trace::kLaneComm) compute.push_back(&e);
+  run.boxes = boxes_of(compute, schedule.ranks, 0);
+  run.makespan_s = sim.makespan;
+  run.bubble = sim.bubble;
+  run.activations = sim.activations;
+  run.peak_activations = sim.peak_activations;
+  return run;
+}
+
+PipelineRun simulate_run(const PipelineSetup& setup) {
+  const int v = stages_per_rank(setup.kind, setup.chunks);
+  const pipeline::Schedule schedule = pipeline::make_schedule(setup.kind, setup.ranks, setup.microbatches, v);
+  return simulate_run(schedule, action_costs(setup.costs, v));
+}
+
+std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& events, int64_t step) {
+  // The schedule kind, its shape and the steps recorded.
+  std::map<std::string, int> kinds;
+  int ranks = 0, stages = 0, microbatches = 0;
+  int64_t last_step = -1;
+  for (const trace::Event& e : events) {
+    if (e.lane.rfind("stage ", 0) != 0 || e.arg("schedule").empty()) continue;
+    bool ok = false;
+    type_of_category(e.category, &ok);
+    if (!ok) continue;
+    ++kinds[e.arg("schedule")];
+    ranks = std::max(ranks, e.rank + 1);
+    stages = std::max(stages, int_arg(e, "stage") + 1);
+    microbatches = std::max(microbatches, int_arg(e, "microbatch") + 1);
+    last_step = std::max<int64_t>(last_step, int_arg(e, "step"));
+  }
+  if (kinds.empty()) return std::nullopt;
+  if (kinds.size() > 1)
+    throw pipeline::ScheduleError("the trace holds runs of " + std::to_string(kinds.size()) +
+                                  " schedules; open the trace of one run");
+  const ScheduleKind kind = pipeline::parse_kind(kinds.begin()->first);
+  if (ranks < 1 || stages % ranks != 0)
+    throw pipeline::ScheduleError("the trace's pipeline events span " + std::to_string(stages) + " stages on " +
+                                  std::to_string(ranks) + " ranks, not a whole number of stages per rank");
+  MeasuredPipeline out;
+  out.step = step >= 0 ? step : last_step;
+  const pipeline::Schedule schedule = pipeline::make_schedule(kind, ranks, microbatches, stages / ranks);
+  out.measured = pipeline::measure(events, schedule, out.step);
+
+  std::vector<const trace::Event*> chosen;
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  const std::string step_text = std::to_string(out.step);
+  for (const trace::Event& e : events) {
+    if (e.lane.rfind("stage ", 0) != 0 || e.arg("schedule") != kinds.begin()->first) continue;
+    if (out.step >= 0 && e.arg("step") != step_text) continue;
+    chosen.push_back(&e);
+    origin = std::min(origin, e.begin_us);
+  }
+  out.trace_run.title = "measured: " + title_of(schedule) + ", step " + std::to_string(out.step);
+  out.trace_run.schedule = schedule;
+  out.trace_run.boxes = boxes_of(chosen, ranks, origin);
+  out.trace_run.makespan_s = out.measured.makespan_s;
+  out.trace_run.bubble = out.measured.bubble;
+  fill_activations(out.trace_run, schedule.num_stages());
+  out.simulated = simulate_run(schedule, out.measured.costs);
+  out.simulated.title = "simulated with the measured costs: " + out.simulated.title;
+  return out;
+}
+
+Color action_color(ActionType type, int microbatch) {
+  const Color hue = chunk_color(microbatch % 16);
+  switch (type) {
+    case ActionType::kForward: return hue;
+    case ActionType::kBackward: return mix(hue, rgb(0, 0, 0), 0.45f);
+    case ActionType::kBackwardInput: return mix(hue, rgb(0, 0, 0), 0.3f);
+    default: return mix(hue, rgb(255, 255, 255), 0.45f);  // W
+  }
+}
+
+std::string action_label(const ActionBox& box, int ranks, int stages_per_rank) {
+  std::string label = pipeline::type_name(box.type) + std::to_string(box.microbatch);
+  if (stages_per_rank > 1) label += "." + std::to_string(box.stage / std::max(1, ranks));
+  return label;
+}
+
+}  // namespace distlab::viz
