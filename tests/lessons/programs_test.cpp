@@ -347,6 +347,29 @@ TEST(Lesson08, UnderTheLauncherWithGlooAndATraceFile) {
   EXPECT_TRUE(contains(text, "all-reduce bucket 0")) << text.substr(0, 2000);
 }
 
+// The capstone's 2 stages x 2 replicas as 4 thread ranks and as 4 gloo
+// processes (gloo groups for the pipelines and the replicas): the same
+// arithmetic, so the same final parameters, digest for digest.
+std::string capstone_digest(const Outcome& r) {
+  std::smatch m;
+  static const std::regex digest(R"(final parameters digest (\S+))");
+  EXPECT_TRUE(std::regex_search(r.output, m, digest)) << r.output;
+  return m.size() > 1 ? std::string(m[1]) : std::string();
+}
+
+TEST(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
+  const std::string flags = " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2";
+  const Outcome threads = run(std::string(LESSON_11) + " --backend threads" + flags);
+  ASSERT_EQ(threads.status, 0) << threads.output;
+  const Outcome gloo = run(std::string(DISTLAB_RUN) + " --nproc-per-node 4 --master-port 0 -- " + LESSON_11 +
+                           " --backend gloo" + flags);
+  ASSERT_EQ(gloo.status, 0) << gloo.output;
+  EXPECT_TRUE(contains(gloo.output, "Total parameters in model:")) << gloo.output;
+  const std::string a = capstone_digest(threads), b = capstone_digest(gloo);
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   struct Case {
     std::string program, flags, message;
