@@ -248,7 +248,7 @@ PipelineFrameLayout::Column PipelinePanel::draw_memory(const char* id, const std
   std::vector<const TimelineRow*> pointers;
   for (const auto& row : rows) pointers.push_back(&row);
   TimelineStyle style;
-  style.label_width = 118.0f * scale_;
+  style.label_width = (runs.size() > 1 ? 150.0f : 118.0f) * scale_;  // room for "meas stage 1: peak 2"
   style.axis_height *= scale_;
   TimelineView& view = showing_measured() ? measured_view_ : view_;
   const TimelineContext ctx = begin_timeline(id, view, pointers, size, style);
@@ -304,7 +304,7 @@ void PipelinePanel::draw_measured(ImVec2 size) {
               format_duration(mp.trace_run.makespan_s).c_str(), percent(mp.trace_run.bubble).c_str(),
               format_duration(mp.simulated.makespan_s).c_str(), percent(mp.simulated.bubble).c_str());
   TimelineStyle style;
-  style.label_width = 118.0f * scale_;
+  style.label_width = 150.0f * scale_;  // as the memory rows below, so the two axes line up
   style.axis_height *= scale_;
   const float row_height = kPipelineRowHeight * scale_;
   std::vector<ScheduleRow> rows;
