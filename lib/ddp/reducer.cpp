@@ -160,7 +160,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, "grad ready", "grad_ready");
     if (span.active()) {
       comm.label(span);
-      span.set_name("grad " + names[static_cast<size_t>(i)]).arg("param", i).arg("bucket", b);
+      span.set_name("grad " + names[static_cast<size_t>(i)]).arg("param", i).arg("bucket", b).arg("step", stats.synced_steps);
     }
     if (--pending[static_cast<size_t>(b)] == 0) launch_ready_locked();
   }
