@@ -2,6 +2,8 @@
 
 #include <imgui.h>
 
+#include "controls.hpp"
+
 #include <algorithm>
 #include <bitset>
 #include <cmath>
@@ -212,17 +214,7 @@ void CollectivesPanel::draw_controls() {
   ImGui::SameLine();
   ImGui::TextDisabled("(%s)", format_bytes(static_cast<double>(setup_.bytes)).c_str());
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  if (ImGui::InputDouble("alpha s", &setup_.link.alpha_s, 0.0, 0.0, "%.3g")) {
-    setup_.link.alpha_s = std::clamp(setup_.link.alpha_s, 0.0, 1e6);
-    changed = true;
-  }
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  if (ImGui::InputDouble("beta s/B", &setup_.link.beta_s_per_byte, 0.0, 0.0, "%.3g")) {
-    setup_.link.beta_s_per_byte = std::clamp(setup_.link.beta_s_per_byte, 0.0, 1e6);
-    changed = true;
-  }
+  changed |= link_inputs(setup_.link, 6);
   if (setup_.link.beta_s_per_byte > 0.0) {
     ImGui::SameLine();
     ImGui::TextDisabled("(%s/s)", format_bytes(1.0 / setup_.link.beta_s_per_byte).c_str());
@@ -240,14 +232,7 @@ void CollectivesPanel::draw_controls() {
     cursor_.time_s = 0.0;
     changed = true;
   }
-  if (changed) {
-    try {
-      rebuild();
-      error_.clear();
-    } catch (const std::exception& e) {
-      error_ = e.what();
-    }
-  }
+  if (changed) rebuild_or_report([&] { rebuild(); }, error_);
 
   // Transport: the one cursor. Keys too, for a presenter: space plays or
   // pauses, the arrows step (unless a text field has the keyboard).

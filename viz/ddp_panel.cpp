@@ -2,6 +2,8 @@
 
 #include <imgui.h>
 
+#include "controls.hpp"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -208,35 +210,17 @@ void DdpPanel::draw_controls() {
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   changed |= ImGui::SliderInt("ranks", &costs_.ranks, 2, 16);
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-  if (ImGui::InputDouble("alpha s", &costs_.link.alpha_s, 0.0, 0.0, "%.3g")) {
-    costs_.link.alpha_s = std::clamp(costs_.link.alpha_s, 0.0, 1e6);
-    changed = true;
-  }
+  changed |= link_inputs(costs_.link, 5);
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-  if (ImGui::InputDouble("beta s/B", &costs_.link.beta_s_per_byte, 0.0, 0.0, "%.3g")) {
-    costs_.link.beta_s_per_byte = std::clamp(costs_.link.beta_s_per_byte, 0.0, 1e6);
-    changed = true;
-  }
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   double gbps = costs_.backward_bytes_per_s / 1e9;
-  if (ImGui::InputDouble("backward GB/s", &gbps, 0.0, 0.0, "%.3g")) {
-    costs_.backward_bytes_per_s = std::clamp(gbps, 1e-6, 1e6) * 1e9;
+  if (input_clamped("backward GB/s", gbps, 1e-6, 1e6, 5)) {
+    costs_.backward_bytes_per_s = gbps * 1e9;
     changed = true;
   }
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   changed |= ImGui::SliderInt("no_sync k", &costs_.no_sync_steps, 0, 8);
-  if (changed) {
-    try {
-      rebuild();
-      error_.clear();
-    } catch (const std::exception& e) {
-      error_ = e.what();
-    }
-  }
+  if (changed) rebuild_or_report([&] { rebuild(); }, error_);
   // The model's prediction for every cap, and where the slider is.
   char overlay[96];
   std::snprintf(overlay, sizeof overlay, "step time vs bucket cap (1/16 to 512 MiB): %s at %.3g MiB",

@@ -2,6 +2,8 @@
 
 #include <imgui.h>
 
+#include "controls.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -212,24 +214,13 @@ void PipelinePanel::draw_controls() {
   changed |= ImGui::SliderInt("v", &setup_.chunks, 1, 4);
   auto cost = [&](const char* label, double& value) {
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(narrow);
-    if (ImGui::InputDouble(label, &value, 0.0, 0.0, "%.3g")) {
-      value = std::clamp(value, 0.0, 1e6);
-      changed = true;
-    }
+    changed |= input_clamped(label, value, 0.0, 1e6, 5);
   };
   cost("F s", setup_.costs.forward);
   cost("B s", setup_.costs.backward);
   cost("W s", setup_.costs.weight);
   cost("send s", setup_.costs.send);
-  if (changed) {
-    try {
-      rebuild();
-      error_.clear();
-    } catch (const std::exception& e) {
-      error_ = e.what();
-    }
-  }
+  if (changed) rebuild_or_report([&] { rebuild(); }, error_);
   if (!error_.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", error_.c_str());
 }
 

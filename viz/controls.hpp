@@ -1,0 +1,44 @@
+// The few controls every cost-model panel (Collectives, Pipeline, DDP)
+// shows in its top bar, written once.
+#pragma once
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+#include "collectives/cost_model.hpp"
+
+namespace distlab::viz {
+
+// A number field `width_em` font sizes wide whose value stays in [lo, hi].
+// True when the user changed it.
+inline bool input_clamped(const char* label, double& value, double lo, double hi, float width_em) {
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * width_em);
+  if (!ImGui::InputDouble(label, &value, 0.0, 0.0, "%.3g")) return false;
+  value = std::clamp(value, lo, hi);
+  return true;
+}
+
+// The alpha-beta link: latency (s) and seconds per byte, side by side.
+inline bool link_inputs(collectives::LinkParams& link, float width_em) {
+  bool changed = input_clamped("alpha s", link.alpha_s, 0.0, 1e6, width_em);
+  ImGui::SameLine();
+  changed |= input_clamped("beta s/B", link.beta_s_per_byte, 0.0, 1e6, width_em);
+  return changed;
+}
+
+// Runs a panel's rebuild after a change; a bad setting becomes the message
+// shown under the controls instead of an exception out of the frame.
+template <typename Rebuild>
+void rebuild_or_report(Rebuild&& rebuild, std::string& error) {
+  try {
+    rebuild();
+    error.clear();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+}
+
+}  // namespace distlab::viz
