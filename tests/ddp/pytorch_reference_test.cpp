@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/serialize.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -24,7 +26,8 @@ const std::string kScript = std::string(DISTLAB_SOURCE_DIR) + "/tests/ddp/pytorc
 // Runs a shell command, feeding it `input`; returns its stdout. Fails the
 // test on a non-zero exit.
 std::string run(const std::string& command, const std::string& input = "") {
-  const std::string in_path = ::testing::TempDir() + "/ddp_ref_input.txt";
+  // One file per process: ctest runs this suite's tests side by side.
+  const std::string in_path = ::testing::TempDir() + "/ddp_ref_input." + std::to_string(getpid()) + ".txt";
   std::ofstream(in_path) << input;
   FILE* pipe = popen((command + " < " + in_path).c_str(), "r");
   EXPECT_NE(pipe, nullptr);
@@ -81,8 +84,8 @@ TEST(PyTorchReference, DdpEndsWithPyTorchsParameters) {
   for (const auto& item : initial->named_parameters()) blob.insert(item.key(), item.value().detach().clone());
   blob.insert("x", data.x);
   blob.insert("y", data.y);
-  const std::string in_path = ::testing::TempDir() + "/ddp_ref_in.pt";
-  const std::string out_path = ::testing::TempDir() + "/ddp_ref_out.pt";
+  const std::string in_path = ::testing::TempDir() + "/ddp_ref_in." + std::to_string(getpid()) + ".pt";
+  const std::string out_path = ::testing::TempDir() + "/ddp_ref_out." + std::to_string(getpid()) + ".pt";
   {
     auto bytes = torch::pickle_save(blob);
     std::ofstream(in_path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
