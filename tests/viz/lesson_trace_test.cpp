@@ -80,5 +80,38 @@ TEST(LessonTrace, LiveStreamDeliversExactlyWhatTheFileHolds) {
   EXPECT_TRUE(feed.errors().empty());
 }
 
+// The capstone (2 stages x 2 replicas, 4 thread ranks) streamed live: the
+// Trace view gets all 4 ranks, the pipeline stages' lanes, DDP's buckets,
+// and the events name their groups; exactly what the file holds.
+TEST(LessonTrace, CapstoneStreamsItsFourRanksLive) {
+  LiveFeed feed(0, "127.0.0.1");
+  const std::string path = temp_path("capstone_live.json");
+  std::string output;
+  const std::vector<std::string> argv = {VIZ_LESSON_11, "--backend", "threads", "--preset", "tiny", "--epochs", "1",
+                                         "--batches-per-epoch", "2", "--eval-batches", "1", "--trace", path,
+                                         "--live", "127.0.0.1:" + std::to_string(feed.port())};
+  ASSERT_EQ(run(argv, {}, &output, kWaitMs), 0) << output;
+  const LoadedTrace file = load_trace_file(path);
+  ASSERT_GT(file.events.size(), 0u);
+  EXPECT_EQ(feed.wait_for(file.events.size(), kWaitMs), file.events.size());
+  TraceModel live;
+  feed.poll(live);
+  ASSERT_EQ(live.size(), file.events.size());
+  std::map<int, int> per_rank;
+  int stage_lane = 0, buckets = 0, grouped = 0;
+  for (uint32_t i = 0; i < live.size(); ++i) {
+    const trace::Event e = live.event(i);
+    ++per_rank[e.rank];
+    stage_lane += e.lane.rfind("stage", 0) == 0;
+    buckets += e.lane == "ddp" && e.category == "bucket";
+    grouped += !e.arg("group").empty();
+  }
+  EXPECT_EQ(per_rank.size(), 4u);
+  EXPECT_GT(stage_lane, 0);
+  EXPECT_GT(buckets, 0);
+  EXPECT_GT(grouped, 0);
+  EXPECT_TRUE(feed.errors().empty());
+}
+
 }  // namespace
 }  // namespace distlab::viz
