@@ -7,6 +7,8 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "collectives/collectives.hpp"
+
 namespace distlab::ddp {
 
 std::vector<std::pair<std::string, at::Tensor>> trainable_parameters(const torch::nn::Module& module) {
@@ -23,8 +25,7 @@ std::vector<std::pair<std::string, at::Tensor>> trainable_parameters(const torch
 namespace {
 
 // A number for (name, shape, dtype): equal on two ranks iff (with
-// overwhelming odds) the parameters agree. Kept below 2^52 so that a sum of
-// up to 2^11 of them is exact in any dtype a backend might add them in.
+// overwhelming odds) the parameters agree: 40 bits of a hash.
 int64_t fingerprint(const std::string& name, const at::Tensor& t) {
   std::ostringstream text;
   text << name << '|' << t.sizes() << '|' << t.scalar_type();
@@ -44,17 +45,18 @@ void verify_same_parameters(comm::Communicator& comm, const std::vector<std::pai
   if (p == 1) return;
   const auto on_device = at::TensorOptions().dtype(at::kLong).device(comm.device());
   // How many parameters the longest list has, then everyone's fingerprints
-  // (an all-gather made of a sum of zero-padded rows).
+  // (the list's length first, zero-padded to the longest), gathered.
   at::Tensor count = at::full({1}, static_cast<int64_t>(named.size()), on_device);
   comm.native_all_reduce(count, comm::ReduceOp::kMax);
   const int64_t n = count.item<int64_t>() + 1;  // + the list's length itself
-  at::Tensor rows = at::zeros({p, n}, at::kLong);
-  rows[comm.rank()][0] = static_cast<int64_t>(named.size());
+  at::Tensor mine = at::zeros({n}, at::kLong);
+  mine[0] = static_cast<int64_t>(named.size());
   for (size_t i = 0; i < named.size(); ++i)
-    rows[comm.rank()][static_cast<int64_t>(i) + 1] = fingerprint(named[i].first, named[i].second);
-  rows = rows.to(comm.device());
-  comm.native_all_reduce(rows, comm::ReduceOp::kSum);
-  rows = rows.cpu();
+    mine[static_cast<int64_t>(i) + 1] = fingerprint(named[i].first, named[i].second);
+  mine = mine.to(comm.device());
+  at::Tensor rows = at::empty({p * n}, on_device);
+  collectives::all_gather(comm, mine, rows);
+  rows = rows.view({p, n}).cpu();
   auto row = rows.accessor<int64_t, 2>();
 
   for (int64_t j = 0; j < n; ++j) {
