@@ -21,7 +21,12 @@ Measured measure(const std::vector<trace::Event>& events, const Schedule& schedu
     if (e.lane.rfind("stage ", 0) != 0 || e.arg("schedule") != kind_name(schedule.kind)) continue;
     if (step >= 0 && e.arg("step") != std::to_string(step)) continue;
     if (e.rank < 0 || e.rank >= p) continue;
-    first = std::min(first, e.begin_us);
+    // The step begins with its first action that is not a receive. Ranks
+    // are not fenced between steps: a rank done with step k posts step k+1's
+    // first receive while its neighbours still finish step k, and that wait
+    // belongs to the previous step's tail, not to this step's bubble. The
+    // simulator starts every rank at 0 the same way.
+    if (e.category != "recv") first = std::min(first, e.begin_us);
     last = std::max(last, e.end_us);
     int kind = -1;
     if (e.category == "fwd") kind = 0;

@@ -13,7 +13,7 @@
 namespace distlab::pipeline {
 
 struct Measured {
-  double makespan_s = 0;            // first action's begin to last action's end, all ranks
+  double makespan_s = 0;            // first non-receive action's begin to last action's end, all ranks
   std::vector<double> busy_s;       // per rank: seconds in F, B, I, W
   std::vector<double> idle_fraction;
   double bubble = 0;                // mean idle fraction over ranks

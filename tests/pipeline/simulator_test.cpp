@@ -143,5 +143,32 @@ TEST(Measure, ReadsTheSimulatorsTimelineBack) {
       }
 }
 
+// Steps are not fenced: a rank done with step k posts step k+1's first
+// receive while rank 0 still finishes step k. That early wait must not
+// stretch step k+1's window: the step starts with rank 0's first forward,
+// as the simulator's does.
+TEST(Measure, AReceivePostedBeforeTheStepStartsIsNotPartOfIt) {
+  ActionCosts c;
+  c.uniform = {/*forward=*/1e-3, /*backward=*/2e-3, 0, 0};
+  for (int m : {1, 4}) {
+    const Schedule schedule = make_schedule(ScheduleKind::kGPipe, 2, m, 1);
+    const Simulation sim = simulate(schedule, c);
+    std::vector<trace::Event> events = sim.events;
+    // The executor records receives on the stage lane, as the action they are.
+    trace::Event early;
+    early.rank = 1;
+    early.lane = "stage 1";
+    early.category = "recv";
+    early.name = "1RECV_F0";
+    early.begin_us = -50000;  // posted 50 ms before rank 0's F0
+    early.end_us = 1000;      // F0 takes 1 ms, then its activation arrives
+    early.args = {{"schedule", kind_name(schedule.kind)}, {"stage", "1"}, {"microbatch", "0"}};
+    events.push_back(early);
+    const Measured got = measure(events, schedule);
+    EXPECT_NEAR(got.makespan_s, sim.makespan, 1e-6) << "m = " << m;
+    EXPECT_NEAR(got.bubble, sim.bubble, 1e-6) << "m = " << m;
+  }
+}
+
 }  // namespace
 }  // namespace distlab::pipeline
