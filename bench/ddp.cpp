@@ -48,6 +48,7 @@ struct DdpBenchOptions {
   int width = 2048, layers = 6, rows = 16;
   int iters = 3, warmup = 2, rounds = 3;
   double bucket_mb = 25;
+  bool bucket_view = false;  // DdpOptions::gradient_as_bucket_view
   int threads = 0;
   std::vector<std::string> parts{"overlap", "sweep"};
 };
@@ -105,9 +106,10 @@ struct Replica {
   }
 };
 
-ddp::DdpOptions options_with_cap(int64_t cap_bytes) {
+ddp::DdpOptions options_with_cap(const DdpBenchOptions& o, int64_t cap_bytes) {
   ddp::DdpOptions options;
   options.bucket_cap_bytes = cap_bytes;
+  options.gradient_as_bucket_view = o.bucket_view;
   return options;
 }
 
@@ -130,7 +132,7 @@ void part_overlap(comm::Communicator& comm, const DdpBenchOptions& o, const std:
   const bool me0 = comm.rank() == 0;
   Replica bucketed(o), naive(o);
   ddp::DistributedDataParallel ddp(comm, bucketed.model.ptr(),
-                                   options_with_cap(static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
+                                   options_with_cap(o, static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
   ddp::broadcast_parameters(comm, *naive.model);
   double naive_comm_s = 0;  // the naive version's all-reduces, timed on this rank
   auto naive_sync = [&] {
@@ -193,7 +195,7 @@ void part_sweep(comm::Communicator& comm, const DdpBenchOptions& o, const std::s
   // take turns in every round.
   for (int r = 0; r < o.rounds; ++r)
     for (size_t c = 0; c < caps.size(); ++c) {
-      ddp::DistributedDataParallel ddp(comm, replica.model.ptr(), options_with_cap(caps[c].second));
+      ddp::DistributedDataParallel ddp(comm, replica.model.ptr(), options_with_cap(o, caps[c].second));
       for (int k = 0; k < std::max(2, o.warmup); ++k) replica.step(&ddp);  // the first step and the rebuild
       buckets[c] = static_cast<int>(ddp.bucket_plan().buckets.size());
       if (sink) sink->clear();
@@ -222,7 +224,7 @@ void part_sweep(comm::Communicator& comm, const DdpBenchOptions& o, const std::s
 void part_step(comm::Communicator& comm, const DdpBenchOptions& o) {
   Replica replica(o);
   ddp::DistributedDataParallel ddp(comm, replica.model.ptr(),
-                                   options_with_cap(static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
+                                   options_with_cap(o, static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
   for (int k = 0; k < o.warmup; ++k) replica.step(&ddp);
   std::vector<double> t;
   for (int r = 0; r < o.rounds; ++r) t.push_back(seconds_per_step(comm, o.iters, [&] { replica.step(&ddp); }));
@@ -275,6 +277,7 @@ Registration reg("ddp", "DistributedDataParallel: overlapped vs naive, overlap f
       ->capture_default_str();
   cmd.add_option("--bucket-mb", o->bucket_mb, "bucket cap, MiB (parts overlap and step)")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_flag("--bucket-view", o->bucket_view, ".grad shares the buckets' memory (gradient_as_bucket_view)");
   cmd.add_option("--threads", o->threads, "intra-op threads per rank (0: cores / ranks on this machine)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
   cmd.add_option("--parts", o->parts, "overlap, sweep, step")

@@ -17,6 +17,8 @@ import statistics
 import subprocess
 import sys
 
+from ddp_step_args import add_step_args, step_args
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -33,24 +35,17 @@ def main():
     parser.add_argument("--build", default="build", help="DistLab's build folder")
     parser.add_argument("--nproc", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--pairs", type=int, default=3, help="DistLab/PyTorch runs per process count")
-    parser.add_argument("--width", type=int, default=2048)
-    parser.add_argument("--layers", type=int, default=6)
-    parser.add_argument("--rows", type=int, default=16)
-    parser.add_argument("--iters", "-n", type=int, default=3)
-    parser.add_argument("--warmup", "-w", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--bucket-mb", type=float, default=25)
+    add_step_args(parser)
     parser.add_argument("--verbose", action="store_true", help="print every run's output")
     args = parser.parse_args()
 
-    common = ["--width", str(args.width), "--layers", str(args.layers), "--rows", str(args.rows), "-n",
-              str(args.iters), "-w", str(args.warmup), "--rounds", str(args.rounds), "--bucket-mb",
-              str(args.bucket_mb)]
+    common = step_args(args)
     params = args.layers * (args.width * args.width + args.width)
-    print("# %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB, "
+    print("# %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB%s, "
           "gloo, CPU; -n %d -w %d --rounds %d per run, %d pairs" %
-          (args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb, args.iters, args.warmup,
-           args.rounds, args.pairs))
+          (args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb,
+           ", .grad a view of the bucket (both)" if args.bucket_view else "", args.iters, args.warmup, args.rounds,
+           args.pairs))
     print("%-6s %14s %14s %8s  %s" % ("nproc", "distlab_ms", "pytorch_ms", "ratio", "runs (distlab/pytorch ms)"))
     results = []
     for nproc in args.nproc:

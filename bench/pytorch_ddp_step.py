@@ -23,6 +23,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
+from ddp_step_args import add_step_args
+
 
 def make_model(width, layers):
     modules = []
@@ -38,7 +40,7 @@ def worker(rank, args, store_path):
     torch.set_num_threads(threads)
     torch.manual_seed(1 + rank)
     model = make_model(args.width, args.layers)
-    ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb, gradient_as_bucket_view=args.bucket_view)
     sgd = torch.optim.SGD(ddp.parameters(), lr=1e-6)
     x = torch.randn(args.rows, args.width)
 
@@ -68,13 +70,7 @@ def worker(rank, args, store_path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nproc", type=int, default=2)
-    parser.add_argument("--width", type=int, default=2048)
-    parser.add_argument("--layers", type=int, default=6)
-    parser.add_argument("--rows", type=int, default=16)
-    parser.add_argument("--iters", "-n", type=int, default=3)
-    parser.add_argument("--warmup", "-w", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--bucket-mb", type=float, default=25)
+    add_step_args(parser)
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,8 @@
 #include "ddp/reducer.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
+#include <c10/util/strides.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
@@ -93,6 +95,51 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     }
   }
 
+  // Parameter i's slot in its bucket.
+  at::Tensor slot_of(size_t i) {
+    return buffers[static_cast<size_t>(bucket_of[i])].narrow(0, offset_of[i], params[i].numel());
+  }
+
+  // Puts grad / world_size into `slot` in one pass, as PyTorch's reducer
+  // does (a multiply by the wrapped scalar 1/world_size, so its rounding is
+  // PyTorch's too). Divided before the sum: a half-precision sum of
+  // world_size undivided gradients could overflow. When .grad already is
+  // the slot (gradient_as_bucket_view), it is scaled in place.
+  void scale_into(at::Tensor& slot, const at::Tensor& grad) {
+    const at::Tensor flat = grad.reshape({-1});
+    const bool in_place = flat.data_ptr() == slot.data_ptr() && flat.scalar_type() == slot.scalar_type();
+    if (comm.size() == 1) {
+      if (!in_place) slot.copy_(flat);
+      return;
+    }
+    const at::Tensor factor = at::native::wrapped_scalar_tensor(1.0 / comm.size());
+    if (in_place)
+      slot.mul_(factor);
+    else
+      at::mul_out(slot, flat, factor);
+  }
+
+  // The averaged gradient of parameter i, back in .grad: a copy, or with
+  // gradient_as_bucket_view the slot itself (when it has the parameter's dtype).
+  void hand_back(size_t i) {
+    at::Tensor& p = params[i];
+    const at::Tensor slot = slot_of(i);
+    if (options.gradient_as_bucket_view && slot.scalar_type() == p.scalar_type()) {
+      if (p.grad().defined() && p.grad().data_ptr() == slot.data_ptr()) return;  // already the slot
+      // A tensor over the bucket's storage, not an autograd view of it: the
+      // optimizer's zero_grad may detach_() it, which a view refuses.
+      at::Tensor grad = at::empty({0}, slot.options());
+      grad.set_(slot.storage(), slot.storage_offset(), p.sizes(), c10::contiguous_strides(p.sizes()));
+      p.mutable_grad() = grad;
+      return;
+    }
+    const at::Tensor averaged = slot.view(p.sizes());
+    if (p.grad().defined())
+      p.mutable_grad().copy_(averaged);
+    else
+      p.mutable_grad() = averaged.to(p.scalar_type()).clone();
+  }
+
   void reset_step() {
     pending.clear();
     for (const Bucket& b : plan.buckets) pending.push_back(static_cast<int>(b.params.size()));
@@ -147,16 +194,12 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     ready[static_cast<size_t>(i)] = true;
     if (!rebuilt) ready_order.push_back(i);
     const int b = bucket_of[static_cast<size_t>(i)];
-    at::Tensor slot = buffers[static_cast<size_t>(b)].narrow(0, offset_of[static_cast<size_t>(i)],
-                                                              params[static_cast<size_t>(i)].numel());
+    at::Tensor slot = slot_of(static_cast<size_t>(i));
     const at::Tensor& grad = params[static_cast<size_t>(i)].grad();
     if (grad.defined())
-      slot.copy_(grad.reshape({-1}));
+      scale_into(slot, grad);
     else
       slot.zero_();
-    // Divided before the sum, as PyTorch does: a half-precision sum of
-    // world_size undivided gradients could overflow.
-    if (comm.size() > 1) slot.div_(comm.size());
     trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, "grad ready", "grad_ready");
     if (span.active()) {
       comm.label(span);
@@ -185,14 +228,12 @@ void ReducerState::finalize() {
     if (ready[i]) continue;
     ready[i] = true;
     const int b = bucket_of[i];
-    at::Tensor slot = buffers[static_cast<size_t>(b)].narrow(0, offset_of[i], params[i].numel());
+    at::Tensor slot = slot_of(i);
     const at::Tensor& grad = params[i].grad();
-    if (grad.defined() && options.find_unused_parameters) {
-      slot.copy_(grad.reshape({-1}));
-      if (comm.size() > 1) slot.div_(comm.size());
-    } else {
+    if (grad.defined() && options.find_unused_parameters)
+      scale_into(slot, grad);
+    else
       slot.zero_();
-    }
     if (!options.find_unused_parameters) unused += (unused.empty() ? "'" : ", '") + names[i] + "'";
     --pending[static_cast<size_t>(b)];
   }
@@ -211,15 +252,7 @@ void ReducerState::finalize() {
     }
   }
   lock.lock();
-  for (size_t i = 0; i < params.size(); ++i) {
-    at::Tensor& p = params[i];
-    at::Tensor averaged =
-        buffers[static_cast<size_t>(bucket_of[i])].narrow(0, offset_of[i], p.numel()).view(p.sizes());
-    if (p.grad().defined())
-      p.mutable_grad().copy_(averaged);
-    else
-      p.mutable_grad() = averaged.to(p.scalar_type()).clone();
-  }
+  for (size_t i = 0; i < params.size(); ++i) hand_back(i);
   ++stats.synced_steps;
   reset_step();
   if (!rebuilt && options.rebuild_buckets && !options.find_unused_parameters &&

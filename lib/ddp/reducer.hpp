@@ -13,11 +13,16 @@
 //   end of backward: a callback queued with the autograd engine waits for
 //     every bucket and copies the averaged result back into .grad.
 //
-// .grad is a copy of the bucket, not a view of it (PyTorch's
-// gradient_as_bucket_view): a view saves one copy of the gradients but
-// breaks when the user or the optimizer replaces .grad (zero_grad in
-// LibTorch 2.x resets it to undefined); copying back keeps .grad an
-// ordinary tensor and costs one memcpy per step.
+// .grad is a copy of the bucket by default, as in PyTorch: an ordinary
+// tensor that the user and the optimizer may replace or keep. With
+// gradient_as_bucket_view (PyTorch's option of that name) .grad is made to
+// share the bucket's memory instead: backward then accumulates straight
+// into the bucket, the hook only scales it in place, and nothing is copied
+// back, which saves two passes over the gradients and their memory. If
+// .grad is replaced (zero_grad in LibTorch 2.x resets it to undefined), the
+// hook copies it into the bucket and the end of backward points .grad at
+// the bucket again. Under fp16/bf16 compression the bucket's dtype is not
+// the parameter's, and .grad stays a copy.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -42,6 +47,7 @@ struct ReducerOptions {
   int64_t first_bucket_bytes = kDefaultFirstBucketBytes;
   bool find_unused_parameters = false;
   bool rebuild_buckets = true;  // after the first synchronized step, in the order gradients became ready
+  bool gradient_as_bucket_view = false;  // .grad shares the bucket's memory (see above)
   collectives::Algorithm algorithm = collectives::Algorithm::kNative;
   Compression compression = Compression::kNone;
   int tag = 0;                  // collective tag of the bucket all-reduces (see collectives/tags.hpp)

@@ -31,7 +31,27 @@ struct Case {
   Algorithm algorithm;
   Compression compression = Compression::kNone;
   int64_t cap_bytes = 512;  // small: several buckets for this model
+  bool bucket_view = false;  // DdpOptions::gradient_as_bucket_view
 };
+
+// With gradient_as_bucket_view, every .grad lies in its bucket: the
+// parameters of one bucket have gradients at consecutive offsets of one
+// block of memory, as the plan lays them out.
+void expect_grads_in_buckets(torch::nn::Module& model, const BucketPlan& plan) {
+  const std::vector<at::Tensor> params = model.parameters();
+  const std::vector<int64_t> offset = plan.offset_of();
+  for (const Bucket& bucket : plan.buckets) {
+    const at::Tensor& first = params[static_cast<size_t>(bucket.params.front())].grad();
+    ASSERT_TRUE(first.defined());
+    const char* base = static_cast<const char*>(first.data_ptr()) -
+                       offset[static_cast<size_t>(bucket.params.front())] * first.element_size();
+    for (int i : bucket.params) {
+      const at::Tensor& grad = params[static_cast<size_t>(i)].grad();
+      EXPECT_EQ(static_cast<const char*>(grad.data_ptr()), base + offset[static_cast<size_t>(i)] * grad.element_size())
+          << "parameter " << i << "'s gradient is not in its bucket";
+    }
+  }
+}
 
 // Trains `ranks` replicas for kSteps; rank r's share of step s is rows
 // [s*N*B + r*B, s*N*B + (r+1)*B). Returns rank 0's model after checking that
@@ -60,6 +80,7 @@ torch::nn::Sequential train_replicas(const Case& c, const torch::nn::Sequential&
       options.compression = c.compression;
       options.bucket_cap_bytes = c.cap_bytes;
       options.first_bucket_bytes = c.cap_bytes / 2;
+      options.gradient_as_bucket_view = c.bucket_view;
       DistributedDataParallel ddp(comm, model.ptr(), options);
       auto optimizer = make_optimizer(*model, c.opt);
       for (int s = 0; s < kSteps; ++s) {
@@ -69,6 +90,7 @@ torch::nn::Sequential train_replicas(const Case& c, const torch::nn::Sequential&
         optimizer->step();
       }
       EXPECT_EQ(ddp.stats().synced_steps, kSteps);
+      if (c.bucket_view) expect_grads_in_buckets(*model, ddp.bucket_plan());
     }
     std::lock_guard<std::mutex> lock(mutex);
     finals[static_cast<size_t>(comm.rank())] = model;
@@ -113,6 +135,17 @@ TEST(DdpEqualsSingleProcess, OneBucketPerParameterAndOneBucketForAll) {
     const double err = error_against_single({4, Opt::kSgd, Flavor::kDdp, Algorithm::kRing, Compression::kNone, cap});
     EXPECT_LT(err, 2e-5) << "cap " << cap;
   }
+}
+
+// .grad shares the bucket's memory: the optimizer's zero_grad clears the
+// bucket, backward accumulates into it, and the result is the same.
+TEST(DdpEqualsSingleProcess, GradientAsBucketView) {
+  for (Opt opt : {Opt::kSgd, Opt::kAdam})
+    for (int ranks : {2, 3}) {
+      Case c{ranks, opt, Flavor::kDdp, Algorithm::kNative};
+      c.bucket_view = true;
+      EXPECT_LT(error_against_single(c), 2e-5) << ranks << " ranks, optimizer " << static_cast<int>(opt);
+    }
 }
 
 // fp16 keeps ~11 bits of mantissa: after 4 SGD steps the parameters stay
@@ -170,53 +203,64 @@ TEST(DdpEqualsSingleProcess, OnGroupsTrainingAtOnce) {
 
 // k micro-steps under no_sync, the last one synchronized, equal one step on
 // the k-fold batch (each micro-step's loss divided by k); only one
-// all-reduce round is paid.
+// all-reduce round is paid per step. Two such steps, with .grad a copy and
+// with .grad the bucket itself (from the second step on, no_sync then
+// accumulates straight into the bucket).
 TEST(NoSync, AccumulatedMicroStepsEqualOneBigStep) {
-  const int kMicro = 3, kRanks = 2;
-  auto initial = make_model(11);
-  const Data data = make_data(kRanks * kRowsPerRank * kMicro, 5);
-  auto single = make_model(0);
-  copy_parameters(*initial, *single);
-  {
-    auto optimizer = make_optimizer(*single, Opt::kSgd);
-    optimizer->zero_grad();
-    loss_of(single, data.x, data.y).backward();
-    optimizer->step();
-  }
-  std::mutex mutex;
-  std::vector<double> errors(kRanks, -1);
-  std::vector<ReducerStats> stats(kRanks);
-  comm::run_thread_ranks(kRanks, [&](Communicator& comm) {
-    auto model = make_model(300 + comm.rank());
-    if (comm.rank() == 0) copy_parameters(*initial, *model);
-    DdpOptions options;
-    options.bucket_cap_bytes = 512;
-    DistributedDataParallel ddp(comm, model.ptr(), options);
-    auto optimizer = make_optimizer(*model, Opt::kSgd);
-    optimizer->zero_grad();
-    // Micro-step i of rank r: rows of the big batch that the single process
-    // also sees; together the k x ranks pieces cover it exactly once.
-    auto piece = [&](const at::Tensor& t, int i) {
-      return t.narrow(0, (i * kRanks + comm.rank()) * kRowsPerRank, kRowsPerRank);
-    };
-    for (int i = 0; i < kMicro; ++i) {
-      auto step = [&] { return loss_of(model, piece(data.x, i), piece(data.y, i)) / kMicro; };
-      if (i < kMicro - 1) {
-        auto guard = ddp.no_sync();
-        ddp.forward(step).backward();
-      } else {
-        ddp.forward(step).backward();
+  const int kMicro = 3, kRanks = 2, kBigSteps = 2;
+  for (bool view : {false, true}) {
+    auto initial = make_model(11);
+    const Data data = make_data(kRanks * kRowsPerRank * kMicro * kBigSteps, 5);
+    const int64_t big = kRanks * kRowsPerRank * kMicro;
+    auto single = make_model(0);
+    copy_parameters(*initial, *single);
+    {
+      auto optimizer = make_optimizer(*single, Opt::kSgd);
+      for (int s = 0; s < kBigSteps; ++s) {
+        optimizer->zero_grad();
+        loss_of(single, data.x.narrow(0, s * big, big), data.y.narrow(0, s * big, big)).backward();
+        optimizer->step();
       }
     }
-    optimizer->step();
-    std::lock_guard<std::mutex> lock(mutex);
-    errors[static_cast<size_t>(comm.rank())] = max_difference(*single, *model);
-    stats[static_cast<size_t>(comm.rank())] = ddp.stats();
-  });
-  for (int r = 0; r < kRanks; ++r) {
-    EXPECT_LT(errors[static_cast<size_t>(r)], 2e-6) << "rank " << r;
-    EXPECT_EQ(stats[static_cast<size_t>(r)].synced_steps, 1);
-    EXPECT_EQ(stats[static_cast<size_t>(r)].local_steps, kMicro - 1);
+    std::mutex mutex;
+    std::vector<double> errors(kRanks, -1);
+    std::vector<ReducerStats> stats(kRanks);
+    comm::run_thread_ranks(kRanks, [&](Communicator& comm) {
+      auto model = make_model(300 + comm.rank());
+      if (comm.rank() == 0) copy_parameters(*initial, *model);
+      DdpOptions options;
+      options.bucket_cap_bytes = 512;
+      options.gradient_as_bucket_view = view;
+      DistributedDataParallel ddp(comm, model.ptr(), options);
+      auto optimizer = make_optimizer(*model, Opt::kSgd);
+      for (int s = 0; s < kBigSteps; ++s) {
+        optimizer->zero_grad();
+        // Micro-step i of rank r: rows of the big batch that the single process
+        // also sees; together the k x ranks pieces cover it exactly once.
+        auto piece = [&](const at::Tensor& t, int i) {
+          return t.narrow(0, s * big + (i * kRanks + comm.rank()) * kRowsPerRank, kRowsPerRank);
+        };
+        for (int i = 0; i < kMicro; ++i) {
+          auto step = [&] { return loss_of(model, piece(data.x, i), piece(data.y, i)) / kMicro; };
+          if (i < kMicro - 1) {
+            auto guard = ddp.no_sync();
+            ddp.forward(step).backward();
+          } else {
+            ddp.forward(step).backward();
+          }
+        }
+        optimizer->step();
+      }
+      if (view) expect_grads_in_buckets(*model, ddp.bucket_plan());
+      std::lock_guard<std::mutex> lock(mutex);
+      errors[static_cast<size_t>(comm.rank())] = max_difference(*single, *model);
+      stats[static_cast<size_t>(comm.rank())] = ddp.stats();
+    });
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_LT(errors[static_cast<size_t>(r)], 2e-6) << "rank " << r << (view ? ", bucket view" : "");
+      EXPECT_EQ(stats[static_cast<size_t>(r)].synced_steps, kBigSteps);
+      EXPECT_EQ(stats[static_cast<size_t>(r)].local_steps, kBigSteps * (kMicro - 1));
+    }
   }
 }
 
