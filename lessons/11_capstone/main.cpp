@@ -15,15 +15,20 @@
 //   lesson_11_capstone --pipeline 4 --replicas 1 --preset cpu   plain pipeline
 //   distlab-run --nproc-per-node 4 -- lesson_11_capstone --backend gloo
 //   lesson_11_capstone --preset tiny --trace capstone.json   every rank's pipeline and DDP traffic
+//   distlab-run --nproc-per-node 4 --max-restarts 1 -- lesson_11_capstone --backend gloo --preset tiny \
+//       --checkpoint-dir ckpt --checkpoint-every 2 --kill-rank 3 --kill-at-step 5   failover
 #include <CLI/CLI.hpp>
 #include <ATen/Parallel.h>
 
+#include <csignal>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
 
 #include "comm/job.hpp"
+#include "comm/env.hpp"
 #include "comm/job_cli.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
@@ -58,7 +63,31 @@ struct Options {
   std::string data_dir;
   std::string schedule = "1f1b";
   int64_t epochs = -1, batches_per_epoch = -1, eval_batches = -1;  // -1: the preset's
+  int kill_rank = -1;
+  int64_t kill_at_step = -1;
 };
+
+// --kill-rank R --kill-at-step S: world rank R SIGKILLs itself once step S
+// is done (and checkpointed, if one was due), on the launcher's first
+// attempt only; the restarted job resumes from the newest checkpoint.
+std::function<void(int64_t)> killer(const comm::Communicator& comm, const Options& o) {
+  if (o.kill_rank < 0) return {};
+  if (comm.backend() == "threads")
+    throw std::runtime_error("--kill-rank needs one process per rank: use --backend gloo under distlab-run or torchrun "
+                             "with --max-restarts");
+  if (o.kill_rank >= comm.size() || o.kill_at_step < 1)
+    throw std::runtime_error("--kill-rank " + std::to_string(o.kill_rank) + " needs a rank below the world size (" +
+                             std::to_string(comm.size()) + ") and --kill-at-step S with S >= 1");
+  const int restart = comm::world_from_env().restart_count;
+  const int rank = comm.rank();
+  return [rank, restart, &o](int64_t step) {
+    if (rank != o.kill_rank || step != o.kill_at_step || restart != 0) return;
+    std::printf("[RANK %d]: failing on purpose after step %lld (--kill-rank %d --kill-at-step %lld)\n", rank,
+                static_cast<long long>(step), o.kill_rank, static_cast<long long>(o.kill_at_step));
+    std::fflush(stdout);
+    std::raise(SIGKILL);
+  };
+}
 
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
          const Options& o) {
@@ -90,7 +119,9 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
                 t.dropout < 0 ? "0.2 (preset)" : std::to_string(t.dropout).c_str());
     std::fflush(stdout);
   }
-  const train::TrainResult r = train::train(comm, corpus, t);
+  train::TrainerOptions options = t;
+  options.after_step = killer(comm, o);
+  const train::TrainResult r = train::train(comm, corpus, options);
   if (comm.rank() == 0 && !r.interrupted)
     std::printf("[RANK 0]: best valid loss %.3f vs the unigram baseline %.3f nats: %s\n", r.best_valid_loss,
                 summary.valid_unigram_loss,
@@ -133,6 +164,9 @@ int main(int argc, char** argv) {
   app.add_option("--keep", t.keep_last, "checkpoints kept")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_flag("--resume", t.resume, "continue from the newest complete checkpoint (automatic after a launcher restart)");
   app.add_option("--stop-after", t.stop_after_steps, "stop after this many steps, as if interrupted");
+  app.add_option("--kill-rank", o.kill_rank, "this world rank SIGKILLs itself after --kill-at-step, first attempt only")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--kill-at-step", o.kill_at_step, "the step after which --kill-rank dies")->check(CLI::Range(1, 1 << 30));
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 

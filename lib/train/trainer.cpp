@@ -224,6 +224,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
         ++saved.data_position;
         save(run, saved);
       }
+      if (o.after_step && !epoch_end) o.after_step(state.step);
       if (!epoch_end && state.step == o.stop_after_steps) {
         result.interrupted = true;
         break;
@@ -248,6 +249,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
     ++saved.epoch;
     saved.data_position = 0;
     save(run, saved);
+    if (o.after_step) o.after_step(state.step);
     if (state.step == o.stop_after_steps && state.epoch < o.epochs) {
       result.interrupted = true;
       ++state.epoch;

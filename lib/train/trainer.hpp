@@ -56,6 +56,10 @@ struct TrainerOptions {
   int keep_last = 3;
   bool resume = false;              // also automatic when the launcher restarted the job
   int64_t stop_after_steps = -1;    // > 0: return after this many steps (an interruption, for tests)
+  // Called on every rank after each training step (and its checkpoint, if
+  // one was due) with the global step count; lesson 11's --kill-at-step
+  // kills a rank from here.
+  std::function<void(int64_t step)> after_step;
   bool keep_final_state = false;    // TrainResult::final_state
   bool quiet = false;               // no log lines
 };

@@ -5,9 +5,7 @@
 // two nodes) and under PyTorch's torchrun. Every run has a hard deadline.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 
 #include "run_command.hpp"
@@ -15,8 +13,10 @@
 namespace distlab::train {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::contains;
+using testing::digests;
+using testing::emptied;
+using testing::fresh_dir;
 using testing::Outcome;
 using testing::run_command;
 using testing::run_on_free_port;
@@ -25,29 +25,6 @@ const std::string kLesson = LESSON_09;
 const std::string kRun = DISTLAB_RUN;
 // 40 steps of 2 ranks, a checkpoint every 10: the kill at step 25 resumes at 20.
 const std::string kTraining = " --backend gloo --steps 40 --save-every 10 --timeout-ms 20000";
-
-std::string fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("distlab_failover_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-// `dir`, emptied: a retry on another port starts afresh.
-std::string emptied(const std::string& dir) {
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// Every "final parameters digest X" the ranks printed.
-std::vector<std::string> digests(const std::string& output) {
-  static const std::regex line(R"(final parameters digest (0x[0-9a-f]{8}))");
-  std::vector<std::string> found;
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), line); it != std::sregex_iterator(); ++it)
-    found.push_back((*it)[1]);
-  return found;
-}
 
 // The uninterrupted run: 2 ranks under distlab-run, no kill.
 const std::string& uninterrupted_digest() {

@@ -4,7 +4,11 @@
 
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,6 +60,31 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+// A new empty folder under the temporary directory, unique to this process.
+inline std::string fresh_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("distlab_failover_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+// `dir`, emptied: a retry on another port starts afresh.
+inline std::string emptied(const std::string& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Every "final parameters digest 0x..." the ranks printed (lessons 09 and 11).
+inline std::vector<std::string> digests(const std::string& output) {
+  static const std::regex line(R"(final parameters digest (0x[0-9a-f]{8}))");
+  std::vector<std::string> found;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line); it != std::sregex_iterator(); ++it)
+    found.push_back((*it)[1]);
+  return found;
 }
 
 }  // namespace distlab::train::testing
