@@ -196,12 +196,14 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
     double log_loss = 0;
     int64_t log_batches = 0, log_tokens = 0;
     for (; state.data_position < batches; ++state.data_position) {
+      const auto step_start = Clock::now();
       const auto [input, target] = lm_batch(run.train_data, starts[static_cast<size_t>(state.data_position)], o.bptt,
                                             world.device());
       run.optimizer->zero_grad();
       const pipeline::StepResult step = run.replicated->step(input, target);
       result.grad_norms.push_back(clip_grad_norm(*run.groups.pipeline, run.parameters, o.clip));
       run.optimizer->step();
+      result.step_seconds.push_back(seconds_since(step_start));
       ++state.step;
       log_tokens += input.numel() * R;  // the whole job's tokens
       if (step.has_loss) {

@@ -68,6 +68,7 @@ struct TrainResult {
   Place place;
   std::vector<double> step_losses;   // last stage: this replica's mean loss of each step run here
   std::vector<double> grad_norms;    // every rank: the whole model's norm before clipping, per step
+  std::vector<double> step_seconds;  // every rank: wall time of each training step run here (batch to optimizer step)
   std::vector<double> valid_losses;  // per epoch (same on every rank)
   double best_valid_loss = 0;
   double test_loss = 0;              // of the best model; 0 when interrupted

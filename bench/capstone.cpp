@@ -1,0 +1,150 @@
+// distlab-bench capstone: the capstone's training speed for each layout,
+// pipeline stages x DDP replicas, side by side in one run: ms per batch and
+// tokens per second (the whole job's), on the bundled corpus.
+//
+//   distlab-bench capstone                                  thread ranks, layouts 1x1 .. 4x1
+//   distlab-bench capstone --preset tiny --batches 5        a quick look
+//   distlab-run --nproc-per-node 4 -- distlab-bench capstone --backend gloo   4 processes: the 4-rank layouts
+//
+// Each layout trains the same model (--preset) with the tutorial's loop for
+// --warmup + --batches steps of batch 20 x bptt 35 (lib/train/trainer.hpp);
+// a step is one batch through the pipeline, DDP's all-reduce, clipping and
+// SGD. ms/batch is the median of world rank 0's timed steps (each rank
+// waits for the others within a step, so they agree). tokens/s =
+// 20 x 35 / that. model GFLOP/s counts 6 x parameters per token (forward
+// 2, backward 4; attention's own products left out), a lower bound of the
+// arithmetic done.
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bench_registry.hpp"
+#include "comm/env.hpp"
+#include "comm/job.hpp"
+#include "comm/job_cli.hpp"
+#include "data/corpus.hpp"
+#include "train/trainer.hpp"
+
+namespace distlab::bench {
+namespace {
+
+struct CapstoneBenchOptions {
+  comm::JobOptions job;
+  std::vector<std::string> layouts{"1x1", "2x1", "1x2", "2x2", "1x4", "4x1"};
+  std::string preset = "cpu";
+  std::string schedule = "1f1b";
+  int batches = 10, warmup = 2;
+  int64_t chunks = 8;
+  std::string data_dir;
+};
+
+train::Layout parse_layout(const std::string& text) {
+  const auto x = text.find('x');
+  try {
+    if (x == std::string::npos) throw std::invalid_argument(text);
+    train::Layout layout{std::stoi(text.substr(0, x)), std::stoi(text.substr(x + 1))};
+    if (layout.pipeline < 1 || layout.replicas < 1) throw std::invalid_argument(text);
+    return layout;
+  } catch (const std::exception&) {
+    throw CLI::ValidationError("--layouts", "'" + text + "' is not PxR (pipeline stages x replicas, e.g. 2x2)");
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One layout's timed steps; world rank 0's result, or nothing when this
+// process is not part of it.
+void run_layout(const CapstoneBenchOptions& o, const data::Corpus& corpus, const std::string& text) {
+  train::TrainerOptions t;
+  t.layout = parse_layout(text);
+  t.preset = o.preset;
+  t.schedule = o.schedule == "gpipe" ? pipeline::ScheduleKind::kGPipe
+               : o.schedule == "zb-h1" ? pipeline::ScheduleKind::kZeroBubbleH1
+                                       : pipeline::ScheduleKind::k1F1B;
+  t.chunks = o.chunks;
+  t.epochs = 1;
+  t.batches_per_epoch = o.warmup + o.batches;
+  t.eval_batches = 1;
+  t.quiet = true;
+  comm::JobOptions job = o.job;
+  if (job.backend == "threads") job.ranks = t.layout.world_size();
+  std::mutex mutex;
+  train::TrainResult first;
+  int world = 0;
+  bool speaker = job.backend == "threads";
+  try {
+    comm::run_job(job, [&](comm::Communicator& comm) {
+      if (comm.rank() == 0) speaker = true;
+      if (comm.size() != t.layout.world_size()) {
+        if (comm.rank() == 0) world = comm.size();
+        return;
+      }
+      train::TrainResult r = train::train(comm, corpus, t);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (comm.rank() == 0) first = std::move(r);
+    });
+  } catch (const std::exception& e) {  // e.g. more stages than the preset has layers: the other layouts still run
+    if (speaker) std::printf("%-7s %5d  failed: %s\n", text.c_str(), t.layout.world_size(), e.what());
+    return;
+  }
+  if (world != 0) {
+    std::printf("%-7s %5d  skipped: needs %d ranks, this job has %d\n", text.c_str(), t.layout.world_size(),
+                t.layout.world_size(), world);
+    return;
+  }
+  if (first.step_seconds.empty()) return;  // not world rank 0's process
+  const std::vector<double> timed(first.step_seconds.begin() + std::min<size_t>(o.warmup, first.step_seconds.size()),
+                                  first.step_seconds.end());
+  const double step_s = median(timed);
+  const double tokens = static_cast<double>(t.batch_size * t.bptt);
+  std::printf("%-7s %5d %10.1f %10.0f %10.2f %9lld\n", text.c_str(), t.layout.world_size(), step_s * 1e3,
+              tokens / step_s, 6.0 * static_cast<double>(first.parameters) * tokens / step_s / 1e9,
+              static_cast<long long>(first.parameters));
+  std::fflush(stdout);
+}
+
+Registration reg("capstone", "the capstone's ms/batch and tokens/s for each layout (stages x replicas)",
+                 [](CLI::App& cmd) {
+  auto o = std::make_shared<CapstoneBenchOptions>();
+  comm::add_job_flags(cmd, o->job);
+  cmd.add_option("--layouts", o->layouts, "PxR layouts: pipeline stages x DDP replicas")->capture_default_str();
+  cmd.add_option("--preset", o->preset, "model: tiny, cpu, tutorial")
+      ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
+  cmd.add_option("--schedule", o->schedule, "pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b", "zb-h1"}))
+      ->capture_default_str();
+  cmd.add_option("--chunks", o->chunks, "microbatches per step")->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd.add_option("-n,--batches", o->batches, "timed batches per layout")->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd.add_option("-w,--warmup", o->warmup, "untimed batches first")->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd.add_option("--data", o->data_dir, "corpus folder (default: the bundled one)");
+  return [o] {
+    for (const std::string& layout : o->layouts) parse_layout(layout);  // every one checked before the first runs
+    const comm::JobOptions job = comm::with_env_defaults(o->job);
+    const data::Corpus corpus = data::load_corpus(o->data_dir.empty() ? data::default_corpus_folder() : o->data_dir);
+    const bool threads = job.backend == "threads";
+    // With processes, every rank prints; world rank 0 alone prints rows.
+    const bool speaker = threads || comm::world_from_env().rank == 0;
+    if (speaker) {
+      std::printf("# capstone, preset %s, %s, %s backend, batch 20 x bptt 35 = 700 tokens, %lld microbatches; "
+                  "median of %d batches after %d\n",
+                  o->preset.c_str(), o->schedule.c_str(), job.backend.c_str(), static_cast<long long>(o->chunks),
+                  o->batches, o->warmup);
+      std::printf("%-7s %5s %10s %10s %10s %9s\n", "layout", "ranks", "ms/batch", "tokens/s", "GFLOP/s", "params");
+    }
+    CapstoneBenchOptions run = *o;
+    run.job = job;
+    for (const std::string& layout : o->layouts) run_layout(run, corpus, layout);
+    return 0;
+  };
+});
+
+}  // namespace
+}  // namespace distlab::bench
