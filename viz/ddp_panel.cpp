@@ -148,6 +148,7 @@ void DdpPanel::rebuild() {
 bool DdpPanel::set_trace(const std::vector<trace::Event>& events) {
   std::optional<MeasuredDdp> found = measure_ddp_trace(events);
   if (!found) return false;
+  trace_events_ = events;
   measured_ = std::move(found);
   model_ = measured_->model;
   before_ = measured_->before;
@@ -156,6 +157,19 @@ bool DdpPanel::set_trace(const std::vector<trace::Event>& events) {
   rebuild();
   measured_view_.fit(0.0, std::max(1e-6, measured_->measured.step_s));
   return true;
+}
+
+void DdpPanel::show_instance(int instance) {
+  if (trace_events_.empty()) return;
+  std::optional<MeasuredDdp> found = measure_ddp_trace(trace_events_, 0, -1, instance);
+  if (!found) return;
+  measured_ = std::move(found);
+  model_ = measured_->model;
+  before_ = measured_->before;
+  after_ = measured_->after ? *measured_->after : measured_->before;
+  plans_from_trace_ = true;
+  rebuild();
+  measured_view_.fit(0.0, std::max(1e-6, measured_->measured.step_s));
 }
 
 void DdpPanel::draw() {
@@ -288,6 +302,13 @@ void DdpPanel::draw_steps(ImVec2 size) {
 }
 
 void DdpPanel::draw_measured(ImVec2 size) {
+  if (measured_->instances > 1) {
+    // Lesson 08 builds a DDP per bucket size: one at a time.
+    int shown = measured_->instance + 1;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::SliderInt("DDP of the trace", &shown, 1, measured_->instances)) show_instance(shown - 1);
+    ImGui::SameLine(0, 16);
+  }
   const MeasuredDdp& m = *measured_;
   ImGui::Text("measured: rank %d, step %lld: %zu buckets, all-reduce %s, %s hidden (ddp::overlap_of_step), %s exposed",
               m.rank, static_cast<long long>(m.step), m.measured.all_reduces.size(),

@@ -65,9 +65,12 @@ class DdpPanel {
   // Throws std::invalid_argument for an unknown model or a bad --layers.
   explicit DdpPanel(const Options& options);
 
-  // Shows the bucket plans and the last step recorded in these events.
-  // Returns false (and keeps what was shown) when they hold no bucket plan.
+  // Shows the bucket plans and the last step recorded in these events, of
+  // the first DDP rank 0 built. Returns false (and keeps what was shown)
+  // when they hold no bucket plan.
   bool set_trace(const std::vector<trace::Event>& events);
+  // Shows DDP number `instance` (0-based, clamped) of the trace instead.
+  void show_instance(int instance);
 
   void draw();
 
@@ -99,6 +102,7 @@ class DdpPanel {
   DdpStep first_step_, rebuilt_step_;
   std::vector<float> step_ms_by_cap_;  // the curve under the slider
   std::optional<MeasuredDdp> measured_;
+  std::vector<trace::Event> trace_events_;  // what set_trace got, to show another DDP of it
   TimelineView view_;
   TimelineView measured_view_;
   DdpFrameLayout layout_;

@@ -198,12 +198,31 @@ ddp::BucketPlan parse_plan_json(const std::string& text) {
   return plan;
 }
 
-std::optional<MeasuredDdp> measure_ddp_trace(const std::vector<trace::Event>& events, int rank, int64_t step) {
+std::optional<MeasuredDdp> measure_ddp_trace(const std::vector<trace::Event>& all_events, int rank, int64_t step,
+                                             int instance) {
+  // Each DDP the rank built starts with a first "bucket plan"; its events
+  // run until the next DDP's. Step numbers restart with each DDP, so one is
+  // measured at a time.
+  std::vector<int64_t> starts;
+  for (const trace::Event& e : all_events)
+    if (e.rank == rank && e.category == "bucket_plan" && !e.arg("plan").empty() && e.arg("rebuilt") != "1")
+      starts.push_back(e.begin_us);
+  if (starts.empty()) return std::nullopt;
+  std::sort(starts.begin(), starts.end());
   MeasuredDdp out;
   out.rank = rank;
+  out.instances = static_cast<int>(starts.size());
+  out.instance = std::clamp(instance, 0, out.instances - 1);
+  const int64_t from = starts[static_cast<size_t>(out.instance)];
+  const int64_t until = out.instance + 1 < out.instances ? starts[static_cast<size_t>(out.instance) + 1]
+                                                         : std::numeric_limits<int64_t>::max();
+  std::vector<trace::Event> events;
+  for (const trace::Event& e : all_events)
+    if (e.rank == rank && e.begin_us >= from && e.begin_us < until) events.push_back(e);
+
   bool have_plan = false;
   for (const trace::Event& e : events) {
-    if (e.rank != rank || e.category != "bucket_plan" || e.arg("plan").empty()) continue;
+    if (e.category != "bucket_plan" || e.arg("plan").empty()) continue;
     ddp::BucketPlan plan = parse_plan_json(e.arg("plan"));
     if (e.arg("rebuilt") == "1")
       out.after = std::move(plan);
@@ -211,7 +230,6 @@ std::optional<MeasuredDdp> measure_ddp_trace(const std::vector<trace::Event>& ev
       out.before = std::move(plan);
     have_plan = have_plan || e.arg("rebuilt") != "1";
   }
-  if (!have_plan) return std::nullopt;
   out.model.name = "trace";
   out.model.params = out.before.params;
   out.model.ready_order = out.after ? out.after->order : out.before.order;

@@ -94,17 +94,21 @@ struct MeasuredDdp {
   ddp::BucketPlan before;                // the plan as first recorded
   std::optional<ddp::BucketPlan> after;  // the rebuilt plan, when the run rebuilt
   int rank = 0;
+  int instance = 0;                      // which DDP of the rank's, in the order they were built
+  int instances = 1;                     // how many the trace holds (lesson 08 builds one per bucket size)
   int64_t step = -1;
   DdpStep measured;                      // times from the step's first gradient, forward left empty
   ddp::OverlapStats overlap;             // ddp::overlap_of_step
 };
 
-// Reads the plans ("bucket plan" events, category bucket_plan, arg plan)
-// and step `step` of `rank` (-1: the last step with a "wait for buckets").
-// Nothing when the trace holds no bucket plan. Throws std::invalid_argument
-// naming what is wrong in a plan's JSON.
+// Reads, for DDP number `instance` (0: the first) that `rank` built, its
+// plans ("bucket plan" events, category bucket_plan, arg plan) and step
+// `step` (-1: its last step with a "wait for buckets"). A DDP's events are
+// those from its first plan to the next DDP's. Nothing when the trace holds
+// no bucket plan. Throws std::invalid_argument naming what is wrong in a
+// plan's JSON.
 std::optional<MeasuredDdp> measure_ddp_trace(const std::vector<trace::Event>& events, int rank = 0,
-                                             int64_t step = -1);
+                                             int64_t step = -1, int instance = 0);
 
 // A plan from BucketPlan::json(), as the reducer wrote it into the trace.
 ddp::BucketPlan parse_plan_json(const std::string& json);

@@ -155,7 +155,9 @@ std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& e
     if (e.lane.rfind("stage ", 0) != 0 || e.arg("schedule") != kinds.begin()->first) continue;
     if (out.step >= 0 && e.arg("step") != step_text) continue;
     chosen.push_back(&e);
-    origin = std::min(origin, e.begin_us);
+    // Time 0 is where pipeline::measure starts the step: its first action
+    // that is not a receive (an early receive is the previous step's tail).
+    if (e.category != "recv") origin = std::min(origin, e.begin_us);
   }
   out.trace_run.title = "measured: " + title_of(schedule) + ", step " + std::to_string(out.step);
   out.trace_run.schedule = schedule;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
+#include <sstream>
 
 #include "app.hpp"
 #include "ddp_panel.hpp"
@@ -247,6 +249,100 @@ TEST_F(DdpRender, MeasuredStepBesideTheModel) {
   const float y = layout.measured_row_tops[1] + 4.0f;
   EXPECT_TRUE(COLOR_AT(image, layout.measured_axis.x_of(a.end_s) - 3, y, bucket_color(0), 2, 0));
   EXPECT_TRUE(COLOR_AT(image, layout.measured_axis.x_of(a.begin_s) - 3, y, kCanvasColor, 2, 0));
+}
+
+// Lesson 08's own trace: one DDP for sections 1-3, then one per bucket cap
+// of the sweep, all on the same ranks with step numbers starting again at
+// 0. The panel shows one DDP at a time and finds in the file the plans and
+// the overlap the lesson printed from its memory.
+TEST_F(DdpRender, LessonEightTraceShowsEachDdpOfIt) {
+  const std::string path = testing_util::temp_path("lesson08.json");
+  std::string output;
+  ASSERT_EQ(testing_util::run({VIZ_LESSON_08, "--width", "512", "--layers", "6", "--steps", "1", "--trace", path}, {},
+                              &output, 120000),
+            0)
+      << output;
+  // Section 1's plans: "    bucket 0  0.25 MiB  2 params: 6.bias 6.weight", before and after the rebuild.
+  std::vector<std::vector<std::string>> printed_plans(2);
+  int plan = -1;
+  int64_t printed_step = -1;
+  double printed_all_reduce_ms = -1, printed_hidden_ms = -1;
+  std::vector<int> sweep_buckets;
+  const std::regex bucket_line(R"(^\s+bucket \d+\s+[\d.]+ [KMG]?i?B\s+\d+ params: (.*)$)");
+  const std::regex step_line(R"(^2\. Step (\d+) on rank 0)");
+  // format_duration: "902.0 us", "9.11 ms", "1.20 s".
+  const std::regex overlap_line(R"(^3\. Overlap: ([\d.]+) (us|ms|s) of all-reduce in \d+ buckets, ([\d.]+) (us|ms|s) of it)");
+  auto ms = [](const std::string& value, const std::string& unit) {
+    return std::stod(value) * (unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0);
+  };
+  const std::regex sweep_line(R"(^\s+(\d+ MiB|one per parameter)\s+(\d+)\s)");
+  std::istringstream text(output);
+  for (std::string line; std::getline(text, line);) {
+    std::smatch m;
+    if (line.rfind("1. Bucket plan", 0) == 0) plan = 0;
+    if (line.find("after the rebuild") != std::string::npos) plan = 1;
+    if (plan >= 0 && std::regex_search(line, m, bucket_line)) printed_plans[static_cast<size_t>(plan)].push_back(m[1]);
+    if (std::regex_search(line, m, step_line)) printed_step = std::stoll(m[1]);
+    if (std::regex_search(line, m, overlap_line)) {
+      printed_all_reduce_ms = ms(m[1], m[2]);
+      printed_hidden_ms = ms(m[3], m[4]);
+    }
+    if (std::regex_search(line, m, sweep_line)) sweep_buckets.push_back(std::stoi(m[2]));
+  }
+  ASSERT_FALSE(printed_plans[0].empty()) << output;
+  ASSERT_FALSE(printed_plans[1].empty()) << output;
+  ASSERT_GE(printed_step, 0) << output;
+  ASSERT_GE(printed_all_reduce_ms, 0) << output;
+  ASSERT_EQ(sweep_buckets.size(), 5u) << output;  // 1, 5, 25, 100 MiB and one per parameter
+
+  auto names_of = [](const ddp::BucketPlan& p) {
+    std::vector<std::string> buckets;
+    for (const auto& bucket : p.buckets) {
+      std::string names;
+      for (int i : bucket.params) names += (names.empty() ? "" : " ") + p.params[static_cast<size_t>(i)].name;
+      buckets.push_back(names);
+    }
+    return buckets;
+  };
+  DdpPanel panel(small_model());
+  ASSERT_TRUE(panel.set_trace(load_trace_file(path).events));
+  ASSERT_TRUE(panel.measured().has_value());
+  const MeasuredDdp& first = *panel.measured();
+  EXPECT_EQ(first.instance, 0);
+  EXPECT_EQ(first.instances, 6);  // sections 1-3, then the five DDPs of the sweep (the naive row has none)
+  EXPECT_EQ(names_of(first.before), printed_plans[0]);
+  ASSERT_TRUE(first.after.has_value());
+  EXPECT_EQ(names_of(*first.after), printed_plans[1]);
+  EXPECT_EQ(first.step, printed_step);
+  // Printed to 3 or 4 digits (9.11 ms, 902.0 us).
+  EXPECT_NEAR(first.overlap.all_reduce_us * 1e-3, printed_all_reduce_ms, 0.0051 + 1e-3 * printed_all_reduce_ms);
+  EXPECT_NEAR(first.overlap.hidden_us * 1e-3, printed_hidden_ms, 0.0051 + 1e-3 * printed_hidden_ms);
+  EXPECT_EQ(first.measured.all_reduces.size(), first.after->buckets.size());
+
+  // Each DDP of the sweep: its own plan, its own steps.
+  for (int k = 1; k <= 5; ++k) {
+    panel.show_instance(k);
+    const MeasuredDdp& m = *panel.measured();
+    EXPECT_EQ(m.instance, k);
+    const ddp::BucketPlan& shown = m.after ? *m.after : m.before;
+    EXPECT_EQ(static_cast<int>(shown.buckets.size()), sweep_buckets[static_cast<size_t>(k - 1)]) << "DDP " << k;
+    EXPECT_EQ(m.measured.all_reduces.size(), shown.buckets.size()) << "DDP " << k;
+    EXPECT_GT(m.overlap.all_reduce_us, 0) << "DDP " << k;
+  }
+
+  // Drawn: the last DDP's measured step, each all-reduce box where its times put it.
+  const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+  const DdpFrameLayout& layout = panel.last_layout();
+  ASSERT_TRUE(layout.measured_drawn);
+  const float y = layout.measured_row_tops[1] + 4.0f;
+  int probed = 0;
+  for (const auto& a : panel.measured()->measured.all_reduces) {
+    const float x0 = layout.measured_axis.x_of(a.begin_s), x1 = layout.measured_axis.x_of(a.end_s);
+    if (x1 - x0 < 6) continue;
+    ++probed;
+    EXPECT_TRUE(COLOR_AT(image, x1 - 3, y, bucket_color(a.bucket), 2, 0)) << "bucket " << a.bucket;
+  }
+  EXPECT_GT(probed, 0);
 }
 
 }  // namespace

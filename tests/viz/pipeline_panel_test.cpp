@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
+#include <sstream>
 
 #include "app.hpp"
 #include "pipeline_panel.hpp"
@@ -89,6 +91,38 @@ TEST(PipelineScene, RefusesWhatCannotBeShown) {
   o.schedule = "bogus";
   EXPECT_THROW(PipelinePanel{o}, std::invalid_argument);
   EXPECT_FALSE(PipelinePanel(two_schedules()).set_trace({}));
+}
+
+// The measured view: simulated ranks on top, measured ranks under them, on
+// one time axis. Each box wide enough to probe shows its action's colour
+// where its times put it. Returns how many measured boxes were probed.
+int probe_measured_view(const Image& image, const PipelineFrameLayout& layout, const MeasuredPipeline& mp) {
+  EXPECT_TRUE(layout.measured_view);
+  EXPECT_EQ(layout.columns.size(), 1u);
+  if (layout.columns.empty()) return 0;
+  const auto& c = layout.columns[0];
+  const int ranks = mp.trace_run.schedule.ranks;
+  EXPECT_EQ(c.row_tops.size(), static_cast<size_t>(2 * ranks));
+  if (c.row_tops.size() != static_cast<size_t>(2 * ranks)) return 0;
+  int probed = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (const ActionBox& b : mp.trace_run.boxes[rank]) {
+      const float x0 = c.axis.x_of(b.begin_s), x1 = c.axis.x_of(b.end_s);
+      if (x1 - x0 < 6) continue;  // too thin to probe inside its separating pixels
+      ++probed;
+      EXPECT_TRUE(COLOR_AT(image, x1 - 2.5f, c.row_tops[ranks + rank] + 4.0f,
+                           action_color(b.type, b.microbatch), 2, 0))
+          << "measured rank " << rank << " " << pipeline::type_name(b.type) << b.microbatch;
+    }
+    for (const ActionBox& b : mp.simulated.boxes[rank]) {
+      const float x0 = c.axis.x_of(b.begin_s), x1 = c.axis.x_of(b.end_s);
+      if (x1 - x0 < 6) continue;
+      EXPECT_TRUE(COLOR_AT(image, x1 - 2.5f, c.row_tops[rank] + 4.0f, action_color(b.type, b.microbatch),
+                           2, 0))
+          << "simulated rank " << rank << " " << pipeline::type_name(b.type) << b.microbatch;
+    }
+  }
+  return probed;
 }
 
 class PipelineRender : public ::testing::Test {
@@ -184,29 +218,61 @@ TEST_F(PipelineRender, MeasuredRunUnderItsSimulation) {
   // Rendered: the simulated ranks above, the measured ranks below, on one axis.
   const Image image = render_in_window(renderer_, [&] { panel.draw(); });
   const PipelineFrameLayout& layout = panel.last_layout();
-  ASSERT_TRUE(layout.measured_view);
-  ASSERT_EQ(layout.columns.size(), 1u);
-  const auto& c = layout.columns[0];
-  ASSERT_EQ(c.row_tops.size(), 4u);
-  int probed = 0;
-  for (int rank = 0; rank < 2; ++rank) {
-    for (const ActionBox& b : mp.trace_run.boxes[rank]) {
-      const float x0 = c.axis.x_of(b.begin_s), x1 = c.axis.x_of(b.end_s);
-      if (x1 - x0 < 6) continue;  // too thin to probe inside its separating pixels
-      ++probed;
-      EXPECT_TRUE(COLOR_AT(image, x1 - 2.5f, c.row_tops[2 + rank] + 4.0f,
-                           action_color(b.type, b.microbatch), 2, 0))
-          << "measured rank " << rank << " " << pipeline::type_name(b.type) << b.microbatch;
-    }
-    for (const ActionBox& b : mp.simulated.boxes[rank]) {
-      const float x0 = c.axis.x_of(b.begin_s), x1 = c.axis.x_of(b.end_s);
-      if (x1 - x0 < 6) continue;
-      EXPECT_TRUE(COLOR_AT(image, x1 - 2.5f, c.row_tops[rank] + 4.0f, action_color(b.type, b.microbatch),
-                           2, 0))
-          << "simulated rank " << rank << " " << pipeline::type_name(b.type) << b.microbatch;
-    }
+  EXPECT_GT(probe_measured_view(image, layout, mp), 8);
+}
+
+// Lesson 10's own traces, one file per schedule, opened as `distlab-viz
+// --panel pipeline --trace /tmp/pp.1f1b.json` opens them: the panel
+// rebuilds the schedule from the events, draws every action the schedule
+// gives each rank in the schedule's order, and finds from the file the
+// bubbles and activation peaks the lesson printed from its memory.
+TEST_F(PipelineRender, LessonTenTracesOpenUnderTheirSimulation) {
+  const std::string base = testing_util::temp_path("lesson10.json");
+  std::string output;
+  ASSERT_EQ(testing_util::run({VIZ_LESSON_10, "--steps", "2", "--trace", base}, {}, &output, 120000), 0) << output;
+  // The lesson's table: "   1f1b  1  178.28 ms  0.195  0.243  0.200   2 1 (2 1)".
+  const std::regex row(R"(^\s+(gpipe|1f1b|interleaved|looped_bfs|zb_h1)\s+(\d)\s+[\d.]+ m?s\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+([\d ]+)\()");
+  std::map<std::string, std::vector<std::string>> printed;  // schedule -> the row's captures
+  std::istringstream text(output);
+  for (std::string line; std::getline(text, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) printed[m[1]] = {m[0], m[1], m[2], m[3], m[4], m[5]};
   }
-  EXPECT_GT(probed, 8);
+  ASSERT_EQ(printed.size(), 5u) << output;
+  for (const auto& [name, m] : printed) {
+    const std::string path = base.substr(0, base.size() - 5) + "." + name + ".json";
+    Options o = two_schedules();
+    o.panel = "pipeline";
+    o.trace_files = {path};
+    App app(o);
+    PipelinePanel& panel = app.pipeline_panel();
+    ASSERT_TRUE(panel.measured().has_value()) << path;
+    const MeasuredPipeline& mp = *panel.measured();
+    const pipeline::Schedule& schedule = mp.trace_run.schedule;
+    EXPECT_EQ(pipeline::kind_name(schedule.kind), name);
+    EXPECT_EQ(schedule.ranks, 2);
+    EXPECT_EQ(schedule.microbatches, 4);
+    EXPECT_EQ(schedule.stages_per_rank, std::stoi(m[2]));
+    EXPECT_EQ(mp.step, 2);  // the last timed step
+    // Every rank's boxes: the schedule's compute actions, in its order.
+    for (int rank = 0; rank < 2; ++rank) {
+      std::vector<std::string> want, got;
+      for (const pipeline::Action& a : schedule.programs[rank])
+        if (pipeline::is_compute(a.type)) want.push_back(pipeline::to_string(a));
+      for (const ActionBox& b : mp.trace_run.boxes[rank])
+        got.push_back(pipeline::to_string(pipeline::Action{b.type, b.stage, b.microbatch}));
+      EXPECT_EQ(got, want) << name << " rank " << rank;
+    }
+    // The file gives what the lesson measured in memory (printed to 3 decimals).
+    EXPECT_NEAR(mp.measured.bubble, std::stod(m[3]), 0.0005 + 1e-9) << name;
+    EXPECT_NEAR(mp.simulated.bubble, std::stod(m[4]), 0.0005 + 1e-9) << name;
+    std::string peaks;
+    for (int peak : mp.measured.peak_activations) peaks += std::to_string(peak) + " ";
+    EXPECT_EQ(peaks, m[5]) << name;
+
+    const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+    EXPECT_GT(probe_measured_view(image, panel.last_layout(), mp), 4) << name;
+  }
 }
 
 }  // namespace
