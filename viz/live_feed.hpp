@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ class LiveFeed {
   uint64_t total() const { return receiver_.total(); }
   // Senders refused so far (bad hello, malformed or oversized line).
   std::vector<std::string> errors() const { return receiver_.errors(); }
+  // Clock offsets to rank 0 that ranks of a multi-process job announced;
+  // their events arrive already moved into rank 0's clock.
+  std::map<int, trace::ClockOffset> clock_offsets() const { return receiver_.clock_offsets(); }
   // Waits for `count` events in all; for tests and scripted runs.
   uint64_t wait_for(uint64_t count, int timeout_ms) { return receiver_.wait_for(count, timeout_ms); }
 

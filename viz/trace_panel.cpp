@@ -173,6 +173,11 @@ void TracePanel::update() {
   }
   const std::vector<std::string> errors = live_->errors();
   for (; live_errors_seen_ < errors.size(); ++live_errors_seen_) messages_.push_back(errors[live_errors_seen_]);
+  for (const auto& [rank, offset] : live_->clock_offsets())
+    if (live_offsets_seen_.insert(rank).second && offset.offset_us != 0)
+      messages_.push_back("rank " + std::to_string(rank) + ": clock offset to rank 0 " +
+                          format_duration(offset.offset_us * 1e-6) + " +- " +
+                          format_duration(offset.uncertainty_us * 1e-6) + ", applied to its live events");
 }
 
 void TracePanel::draw() {

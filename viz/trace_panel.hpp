@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -100,6 +101,7 @@ class TracePanel {
   std::chrono::steady_clock::time_point last_finalize_{};
   bool live_pending_ = false;
   size_t live_errors_seen_ = 0;
+  std::set<int> live_offsets_seen_;  // ranks whose clock offset was announced in messages_
   TimelineView view_;
   bool fitted_ = false;
   bool follow_live_ = true;

@@ -38,7 +38,7 @@ void start_tracing(Communicator& comm, const trace::Config& config, bool several
   trace::Recorder* recorder = comm.recorder();
   if (recorder == nullptr || !config.any()) return;
   trace::ClockOffset offset;
-  const bool measure = several_processes && !config.file.empty();
+  const bool measure = several_processes;  // for the file and for the live stream alike
   if (measure) offset = measure_clock_offset(comm);
   trace::add_sinks(*recorder, config, comm.rank(), several_processes, measure ? &offset : nullptr);
 }

@@ -28,9 +28,10 @@ inline constexpr int kClockSyncTag = (1 << 30) - 1;
 trace::ClockOffset measure_clock_offset(Communicator& comm, int rounds = kClockSyncRounds);
 
 // Start-up of a multi-process job whose communicator's recorder has no sinks
-// yet: when a trace file is asked for, measures the offset first (so the
-// pings stay out of the trace), then adds the configured sinks and writes
-// the offset into the file. Every rank must be given the same config.
+// yet: when a trace file or a live stream is asked for, measures the offset
+// first (so the pings stay out of the trace), then adds the configured
+// sinks and writes the offset into the file and onto the stream. Every rank
+// must be given the same config.
 void start_tracing(Communicator& comm, const trace::Config& config, bool several_processes);
 
 }  // namespace distlab::comm

@@ -98,11 +98,15 @@ int ChromeJsonSink::lane_tid(int rank, const std::string& lane) {
 
 void ChromeJsonSink::write(const Event& e) { write(e, e.end_us); }
 
+std::string clock_offset_json(int rank, const ClockOffset& offset) {
+  return "{\"ph\":\"M\",\"name\":\"clock_offset\",\"pid\":" + std::to_string(rank) +
+         ",\"args\":{\"offset_us\":" + std::to_string(offset.offset_us) +
+         ",\"uncertainty_us\":" + std::to_string(offset.uncertainty_us) + ",\"reference_rank\":0}}";
+}
+
 void ChromeJsonSink::write_clock_offset(int rank, const ClockOffset& offset) {
   if (file_ == nullptr) return;
-  put_line("{\"ph\":\"M\",\"name\":\"clock_offset\",\"pid\":" + std::to_string(rank) +
-           ",\"args\":{\"offset_us\":" + std::to_string(offset.offset_us) +
-           ",\"uncertainty_us\":" + std::to_string(offset.uncertainty_us) + ",\"reference_rank\":0}}");
+  put_line(clock_offset_json(rank, offset));
 }
 
 void ChromeJsonSink::write(const Event& e, int64_t arrival_us) {

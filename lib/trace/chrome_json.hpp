@@ -29,6 +29,9 @@ namespace distlab::trace {
 // One event as a single-line JSON object ("X" event). `tid` is the lane's
 // number in the file; the live stream, which has no metadata, uses 0.
 std::string event_to_json(const Event& event, int tid);
+// `rank`'s clock offset to rank 0 as one line of "clock_offset" metadata:
+// in a trace file, and first on a rank's live stream.
+std::string clock_offset_json(int rank, const ClockOffset& offset);
 
 class ChromeJsonSink : public Sink {
  public:

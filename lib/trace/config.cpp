@@ -38,7 +38,11 @@ void add_sinks(Recorder& recorder, const Config& config, int rank, bool several_
     if (clock_offset != nullptr) file->write_clock_offset(rank, *clock_offset);
     recorder.add_sink(file);
   }
-  if (!config.live.empty()) recorder.add_sink(std::make_shared<LiveSink>(config.live));
+  if (!config.live.empty()) {
+    auto live = std::make_shared<LiveSink>(config.live);
+    if (clock_offset != nullptr) live->write_clock_offset(rank, *clock_offset);
+    recorder.add_sink(live);
+  }
 }
 
 std::shared_ptr<Recorder> make_recorder(const Config& config, int rank, bool several_processes) {

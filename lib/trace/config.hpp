@@ -30,8 +30,9 @@ std::string trace_file_for(const std::string& file, int rank, bool several_proce
 // A recorder with the configured sinks (none when config.any() is false).
 std::shared_ptr<Recorder> make_recorder(const Config& config, int rank = 0, bool several_processes = false);
 
-// Adds the configured sinks to `recorder`; with `clock_offset`, the file
-// starts with that rank's "clock_offset" metadata (comm/clock_sync.hpp).
+// Adds the configured sinks to `recorder`; with `clock_offset`, the file and
+// the live stream start with that rank's "clock_offset" metadata
+// (comm/clock_sync.hpp).
 void add_sinks(Recorder& recorder, const Config& config, int rank, bool several_processes,
                const ClockOffset* clock_offset = nullptr);
 

@@ -153,4 +153,24 @@ Event parse_event_line(const std::string& line) {
   return event_from(j, [](int, int64_t tid) { return std::to_string(tid); });
 }
 
+std::optional<std::pair<int, ClockOffset>> parse_clock_offset_line(const std::string& line) {
+  // Cheap test first: events are most lines, and they are not metadata.
+  if (line.find("\"clock_offset\"") == std::string::npos) return std::nullopt;
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const json::exception& e) {
+    throw TraceFormatError(std::string("malformed clock_offset line: ") + e.what());
+  }
+  if (!j.is_object() || j.value("ph", json("")) != "M" || j.value("name", json("")) != "clock_offset")
+    return std::nullopt;
+  const json args = j.value("args", json::object());
+  if (!j.contains("pid") || !j["pid"].is_number_integer() || !args.is_object() || !args.contains("offset_us") ||
+      !args["offset_us"].is_number_integer() || !args.contains("uncertainty_us") ||
+      !args["uncertainty_us"].is_number_integer())
+    throw TraceFormatError("clock_offset metadata needs an integer pid and args offset_us and uncertainty_us");
+  return std::make_pair(j["pid"].get<int>(),
+                        ClockOffset{args["offset_us"].get<int64_t>(), args["uncertainty_us"].get<int64_t>()});
+}
+
 }  // namespace distlab::trace

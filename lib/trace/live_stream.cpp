@@ -97,8 +97,11 @@ LiveSink::~LiveSink() {
   thread_.join();
 }
 
-void LiveSink::write(const Event& event) {
-  std::string line = event_to_json(event, 0);
+void LiveSink::write(const Event& event) { queue_line(event_to_json(event, 0)); }
+
+void LiveSink::write_clock_offset(int rank, const ClockOffset& offset) { queue_line(clock_offset_json(rank, offset)); }
+
+void LiveSink::queue_line(std::string line) {
   line += '\n';
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -202,6 +205,11 @@ std::vector<Event> LiveReceiver::drain() {
   return out;
 }
 
+std::map<int, ClockOffset> LiveReceiver::clock_offsets() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return offsets_;
+}
+
 std::vector<std::string> LiveReceiver::errors() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return errors_;
@@ -217,6 +225,7 @@ void LiveReceiver::run() {
   struct Connection {
     std::string buffer;
     bool greeted = false;
+    std::map<int, int64_t> offsets;  // rank -> its clock's offset to rank 0, from the sender's metadata
   };
   std::map<int, Connection> connections;
   auto fail = [&](int fd, const std::string& why) {
@@ -265,7 +274,18 @@ void LiveReceiver::run() {
           continue;
         }
         try {
-          parsed.push_back(parse_event_line(line));
+          if (auto offset = parse_clock_offset_line(line)) {
+            c.offsets[offset->first] = offset->second.offset_us;
+            std::lock_guard<std::mutex> lock(mutex_);
+            offsets_[offset->first] = offset->second;
+            continue;
+          }
+          Event e = parse_event_line(line);
+          if (auto it = c.offsets.find(e.rank); it != c.offsets.end()) {  // into rank 0's clock, as a file's reader does
+            e.begin_us += it->second;
+            e.end_us += it->second;
+          }
+          parsed.push_back(std::move(e));
         } catch (const std::exception& e) {  // TraceFormatError, or anything unforeseen: never fatal
           problem = std::string("live receiver: ") + e.what() + "; connection closed";
           break;

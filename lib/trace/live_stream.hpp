@@ -3,7 +3,11 @@
 //
 // Wire format, one JSON object per line (UTF-8, '\n'-terminated):
 //   {"distlab_live":1}                        hello, once per connection
+//   {"ph":"M","name":"clock_offset",...}      a rank's clock offset to rank 0
+//                                             (multi-process jobs), before its events
 //   {"ph":"X","pid":...,"args":{...}}         one event, as in the trace file
+// The receiver adds a connection's clock offset to the times of the events
+// that follow, so every rank's events arrive in rank 0's clock.
 // The listener binds to loopback unless told otherwise; anything that is not
 // this format closes that connection with a message, and never grows memory
 // past the line limit.
@@ -13,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -36,6 +41,8 @@ class LiveSink : public Sink {
   explicit LiveSink(const std::string& address, size_t max_queue = 1 << 20);
   ~LiveSink() override;
   void write(const Event& event) override;
+  // Sends `rank`'s clock offset; call it before the first event.
+  void write_clock_offset(int rank, const ClockOffset& offset);
   // Blocks until every queued event has been written to the socket (or the
   // connection failed). Returns the number of events ever dropped.
   void flush() override;
@@ -43,6 +50,7 @@ class LiveSink : public Sink {
 
  private:
   void run();
+  void queue_line(std::string line);
 
   std::string host_;
   int port_;
@@ -75,6 +83,8 @@ class LiveReceiver {
   // passed; returns the total received so far.
   uint64_t wait_for(uint64_t count, int timeout_ms);
   uint64_t total() const { return total_.load(); }
+  // The clock offsets senders announced, by rank (already applied to their events).
+  std::map<int, ClockOffset> clock_offsets() const;
 
  private:
   void run();
@@ -86,6 +96,7 @@ class LiveReceiver {
   std::condition_variable cv_;
   std::vector<Event> pending_;
   std::vector<std::string> errors_;
+  std::map<int, ClockOffset> offsets_;
   std::atomic<uint64_t> total_{0};
   std::thread thread_;
 };

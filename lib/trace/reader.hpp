@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,11 @@ class ChromeEventReader {
 // One line of the live stream: a single "X" event object, as event_to_json()
 // writes it. Throws TraceFormatError.
 Event parse_event_line(const std::string& line);
+
+// A live-stream line that is a "clock_offset" metadata object (as
+// clock_offset_line() in chrome_json.hpp writes it): its rank and offset.
+// Nothing for any other line; throws TraceFormatError when it is a
+// clock_offset without its numbers.
+std::optional<std::pair<int, ClockOffset>> parse_clock_offset_line(const std::string& line);
 
 }  // namespace distlab::trace

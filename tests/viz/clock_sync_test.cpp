@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#include "live_feed.hpp"
 #include "trace/reader.hpp"
 #include "trace_loader.hpp"
 #include "trace_model.hpp"
@@ -116,6 +117,60 @@ TEST(ClockSync, OffsetBetweenTwoNodesIsMeasuredAndApplied) {
   EXPECT_LT(clamped, raw_backwards);
   std::printf("%zu send->recv pairs: %zu backwards in raw times, %zu within the uncertainty after the offset\n", pairs,
               raw_backwards, clamped);
+}
+
+// The same two nodes streaming live to one visualizer: rank 1 announces
+// its measured offset on its stream before its first event, and the
+// receiver moves rank 1's events into rank 0's clock, so the live view
+// holds, event for event, what the two files hold once read with their
+// offsets applied.
+TEST(ClockSync, LiveEventsArriveInRankZerosClock) {
+  LiveFeed feed(0, "127.0.0.1");
+  const std::string live = "127.0.0.1:" + std::to_string(feed.port());
+  const std::string pattern = temp_path("live_nodes.rank{rank}.json");
+  const std::string port = std::to_string(free_port());
+  auto launcher = [&](int node) {
+    return std::vector<std::string>{VIZ_DISTLAB_RUN, "--nnodes", "2", "--node-rank", std::to_string(node),
+                                    "--nproc-per-node", "1", "--master-port", port, "--", VIZ_LESSON_05,
+                                    "--backend", "gloo", "--mb", "0.25", "--iters", "1", "--no-steps",
+                                    "--trace", pattern, "--live", live};
+  };
+  const std::string out0 = temp_path("live_node0.txt"), out1 = temp_path("live_node1.txt");
+  const pid_t node0 = spawn(launcher(0), {}, out0);
+  const pid_t node1 = spawn(launcher(1), {"DISTLAB_TRACE_CLOCK_SHIFT_US=" + std::to_string(kShiftUs)}, out1);
+  ASSERT_GT(node0, 0);
+  ASSERT_GT(node1, 0);
+  ASSERT_EQ(wait_exit(node0, kWaitMs), 0) << read_text(out0);
+  ASSERT_EQ(wait_exit(node1, kWaitMs), 0) << read_text(out1);
+
+  std::vector<LoadedTrace> files;  // offsets applied by the file reader
+  for (int rank = 0; rank < 2; ++rank)
+    files.push_back(load_trace_file(temp_path("live_nodes.rank" + std::to_string(rank) + ".json")));
+  const size_t total = files[0].events.size() + files[1].events.size();
+  ASSERT_GT(files[1].events.size(), 0u);
+  EXPECT_EQ(feed.wait_for(total, kWaitMs), total);
+
+  const auto offsets = feed.clock_offsets();
+  ASSERT_EQ(offsets.count(1), 1u);
+  EXPECT_LE(std::llabs(offsets.at(1).offset_us - (-kShiftUs)), offsets.at(1).uncertainty_us);
+  EXPECT_EQ(offsets.at(0).offset_us, 0);
+
+  TraceModel model;
+  feed.poll(model);
+  ASSERT_EQ(model.size(), total);
+  // Each rank's events arrive in the order its file holds them.
+  std::vector<std::vector<trace::Event>> live_by_rank(2);
+  for (uint32_t i = 0; i < model.size(); ++i) {
+    const trace::Event e = model.event(i);
+    ASSERT_TRUE(e.rank == 0 || e.rank == 1) << describe(e);
+    live_by_rank[static_cast<size_t>(e.rank)].push_back(e);
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(live_by_rank[static_cast<size_t>(rank)].size(), files[static_cast<size_t>(rank)].events.size());
+    for (size_t k = 0; k < live_by_rank[static_cast<size_t>(rank)].size(); ++k)
+      expect_same_event(live_by_rank[static_cast<size_t>(rank)][k], files[static_cast<size_t>(rank)].events[k]);
+  }
+  EXPECT_TRUE(feed.errors().empty());
 }
 
 }  // namespace
