@@ -119,7 +119,42 @@ PipelineRun simulate_run(const PipelineSetup& setup) {
   return simulate_run(schedule, action_costs(setup.costs, v));
 }
 
-std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& events, int64_t step) {
+namespace {
+
+// The executor's events of one pipeline. A job of several pipelines (the
+// capstone: R replicas of a P-stage pipeline) labels them with their
+// pipeline group; the one holding the lowest world rank is taken, and its
+// events renumbered by rank within the group, as the schedule counts them.
+std::vector<trace::Event> one_pipeline(const std::vector<trace::Event>& events, std::string* group,
+                                       std::vector<int>* world_ranks) {
+  std::map<std::string, int> lowest;  // group -> its lowest world rank
+  for (const trace::Event& e : events) {
+    if (e.lane.rfind("stage ", 0) != 0 || e.arg("schedule").empty() || e.arg("group").empty()) continue;
+    auto [it, fresh] = lowest.emplace(e.arg("group"), e.rank);
+    if (!fresh) it->second = std::min(it->second, e.rank);
+  }
+  if (lowest.empty()) return events;
+  *group = std::min_element(lowest.begin(), lowest.end(), [](const auto& a, const auto& b) {
+             return a.second < b.second;
+           })->first;
+  std::vector<trace::Event> out;
+  std::map<int, int> world_of;  // group rank -> world rank
+  for (const trace::Event& e : events) {
+    if (e.lane.rfind("stage ", 0) != 0 || e.arg("group") != *group) continue;
+    out.push_back(e);
+    out.back().rank = int_arg(e, "group_rank");
+    world_of[out.back().rank] = e.rank;
+  }
+  for (const auto& [rank, world] : world_of) world_ranks->push_back(world);
+  return out;
+}
+
+}  // namespace
+
+std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& all_events, int64_t step) {
+  std::string group;
+  std::vector<int> world_ranks;
+  const std::vector<trace::Event> events = one_pipeline(all_events, &group, &world_ranks);
   // The schedule kind, its shape and the steps recorded.
   std::map<std::string, int> kinds;
   int ranks = 0, stages = 0, microbatches = 0;
@@ -159,7 +194,14 @@ std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& e
     // that is not a receive (an early receive is the previous step's tail).
     if (e.category != "recv") origin = std::min(origin, e.begin_us);
   }
+  out.group = group;
+  out.world_ranks = world_ranks;
   out.trace_run.title = "measured: " + title_of(schedule) + ", step " + std::to_string(out.step);
+  if (!group.empty()) {
+    out.trace_run.title += ", " + group + " (world ranks";
+    for (int r : world_ranks) out.trace_run.title += " " + std::to_string(r);
+    out.trace_run.title += ")";
+  }
   out.trace_run.schedule = schedule;
   out.trace_run.boxes = boxes_of(chosen, ranks, origin);
   out.trace_run.makespan_s = out.measured.makespan_s;

@@ -73,6 +73,8 @@ PipelineRun simulate_run(const pipeline::Schedule& schedule, const pipeline::Act
 // with the costs measured in it.
 struct MeasuredPipeline {
   int64_t step = 0;
+  std::string group;            // the pipeline group shown, when the job had several ("pipeline0")
+  std::vector<int> world_ranks;  // its ranks' world ranks, by rank in the group
   pipeline::Measured measured;
   PipelineRun trace_run;  // the recorded actions of that step, times from its first action
   PipelineRun simulated;  // simulate(schedule, measured.costs)
@@ -81,7 +83,9 @@ struct MeasuredPipeline {
 // Finds the executor's events (lanes "stage s" with args schedule,
 // microbatch, stage, step), rebuilds the schedule they ran (kind from
 // "schedule", p from the ranks, v from the stages, m from the
-// microbatches) and measures step `step` (-1: the last one). Nothing when
+// microbatches) and measures step `step` (-1: the last one). Of a job with
+// several pipelines (events labelled with their group, as the capstone's),
+// the one with world rank 0. Nothing when
 // the trace holds no pipeline run. Throws pipeline::ScheduleError when the
 // events describe no schedule the library can build.
 std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& events, int64_t step = -1);

@@ -275,5 +275,50 @@ TEST_F(PipelineRender, LessonTenTracesOpenUnderTheirSimulation) {
   }
 }
 
+// The capstone's trace (2 stages x 2 replicas: pipelines {0, 1} and {2, 3})
+// holds two pipelines; the panel shows the one with world rank 0, its
+// ranks numbered within the group as the schedule counts them.
+TEST_F(PipelineRender, CapstoneTraceShowsItsFirstPipeline) {
+  const std::string path = testing_util::temp_path("capstone_pipeline.json");
+  std::string output;
+  ASSERT_EQ(testing_util::run({VIZ_LESSON_11, "--backend", "threads", "--preset", "tiny", "--epochs", "1",
+                               "--batches-per-epoch", "2", "--eval-batches", "1", "--trace", path},
+                              {}, &output, 120000),
+            0)
+      << output;
+  Options o = two_schedules();
+  o.panel = "pipeline";
+  o.trace_files = {path};
+  App app(o);
+  PipelinePanel& panel = app.pipeline_panel();
+  ASSERT_TRUE(panel.measured().has_value());
+  const MeasuredPipeline& mp = *panel.measured();
+  EXPECT_EQ(mp.group, "pipeline0");
+  EXPECT_EQ(mp.world_ranks, (std::vector<int>{0, 1}));
+  const pipeline::Schedule& schedule = mp.trace_run.schedule;
+  EXPECT_EQ(schedule.kind, pipeline::ScheduleKind::k1F1B);
+  EXPECT_EQ(schedule.ranks, 2);
+  EXPECT_EQ(mp.step, 1);  // the second of the two batches
+  // Rank r's boxes are world rank r's compute events of that step, in the schedule's order.
+  const LoadedTrace loaded = load_trace_file(path);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> events, boxes, want;
+    for (const trace::Event& e : loaded.events)
+      if (e.rank == rank && e.lane.rfind("stage ", 0) == 0 && e.arg("step") == "1" &&
+          (e.category == "fwd" || e.category == "bwd"))
+        events.push_back(e.name);
+    for (const ActionBox& b : mp.trace_run.boxes[rank])
+      boxes.push_back(pipeline::to_string(pipeline::Action{b.type, b.stage, b.microbatch}));
+    for (const pipeline::Action& a : schedule.programs[rank])
+      if (pipeline::is_compute(a.type)) want.push_back(pipeline::to_string(a));
+    EXPECT_EQ(boxes, want) << "rank " << rank;
+    std::sort(events.begin(), events.end());
+    std::sort(boxes.begin(), boxes.end());
+    EXPECT_EQ(boxes, events) << "rank " << rank;
+  }
+  const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+  EXPECT_GT(probe_measured_view(image, panel.last_layout(), mp), 4);
+}
+
 }  // namespace
 }  // namespace distlab::viz
