@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "measure.hpp"
@@ -151,8 +152,9 @@ struct Sinks {
 
 // Every rank's events of one step of `schedule`, on every rank. Thread ranks
 // share one recorder, gloo processes each have their own, so each rank
-// contributes its own events: (p, actions, 5) int64 rows of (stage, category,
-// begin_us, end_us, 1), zero rows unused, summed over ranks. One clock
+// contributes its own events as rows of (stage, category, begin_us,
+// end_us, 1) in its block of a (p, actions, 5) int64 table, zero rows
+// unused, and the library's all-gather fills in the other blocks. One clock
 // (CLOCK_MONOTONIC) serves every process of the machine.
 std::vector<trace::Event> gather_step_events(comm::Communicator& comm, const std::vector<trace::Event>& mine,
                                              const pipeline::Schedule& schedule, int64_t step) {
@@ -172,7 +174,7 @@ std::vector<trace::Event> gather_step_events(comm::Communicator& comm, const std
     ++n;
   }
   table = table.to(comm.device());
-  comm.native_all_reduce(table);
+  collectives::all_gather(comm, table);  // block r: rank r's rows
   table = table.cpu();
   rows = table.accessor<int64_t, 3>();
   std::vector<trace::Event> all;
@@ -398,8 +400,8 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                 "The same bubble for both: 1F1B saves memory, not time. Interleaved (v = 2) cuts the bubble\n"
                 "(Megatron: by up to v) at the cost of v times the messages; ZB-H1 fills it with deferred\n"
                 "weight gradients (W). The simulator, fed this run's own F/B/I/W times, says what the schedule\n"
-                "would give with a core per rank; the measured bubble above it is time lost to messages and to\n"
-                "sharing cores.\n",
+                "gives when messages are free; the measured bubble differs from it by the time messages take\n"
+                "and, with more ranks than cores, by the time a rank waits for a core.\n",
                 m);
     std::printf("\nNext: --microbatches 8 or 16 (the bubble falls as (p-1)/(m+p-1)), --ranks 4 --layers 8,\n"
                 "--trace /tmp/pp.json and open /tmp/pp.1f1b.json in Perfetto or distlab-viz,\n"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectives/calibrate.hpp"
+#include "collectives/collectives.hpp"
 #include "comm/communicator.hpp"
 #include "comm/job.hpp"
 
@@ -48,14 +49,14 @@ double seconds_per_call(comm::Communicator& comm, int iters, Body&& body) {
          iters;
 }
 
-// One number from each rank, on every rank: row `rank` of a (p,) tensor is
-// filled in, the others are zeros, and summing the tensors over ranks fills
-// them all.
+// One number from each rank, on every rank: element `rank` of a (p,) tensor
+// is filled in, and the library's all-gather (lesson 05's ring, from
+// point-to-point messages) fills in the others.
 inline std::vector<double> one_per_rank(comm::Communicator& comm, double mine) {
   auto table = torch::zeros({comm.size()}, torch::kFloat64);
   table[comm.rank()] = mine;
   table = table.to(comm.device());
-  comm.native_all_reduce(table);
+  collectives::all_gather(comm, table);
   table = table.cpu();
   return std::vector<double>(table.data_ptr<double>(), table.data_ptr<double>() + comm.size());
 }
