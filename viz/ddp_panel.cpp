@@ -149,21 +149,17 @@ bool DdpPanel::set_trace(const std::vector<trace::Event>& events) {
   std::optional<MeasuredDdp> found = measure_ddp_trace(events);
   if (!found) return false;
   trace_events_ = events;
-  measured_ = std::move(found);
-  model_ = measured_->model;
-  before_ = measured_->before;
-  after_ = measured_->after ? *measured_->after : measured_->before;
-  plans_from_trace_ = true;
-  rebuild();
-  measured_view_.fit(0.0, std::max(1e-6, measured_->measured.step_s));
+  show(std::move(*found));
   return true;
 }
 
 void DdpPanel::show_instance(int instance) {
   if (trace_events_.empty()) return;
-  std::optional<MeasuredDdp> found = measure_ddp_trace(trace_events_, 0, -1, instance);
-  if (!found) return;
-  measured_ = std::move(found);
+  if (std::optional<MeasuredDdp> found = measure_ddp_trace(trace_events_, 0, -1, instance)) show(std::move(*found));
+}
+
+void DdpPanel::show(MeasuredDdp measured) {
+  measured_ = std::move(measured);
   model_ = measured_->model;
   before_ = measured_->before;
   after_ = measured_->after ? *measured_->after : measured_->before;

@@ -85,6 +85,7 @@ class DdpPanel {
   void set_bucket_mb(double mb);
 
  private:
+  void show(MeasuredDdp measured);  // its plans and step, in place of what was shown
   void rebuild();
   void draw_controls();
   DdpFrameLayout::Strip draw_strip(const char* title, const ddp::BucketPlan& plan);

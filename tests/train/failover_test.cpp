@@ -2,7 +2,9 @@
 // launcher restarts all, training resumes from the newest complete
 // checkpoint, and the final parameters' digest equals the one of a run that
 // was never interrupted. Under distlab-run (one node, and two launchers as
-// two nodes) and under PyTorch's torchrun. Every run has a hard deadline.
+// two nodes) and under PyTorch's torchrun. Then the same for the capstone
+// (lesson 11, 2 stages x 2 replicas, 4 gloo processes), which resumes on
+// its own after the launcher's restart. Every run has a hard deadline.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -28,20 +30,11 @@ const std::string kTraining = " --backend gloo --steps 40 --save-every 10 --time
 
 // The uninterrupted run: 2 ranks under distlab-run, no kill.
 const std::string& uninterrupted_digest() {
-  static const std::string digest = [] {
-    const std::string dir = fresh_dir("uninterrupted");
-    const Outcome r = run_on_free_port(
-        [&](const std::string& port) {
-          return kRun + " --nproc-per-node 2 --master-port " + port + " -- " + kLesson + kTraining +
-                 " --checkpoint-dir " + emptied(dir);
-        },
-        60);
-    EXPECT_EQ(r.status, 0) << r.output;
-    const auto found = digests(r.output);
-    EXPECT_EQ(found.size(), 2u) << r.output;
-    EXPECT_TRUE(contains(r.output, "no checkpoint in")) << r.output;
-    return found.empty() ? std::string("none") : found[0];
-  }();
+  static const std::string digest =
+      testing::digest_of_run("uninterrupted", 2, 60, [](const std::string& port, const std::string& dir) {
+        return kRun + " --nproc-per-node 2 --master-port " + port + " -- " + kLesson + kTraining +
+               " --checkpoint-dir " + dir;
+      });
   return digest;
 }
 
@@ -159,6 +152,64 @@ TEST(Failover, CorruptNewestCheckpointIsSkippedOnResume) {
       << r.output;
   EXPECT_TRUE(contains(r.output, "[RANK 1] resumed from " + dir + "/step_000000020")) << r.output;
   EXPECT_TRUE(contains(r.output, "equal to the uninterrupted run's digest")) << r.output;
+}
+
+// ------------------------------------------------------------- the capstone
+// World rank 3 SIGKILLs itself after step 5; the launcher restarts all four;
+// the trainer resumes on its own (no --resume: the launcher's restart count
+// says it is a restart) from the newest complete checkpoint.
+
+const std::string kCapstone = LESSON_11;
+// 2 epochs of 4 batches = 8 steps; checkpoints at steps 2, 4 (epoch end), 6, 8.
+const std::string kCapstoneTraining =
+    " --backend gloo --preset tiny --epochs 2 --batches-per-epoch 4 --eval-batches 4 --timeout-ms 30000"
+    " --checkpoint-every 2";
+
+const std::string& capstone_uninterrupted_digest() {
+  static const std::string digest = testing::digest_of_run(
+      "capstone_uninterrupted", 1, 120, [](const std::string& port, const std::string& dir) {
+        return kRun + " --nproc-per-node 4 --master-port " + port + " -- " + kCapstone + kCapstoneTraining +
+               " --checkpoint-dir " + dir;
+      });  // world rank 0 prints it
+  return digest;
+}
+
+void expect_capstone_resumed_bit_for_bit(const Outcome& r, const std::string& dir) {
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "[RANK 3]: failing on purpose after step 5")) << r.output;
+  // Replica 0 of each stage says where its stage resumed.
+  for (int stage = 0; stage < 2; ++stage)
+    EXPECT_TRUE(contains(r.output, "[RANK " + std::to_string(stage) + "]: resumed from " + dir +
+                                       "/step_000000004: stage " + std::to_string(stage) + ", epoch 2, batch 0, step 4"))
+        << r.output;
+  const auto found = digests(r.output);
+  ASSERT_EQ(found.size(), 1u) << r.output;  // only the resumed attempt finishes
+  EXPECT_EQ(found[0], capstone_uninterrupted_digest()) << r.output;
+}
+
+TEST(CapstoneFailover, KilledRankUnderDistlabRunResumesOnItsOwn) {
+  const std::string dir = fresh_dir("capstone_distlab_run");
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return kRun + " --nproc-per-node 4 --max-restarts 1 --grace-ms 2000 --master-port " + port + " -- " + kCapstone +
+               kCapstoneTraining + " --checkpoint-dir " + emptied(dir) + " --kill-rank 3 --kill-at-step 5";
+      },
+      180);
+  EXPECT_TRUE(contains(r.output, "was killed by SIGKILL")) << r.output;
+  EXPECT_TRUE(contains(r.output, "restarting all workers (restart 1 of 1)")) << r.output;
+  expect_capstone_resumed_bit_for_bit(r, dir);
+}
+
+TEST(CapstoneFailover, KilledRankUnderTorchrunResumesOnItsOwn) {
+  const std::string dir = fresh_dir("capstone_torchrun");
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return "/usr/bin/torchrun --nproc_per_node 4 --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 "
+               "--log_dir " + emptied(dir) + "/logs --master_port " + port + " --no_python " + kCapstone + kCapstoneTraining +
+               " --checkpoint-dir " + dir + " --kill-rank 3 --kill-at-step 5";
+      },
+      180);
+  expect_capstone_resumed_bit_for_bit(r, dir);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // together) captured, for the tests that start real programs.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <unistd.h>
@@ -85,6 +86,21 @@ inline std::vector<std::string> digests(const std::string& output) {
   for (auto it = std::sregex_iterator(output.begin(), output.end(), line); it != std::sregex_iterator(); ++it)
     found.push_back((*it)[1]);
   return found;
+}
+
+// The digest a run that is never interrupted prints: `command(port, dir)`
+// run in a fresh folder `name`, which must succeed with `printers` digest
+// lines, all equal. "none" when it did not.
+template <typename Command>
+std::string digest_of_run(const std::string& name, size_t printers, int seconds, Command command) {
+  const std::string dir = fresh_dir(name);
+  const Outcome r = run_on_free_port([&](const std::string& port) { return command(port, emptied(dir)); }, seconds);
+  EXPECT_EQ(r.status, 0) << r.output;
+  const auto found = digests(r.output);
+  EXPECT_EQ(found.size(), printers) << r.output;
+  for (const auto& d : found) EXPECT_EQ(d, found[0]) << r.output;
+  EXPECT_EQ(r.output.find("resumed from"), std::string::npos) << r.output;  // it started afresh
+  return found.empty() ? std::string("none") : found[0];
 }
 
 }  // namespace distlab::train::testing

@@ -36,15 +36,19 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// Node `node` of two (distlab-run, one rank each) running lesson 05 on gloo.
+std::vector<std::string> node_of_lesson_05(int node, const std::string& port, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{VIZ_DISTLAB_RUN, "--nnodes", "2", "--node-rank", std::to_string(node),
+                                "--nproc-per-node", "1", "--master-port", port, "--", VIZ_LESSON_05,
+                                "--backend", "gloo", "--mb", "0.25", "--no-steps"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
 TEST(ClockSync, OffsetBetweenTwoNodesIsMeasuredAndApplied) {
   const std::string pattern = temp_path("nodes.rank{rank}.json");
   const std::string port = std::to_string(free_port());
-  auto launcher = [&](int node) {
-    return std::vector<std::string>{VIZ_DISTLAB_RUN, "--nnodes", "2", "--node-rank", std::to_string(node),
-                                    "--nproc-per-node", "1", "--master-port", port, "--", VIZ_LESSON_05,
-                                    "--backend", "gloo", "--mb", "0.25", "--iters", "2", "--no-steps",
-                                    "--trace", pattern};
-  };
+  auto launcher = [&](int node) { return node_of_lesson_05(node, port, {"--iters", "2", "--trace", pattern}); };
   const std::string out0 = temp_path("node0.txt"), out1 = temp_path("node1.txt");
   const pid_t node0 = spawn(launcher(0), {}, out0);
   const pid_t node1 = spawn(launcher(1), {"DISTLAB_TRACE_CLOCK_SHIFT_US=" + std::to_string(kShiftUs)}, out1);
@@ -130,10 +134,7 @@ TEST(ClockSync, LiveEventsArriveInRankZerosClock) {
   const std::string pattern = temp_path("live_nodes.rank{rank}.json");
   const std::string port = std::to_string(free_port());
   auto launcher = [&](int node) {
-    return std::vector<std::string>{VIZ_DISTLAB_RUN, "--nnodes", "2", "--node-rank", std::to_string(node),
-                                    "--nproc-per-node", "1", "--master-port", port, "--", VIZ_LESSON_05,
-                                    "--backend", "gloo", "--mb", "0.25", "--iters", "1", "--no-steps",
-                                    "--trace", pattern, "--live", live};
+    return node_of_lesson_05(node, port, {"--iters", "1", "--trace", pattern, "--live", live});
   };
   const std::string out0 = temp_path("live_node0.txt"), out1 = temp_path("live_node1.txt");
   const pid_t node0 = spawn(launcher(0), {}, out0);

@@ -32,6 +32,14 @@ Options two_schedules() {
   return o;
 }
 
+// What `distlab-viz --panel pipeline --trace path` is given.
+Options opening(const std::string& path) {
+  Options o = two_schedules();
+  o.panel = "pipeline";
+  o.trace_files = {path};
+  return o;
+}
+
 const ActionBox* find_box(const PipelineRun& run, int rank, ActionType type, int microbatch) {
   for (const ActionBox& b : run.boxes[rank])
     if (b.type == type && b.microbatch == microbatch) return &b;
@@ -180,10 +188,7 @@ TEST_F(PipelineRender, MeasuredRunUnderItsSimulation) {
             0)
       << output;
   const LoadedTrace loaded = load_trace_file(path);
-  Options o = two_schedules();
-  o.panel = "pipeline";
-  o.trace_files = {path};
-  App app(o);
+  App app(opening(path));
   PipelinePanel& panel = app.pipeline_panel();
   ASSERT_TRUE(panel.measured().has_value());
   const MeasuredPipeline& mp = *panel.measured();
@@ -241,10 +246,7 @@ TEST_F(PipelineRender, LessonTenTracesOpenUnderTheirSimulation) {
   ASSERT_EQ(printed.size(), 5u) << output;
   for (const auto& [name, m] : printed) {
     const std::string path = base.substr(0, base.size() - 5) + "." + name + ".json";
-    Options o = two_schedules();
-    o.panel = "pipeline";
-    o.trace_files = {path};
-    App app(o);
+    App app(opening(path));
     PipelinePanel& panel = app.pipeline_panel();
     ASSERT_TRUE(panel.measured().has_value()) << path;
     const MeasuredPipeline& mp = *panel.measured();
@@ -286,10 +288,7 @@ TEST_F(PipelineRender, CapstoneTraceShowsItsFirstPipeline) {
                               {}, &output, 120000),
             0)
       << output;
-  Options o = two_schedules();
-  o.panel = "pipeline";
-  o.trace_files = {path};
-  App app(o);
+  App app(opening(path));
   PipelinePanel& panel = app.pipeline_panel();
   ASSERT_TRUE(panel.measured().has_value());
   const MeasuredPipeline& mp = *panel.measured();
