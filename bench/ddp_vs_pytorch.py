@@ -13,6 +13,7 @@ DistLab / PyTorch (target: <= 0.9).
 import argparse
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -22,12 +23,21 @@ from ddp_step_args import add_step_args, step_args
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(command, pattern):
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    match = re.search(pattern + r" ([\d.]+)", done.stdout)
-    if done.returncode != 0 or match is None:
-        sys.exit("failed (exit %d): %s\n%s" % (done.returncode, " ".join(command), done.stdout))
-    return float(match.group(1)), done.stdout
+def run(command, pattern, timeout_s=900):
+    # A session of its own: on a timeout the whole tree goes (PyTorch's
+    # spawned workers included), not only the process started here.
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    try:
+        output, _ = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        output, _ = child.communicate()
+        sys.exit("timed out after %d s: %s\n%s" % (timeout_s, " ".join(command), output))
+    match = re.search(pattern + r" ([\d.]+)", output)
+    if child.returncode != 0 or match is None:
+        sys.exit("failed (exit %d): %s\n%s" % (child.returncode, " ".join(command), output))
+    return float(match.group(1)), output
 
 
 def main():

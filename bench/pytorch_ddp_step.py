@@ -13,6 +13,7 @@ gloo, CPU, processes spawned here with a file store (torchrun in Debian's
 python3-torch 1.13 needs --redirects 1 --tee 1; spawning avoids it).
 """
 import argparse
+import datetime
 import os
 import statistics
 import tempfile
@@ -34,7 +35,9 @@ def make_model(width, layers):
 
 
 def worker(rank, args, store_path):
-    dist.init_process_group("gloo", init_method="file://" + store_path, rank=rank, world_size=args.nproc)
+    # Every collective gives up after a minute instead of waiting forever for a rank that is gone.
+    dist.init_process_group("gloo", init_method="file://" + store_path, rank=rank, world_size=args.nproc,
+                            timeout=datetime.timedelta(seconds=60))
     # Ranks share the machine's cores, as in distlab-bench ddp.
     threads = args.threads if args.threads > 0 else max(1, (os.cpu_count() or 1) // args.nproc)
     torch.set_num_threads(threads)
