@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <stdexcept>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,11 +58,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// One layout's timed steps; world rank 0's result, or nothing when this
-// process is not part of it.
-void run_layout(const CapstoneBenchOptions& o, const data::Corpus& corpus, const std::string& text) {
+train::TrainerOptions trainer_options(const CapstoneBenchOptions& o, const std::string& layout) {
   train::TrainerOptions t;
-  t.layout = parse_layout(text);
+  t.layout = parse_layout(layout);
   t.preset = o.preset;
   t.schedule = o.schedule == "gpipe" ? pipeline::ScheduleKind::kGPipe
                : o.schedule == "zb-h1" ? pipeline::ScheduleKind::kZeroBubbleH1
@@ -73,41 +70,59 @@ void run_layout(const CapstoneBenchOptions& o, const data::Corpus& corpus, const
   t.batches_per_epoch = o.warmup + o.batches;
   t.eval_batches = 1;
   t.quiet = true;
-  comm::JobOptions job = o.job;
-  if (job.backend == "threads") job.ranks = t.layout.world_size();
-  std::mutex mutex;
-  train::TrainResult first;
-  int world = 0;
-  bool speaker = job.backend == "threads";
+  return t;
+}
+
+// One layout's timed steps on `comm` (its world size is the layout's);
+// world rank 0 prints the row. A failure (more stages than the preset has
+// layers, say) is the same on every rank: printed, and the next layout runs.
+void run_layout(comm::Communicator& comm, const CapstoneBenchOptions& o, const data::Corpus& corpus,
+                const std::string& layout) {
+  const train::TrainerOptions t = trainer_options(o, layout);
+  const bool speaker = comm.rank() == 0;
+  if (comm.size() != t.layout.world_size()) {
+    if (speaker)
+      std::printf("%-7s %5d  skipped: needs %d ranks, this job has %d\n", layout.c_str(), t.layout.world_size(),
+                  t.layout.world_size(), comm.size());
+    return;
+  }
+  train::TrainResult r;
   try {
-    comm::run_job(job, [&](comm::Communicator& comm) {
-      if (comm.rank() == 0) speaker = true;
-      if (comm.size() != t.layout.world_size()) {
-        if (comm.rank() == 0) world = comm.size();
-        return;
-      }
-      train::TrainResult r = train::train(comm, corpus, t);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (comm.rank() == 0) first = std::move(r);
-    });
-  } catch (const std::exception& e) {  // e.g. more stages than the preset has layers: the other layouts still run
-    if (speaker) std::printf("%-7s %5d  failed: %s\n", text.c_str(), t.layout.world_size(), e.what());
+    r = train::train(comm, corpus, t);
+  } catch (const std::exception& e) {
+    if (speaker) std::printf("%-7s %5d  failed: %s\n", layout.c_str(), t.layout.world_size(), e.what());
     return;
   }
-  if (world != 0) {
-    std::printf("%-7s %5d  skipped: needs %d ranks, this job has %d\n", text.c_str(), t.layout.world_size(),
-                t.layout.world_size(), world);
-    return;
-  }
-  if (first.step_seconds.empty()) return;  // not world rank 0's process
-  const std::vector<double> timed(first.step_seconds.begin() + std::min<size_t>(o.warmup, first.step_seconds.size()),
-                                  first.step_seconds.end());
+  if (!speaker) return;
+  const std::vector<double> timed(r.step_seconds.begin() + std::min<size_t>(o.warmup, r.step_seconds.size()),
+                                  r.step_seconds.end());
   const double step_s = median(timed);
   const double tokens = static_cast<double>(t.batch_size * t.bptt);
-  std::printf("%-7s %5d %10.1f %10.0f %10.2f %9lld\n", text.c_str(), t.layout.world_size(), step_s * 1e3,
-              tokens / step_s, 6.0 * static_cast<double>(first.parameters) * tokens / step_s / 1e9,
-              static_cast<long long>(first.parameters));
+  std::printf("%-7s %5d %10.1f %10.0f %10.2f %9lld\n", layout.c_str(), t.layout.world_size(), step_s * 1e3,
+              tokens / step_s, 6.0 * static_cast<double>(r.parameters) * tokens / step_s / 1e9,
+              static_cast<long long>(r.parameters));
   std::fflush(stdout);
+}
+
+// Thread ranks: a job of the layout's size for each layout. Processes: the
+// launcher's one job (one rendezvous; a second in the same processes would
+// meet the first one's keys in the store), every layout of its size in it.
+void run_layouts(const CapstoneBenchOptions& o, const data::Corpus& corpus) {
+  if (o.job.backend != "threads") {
+    comm::run_job(o.job, [&](comm::Communicator& comm) {
+      for (const std::string& layout : o.layouts) run_layout(comm, o, corpus, layout);
+    });
+    return;
+  }
+  for (const std::string& layout : o.layouts) {
+    comm::JobOptions job = o.job;
+    job.ranks = parse_layout(layout).world_size();
+    try {
+      comm::run_job(job, [&](comm::Communicator& comm) { run_layout(comm, o, corpus, layout); });
+    } catch (const std::exception& e) {
+      std::printf("%-7s %5d  failed: %s\n", layout.c_str(), job.ranks, e.what());
+    }
+  }
 }
 
 Registration reg("capstone", "the capstone's ms/batch and tokens/s for each layout (stages x replicas)",
@@ -141,7 +156,7 @@ Registration reg("capstone", "the capstone's ms/batch and tokens/s for each layo
     }
     CapstoneBenchOptions run = *o;
     run.job = job;
-    for (const std::string& layout : o->layouts) run_layout(run, corpus, layout);
+    run_layouts(run, corpus);
     return 0;
   };
 });
