@@ -80,6 +80,16 @@ void traced_backward(comm::Communicator& comm, const at::Tensor& loss, int64_t s
   loss.backward();  // returns once every bucket is averaged (DDP's wait is inside)
 }
 
+// One DDP training step, traced as step `step`: forward, backward (with
+// the buckets' all-reduces), SGD.
+void ddp_step(comm::Communicator& comm, ddp::DistributedDataParallel& ddp, torch::nn::Sequential& model,
+              torch::optim::SGD& sgd, const at::Tensor& x, int64_t step) {
+  sgd.zero_grad();
+  at::Tensor loss = ddp.forward([&] { return traced_loss(comm, model, x, step); });
+  traced_backward(comm, loss, step);
+  sgd.step();
+}
+
 // Each line of `text` with `indent` in front.
 std::string indented(const std::string& text, const std::string& indent) {
   std::string out;
@@ -178,13 +188,7 @@ void run(comm::Communicator& comm, const Options& o) {
       std::printf("\n1. Bucket plan before the first step (reverse order of registration; 1 MiB, then 25 MiB):\n%s",
                   indented(ddp.bucket_plan().text(), "    ").c_str());
     int64_t step = 0;
-    auto one_step = [&] {
-      sgd.zero_grad();
-      at::Tensor loss = ddp.forward([&] { return traced_loss(comm, model, x, step); });
-      traced_backward(comm, loss, step);
-      sgd.step();
-      ++step;
-    };
+    auto one_step = [&] { ddp_step(comm, ddp, model, sgd, x, step++); };
     one_step();
     one_step();  // its forward rebuilt the buckets in the order step 0's gradients became ready
     if (me == 0)
@@ -222,13 +226,7 @@ void run(comm::Communicator& comm, const Options& o) {
     ddp::DdpOptions options;
     options.bucket_cap_bytes = cap;
     ddp::DistributedDataParallel ddp(comm, model.ptr(), options);
-    auto one_step = [&] {
-      sgd.zero_grad();
-      at::Tensor loss = ddp.forward([&] { return traced_loss(comm, model, x, step); });
-      traced_backward(comm, loss, step);
-      sgd.step();
-      ++step;
-    };
+    auto one_step = [&] { ddp_step(comm, ddp, model, sgd, x, step++); };
     one_step();
     one_step();  // the first step and the rebuild stay out of the timing
     const int64_t first = ddp.stats().synced_steps;
