@@ -62,18 +62,26 @@ TEST(LessonTrace, FileOpensWithEveryMessagePaired) {
   }
 }
 
+// Runs `argv` (which traces to `path` and streams live to `feed`), reads the
+// file, and takes in as many live events as the file holds.
+void run_traced_live(const std::vector<std::string>& argv, const std::string& path, LiveFeed& feed, LoadedTrace& file,
+                     TraceModel& live) {
+  std::string output;
+  ASSERT_EQ(run(argv, {}, &output, kWaitMs), 0) << output;
+  file = load_trace_file(path);
+  ASSERT_GT(file.events.size(), 0u);
+  EXPECT_EQ(feed.wait_for(file.events.size(), kWaitMs), file.events.size());
+  feed.poll(live);
+  ASSERT_EQ(live.size(), file.events.size());
+}
+
 TEST(LessonTrace, LiveStreamDeliversExactlyWhatTheFileHolds) {
   LiveFeed feed(0, "127.0.0.1");
   const std::string path = temp_path("lesson05_live.json");
-  std::string output;
-  ASSERT_EQ(run(lesson_05(path, "127.0.0.1:" + std::to_string(feed.port())), {}, &output, kWaitMs), 0)
-      << output;
-  const LoadedTrace file = load_trace_file(path);
-  ASSERT_GT(file.events.size(), 0u);
-  EXPECT_EQ(feed.wait_for(file.events.size(), kWaitMs), file.events.size());
+  LoadedTrace file;
   TraceModel live;
-  feed.poll(live);
-  ASSERT_EQ(live.size(), file.events.size());
+  ASSERT_NO_FATAL_FAILURE(run_traced_live(lesson_05(path, "127.0.0.1:" + std::to_string(feed.port())), path, feed,
+                                          file, live));
   // One recorder feeds both sinks in one order: the sequences match event
   // for event, every field.
   for (uint32_t i = 0; i < live.size(); ++i) expect_same_event(live.event(i), file.events[i]);
@@ -86,17 +94,12 @@ TEST(LessonTrace, LiveStreamDeliversExactlyWhatTheFileHolds) {
 TEST(LessonTrace, CapstoneStreamsItsFourRanksLive) {
   LiveFeed feed(0, "127.0.0.1");
   const std::string path = temp_path("capstone_live.json");
-  std::string output;
   const std::vector<std::string> argv = {VIZ_LESSON_11, "--backend", "threads", "--preset", "tiny", "--epochs", "1",
                                          "--batches-per-epoch", "2", "--eval-batches", "1", "--trace", path,
                                          "--live", "127.0.0.1:" + std::to_string(feed.port())};
-  ASSERT_EQ(run(argv, {}, &output, kWaitMs), 0) << output;
-  const LoadedTrace file = load_trace_file(path);
-  ASSERT_GT(file.events.size(), 0u);
-  EXPECT_EQ(feed.wait_for(file.events.size(), kWaitMs), file.events.size());
+  LoadedTrace file;
   TraceModel live;
-  feed.poll(live);
-  ASSERT_EQ(live.size(), file.events.size());
+  ASSERT_NO_FATAL_FAILURE(run_traced_live(argv, path, feed, file, live));
   std::map<int, int> per_rank;
   int stage_lane = 0, buckets = 0, grouped = 0;
   for (uint32_t i = 0; i < live.size(); ++i) {
