@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace distlab::pipeline {
 
@@ -16,7 +18,7 @@ std::string message_of(const Action& a) {
   }
 }
 
-Replay replay(const Schedule& schedule, const std::function<double(const Action&)>& cost) {
+Replay replay(const Schedule& schedule, const std::function<double(const Action&)>& cost, int cores) {
   const int p = static_cast<int>(schedule.programs.size());
   Replay out;
   out.times.resize(p);
@@ -24,32 +26,52 @@ Replay replay(const Schedule& schedule, const std::function<double(const Action&
   std::vector<size_t> pos(p, 0);
   std::vector<double> now(p, 0.0);
   std::map<std::string, double> arrival;  // posted messages not yet received
+  // When each core is next free; empty: a core per rank, never waited for.
+  std::multiset<double> core_free;
+  for (int c = 0; c < cores; ++c) core_free.insert(0.0);
 
-  for (bool moved = true; moved;) {
-    moved = false;
+  // When rank r's next action can start, or nothing if it waits for a
+  // message not yet sent (or has no action left).
+  auto ready_at = [&](int r) -> std::optional<double> {
+    const auto& program = schedule.programs[r];
+    if (pos[r] == program.size()) return std::nullopt;
+    const Action& a = program[pos[r]];
+    if (!is_recv(a.type)) return now[r];
+    auto it = arrival.find(message_of(a));
+    if (it == arrival.end()) return std::nullopt;
+    return std::max(now[r], it->second);
+  };
+
+  for (;;) {
+    int next = -1;
+    double earliest = 0;
     for (int r = 0; r < p; ++r) {
-      const auto& program = schedule.programs[r];
-      while (pos[r] < program.size()) {
-        const Action& a = program[pos[r]];
-        TimedAction t{now[r], now[r]};
-        if (is_recv(a.type)) {
-          auto it = arrival.find(message_of(a));
-          if (it == arrival.end()) break;  // blocked: the message is not sent yet
-          t.end = std::max(now[r], it->second);
-          arrival.erase(it);
-          now[r] = t.end;
-        } else if (is_send(a.type)) {
-          t.end = now[r] + cost(a);
-          arrival[message_of(a)] = t.end;
-        } else {
-          t.end = now[r] + cost(a);
-          now[r] = t.end;
-        }
-        out.times[r].push_back(t);
-        ++pos[r];
-        moved = true;
-      }
+      const std::optional<double> t = ready_at(r);
+      if (t && (next < 0 || *t < earliest)) next = r, earliest = *t;
     }
+    if (next < 0) break;
+    const int r = next;
+    const Action& a = schedule.programs[r][pos[r]];
+    TimedAction t{now[r], earliest};
+    if (is_recv(a.type)) {
+      arrival.erase(message_of(a));
+      now[r] = earliest;
+    } else if (is_send(a.type)) {
+      t.end = now[r] + cost(a);
+      arrival[message_of(a)] = t.end;
+    } else {
+      t.begin = earliest;
+      if (!core_free.empty()) {  // the first core to come free, or one free now
+        const auto core = core_free.begin();
+        t.begin = std::max(earliest, *core);
+        core_free.erase(core);
+      }
+      t.end = t.begin + cost(a);
+      if (cores > 0) core_free.insert(t.end);
+      now[r] = t.end;
+    }
+    out.times[r].push_back(t);
+    ++pos[r];
   }
 
   out.finished = true;

@@ -34,8 +34,8 @@ const char* action_category(ActionType type) {
   }
 }
 
-Simulation simulate(const Schedule& schedule, const ActionCosts& costs) {
-  const Replay played = replay(schedule, [&](const Action& a) { return costs.seconds(a); });
+Simulation simulate(const Schedule& schedule, const ActionCosts& costs, int cores) {
+  const Replay played = replay(schedule, [&](const Action& a) { return costs.seconds(a); }, cores);
   if (!played.finished) throw ScheduleError(schedule.describe() + " cannot be simulated, deadlock: " + played.deadlock);
   const int p = schedule.ranks, S = schedule.num_stages();
   Simulation sim;

@@ -54,7 +54,9 @@ struct Simulation {
 };
 
 // Throws ScheduleError when the schedule deadlocks (run check() for why).
-Simulation simulate(const Schedule& schedule, const ActionCosts& costs);
+// cores > 0: the ranks share that many processors (replay.hpp): a ready
+// action waits for a free one, and the wait counts as idle.
+Simulation simulate(const Schedule& schedule, const ActionCosts& costs, int cores = 0);
 
 // The textbook bubble of GPipe and 1F1B, (p-1)/(m+p-1) of the step.
 inline double gpipe_bubble(int p, int m) { return double(p - 1) / double(m + p - 1); }

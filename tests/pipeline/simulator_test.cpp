@@ -3,6 +3,8 @@
 // interleaved bubble, and a timeline worked out by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "pipeline/measure.hpp"
 #include "pipeline/simulator.hpp"
 
@@ -115,6 +117,74 @@ TEST(Simulator, ComputeNeverOverlapsOnARank) {
       last_end[e.rank] = e.end_us;
     }
   }
+}
+
+// Ranks that share cores (more rank threads than processors, several ranks
+// on one GPU): at most `cores` compute actions at once, first come first
+// served. One core runs the whole step's work back to back, since some rank
+// can always move; with a core per rank the timeline is the unshared one.
+TEST(Simulator, RanksSharingCoresWaitForAFreeOne) {
+  for (ScheduleKind kind : all_kinds())
+    for (int p : {2, 3, 4})
+      for (int m : {2, 4, 8}) {
+        const int v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
+        const Schedule s = make_schedule(kind, p, m, v);
+        ActionCosts c = costs(1, 2);
+        c.uniform.backward_input = c.uniform.backward_weight = 1;
+        const std::string what = std::string(kind_name(kind)) + " p=" + std::to_string(p) + " m=" + std::to_string(m);
+        double work = 0;
+        for (const auto& program : s.programs)
+          for (const Action& a : program) work += is_compute(a.type) ? c.seconds(a) : 0.0;
+
+        const Simulation one = simulate(s, c, 1);
+        EXPECT_NEAR(one.makespan, work, 1e-9) << what;
+        EXPECT_NEAR(one.bubble, 1.0 - 1.0 / p, 1e-12) << what;
+
+        const Simulation own = simulate(s, c), enough = simulate(s, c, p);
+        ASSERT_EQ(own.events.size(), enough.events.size()) << what;
+        for (size_t k = 0; k < own.events.size(); ++k) {
+          EXPECT_EQ(own.events[k].begin_us, enough.events[k].begin_us) << what << " " << own.events[k].name;
+          EXPECT_EQ(own.events[k].end_us, enough.events[k].end_us) << what << " " << own.events[k].name;
+        }
+
+        const Simulation two = simulate(s, c, 2);
+        EXPECT_GE(two.bubble, 1.0 - 2.0 / p - 1e-12) << what;
+        EXPECT_GE(two.makespan, own.makespan - 1e-9) << what;
+        std::vector<std::pair<int64_t, int>> edges;  // (time, +1 begin / -1 end), ends first at a tie
+        for (const trace::Event& e : two.events)
+          if (e.lane != trace::kLaneComm) edges.push_back({e.begin_us, +1}), edges.push_back({e.end_us, -1});
+        std::sort(edges.begin(), edges.end());
+        int running = 0;
+        for (const auto& [t, d] : edges) {
+          running += d;
+          EXPECT_LE(running, 2) << what << " at " << t << " us";
+        }
+      }
+}
+
+// GPipe, 2 ranks, 2 microbatches, one core: at t = 1 rank 0's second forward
+// and rank 1's first ask for the core together; rank 0 (the lower) gets it,
+// so rank 1 starts at 2, not 1.
+TEST(Simulator, SharedCoreGoesFirstComeFirstServedByHand) {
+  const Simulation sim = simulate(make_schedule(ScheduleKind::kGPipe, 2, 2), costs(1, 2), 1);
+  int found = 0;
+  for (const trace::Event& e : sim.events) {
+    if (e.name == "0F1") {
+      EXPECT_EQ(e.begin_us, 1000000);
+      ++found;
+    }
+    if (e.name == "1F0") {
+      EXPECT_EQ(e.begin_us, 2000000);
+      EXPECT_EQ(e.end_us, 3000000);
+      ++found;
+    }
+    if (e.name == "1F1") {
+      EXPECT_EQ(e.begin_us, 3000000);
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 3);
+  EXPECT_DOUBLE_EQ(sim.makespan, 12.0);
 }
 
 // measure() reads a timeline back: fed the simulator's own events it must
