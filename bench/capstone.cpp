@@ -105,8 +105,8 @@ void run_layout(comm::Communicator& comm, const CapstoneBenchOptions& o, const d
 }
 
 // Thread ranks: a job of the layout's size for each layout. Processes: the
-// launcher's one job (one rendezvous; a second in the same processes would
-// meet the first one's keys in the store), every layout of its size in it.
+// launcher's world is the size there is, so one job runs every layout of
+// that size, one after the other.
 void run_layouts(const CapstoneBenchOptions& o, const data::Corpus& corpus) {
   if (o.job.backend != "threads") {
     comm::run_job(o.job, [&](comm::Communicator& comm) {

@@ -3,6 +3,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -49,18 +52,15 @@ void join(c10d::Store& store, const WorldInfo& world, Milliseconds timeout) {
 
 // torchrun's agent hosts the store: connect as a client, under this
 // attempt's prefix.
-c10::intrusive_ptr<c10d::Store> join_agent_store(const WorldInfo& world, Milliseconds timeout) {
-  c10::intrusive_ptr<c10d::Store> store;
+c10::intrusive_ptr<c10d::Store> agent_store(const WorldInfo& world, Milliseconds timeout) {
   try {
-    store = c10::make_intrusive<c10d::PrefixStore>(world.store_prefix, tcp_store(world, false, timeout));
+    return c10::make_intrusive<c10d::PrefixStore>(world.store_prefix, tcp_store(world, false, timeout));
   } catch (const std::exception& e) {
     throw SetupError("rank " + std::to_string(world.rank) + ": cannot reach the launcher's store at " + where(world) +
                      " within " + ms(timeout) +
                      " (TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts it; is the agent running, "
                      "and are MASTER_ADDR/MASTER_PORT right?): " + first_line(e));
   }
-  join(*store, world, timeout);
-  return store;
 }
 
 // Rank 0 hosts the store and writes its restart count in it.
@@ -75,7 +75,6 @@ c10::intrusive_ptr<c10d::Store> host_store(const WorldInfo& world, Milliseconds 
   }
   const std::string attempt = std::to_string(world.restart_count);
   store->set(kAttemptKey, std::vector<uint8_t>(attempt.begin(), attempt.end()));
-  join(*store, world, timeout);
   return store;
 }
 
@@ -93,13 +92,8 @@ c10::intrusive_ptr<c10d::Store> reach_store(const WorldInfo& world, Milliseconds
       auto store = tcp_store(world, false, std::max(left(), Milliseconds(1)));
       const auto bytes = store->get(kAttemptKey);
       const std::string theirs(bytes.begin(), bytes.end());
-      if (theirs == mine) {
-        join(*store, world, std::max(left(), Milliseconds(1)));
-        return store;
-      }
+      if (theirs == mine) return store;
       other_attempt = "rank 0 there is in attempt " + theirs + ", this rank in attempt " + mine;
-    } catch (const SetupError&) {
-      throw;
     } catch (const std::exception& e) {
       last_error = first_line(e);
     }
@@ -110,14 +104,48 @@ c10::intrusive_ptr<c10d::Store> reach_store(const WorldInfo& world, Milliseconds
                    "launchers restart together?): " + (other_attempt.empty() ? last_error : other_attempt));
 }
 
+// One rendezvous per process and world: the first connection is kept for
+// the life of the process (rank 0 keeps hosting), and every job run in it
+// gets a prefix of its own. Hosting a new store on the same port for a
+// second job would let a rank that is through with the first reach the old
+// one, still up while rank 0 finishes, and take its keys for the new job's.
+// Every rank runs the same jobs in the same order, so the k-th job of every
+// rank meets under the same prefix.
+struct Session {
+  std::mutex mutex;
+  c10::intrusive_ptr<c10d::Store> store;
+  int jobs = 0;
+};
+
+Session& session_of(const WorldInfo& world) {
+  static std::mutex mutex;
+  // Never destroyed: a store still hosted when the process exits is closed
+  // by the exit, not by a destructor racing the server thread.
+  static auto* sessions = new std::map<std::string, std::unique_ptr<Session>>();
+  const std::string key = where(world) + " rank " + std::to_string(world.rank) + " of " +
+                          std::to_string(world.world_size) + " " + world.store_prefix;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& session = (*sessions)[key];
+  if (!session) session = std::make_unique<Session>();
+  return *session;
+}
+
 }  // namespace
 
 std::string joined_key(int rank) { return "distlab/joined/" + std::to_string(rank); }
 
 c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world, Milliseconds timeout) {
-  if (world.agent_store) return join_agent_store(world, timeout);
-  if (world.rank == 0) return host_store(world, timeout);
-  return reach_store(world, timeout);
+  Session& session = session_of(world);
+  std::lock_guard<std::mutex> lock(session.mutex);
+  const auto started = Clock::now();
+  if (!session.store)
+    session.store = world.agent_store ? agent_store(world, timeout)
+                    : world.rank == 0 ? host_store(world, timeout)
+                                      : reach_store(world, timeout);
+  const auto left = std::max(timeout - std::chrono::duration_cast<Milliseconds>(Clock::now() - started), Milliseconds(1));
+  auto store = c10::make_intrusive<c10d::PrefixStore>("distlab/job" + std::to_string(session.jobs++), session.store);
+  join(*store, world, left);
+  return store;
 }
 
 }  // namespace distlab::comm

@@ -24,6 +24,12 @@ namespace distlab::comm {
 // Blocks until all world.world_size ranks have connected, at most `timeout`.
 // Throws SetupError with one line: port in use, master unreachable, or the
 // ranks that never came.
+//
+// A process connects once per world and keeps the connection (rank 0 keeps
+// hosting); each call is a new job over it, under the prefix
+// "distlab/job<k>" of the process's k-th call, so jobs run one after the
+// other in the same processes each meet afresh (every rank makes the same
+// calls in the same order).
 c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world, Milliseconds timeout);
 
 // The key rank `rank` sets in its attempt's store to say it has joined.

@@ -16,9 +16,9 @@ using namespace std::chrono_literals;
 using distlab::launcher::testing::Finished;
 using distlab::launcher::testing::run_launcher;
 
-Finished run_worker(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000") {
+Finished run_worker(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000", int jobs = 1) {
   return run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", timeout_ms,
-                       "--grace-ms", "1000", GLOO_WORKER_PATH, "--scenario", scenario},
+                       "--grace-ms", "1000", GLOO_WORKER_PATH, "--scenario", scenario, "--jobs", std::to_string(jobs)},
                       120s);
 }
 
@@ -38,6 +38,21 @@ TEST_P(GlooJob, RanksExchangeDataAndAgree) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooJob, testing::Values(2, 3, 4));
+
+// Three jobs one after the other in the same processes, rank 0 (the store's
+// host) the last to leave each: the others reach the next rendezvous while
+// the last one is still up, and must meet the new job, not the old one's keys.
+TEST(GlooJobs, JobsRunOneAfterAnotherInTheSameProcessesMeetAfresh) {
+  Finished f = run_worker(3, "exchange", "20000", 3);
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  for (int r = 0; r < 3; ++r) {
+    const std::string line = "[rank " + std::to_string(r) + "] rank " + std::to_string(r) + " of 3: all checks passed";
+    size_t count = 0;
+    for (size_t at = f.out.find(line); at != std::string::npos; at = f.out.find(line, at + 1)) ++count;
+    EXPECT_EQ(count, 3u) << "rank " << r << " passed " << count << " of 3 jobs\n" << f.out << f.err;
+  }
+}
 
 TEST(GlooFailures, SilentPeerTimesOutNamingIt) {
   Finished f = run_worker(3, "silent-peer", "1500");

@@ -83,10 +83,19 @@ int main(int argc, char** argv) {
   std::string scenario = "exchange";
   app.add_option("--scenario", scenario, "exchange | silent-peer | crash")
       ->check(CLI::IsMember({"exchange", "silent-peer", "crash"}));
+  int jobs = 1;
+  app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
+                                 "rank 0 leaves each job but the last one last")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
+    for (int k = 0; k < jobs; ++k) {
     distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
       if (scenario == "exchange") exchange(comm);
+      // The others reach the next job's rendezvous while rank 0, which
+      // hosts the store, is still in this one: they must not take this
+      // job's keys for the next one's.
+      if (k + 1 < jobs && comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
       if (scenario == "silent-peer") {
         if (comm.rank() == 0) {
           auto t = torch::empty({4});
@@ -103,6 +112,7 @@ int main(int argc, char** argv) {
         comm.recv(t, comm.size() - 1, 0);
       }
     });
+    }
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return 1;

@@ -48,10 +48,11 @@ TEST(Store, RanksJoinTheAgentsStoreUnderTheirAttempt) {
     EXPECT_EQ(m[2], "0") << line;
   }
   EXPECT_EQ(rows, 4) << r.output;
-  // Both ranks' keys are in the agent's store, under attempt 3 only.
+  // Both ranks' keys are in the agent's store, under attempt 3 only, and
+  // there under the process's first job (comm/store.cpp).
   for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_TRUE(agent->check({"/worker/attempt_3/distlab/joined/" + std::to_string(rank)})) << rank;
-    EXPECT_FALSE(agent->check({"distlab/joined/" + std::to_string(rank)})) << rank;
+    EXPECT_TRUE(agent->check({"/worker/attempt_3/distlab/job0/distlab/joined/" + std::to_string(rank)})) << rank;
+    EXPECT_FALSE(agent->check({"distlab/job0/distlab/joined/" + std::to_string(rank)})) << rank;
   }
 }
 
