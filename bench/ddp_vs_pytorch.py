@@ -23,9 +23,11 @@ from ddp_step_args import add_step_args, step_args
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(command, pattern, timeout_s=900):
+def run(command, pattern, timeout_s, tries=2):
     # A session of its own: on a timeout the whole tree goes (PyTorch's
-    # spawned workers included), not only the process started here.
+    # spawned workers included), not only the process started here. A run
+    # that fails or hangs is said on stderr, with its output, and run again
+    # once.
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
     try:
@@ -33,8 +35,16 @@ def run(command, pattern, timeout_s=900):
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         output, _ = child.communicate()
+        if tries > 1:
+            print("# timed out after %d s, running it again: %s\n%s" % (timeout_s, " ".join(command), output),
+                  file=sys.stderr)
+            return run(command, pattern, timeout_s, tries - 1)
         sys.exit("timed out after %d s: %s\n%s" % (timeout_s, " ".join(command), output))
     match = re.search(pattern + r" ([\d.]+)", output)
+    if (child.returncode != 0 or match is None) and tries > 1:
+        print("# failed (exit %d), running it again: %s\n%s" % (child.returncode, " ".join(command), output),
+              file=sys.stderr)
+        return run(command, pattern, timeout_s, tries - 1)
     if child.returncode != 0 or match is None:
         sys.exit("failed (exit %d): %s\n%s" % (child.returncode, " ".join(command), output))
     return float(match.group(1)), output
@@ -47,6 +57,8 @@ def main():
     parser.add_argument("--pairs", type=int, default=3, help="DistLab/PyTorch runs per process count")
     add_step_args(parser)
     parser.add_argument("--verbose", action="store_true", help="print every run's output")
+    parser.add_argument("--run-timeout", type=float, default=300,
+                        help="seconds one run may take before it is killed and run again once")
     args = parser.parse_args()
 
     common = step_args(args)
@@ -69,7 +81,7 @@ def main():
             if pair % 2 == 1:
                 order.reverse()
             for name, command in order:
-                ms, output = run(command, name + "_step_ms")
+                ms, output = run(command, name + "_step_ms", args.run_timeout)
                 (ours if name == "distlab" else theirs).append(ms)
                 if args.verbose:
                     print(output, end="")

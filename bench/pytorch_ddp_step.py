@@ -14,8 +14,10 @@ python3-torch 1.13 needs --redirects 1 --tee 1; spawning avoids it).
 """
 import argparse
 import datetime
+import faulthandler
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -35,6 +37,9 @@ def make_model(width, layers):
 
 
 def worker(rank, args, store_path):
+    # A worker that hangs prints where it is and exits, so that the run
+    # fails with a traceback instead of waiting for the driver to kill it.
+    faulthandler.dump_traceback_later(args.hang_s, exit=True)
     # Every collective gives up after a minute instead of waiting forever for a rank that is gone.
     dist.init_process_group("gloo", init_method="file://" + store_path, rank=rank, world_size=args.nproc,
                             timeout=datetime.timedelta(seconds=60))
@@ -68,6 +73,11 @@ def worker(rank, args, store_path):
         print("# rounds (ms/step): " + " ".join("%.1f" % (r * 1e3) for r in rounds))
         print("pytorch_step_ms %.3f" % (statistics.median(rounds) * 1e3), flush=True)
     dist.destroy_process_group()
+    # Leave at once. Freeing DDP's reducer as the worker returns, after the
+    # process group is gone, hung in C++ in a few of many runs (4 ranks,
+    # gradient_as_bucket_view), with the results already printed.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def main():
@@ -75,6 +85,8 @@ def main():
     parser.add_argument("--nproc", type=int, default=2)
     add_step_args(parser)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--hang-s", type=float, default=240,
+                        help="a worker still running after this many seconds prints its stack and exits")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         mp.spawn(worker, args=(args, os.path.join(tmp, "store")), nprocs=args.nproc)
