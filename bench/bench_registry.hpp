@@ -36,5 +36,7 @@ struct Registration {
 int64_t parse_size(const std::string& text);
 // 268435456 -> "256M"
 std::string format_size(int64_t bytes);
+// The middle value (the upper one of an even count); 0 for none.
+double median(std::vector<double> values);
 
 }  // namespace distlab::bench

@@ -53,18 +53,11 @@ train::Layout parse_layout(const std::string& text) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 train::TrainerOptions trainer_options(const CapstoneBenchOptions& o, const std::string& layout) {
   train::TrainerOptions t;
   t.layout = parse_layout(layout);
   t.preset = o.preset;
-  t.schedule = o.schedule == "gpipe" ? pipeline::ScheduleKind::kGPipe
-               : o.schedule == "zb-h1" ? pipeline::ScheduleKind::kZeroBubbleH1
-                                       : pipeline::ScheduleKind::k1F1B;
+  t.schedule = pipeline::parse_kind(o.schedule);
   t.chunks = o.chunks;
   t.epochs = 1;
   t.batches_per_epoch = o.warmup + o.batches;

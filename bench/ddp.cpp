@@ -81,11 +81,6 @@ double seconds_per_step(comm::Communicator& comm, int steps, const std::function
   return t.item<double>() / steps;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 // One model and what a step of it needs.
 struct Replica {
   torch::nn::Sequential model;

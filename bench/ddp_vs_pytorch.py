@@ -32,22 +32,18 @@ def run(command, pattern, timeout_s, tries=2):
                              start_new_session=True)
     try:
         output, _ = child.communicate(timeout=timeout_s)
+        problem = "failed (exit %d)" % child.returncode
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         output, _ = child.communicate()
-        if tries > 1:
-            print("# timed out after %d s, running it again: %s\n%s" % (timeout_s, " ".join(command), output),
-                  file=sys.stderr)
-            return run(command, pattern, timeout_s, tries - 1)
-        sys.exit("timed out after %d s: %s\n%s" % (timeout_s, " ".join(command), output))
+        problem = "timed out after %d s" % timeout_s
     match = re.search(pattern + r" ([\d.]+)", output)
-    if (child.returncode != 0 or match is None) and tries > 1:
-        print("# failed (exit %d), running it again: %s\n%s" % (child.returncode, " ".join(command), output),
-              file=sys.stderr)
+    if child.returncode == 0 and match is not None:
+        return float(match.group(1)), output
+    if tries > 1:
+        print("# %s, running it again: %s\n%s" % (problem, " ".join(command), output), file=sys.stderr)
         return run(command, pattern, timeout_s, tries - 1)
-    if child.returncode != 0 or match is None:
-        sys.exit("failed (exit %d): %s\n%s" % (child.returncode, " ".join(command), output))
-    return float(match.group(1)), output
+    sys.exit("%s: %s\n%s" % (problem, " ".join(command), output))
 
 
 def main():

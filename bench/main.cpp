@@ -1,4 +1,5 @@
 // distlab-bench: DistLab's benchmarks. `distlab-bench --help` lists them.
+#include <algorithm>
 #include <iostream>
 
 #include "bench_registry.hpp"
@@ -32,6 +33,11 @@ std::string format_size(int64_t bytes) {
     ++u;
   }
   return std::to_string(bytes) + units[u];
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
 }
 
 }  // namespace distlab::bench

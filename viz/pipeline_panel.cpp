@@ -290,12 +290,8 @@ void PipelinePanel::draw_column(size_t index, ImVec2 size) {
 void PipelinePanel::draw_measured(ImVec2 size) {
   const MeasuredPipeline& mp = *measured_;
   const int p = mp.trace_run.schedule.ranks;
-  std::string which = mp.trace_run.schedule.describe();
-  if (!mp.group.empty()) {  // one pipeline of several (the capstone's replicas)
-    which += ", " + mp.group + " (world ranks";
-    for (int r : mp.world_ranks) which += " " + std::to_string(r);
-    which += ")";
-  }
+  // One pipeline of several (the capstone's replicas) says which.
+  const std::string which = mp.trace_run.schedule.describe() + group_label(mp.group, mp.world_ranks);
   ImGui::Text("%s, step %lld: measured %s, bubble %s; simulated with the measured costs %s, bubble %s",
               which.c_str(), static_cast<long long>(mp.step),
               format_duration(mp.trace_run.makespan_s).c_str(), percent(mp.trace_run.bubble).c_str(),

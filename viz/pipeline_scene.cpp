@@ -151,6 +151,13 @@ std::vector<trace::Event> one_pipeline(const std::vector<trace::Event>& events, 
 
 }  // namespace
 
+std::string group_label(const std::string& group, const std::vector<int>& world_ranks) {
+  if (group.empty()) return "";
+  std::string label = ", " + group + " (world ranks";
+  for (int r : world_ranks) label += " " + std::to_string(r);
+  return label + ")";
+}
+
 std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& all_events, int64_t step) {
   std::string group;
   std::vector<int> world_ranks;
@@ -196,12 +203,8 @@ std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& a
   }
   out.group = group;
   out.world_ranks = world_ranks;
-  out.trace_run.title = "measured: " + title_of(schedule) + ", step " + std::to_string(out.step);
-  if (!group.empty()) {
-    out.trace_run.title += ", " + group + " (world ranks";
-    for (int r : world_ranks) out.trace_run.title += " " + std::to_string(r);
-    out.trace_run.title += ")";
-  }
+  out.trace_run.title =
+      "measured: " + title_of(schedule) + ", step " + std::to_string(out.step) + group_label(group, world_ranks);
   out.trace_run.schedule = schedule;
   out.trace_run.boxes = boxes_of(chosen, ranks, origin);
   out.trace_run.makespan_s = out.measured.makespan_s;

@@ -90,6 +90,10 @@ struct MeasuredPipeline {
 // events describe no schedule the library can build.
 std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& events, int64_t step = -1);
 
+// ", pipeline0 (world ranks 0 1)": which pipeline of several is shown;
+// empty when the job had one.
+std::string group_label(const std::string& group, const std::vector<int>& world_ranks);
+
 // F in the microbatch's colour, B darker, I and W lighter: the action's
 // kind reads from the shade, its microbatch from the hue.
 Color action_color(pipeline::ActionType type, int microbatch);

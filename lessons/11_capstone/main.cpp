@@ -51,12 +51,6 @@ const std::map<std::string, Preset> kPresets = {
     {"tutorial", {3, 50, 50}},  // the tutorial's 3 x 50 batches, ~1 B parameters: GPUs
 };
 
-const std::map<std::string, pipeline::ScheduleKind> kSchedules = {
-    {"gpipe", pipeline::ScheduleKind::kGPipe},
-    {"1f1b", pipeline::ScheduleKind::k1F1B},
-    {"zb-h1", pipeline::ScheduleKind::kZeroBubbleH1},
-};
-
 struct Options {
   comm::JobOptions job;
   train::TrainerOptions trainer;
@@ -174,7 +168,7 @@ int main(int argc, char** argv) {
   t.epochs = o.epochs >= 0 ? o.epochs : preset.epochs;
   t.batches_per_epoch = o.batches_per_epoch >= 0 ? o.batches_per_epoch : preset.batches_per_epoch;
   t.eval_batches = o.eval_batches >= 0 ? o.eval_batches : preset.eval_batches;
-  t.schedule = kSchedules.at(o.schedule);
+  t.schedule = pipeline::parse_kind(o.schedule);
   if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
 

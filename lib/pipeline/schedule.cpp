@@ -33,7 +33,7 @@ const char* kind_name(ScheduleKind kind) {
 
 ScheduleKind parse_kind(const std::string& name) {
   std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : name) n += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (ScheduleKind k : all_kinds())
     if (n == kind_name(k)) return k;
   if (n == "interleaved_1f1b" || n == "interleaved1f1b") return ScheduleKind::kInterleaved1F1B;

@@ -40,7 +40,9 @@ struct Schedule {
 
 // "gpipe", "1f1b", "interleaved", "looped_bfs", "zb_h1"
 const char* kind_name(ScheduleKind kind);
-// The inverse of kind_name; also accepts "interleaved_1f1b", "loopedbfs", "zbh1". Throws ScheduleError.
+// The inverse of kind_name, in any case and with '-' for '_' ("zb-h1", as
+// the capstone's --schedule spells it); also accepts "interleaved_1f1b",
+// "loopedbfs", "zbh1". Throws ScheduleError.
 ScheduleKind parse_kind(const std::string& name);
 std::vector<ScheduleKind> all_kinds();
 

@@ -14,8 +14,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -96,7 +96,7 @@ class ChromeEventReader {
 Event parse_event_line(const std::string& line);
 
 // A live-stream line that is a "clock_offset" metadata object (as
-// clock_offset_line() in chrome_json.hpp writes it): its rank and offset.
+// clock_offset_json() in chrome_json.hpp writes it): its rank and offset.
 // Nothing for any other line; throws TraceFormatError when it is a
 // clock_offset without its numbers.
 std::optional<std::pair<int, ClockOffset>> parse_clock_offset_line(const std::string& line);

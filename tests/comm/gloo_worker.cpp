@@ -90,28 +90,28 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     for (int k = 0; k < jobs; ++k) {
-    distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
-      if (scenario == "exchange") exchange(comm);
-      // The others reach the next job's rendezvous while rank 0, which
-      // hosts the store, is still in this one: they must not take this
-      // job's keys for the next one's.
-      if (k + 1 < jobs && comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      if (scenario == "silent-peer") {
-        if (comm.rank() == 0) {
-          auto t = torch::empty({4});
-          comm.recv(t, comm.size() - 1, 3);  // the last rank never sends
-        } else {
-          // Stay alive (silent) past rank 0's timeout, so it times out
-          // instead of seeing the connection close.
-          std::this_thread::sleep_for(2 * comm.timeout());
+      distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
+        if (scenario == "exchange") exchange(comm);
+        // The others reach the next job's rendezvous while rank 0, which
+        // hosts the store, is still in this one: they must not take this
+        // job's keys for the next one's.
+        if (k + 1 < jobs && comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        if (scenario == "silent-peer") {
+          if (comm.rank() == 0) {
+            auto t = torch::empty({4});
+            comm.recv(t, comm.size() - 1, 3);  // the last rank never sends
+          } else {
+            // Stay alive (silent) past rank 0's timeout, so it times out
+            // instead of seeing the connection close.
+            std::this_thread::sleep_for(2 * comm.timeout());
+          }
         }
-      }
-      if (scenario == "crash" && comm.rank() == comm.size() - 1) std::exit(7);
-      if (scenario == "crash") {
-        auto t = torch::empty({4});
-        comm.recv(t, comm.size() - 1, 0);
-      }
-    });
+        if (scenario == "crash" && comm.rank() == comm.size() - 1) std::exit(7);
+        if (scenario == "crash") {
+          auto t = torch::empty({4});
+          comm.recv(t, comm.size() - 1, 0);
+        }
+      });
     }
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;

@@ -86,6 +86,7 @@ TEST(Builders, RejectInvalidParametersWithTheRule) {
     EXPECT_NE(std::string(e.what()).find("interleaved"), std::string::npos) << e.what();
   }
   EXPECT_EQ(parse_kind("Interleaved_1F1B"), ScheduleKind::kInterleaved1F1B);
+  EXPECT_EQ(parse_kind("zb-h1"), ScheduleKind::kZeroBubbleH1);
   EXPECT_THROW(parse_kind("pipedream"), ScheduleError);
 }
 

@@ -28,6 +28,21 @@ const std::string kRun = DISTLAB_RUN;
 // 40 steps of 2 ranks, a checkpoint every 10: the kill at step 25 resumes at 20.
 const std::string kTraining = " --backend gloo --steps 40 --save-every 10 --timeout-ms 20000";
 
+// `nproc` workers under distlab-run, all restarted once when one fails;
+// the program and its flags follow.
+std::string distlab_run_restarting(int nproc, const std::string& port) {
+  return kRun + " --nproc-per-node " + std::to_string(nproc) + " --max-restarts 1 --grace-ms 2000 --master-port " +
+         port + " -- ";
+}
+
+// The same under PyTorch's torchrun (Debian's 1.13 needs --redirects 1
+// --tee 1 to show the workers' output), its logs in `log_dir`.
+std::string torchrun_restarting(int nproc, const std::string& log_dir, const std::string& port) {
+  return "/usr/bin/torchrun --nproc_per_node " + std::to_string(nproc) +
+         " --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 --log_dir " + log_dir + " --master_port " +
+         port + " --no_python ";
+}
+
 // The uninterrupted run: 2 ranks under distlab-run, no kill.
 const std::string& uninterrupted_digest() {
   static const std::string digest =
@@ -75,9 +90,8 @@ TEST(Failover, KillAndResumeUnderDistlabRun) {
   const std::string dir = fresh_dir("distlab_run");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return kRun + " --nproc-per-node 2 --max-restarts 1 --grace-ms 2000 --master-port " + port + " -- " + kLesson +
-               kTraining + " --checkpoint-dir " + emptied(dir) + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
-               uninterrupted_digest();
+        return distlab_run_restarting(2, port) + kLesson + kTraining + " --checkpoint-dir " + emptied(dir) +
+               " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest();
       },
       90);
   EXPECT_TRUE(contains(r.output, "rank 1 (pid")) << r.output;
@@ -109,10 +123,8 @@ TEST(Failover, KillAndResumeUnderTorchrun) {
   const std::string dir = fresh_dir("torchrun");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return "/usr/bin/torchrun --nproc_per_node 2 --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 "
-               "--log_dir " + emptied(dir) + "/logs --master_port " + port + " --no_python " + kLesson + kTraining +
-               " --checkpoint-dir " + dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
-               uninterrupted_digest();
+        return torchrun_restarting(2, emptied(dir) + "/logs", port) + kLesson + kTraining + " --checkpoint-dir " +
+               dir + " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest();
       },
       120);
   // torchrun's restart count reaches the ranks, which now use the keys of attempt 1.
@@ -191,8 +203,8 @@ TEST(CapstoneFailover, KilledRankUnderDistlabRunResumesOnItsOwn) {
   const std::string dir = fresh_dir("capstone_distlab_run");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return kRun + " --nproc-per-node 4 --max-restarts 1 --grace-ms 2000 --master-port " + port + " -- " + kCapstone +
-               kCapstoneTraining + " --checkpoint-dir " + emptied(dir) + " --kill-rank 3 --kill-at-step 5";
+        return distlab_run_restarting(4, port) + kCapstone + kCapstoneTraining + " --checkpoint-dir " + emptied(dir) +
+               " --kill-rank 3 --kill-at-step 5";
       },
       180);
   EXPECT_TRUE(contains(r.output, "was killed by SIGKILL")) << r.output;
@@ -204,8 +216,7 @@ TEST(CapstoneFailover, KilledRankUnderTorchrunResumesOnItsOwn) {
   const std::string dir = fresh_dir("capstone_torchrun");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return "/usr/bin/torchrun --nproc_per_node 4 --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 "
-               "--log_dir " + emptied(dir) + "/logs --master_port " + port + " --no_python " + kCapstone + kCapstoneTraining +
+        return torchrun_restarting(4, emptied(dir) + "/logs", port) + kCapstone + kCapstoneTraining +
                " --checkpoint-dir " + dir + " --kill-rank 3 --kill-at-step 5";
       },
       180);
