@@ -119,7 +119,7 @@ Registration reg("pipeline", "pipeline schedules: throughput and bubble vs micro
   cmd.add_option("--width", o->width, "Linear width")->capture_default_str();
   cmd.add_option("--batch", o->batch, "rows per step")->capture_default_str();
   cmd.add_option("--cores", o->cores, "processors the rank threads share, for the on_cores simulation")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd.add_option("-n,--iters", o->iters, "timed steps per row")->capture_default_str();
   cmd.add_option("-w,--warmup_iters", o->warmup, "untimed steps first")->capture_default_str();
   return [o] {
