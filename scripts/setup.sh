@@ -16,7 +16,11 @@ packages=(
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri
   xvfb xauth x11-apps imagemagick
   clang libclang-rt-14-dev fonts-dejavu-core
+  chromium poppler-utils   # the slides: PDFs and checks in a real browser, pdftoppm
 )
+# Node and npm for the slide tools (Marp): the machine image has Node 20;
+# elsewhere Debian's nodejs (18) will do.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +36,8 @@ if ((${#missing[@]})); then
 else
   echo "setup: all ${#packages[@]} Debian packages are installed"
 fi
+
+scripts/slides.sh --deps
 
 [ "${1:-}" = "--deps" ] && exit 0
 

@@ -1,0 +1,77 @@
+// What the slide builder and the slide checks share: where things are, how a
+// command line is split and mapped onto the build, and hashing.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const slides_dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const repo_root = path.resolve(slides_dir, '..');
+export const decks_dir = path.join(slides_dir, 'decks');
+export const lessons_dir = path.join(repo_root, 'lessons');
+
+// The build folder: --build-dir, else $BUILD_DIR, else build/ in the repo.
+export function build_dir_from(args) {
+  const i = args.indexOf('--build-dir');
+  const dir = i >= 0 ? args[i + 1] : process.env.BUILD_DIR || 'build';
+  return path.resolve(repo_root, dir);
+}
+
+// Where the slides go: --out, else BUILD/slides.
+export function out_dir_from(args, build_dir) {
+  const i = args.indexOf('--out');
+  return i >= 0 ? path.resolve(args[i + 1]) : path.join(build_dir, 'slides');
+}
+
+export function sha256(data) {
+  return crypto.createHash('sha256').update(data).digest('hex');
+}
+
+// Splits a command line as a shell would for plain words and "double" or
+// 'single' quoted ones (no variables, no globs, no pipes: a slide's command
+// is one program and its flags).
+export function split_words(line) {
+  const words = [];
+  const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
+  let m;
+  while ((m = re.exec(line))) words.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2] ?? m[3]);
+  return words;
+}
+
+// A command as written on a slide names programs as a user types them from
+// the repository's root (`build/lessons/lesson_03_broadcast`); run by the
+// builder, `build/` is the build folder in use.
+export function map_to_build(word, build_dir) {
+  return word.startsWith('build/') ? path.join(build_dir, word.slice('build/'.length)) : word;
+}
+
+// The programs a command line starts: the first word, and the program after
+// a launcher's `--` (distlab-run ... -- build/lessons/...).
+export function programs_of(words) {
+  const programs = [{ index: 0, word: words[0] }];
+  const dashdash = words.indexOf('--');
+  if (dashdash >= 0 && dashdash + 1 < words.length) programs.push({ index: dashdash + 1, word: words[dashdash + 1] });
+  return programs;
+}
+
+export function deck_files() {
+  return fs.readdirSync(decks_dir).filter((f) => /^\d\d_[a-z0-9_]+\.md$/.test(f)).sort();
+}
+
+export function lesson_folders() {
+  return fs.readdirSync(lessons_dir).filter((d) => /^\d\d_/.test(d) && fs.existsSync(path.join(lessons_dir, d, 'main.cpp')))
+    .sort();
+}
+
+export function read_json(file) {
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+// Debian's chromium (or $CHROME_PATH): Marp prints the PDFs with it and the
+// checks open the decks in it. Nothing here downloads a browser.
+export function chrome_path() {
+  if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
+  for (const p of ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'])
+    if (fs.existsSync(p)) return p;
+  throw new Error("no chromium: install Debian's chromium (scripts/setup.sh does) or set CHROME_PATH");
+}
