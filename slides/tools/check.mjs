@@ -252,15 +252,18 @@ async function check_html() {
 
 const help_cache = new Map();
 
-// The flags a built program's --help lists.
-function flags_of(program) {
-  if (!help_cache.has(program)) {
-    const r = run(program, ['--help']);
+// The flags a built program's --help lists (a subcommand's own --help for
+// `program SUBCOMMAND`), and the subcommands it lists.
+function help_of(program, sub) {
+  const key = `${program} ${sub ?? ''}`;
+  if (!help_cache.has(key)) {
+    const r = run(program, [...(sub ? [sub] : []), '--help']);
     const text = `${r.stdout}${r.stderr}`;
     const flags = new Set([...text.matchAll(/(?:^|[\s,[|])(--?[A-Za-z][\w-]*)/gm)].map((x) => x[1]));
-    help_cache.set(program, r.status === 0 && flags.size ? flags : null);
+    const subs = new Set([...(text.split(/^Subcommands:$/m)[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)\s/gm)].map((x) => x[1]));
+    help_cache.set(key, r.status === 0 ? { flags, subs } : null);
   }
-  return help_cache.get(program);
+  return help_cache.get(key);
 }
 
 function check_command(deck, slide, line) {
@@ -276,12 +279,19 @@ function check_command(deck, slide, line) {
     if (!word.startsWith('build/')) return problem(`${deck} slide ${slide}: "${word}" is not a program of the build (write build/...)`);
     const program = map_to_build(word, build_dir);
     if (!fs.existsSync(program)) return problem(`${deck} slide ${slide}: ${word} does not exist in the build`);
-    const flags = flags_of(program);
-    if (!flags) return problem(`${deck} slide ${slide}: ${word} --help failed`);
+    let help = help_of(program);
+    if (!help) return problem(`${deck} slide ${slide}: ${word} --help failed`);
+    let first = index + 1;
+    if (help.subs.size) {
+      const sub = words[first];
+      if (!help.subs.has(sub)) return problem(`${deck} slide ${slide}: ${word} has no subcommand ${sub}`);
+      help = help_of(program, sub);
+      ++first;
+    }
     const end = k + 1 < programs.length ? programs[k + 1].index - 1 : words.length;
-    for (const w of words.slice(index + 1, end)) {
+    for (const w of words.slice(first, end)) {
       const flag = w.match(/^(--?[A-Za-z][\w-]*)(=.*)?$/)?.[1];
-      if (flag && !flags.has(flag)) problem(`${deck} slide ${slide}: ${word} has no flag ${flag}`);
+      if (flag && !help.flags.has(flag)) problem(`${deck} slide ${slide}: ${word} has no flag ${flag}`);
     }
   });
 }

@@ -28,13 +28,30 @@ export function sha256(data) {
 }
 
 // Splits a command line as a shell would for plain words and "double" or
-// 'single' quoted ones (no variables, no globs, no pipes: a slide's command
-// is one program and its flags).
+// 'single' quoted parts, also inside a word (xlabel="bucket cap"); no
+// variables, no globs, no pipes: a slide's command is one program and its
+// flags.
 export function split_words(line) {
   const words = [];
-  const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
-  let m;
-  while ((m = re.exec(line))) words.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2] ?? m[3]);
+  let word = null, quote = null;
+  for (let i = 0; i < line.length; ++i) {
+    const c = line[i];
+    if (quote) {
+      if (c === quote) quote = null;
+      else if (c === '\\' && quote === '"' && i + 1 < line.length) word += line[++i];
+      else word += c;
+    } else if (/\s/.test(c)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else {
+      word ??= '';
+      if (c === '"' || c === "'") quote = c;
+      else if (c === '\\' && i + 1 < line.length) word += line[++i];
+      else word += c;
+    }
+  }
+  if (quote) throw new Error(`unclosed ${quote} in: ${line}`);
+  if (word !== null) words.push(word);
   return words;
 }
 

@@ -47,7 +47,8 @@ function parse_artefact(file, line_no, text) {
   const [, kind, name, rest] = m;
   if (kind !== 'plot') return { kind, name, command: rest.trim(), line: line_no };
   // plot NAME: RUN /regex/ x=1 y=2,3 xlabel=".." ylabel=".." legend="a,b" logx
-  const pm = rest.match(/^([a-z0-9_]+)\s+\/(.+)\/\s*(.*)$/);
+  // The regex ends at the last '/' before the options (a label may hold a '/').
+  const pm = rest.match(/^([a-z0-9_]+)\s+\/(.+?)\/((?:\s+(?:[a-z_]+=|logx|ymin0)\S*.*)?)$/);
   if (!pm) fail(file, line_no, `a plot is "plot NAME: RUN /regex/ x=N y=N,..", not "${rest}"`);
   const { options, positional } = parse_options(split_words(pm[3]));
   return { kind, name, run: pm[1], regex: pm[2], options, flags: positional, line: line_no };

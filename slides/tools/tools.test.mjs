@@ -1,0 +1,107 @@
+// The slide builder's pieces against answers worked out by hand:
+//   node --test slides/tools/tools.test.mjs
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { cut_excerpt } from './code_excerpt.mjs';
+import { programs_of, split_words } from './common.mjs';
+import { parse_deck } from './deck.mjs';
+import { plot_svg, rows_from_output } from './plot_svg.mjs';
+
+const kSource = `#include <cstdio>
+
+// Declared here, defined below: the declaration is not the excerpt.
+int twice(int x);
+
+// Doubles x.
+// (Two comment lines belong to it.)
+int twice(int x) {
+  const char* brace = "}";  // a brace in a string does not close the body
+  return 2 * x;
+}
+
+struct Point {
+  int x = 0, y = 0;
+};
+
+template <typename T>
+T add(T a, T b) {
+  if (a) {
+    return a + b;
+  }
+  return b;
+}
+`;
+
+function with_source(body) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slides-test-'));
+  fs.writeFileSync(path.join(dir, 'a.cpp'), kSource);
+  try {
+    return body(dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('a function is cut from its comment to its closing brace, not at its declaration', () => with_source((dir) => {
+  const e = cut_excerpt(dir, 'a.cpp', { symbol: 'twice' });
+  assert.equal(e.first, 6);
+  assert.equal(e.last, 11);
+  assert.equal(e.text.split('\n')[0], '// Doubles x.');
+  assert.equal(e.text.split('\n').at(-1), '}');
+}));
+
+test('a struct and a template keep their first and last lines', () => with_source((dir) => {
+  const s = cut_excerpt(dir, 'a.cpp', { symbol: 'struct Point' });
+  assert.deepEqual([s.first, s.last], [13, 15]);
+  const t = cut_excerpt(dir, 'a.cpp', { symbol: 'add' });
+  assert.deepEqual([t.first, t.last], [17, 23]);
+  assert.ok(t.text.startsWith('template <typename T>'));
+}));
+
+test('from/to cuts and removes the common indentation', () => with_source((dir) => {
+  const e = cut_excerpt(dir, 'a.cpp', { from: 'if (a)', to: 'return a + b' });
+  assert.deepEqual([e.first, e.last], [19, 20]);
+  assert.equal(e.text, 'if (a) {\n  return a + b;');
+}));
+
+test('what is not in the source is an error naming it', () => with_source((dir) => {
+  assert.throws(() => cut_excerpt(dir, 'a.cpp', { symbol: 'thrice' }), /no definition of 'thrice' in a.cpp/);
+  assert.throws(() => cut_excerpt(dir, 'a.cpp', { from: 'nope', to: 'x' }), /no line containing "nope"/);
+  assert.throws(() => cut_excerpt(dir, 'b.cpp', { symbol: 'twice' }), /b.cpp does not exist/);
+}));
+
+test('command lines split like a shell for words and quotes; launchers name a second program', () => {
+  assert.deepEqual(split_words(`a --x "b c" 'd e' f`), ['a', '--x', 'b c', 'd e', 'f']);
+  assert.deepEqual(split_words(`x=1 xlabel="cap (MiB)" y='a b'c`), ['x=1', 'xlabel=cap (MiB)', 'y=a bc']);
+  assert.throws(() => split_words('a "b'), /unclosed/);
+  const words = split_words('build/launcher/distlab-run --nproc-per-node 2 -- build/lessons/lesson_05_all_reduce --backend gloo');
+  assert.deepEqual(programs_of(words).map((p) => p.word), ['build/launcher/distlab-run', 'build/lessons/lesson_05_all_reduce']);
+});
+
+test('a plot takes the rows its regex matches, and refuses too few', () => {
+  const output = 'cap 1 MiB: 10.5 ms\nnoise\ncap 4 MiB: 8.25 ms\ncap 16 MiB: 9 ms\n';
+  const rows = rows_from_output(output, String.raw`cap (\d+) MiB: ([\d.]+) ms`, 1, [2]);
+  assert.deepEqual(rows, [[1, 10.5], [4, 8.25], [16, 9]]);
+  const svg = plot_svg(rows, { xlabel: 'cap', ylabel: 'ms', logx: true });
+  assert.equal((svg.match(/<circle /g) || []).length, 3);
+  assert.throws(() => plot_svg(rows.slice(0, 1), {}), /at least 2 rows/);
+});
+
+test('a deck without notes, with its own image or fenced block, is refused with its line', () => {
+  const head = '---\ntitle: T\n---\n';
+  assert.equal(parse_deck('d.md', `${head}# A\n<!-- say -->\n\n---\n\n## B\ntext\n<!--\nsay\n-->\n`).slides.length, 2);
+  assert.throws(() => parse_deck('d.md', `${head}# A\ntext\n`), /d.md:4: slide "A" has no speaker notes/);
+  assert.throws(() => parse_deck('d.md', `${head}# A\n![x](y.png)\n<!-- n -->\n`), /d.md:5: no images in a deck/);
+  assert.throws(() => parse_deck('d.md', `${head}# A\n\`\`\`\ncode\n\`\`\`\n<!-- n -->\n`), /d.md:5: no fenced blocks/);
+  // A plot's labels may hold spaces and slashes.
+  const plot = parse_deck('d.md', `${head}<!-- artefacts\nrun r: build/x\nplot p: r /^(\\d+) (\\d+)$/ x=1 y=2 xlabel="bytes / rank" logx\n-->\n# A\n<!-- n -->\n`)
+    .artefacts.get('p');
+  assert.equal(plot.regex, String.raw`^(\d+) (\d+)$`);
+  assert.equal(plot.options.xlabel, 'bytes / rank');
+  assert.deepEqual(plot.flags, ['logx']);
+  // A Marp directive in a comment is not a note.
+  assert.throws(() => parse_deck('d.md', `${head}<!-- _class: title -->\n# A\n`), /has no speaker notes/);
+});
