@@ -109,10 +109,9 @@ export function parse_deck(file, source) {
     if (/^\s*(```|~~~)/.test(line)) fail(file, no, 'no fenced blocks in a deck: use @output, @command or @code');
     if (/!\[[^\]]*\]\(/.test(line) || /<img\b/i.test(line))
       fail(file, no, 'no images in a deck: use @figure or @plot, made by the build');
-    if (!current.title) {
-      const h = line.match(/^#{1,3}\s+(.+)$/);
-      if (h) current.title = h[1].trim();
-    }
+    const h = line.match(/^#{1,2}\s+(.+)$/);
+    if (h && current.title) fail(file, no, `a second title "${h[1].trim()}" on slide "${current.title}": a --- missing?`);
+    if (h) current.title = h[1].trim();
     current.body.push(line);
   }
   if (in_notes) fail(file, lines.length, 'speaker notes left open (<!-- without -->)');

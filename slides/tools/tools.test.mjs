@@ -102,6 +102,7 @@ test('a deck without notes, with its own image or fenced block, is refused with 
   assert.equal(plot.regex, String.raw`^(\d+) (\d+)$`);
   assert.equal(plot.options.xlabel, 'bytes / rank');
   assert.deepEqual(plot.flags, ['logx']);
+  assert.throws(() => parse_deck('d.md', `${head}# A\n<!-- n -->\n## B\n`), /d.md:6: a second title "B" on slide "A": a --- missing\?/);
   // A Marp directive in a comment is not a note.
   assert.throws(() => parse_deck('d.md', `${head}<!-- _class: title -->\n# A\n`), /has no speaker notes/);
 });
