@@ -63,10 +63,19 @@ Attempt::~Attempt() {
 
 void Attempt::start_all() {
   std::vector<std::string> argv = options_.command;
+  const bool forward_stdin = stdin_is_foreground_terminal();
   for (int local = 0; local < options_.nproc_per_node; ++local) {
     Worker w;
     w.rank = options_.rank_of(local);
-    w.child = start_child(program_, argv, env_lines(worker_environment(options_, local, restart_count_, master_port_)));
+    comm::Environment env = worker_environment(options_, local, restart_count_, master_port_);
+    if (forward_stdin && w.rank == 0) {
+      // Its stdin is a pipe, not a terminal: the variable tells a lesson
+      // run with --step that a person answers there.
+      w.stdin_pipe = std::make_unique<StdinForwarder>(STDIN_FILENO);
+      env["DISTLAB_STEP_WAIT"] = "1";
+    }
+    w.child = start_child(program_, argv, env_lines(env), w.stdin_pipe ? w.stdin_pipe->worker_end() : -1);
+    if (w.stdin_pipe) w.stdin_pipe->worker_started();
     std::string prefix = rank_prefix(w.rank, options_.prefix);
     w.out = std::make_unique<LinePrefixer>(prefix, [](const std::string& line) { write_all(STDOUT_FILENO, line); });
     w.err = std::make_unique<LinePrefixer>(prefix, [](const std::string& line) { write_all(STDERR_FILENO, line); });
@@ -80,7 +89,8 @@ AttemptOutcome Attempt::run() {
     bool all_ended = running_count() == 0;
     if (all_ended && (!any_output_open() || Clock::now() >= drain_deadline_)) break;
 
-    // Watch: the signal pipe, then every open output pipe.
+    // Watch: the signal pipe, every open output pipe, then the terminal
+    // (or rank 0's stdin pipe) while one is forwarded.
     std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
     std::vector<std::pair<int*, LinePrefixer*>> streams;
     for (auto& w : workers_) {
@@ -90,6 +100,10 @@ AttemptOutcome Attempt::run() {
         streams.push_back({fd, lines});
       }
     }
+    StdinForwarder* forwarder = nullptr;
+    for (auto& w : workers_)
+      if (w.stdin_pipe && w.stdin_pipe->poll_entry().fd >= 0) forwarder = w.stdin_pipe.get();
+    if (forwarder != nullptr) fds.push_back(forwarder->poll_entry());
     int timeout = -1;
     if (all_ended)
       timeout = millis_until(drain_deadline_);
@@ -99,6 +113,7 @@ AttemptOutcome Attempt::run() {
 
     for (size_t i = 0; i < streams.size(); ++i)
       if (fds[i + 1].revents != 0 && *streams[i].first >= 0) read_available(*streams[i].first, *streams[i].second, 1);
+    if (forwarder != nullptr) forwarder->on_ready(fds.back().revents);
     for (int sig : signals_.take()) {
       if (sig == SIGCHLD)
         reap();
@@ -140,6 +155,7 @@ void Attempt::reap() {
 
 void Attempt::on_exit(Worker& w, int wait_status) {
   w.running = false;
+  w.stdin_pipe.reset();  // nobody reads it any more
   // What it wrote before ending comes before the launcher's report of it.
   for (auto [fd, lines] : streams_of(w))
     if (*fd >= 0) read_available(*fd, *lines, kDrainReads);

@@ -1,6 +1,7 @@
 // One start of all workers on this node, watched until every one has ended:
-//   start all -> poll(output, signals) -> first failure or Ctrl-C: stop all
-//   (SIGTERM or the forwarded signal, SIGKILL after the grace period).
+//   start all -> poll(output, signals, the terminal for rank 0) -> first
+//   failure or Ctrl-C: stop all (SIGTERM or the forwarded signal, SIGKILL
+//   after the grace period).
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 #include "line_prefixer.hpp"
 #include "options.hpp"
 #include "signal_pipe.hpp"
+#include "stdin_forwarder.hpp"
 
 namespace distlab::launcher {
 
@@ -38,6 +40,7 @@ class Attempt {
     int rank = 0;
     ChildProcess child;
     std::unique_ptr<LinePrefixer> out, err;
+    std::unique_ptr<StdinForwarder> stdin_pipe;  // global rank 0 with a terminal only
     bool running = true;
   };
 

@@ -25,8 +25,8 @@ void make_pipe(int fds[2]) {
 
 // Between fork and exec only async-signal-safe calls: everything the child
 // needs (argv, envp, the path) was built before fork.
-[[noreturn]] void exec_in_child(pid_t launcher, const char* path, char* const argv[], char* const envp[], int out_write,
-                                int err_write, int report_write, const sigset_t& old_mask) {
+[[noreturn]] void exec_in_child(pid_t launcher, const char* path, char* const argv[], char* const envp[], int in_read,
+                                int out_write, int err_write, int report_write, const sigset_t& old_mask) {
   // Own group: Ctrl-C in a terminal reaches only the launcher, which forwards
   // it once to every worker; and a stop signal reaches the worker's children.
   ::setpgid(0, 0);
@@ -38,9 +38,9 @@ void make_pipe(int fds[2]) {
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
   // A worker in a background process group would stop on reading the
-  // terminal; workers get no stdin.
-  int null_fd = ::open("/dev/null", O_RDONLY);
-  if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+  // terminal: it reads the launcher's pipe, or nothing.
+  int in_fd = in_read >= 0 ? in_read : ::open("/dev/null", O_RDONLY);
+  if (in_fd >= 0) ::dup2(in_fd, STDIN_FILENO);
   ::dup2(out_write, STDOUT_FILENO);
   ::dup2(err_write, STDERR_FILENO);
   ::execve(path, argv, envp);
@@ -53,7 +53,7 @@ void make_pipe(int fds[2]) {
 }  // namespace
 
 ChildProcess start_child(const std::string& path, const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env) {
+                         const std::vector<std::string>& env, int stdin_fd) {
   std::vector<char*> c_argv = c_strings(argv);
   std::vector<char*> c_env = c_strings(env);
   int out[2], err[2], report[2];
@@ -68,7 +68,8 @@ ChildProcess start_child(const std::string& path, const std::vector<std::string>
   ::sigprocmask(SIG_BLOCK, &all, &old_mask);
   pid_t launcher = ::getpid();
   pid_t pid = ::fork();
-  if (pid == 0) exec_in_child(launcher, path.c_str(), c_argv.data(), c_env.data(), out[1], err[1], report[1], old_mask);
+  if (pid == 0)
+    exec_in_child(launcher, path.c_str(), c_argv.data(), c_env.data(), stdin_fd, out[1], err[1], report[1], old_mask);
   int fork_errno = errno;
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   ::close(out[1]);

@@ -1,5 +1,6 @@
 // One worker process: started in its own process group with its stdout and
-// stderr on pipes, its stdin on /dev/null, and tied to the launcher's life.
+// stderr on pipes, its stdin on /dev/null (or, for rank 0, a pipe from the
+// launcher's terminal: stdin_forwarder.hpp), and tied to the launcher's life.
 #pragma once
 
 #include <sys/types.h>
@@ -22,10 +23,11 @@ struct ChildProcess {
   int err_fd = -1;  // read end of its stderr, non-blocking
 };
 
-// `path` from find_program; `argv` with argv[0]; `env` as "NAME=value".
+// `path` from find_program; `argv` with argv[0]; `env` as "NAME=value";
+// `stdin_fd` becomes the worker's stdin (-1: /dev/null).
 // Throws LaunchError naming the program when exec fails.
 ChildProcess start_child(const std::string& path, const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env);
+                         const std::vector<std::string>& env, int stdin_fd = -1);
 
 // `name` as execvp would find it in `path_var` (PATH); a name with a '/' is
 // taken as is. Throws LaunchError when there is nothing executable.

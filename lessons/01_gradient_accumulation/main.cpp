@@ -16,6 +16,7 @@
 #include <string>
 
 #include "house_prices.hpp"
+#include "lesson.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 
@@ -48,14 +49,16 @@ void print_params(const char* indent, const Params& p) {
               lessons::value(p.b));
 }
 
-// Parts 1-4 involve no communication: rank 0 shows them.
-void single_process_parts(const Options& o) {
+// Parts 1-4 involve no communication: rank 0 shows them, one function each.
+std::vector<House> first_two_items() {
   const auto data = lessons::training_data();
-  const std::vector<House> first_two(data.begin(), data.begin() + 2);
+  return {data.begin(), data.begin() + 2};
+}
 
+void step_after_every_item(const Options& o) {
   std::printf("\n1. A step after every item (the slides' train_no_accumulate), first two items:\n");
   Params p = Params::make(o.w1, o.w2, o.b);
-  for (const House& h : first_two) {
+  for (const House& h : first_two_items()) {
     auto y_pred = lessons::predict(p, h);
     auto loss = (y_pred - h.price).pow(2);
     loss.backward();
@@ -66,11 +69,13 @@ void single_process_parts(const Options& o) {
     lessons::zero_grads(p);
     print_params("    optimizer.step(), zero_grad():  ", p);
   }
+}
 
+void accumulate_two_items(const Options& o) {
   std::printf("\n2. Accumulate the same two items, one step at the end (train_accumulate, batch 2):\n");
-  p = Params::make(o.w1, o.w2, o.b);
+  Params p = Params::make(o.w1, o.w2, o.b);
   lessons::zero_grads(p);
-  for (const House& h : first_two) {
+  for (const House& h : first_two_items()) {
     lessons::item_loss(p, h).backward();
     char label[64];
     std::snprintf(label, sizeof label, "  after item (x1=%g, x2=%g) .grad holds:", h.bedrooms, h.bathrooms);
@@ -79,18 +84,24 @@ void single_process_parts(const Options& o) {
   lessons::sgd_step(p, o.lr);
   print_params("    one optimizer.step():  ", p);
   std::printf("  Look: the second .grad is the sum of both items' gradients; w moved once.\n");
+}
 
+void accumulated_is_batch_gradient(const Options& o) {
+  const auto data = lessons::training_data();
   std::printf("\n3. The accumulated gradient IS the gradient of the whole batch (%zu houses):\n", data.size());
-  p = Params::make(o.w1, o.w2, o.b);
+  Params p = Params::make(o.w1, o.w2, o.b);
   const Gradients accumulated = lessons::accumulated_gradient(p, data);
   const Gradients batch = lessons::batch_gradient(p, data);
   print_grads("one backward per item, summed in .grad:", accumulated);
   print_grads("one backward of sum((y_pred - y)^2):", batch);
   std::printf("  largest difference: %.3g  (float64 rounding; a mean loss would be this sum / %zu)\n",
               largest_difference(accumulated, batch), data.size());
+}
 
-  std::printf("\n4. Train %d epochs on the %zu houses, lr %g: total loss after each epoch\n", o.epochs, data.size(),
-              o.lr);
+void train_both_ways(const Options& o) {
+  const auto data = lessons::training_data();
+  std::printf("\n4. Training both ways: %d epochs on the %zu houses, lr %g; total loss after each epoch\n",
+              o.epochs, data.size(), o.lr);
   Params every = Params::make(o.w1, o.w2, o.b), accum = Params::make(o.w1, o.w2, o.b);
   const auto every_losses = lessons::train(every, data, o.epochs, o.lr, 1);
   const auto accum_losses = lessons::train(accum, data, o.epochs, o.lr, o.accumulate);
@@ -126,8 +137,8 @@ void across_ranks(comm::Communicator& comm, const Options& o) {
   const Gradients summed{sum[0].item<double>(), sum[1].item<double>(), sum[2].item<double>()};
 
   if (me != 0) return;
-  std::printf("\n5. The batch split across %d ranks (%s backend): each accumulates its share, an all-reduce adds\n",
-              p, comm.backend().c_str());
+  std::printf("\n5. The batch split across the ranks (%d, %s backend): each accumulates its share, an all-reduce "
+              "adds\n", p, comm.backend().c_str());
   for (int r = 0; r < p; ++r) {
     std::string label = "rank " + std::to_string(r) + " (houses";
     for (size_t i = r; i < data.size(); i += p) label += " " + std::to_string(i + 1);
@@ -146,8 +157,12 @@ void across_ranks(comm::Communicator& comm, const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  lessons::Parts parts({"A step after every item", "Accumulate the same two items",
+                        "The accumulated gradient IS the gradient of the whole batch", "Training both ways",
+                        "The batch split across the ranks"});
   CLI::App app{"Lesson 01: gradient accumulation (the slides' house-price regression)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--epochs", o.epochs, "epochs of part 4")->check(CLI::Range(1, 10000))->capture_default_str();
   app.add_option("--lr", o.lr, "SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--accumulate", o.accumulate, "items whose gradients are summed before each step (batch size)")
@@ -155,24 +170,26 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  try {
-    comm::run_job(comm::with_env_defaults(o.job), [&](comm::Communicator& comm) {
-      if (comm.rank() == 0) {
-        std::printf("Lesson 01: gradient accumulation  (%s backend, %d ranks)\n", comm.backend().c_str(),
-                    comm.size());
-        std::printf("Model: price = bedrooms*w1 + bathrooms*w2 + b; loss = (price_pred - price)^2; SGD lr %g\n",
-                    o.lr);
-        print_params("Start: ", Params::make(o.w1, o.w2, o.b));
-        single_process_parts(o);
-      }
-      across_ranks(comm, o);
-      if (comm.rank() == 0)
-        std::printf("\nNext: --accumulate 4 (fewer, larger steps), --ranks 8 (one house per rank), then lesson 02:\n"
-                    "how the gradients get from rank to rank.\n");
-    });
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson_01_gradient_accumulation: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return lessons::run_lesson("lesson_01_gradient_accumulation", o.job, [&](comm::Communicator& comm) {
+    const bool rank0 = comm.rank() == 0;
+    if (rank0) {
+      std::printf("Lesson 01: gradient accumulation  (%s backend, %d ranks)\n", comm.backend().c_str(), comm.size());
+      std::printf("Model: price = bedrooms*w1 + bathrooms*w2 + b; loss = (price_pred - price)^2; SGD lr %g\n", o.lr);
+      print_params("Start: ", Params::make(o.w1, o.w2, o.b));
+    }
+    // Parts 1-4: rank 0 alone; the others only keep step with it.
+    parts.begin(comm, "A step after every item");
+    if (rank0) step_after_every_item(o);
+    parts.begin(comm, "Accumulate the same two items");
+    if (rank0) accumulate_two_items(o);
+    parts.begin(comm, "The accumulated gradient IS the gradient of the whole batch");
+    if (rank0) accumulated_is_batch_gradient(o);
+    parts.begin(comm, "Training both ways");
+    if (rank0) train_both_ways(o);
+    parts.begin(comm, "The batch split across the ranks");
+    across_ranks(comm, o);
+    if (rank0)
+      std::printf("\nNext: --accumulate 4 (fewer, larger steps), --ranks 8 (one house per rank), then lesson 02:\n"
+                  "how the gradients get from rank to rank.\n");
+  });
 }

@@ -16,7 +16,10 @@
 #include "collectives/cost_model.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
-#include "measure.hpp"
+#include "lesson.hpp"
+#include "over_ranks.hpp"
+#include "story.hpp"
+#include "timing.hpp"
 
 using namespace distlab;
 using collectives::LinkParams;
@@ -56,80 +59,104 @@ std::vector<double> predicted_times(int world_size, int64_t bytes, const LinkPar
 // What a friend should receive: byte i of the file is i mod 251.
 torch::Tensor the_file(int64_t bytes) { return torch::arange(bytes, torch::kInt64).fmod(251).to(torch::kUInt8); }
 
-struct Round {
-  std::vector<double> friend_done;  // seconds from the start until friend f has the file (rank 0's clock)
-  double sequential = 0, together = 0;
-};
-
-// One round: one friend after another (send waits until that friend has
-// it), then all at once (isend to everybody, then wait for all).
-Round send_round(comm::Communicator& comm, const torch::Tensor& file, torch::Tensor& inbox) {
-  Round round;
-  const int p = comm.size();
-  round.sequential = lessons::slowest_rank_seconds(comm, [&] {
+// One round of one after another: rank 0 sends to friend 1 and waits until
+// it has the file, then friend 2, ... Returns the seconds from the start
+// until each friend has it (rank 0's clock) and, last, the slowest rank's
+// time for the whole round.
+std::vector<double> one_after_another_round(comm::Communicator& comm, const torch::Tensor& file,
+                                            torch::Tensor& inbox) {
+  std::vector<double> done;
+  const double all = lessons::slowest_rank_seconds(comm, [&] {
     if (comm.rank() != 0) return comm.recv(inbox, 0);
     const auto start = std::chrono::steady_clock::now();
-    for (int f = 1; f < p; ++f) {
+    for (int f = 1; f < comm.size(); ++f) {
       comm.send(file, f);
-      round.friend_done.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      done.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   });
-  round.together = lessons::slowest_rank_seconds(comm, [&] {
-    if (comm.rank() != 0) return comm.recv(inbox, 0);
-    std::vector<comm::WorkPtr> sends;
-    for (int f = 1; f < p; ++f) sends.push_back(comm.isend(file, f));  // all on their way...
-    for (auto& s : sends) s->wait();                                   // ...before waiting for any
-  });
-  return round;
+  done.push_back(all);
+  return done;
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+// One round of all at once: isend to everybody, then wait for all.
+double all_at_once_round(comm::Communicator& comm, const torch::Tensor& file, torch::Tensor& inbox) {
+  return lessons::slowest_rank_seconds(comm, [&] {
+    if (comm.rank() != 0) return comm.recv(inbox, 0);
+    std::vector<comm::WorkPtr> sends;
+    for (int f = 1; f < comm.size(); ++f) sends.push_back(comm.isend(file, f));  // all on their way...
+    for (auto& s : sends) s->wait();                                             // ...before waiting for any
+  });
+}
+
+// Bytes of the file that the friends received wrong, summed over ranks:
+// every friend checks its copy byte by byte.
+int64_t received_wrong(comm::Communicator& comm, const torch::Tensor& inbox, int64_t bytes) {
+  return lessons::sum_over_ranks(comm, comm.rank() == 0 ? 0 : inbox.cpu().ne(the_file(bytes)).sum().item<int64_t>());
+}
+
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   if (p < 2) throw comm::SetupError("lesson 02 needs at least 2 ranks: you and a friend (--ranks 8)");
   const int64_t bytes = o.story.bytes();
   const lessons::Links links = lessons::links_for(comm, o.story);
-
-  const auto options = torch::TensorOptions().dtype(torch::kUInt8).device(comm.device());
-  const torch::Tensor file = me == 0 ? the_file(bytes).to(comm.device()) : torch::Tensor();
-  torch::Tensor inbox = torch::zeros({bytes}, options);
-  send_round(comm, file, inbox);  // warm-up: connections made, pages touched
-  Round best;
-  for (int r = 0; r < o.story.iters; ++r) {
-    Round round = send_round(comm, file, inbox);
-    if (r == 0 || round.sequential < best.sequential) best = round;
-  }
-  // Every friend checks the file it got, byte by byte.
-  const int64_t wrong = me == 0 ? 0 : inbox.cpu().ne(the_file(bytes)).sum().item<int64_t>();
-  const int64_t total_wrong = lessons::sum_over_ranks(comm, wrong);
-  if (me != 0) return;
-
-  std::printf("Lesson 02: point-to-point  (%s backend, %d ranks: rank 0 is you, %d friends)\n\n",
-              comm.backend().c_str(), p, p - 1);
-  std::printf("Send a %g MB file to %d friends. The story's link is %g MB/s; ", o.story.mb, p - 1,
-              o.story.link_mb_per_s);
-  if (links.here)
-    std::printf("the link measured here has\nlatency %s and %.2f GB/s. ", format_seconds(links.here->alpha_s).c_str(),
-                1e-9 / links.here->beta_s_per_byte);
-  else
-    std::printf("add --calibrate to predict\nfor the link measured here. ");
-  std::printf("Measured: real sends, best of %d rounds.\n\n", o.story.iters);
-
   const auto story_times = predicted_times(p, bytes, links.story);
   const auto here_times = predicted_times(p, bytes, links.here.value_or(LinkParams{}));
   auto row = [&](const std::string& what, size_t i, double measured) {
     std::printf("  %-30s %14s %16s %12s\n", what.c_str(), format_seconds(story_times[i]).c_str(),
                 links.here ? format_seconds(here_times[i]).c_str() : "-", format_seconds(measured).c_str());
   };
-  std::printf("  %-30s %14s %16s %12s\n", "one after another", "story", "predicted here", "measured");
-  for (int f = 1; f < p; ++f)
-    row("  friend " + std::to_string(f) + " has the file after", f - 1, best.friend_done[f - 1]);
-  row("all at once (isend to all)", p - 1, best.together);
-  std::printf("\n  bytes the friends received wrong: %lld\n", static_cast<long long>(total_wrong));
+  auto header = [] { std::printf("  %-30s %14s %16s %12s\n", "", "story", "predicted here", "measured"); };
+
+  if (me == 0) {
+    std::printf("Lesson 02: point-to-point  (%s backend, %d ranks: rank 0 is you, %d friends)\n\n",
+                comm.backend().c_str(), p, p - 1);
+    std::printf("Send a %g MB file to %d friends. The story's link is %g MB/s; ", o.story.mb, p - 1,
+                o.story.link_mb_per_s);
+    if (links.here)
+      std::printf("the link measured here has\nlatency %s and %.2f GB/s. ",
+                  format_seconds(links.here->alpha_s).c_str(), 1e-9 / links.here->beta_s_per_byte);
+    else
+      std::printf("add --calibrate to predict\nfor the link measured here. ");
+    std::printf("Measured: real sends, best of %d rounds.\n", o.story.iters);
+  }
+
+  const auto options = torch::TensorOptions().dtype(torch::kUInt8).device(comm.device());
+  const torch::Tensor file = me == 0 ? the_file(bytes).to(comm.device()) : torch::Tensor();
+  torch::Tensor inbox = torch::zeros({bytes}, options);
+
+  parts.begin(comm, "One after another");
+  one_after_another_round(comm, file, inbox);  // warm-up: connections made, pages touched
+  std::vector<double> sequential;              // the best round: each friend's time, then the whole round's
+  for (int r = 0; r < o.story.iters; ++r) {
+    const auto round = one_after_another_round(comm, file, inbox);
+    if (r == 0 || round.back() < sequential.back()) sequential = round;
+  }
+  int64_t wrong = received_wrong(comm, inbox, bytes);
+  if (me == 0) {
+    std::printf("\n1. One after another: send to a friend, wait until it has the file, then the next friend\n");
+    header();
+    for (int f = 1; f < p; ++f) row("  friend " + std::to_string(f) + " has the file after", f - 1, sequential[f - 1]);
+  }
+
+  parts.begin(comm, "All at once");
+  inbox.zero_();
+  all_at_once_round(comm, file, inbox);
+  double together = 0;
+  for (int r = 0; r < o.story.iters; ++r) {
+    const double round = all_at_once_round(comm, file, inbox);
+    if (r == 0 || round < together) together = round;
+  }
+  wrong += received_wrong(comm, inbox, bytes);
+  if (me != 0) return;
+  std::printf("\n2. All at once: isend to every friend, then wait for all\n");
+  header();
+  row("all at once (isend to all)", p - 1, together);
+  std::printf("\n  bytes the friends received wrong: %lld\n", static_cast<long long>(wrong));
   std::printf("  Look: one after another grows by one send per friend: %d friends, %d sends' time.\n"
               "  All at once took %.2f x as long as one after another here. In the story it is no faster\n"
               "  because one uplink is shared; ranks on one machine share its cores and memory bandwidth\n"
               "  instead, and either way the sender sends every byte %d times.\n",
-              p - 1, p - 1, best.together / best.sequential, p - 1);
+              p - 1, p - 1, together / sequential.back(), p - 1);
   std::printf("\nNext: --calibrate, --file-mb 50, --backend gloo under distlab-run --nproc-per-node 8;\n"
               "then lesson 03: a broadcast in which the friends pass the file on.\n");
 }
@@ -139,10 +166,12 @@ void run(comm::Communicator& comm, const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   o.job.ranks = 8;  // you and 7 friends
+  lessons::Parts parts({"One after another", "All at once"});
   CLI::App app{"Lesson 02: point-to-point (send a 5 MB file to 7 friends)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   o.story.iters = 3;  // rounds of real sends, the best shown
   lessons::add_story_flags(app, o.story, "--file-mb", "size of the file");
   CLI11_PARSE(app, argc, argv);
-  return lessons::run_lesson("lesson_02_point_to_point", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_02_point_to_point", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

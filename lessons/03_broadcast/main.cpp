@@ -18,6 +18,8 @@
 #include "compare.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "lesson.hpp"
+#include "over_ranks.hpp"
 
 using namespace distlab;
 using collectives::Algorithm;
@@ -71,22 +73,25 @@ double checksum(const std::vector<torch::Tensor>& weights) {
   return sum;
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   if (o.root >= p)
     throw comm::SetupError("--root " + std::to_string(o.root) + " is not a rank of a job of " + std::to_string(p));
   const int64_t bytes = o.story.bytes();
   const lessons::Links links = lessons::links_for(comm, o.story);
 
-  if (me == 0) {
+  if (me == 0)
     std::printf("Lesson 03: broadcast  (%s backend, %d ranks, root %d)\n\n", comm.backend().c_str(), p, o.root);
+
+  parts.begin(comm, "The story");
+  if (me == 0) {
     std::printf("1. The story: %g MB from rank %d to %d ranks at %g MB/s (cost model)\n", o.story.mb, o.root,
                 p - 1, o.story.link_mb_per_s);
     lessons::print_story(Collective::kBroadcast, p, bytes, o.root, links.story, /*show_steps=*/true);
     std::printf("  Look: in the tree every rank that has the file sends it on: the senders double each step.\n");
   }
 
-  // 2. The tree by hand, on a few numbers.
+  parts.begin(comm, "The tree by hand");  // on a few numbers
   auto numbers = me == 0 ? torch::tensor({3.f, 1.f, 4.f, 1.f, 5.f}) : torch::zeros({5});
   numbers = numbers.to(comm.device());
   const auto received_in = lessons::one_per_rank(comm, tree_broadcast_by_hand(comm, numbers));
@@ -108,14 +113,14 @@ void run(comm::Communicator& comm, const Options& o) {
     std::printf("\n    wrong elements on all ranks: %lld\n", static_cast<long long>(hand_wrong));
   }
 
-  // 3. The library's broadcasts on this machine.
+  parts.begin(comm, "The library's broadcasts");  // on this machine
   const int64_t n = bytes / 4;
   const auto expected = root_data(n).to(comm.device());
   const lessons::AlgorithmTable table(Collective::kBroadcast, p, n, 4, o.root,
                                       links, /*bandwidth=*/false);
   if (me == 0) {
-    std::printf("\n3. Broadcast %g MB (%lld float32) from rank %d on this machine, %d calls each:\n", o.story.mb,
-                static_cast<long long>(n), o.root, o.story.iters);
+    std::printf("\n3. The library's broadcasts on this machine: %g MB (%lld float32) from rank %d, %d calls each:\n",
+                o.story.mb, static_cast<long long>(n), o.root, o.story.iters);
     table.print_header();
   }
   std::vector<double> measured;
@@ -139,14 +144,14 @@ void run(comm::Communicator& comm, const Options& o) {
                 p / 2, links.here ? "" : "\n  Add --calibrate to predict for the link measured here.");
   }
 
-  // 4. DDP's first step: every rank starts from the root's weights.
+  parts.begin(comm, "Initial weights from the root");  // DDP's first step: every rank starts from them
   auto weights = init_weights(me, comm.device());
   const auto before = lessons::one_per_rank(comm, checksum(weights));
   for (auto& w : weights) collectives::broadcast(comm, w, o.root, Algorithm::kTree);
   const auto after = lessons::one_per_rank(comm, checksum(weights));
   if (me == 0) {
-    std::printf("\n4. Initial weights (linear 32->64->10), each rank seeded differently, broadcast from rank %d:\n",
-                o.root);
+    std::printf("\n4. Initial weights from the root (linear 32->64->10), each rank seeded differently, broadcast from "
+                "rank %d:\n", o.root);
     std::printf("  %6s %22s %22s\n", "rank", "sum of weights before", "sum of weights after");
     for (int r = 0; r < p; ++r) std::printf("  %6d %22.6f %22.6f\n", r, before[r], after[r]);
     std::printf("  Look: after the broadcast every rank holds rank %d's weights: the same model everywhere.\n",
@@ -161,11 +166,13 @@ void run(comm::Communicator& comm, const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   o.job.ranks = 8;  // the slides' 8 ranks
+  lessons::Parts parts({"The story", "The tree by hand", "The library's broadcasts", "Initial weights from the root"});
   CLI::App app{"Lesson 03: broadcast (sequential vs binomial tree; initial weights from rank 0)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   lessons::add_story_flags(app, o.story, "--mb", "size of the data to broadcast");
   app.add_option("--root", o.root, "the rank that has the data")->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  return lessons::run_lesson("lesson_03_broadcast", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_03_broadcast", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

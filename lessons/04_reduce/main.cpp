@@ -18,6 +18,8 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "lesson.hpp"
+#include "over_ranks.hpp"
 
 using namespace distlab;
 using collectives::Algorithm;
@@ -65,7 +67,7 @@ void show_story(int p, int64_t bytes, int root, const collectives::LinkParams& s
   std::printf("\n");
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   if (o.root >= p)
     throw comm::SetupError("--root " + std::to_string(o.root) + " is not a rank of a job of " + std::to_string(p));
@@ -73,15 +75,19 @@ void run(comm::Communicator& comm, const Options& o) {
   const int64_t bytes = o.story.bytes();
   const lessons::Links links = lessons::links_for(comm, o.story);
 
-  if (me == 0) {
+  if (me == 0)
     std::printf("Lesson 04: reduce  (%s backend, %d ranks, root %d, op %s)\n\n", comm.backend().c_str(), p, o.root,
                 o.op.c_str());
+
+  parts.begin(comm, "The story");
+  if (me == 0) {
     std::printf("1. The story: %d ranks each hold a %g MB gradient; rank %d needs their %s; %g MB/s links\n", p,
                 o.story.mb, o.root, o.op.c_str(), o.story.link_mb_per_s);
     show_story(p, bytes, o.root, links.story);
     std::printf("  Look: in the tree each step halves the ranks still holding a partial %s.\n", o.op.c_str());
   }
 
+  parts.begin(comm, "The library's reduces");  // on this machine
   const int64_t n = bytes / 4;
   const auto v = pattern(n);
   const auto input = gradient_of(me, v).to(comm.device());
@@ -89,7 +95,7 @@ void run(comm::Communicator& comm, const Options& o) {
   auto output = torch::empty_like(input);
   const lessons::AlgorithmTable table(Collective::kReduce, p, n, 4, o.root, links, /*bandwidth=*/false);
   if (me == 0) {
-    std::printf("\n2. Reduce %g MB (%lld float32) per rank to rank %d on this machine, %d calls each;\n"
+    std::printf("\n2. The library's reduces on this machine: %g MB (%lld float32) per rank to rank %d, %d calls each;\n"
                 "   #wrong: elements of the root's result that differ from torch's own %s of all gradients\n",
                 o.story.mb, static_cast<long long>(n), o.root, o.story.iters, o.op.c_str());
     table.print_header();
@@ -118,13 +124,15 @@ void run(comm::Communicator& comm, const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   o.job.ranks = 8;  // the slides' 8 ranks
+  lessons::Parts parts({"The story", "The library's reduces"});
   CLI::App app{"Lesson 04: reduce (sequential vs tree, log2(p) steps)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   lessons::add_story_flags(app, o.story, "--mb", "each rank's gradient");
   app.add_option("--root", o.root, "the rank that receives the result")->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--op", o.op, "sum, avg, max or min")->check(CLI::IsMember({"sum", "avg", "max", "min"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  return lessons::run_lesson("lesson_04_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_04_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

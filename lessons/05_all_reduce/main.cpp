@@ -23,6 +23,8 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "lesson.hpp"
+#include "over_ranks.hpp"
 
 using namespace distlab;
 using collectives::Algorithm;
@@ -44,14 +46,17 @@ torch::Tensor gradient_of(int rank, int64_t n) {
   return torch::arange(n, torch::kInt64).add(5 * rank).fmod(17).sub(8).to(torch::kFloat32);
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   const auto op = comm::parse_reduce_op(o.op);
   const int64_t bytes = o.story.bytes();
   const lessons::Links links = lessons::links_for(comm, o.story);
 
-  if (me == 0) {
+  if (me == 0)
     std::printf("Lesson 05: all-reduce  (%s backend, %d ranks, op %s)\n\n", comm.backend().c_str(), p, o.op.c_str());
+
+  parts.begin(comm, "The story");
+  if (me == 0) {
     std::printf("1. The story: %d ranks each hold a %g MB gradient and all need the %s; %g MB/s links\n", p,
                 o.story.mb, o.op.c_str(), o.story.link_mb_per_s);
     lessons::print_story(Collective::kAllReduce, p, bytes, 0, links.story, o.show_steps && p <= 8);
@@ -59,6 +64,7 @@ void run(comm::Communicator& comm, const Options& o) {
                 "  chunk each time, so no link idles and nobody carries the whole buffer.\n", p);
   }
 
+  parts.begin(comm, "The library's all-reduces");  // on this machine
   const int64_t n = bytes / 4;
   const auto input = gradient_of(me, n).to(comm.device());
   // The reference: the backend's own all-reduce of the same input.
@@ -67,8 +73,8 @@ void run(comm::Communicator& comm, const Options& o) {
   auto output = torch::empty_like(input);
   const lessons::AlgorithmTable table(Collective::kAllReduce, p, n, 4, 0, links, /*bandwidth=*/true);
   if (me == 0) {
-    std::printf("\n2. All-reduce %g MB (%lld float32) on this machine, %d calls each; #wrong: elements, on all\n"
-                "   ranks, that differ from the %s backend's own all-reduce\n",
+    std::printf("\n2. The library's all-reduces on this machine: %g MB (%lld float32), %d calls each; #wrong:\n"
+                "   elements, on all ranks, that differ from the %s backend's own all-reduce\n",
                 o.story.mb, static_cast<long long>(n), o.story.iters, comm.backend().c_str());
     table.print_header();
   }
@@ -105,12 +111,14 @@ void run(comm::Communicator& comm, const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  lessons::Parts parts({"The story", "The library's all-reduces"});
   CLI::App app{"Lesson 05: all-reduce (reduce+broadcast, ring, halving-doubling, checked against native)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   lessons::add_story_flags(app, o.story, "--mb", "each rank's gradient");
   app.add_option("--op", o.op, "sum, avg, max or min")->check(CLI::IsMember({"sum", "avg", "max", "min"}))
       ->capture_default_str();
   app.add_flag("!--no-steps", o.show_steps, "leave out the step-by-step plans");
   CLI11_PARSE(app, argc, argv);
-  return lessons::run_lesson("lesson_05_all_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_05_all_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

@@ -26,7 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "measure.hpp"
+#include "lesson.hpp"
+#include "over_ranks.hpp"
 #include "replicas.hpp"
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
@@ -79,7 +80,7 @@ void print_losses(comm::Communicator& comm, const std::vector<double>& mine, con
   }
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   const auto algorithm = collectives::parse_algorithm(o.algorithm);
   const int64_t batch = static_cast<int64_t>(o.rows_per_rank) * p;
@@ -94,6 +95,7 @@ void run(comm::Communicator& comm, const Options& o) {
 
   // The reference: one process, the whole batch, rank 0's initial weights.
   // Every rank computes it (it is small) to compare against it locally.
+  parts.begin(comm, "The reference");
   auto reference = make_model();
   lessons::fill_from_seed(*reference, seed_of(0));
   std::vector<double> reference_loss;
@@ -112,6 +114,7 @@ void run(comm::Communicator& comm, const Options& o) {
                 static_cast<long long>(batch));
 
   // ---- 1. The five steps, by hand ------------------------------------------
+  parts.begin(comm, "From scratch");
   auto scratch = make_model();
   lessons::fill_from_seed(*scratch, seed_of(me));
   const double before = scratch->parameters()[0].sum().item<double>();
@@ -151,6 +154,7 @@ void run(comm::Communicator& comm, const Options& o) {
   print_losses(comm, losses, reference_loss);
 
   // ---- 2. The naive version, from the library -------------------------------
+  parts.begin(comm, "The naive version from the library");
   auto naive = make_model();
   lessons::fill_from_seed(*naive, seed_of(me));
   ddp::broadcast_parameters(comm, *naive);
@@ -166,6 +170,7 @@ void run(comm::Communicator& comm, const Options& o) {
                 "   backward ddp::average_gradients (one all-reduce per gradient, after backward)\n");
 
   // ---- 3. The library's DistributedDataParallel -----------------------------
+  parts.begin(comm, "ddp::DistributedDataParallel");
   auto model = make_model();
   lessons::fill_from_seed(*model, seed_of(me));
   ddp::DdpOptions ddp_options;
@@ -187,6 +192,7 @@ void run(comm::Communicator& comm, const Options& o) {
   print_losses(comm, losses, reference_loss);
 
   // ---- 4. The check ----------------------------------------------------------
+  parts.begin(comm, "The check");
   struct Row {
     const char* name;
     torch::nn::Module* model;
@@ -196,8 +202,8 @@ void run(comm::Communicator& comm, const Options& o) {
                                  {"DistributedDataParallel", model.ptr().get()}};
   bool all_equal = true;
   if (me == 0)
-    std::printf("\n4. After %d steps: largest difference of any parameter (float32 rounding: < %g)\n", o.steps,
-                o.tolerance);
+    std::printf("\n4. The check after %d steps: largest difference of any parameter (float32 rounding: < %g)\n",
+                o.steps, o.tolerance);
   for (const Row& row : rows) {
     const double vs_reference = lessons::max_over_ranks(comm, lessons::largest_difference(*row.model, *reference));
     const double across = lessons::largest_difference_across_ranks(comm, *row.model);
@@ -221,8 +227,12 @@ void run(comm::Communicator& comm, const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  lessons::Parts parts({"The reference", "From scratch", "The naive version from the library",
+                        "ddp::DistributedDataParallel", "The check"},
+                       /*first_number=*/0);
   CLI::App app{"Lesson 06: DDP from scratch (five steps by hand, the naive version, DistributedDataParallel)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--rows-per-rank", o.rows_per_rank, "rows of each step's batch per rank")
       ->check(CLI::Range(1, 4096))->capture_default_str();
@@ -232,5 +242,6 @@ int main(int argc, char** argv) {
   app.add_option("--tolerance", o.tolerance, "largest difference accepted as float32 rounding")
       ->check(CLI::PositiveNumber)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  return lessons::run_lesson("lesson_06_ddp_from_scratch", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_06_ddp_from_scratch", o.job,
+                             [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

@@ -31,8 +31,9 @@
 #include <string>
 
 #include "compare.hpp"
-#include "measure.hpp"
+#include "lesson.hpp"
 #include "replicas.hpp"
+#include "timing.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "ddp/distributed_data_parallel.hpp"
@@ -128,7 +129,7 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> sgd_;
 };
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank(), k = o.accumulate;
   const int64_t big_batch = static_cast<int64_t>(k) * p * o.rows;
   const Data data = lessons::make_data(big_batch * o.steps, kIn, kOut, /*seed=*/11);
@@ -145,9 +146,11 @@ void run(comm::Communicator& comm, const Options& o) {
     std::printf("  model 128 -> 512 -> 512 -> 16, %s of float32 gradients; SGD lr %g\n",
                 lessons::format_megabytes(static_cast<double>(grad_bytes)).c_str(), o.lr);
     std::printf("  %d optimizer steps of k = %d micro-steps, %d rows per micro-step per rank\n", o.steps, k, o.rows);
+  }
+  parts.begin(comm, "The reference");
+  if (me == 0)
     std::printf("\n0. The reference: one process, one step per %lld-row batch (k x ranks x rows)\n",
                 static_cast<long long>(big_batch));
-  }
   auto reference = make_model();
   lessons::fill_from_seed(*reference, 100);  // rank 0's weights
   torch::optim::SGD sgd(reference->parameters(), o.lr);
@@ -159,6 +162,7 @@ void run(comm::Communicator& comm, const Options& o) {
 
   // The two take turns step by step, so that other load on the machine
   // slows both alike.
+  parts.begin(comm, "Without and with no_sync");
   Trainer every_step(comm, o, data, /*use_no_sync=*/false), with_no_sync(comm, o, data, /*use_no_sync=*/true);
   double seconds_synced = 0, seconds_local = 0;
   for (int s = 0; s < o.steps; ++s) {
@@ -169,7 +173,8 @@ void run(comm::Communicator& comm, const Options& o) {
   const Run local = with_no_sync.result(reference, seconds_local);
 
   if (me == 0) {
-    std::printf("\n1. Every micro-step synchronizes, then 2. micro-steps 1..k-1 under ddp.no_sync()\n");
+    std::printf("\n1. Without and with no_sync, taking turns step by step: every micro-step synchronizes, or\n"
+                "   micro-steps 1..k-1 under ddp.no_sync()\n");
     std::printf("  %-26s %10s %10s %14s %12s %12s %14s %12s\n", "", "backwards", "synced", "all-reduces",
                 "bytes/rank", "time/step", "vs 1 process", "across ranks");
     auto row = [&](const char* name, const Run& r) {
@@ -179,21 +184,22 @@ void run(comm::Communicator& comm, const Options& o) {
                   lessons::format_megabytes(static_cast<double>(r.stats.bytes)).c_str(),
                   lessons::format_seconds(r.seconds / o.steps).c_str(), r.vs_reference, r.across);
     };
-    row("1. without no_sync", synced);
-    row("2. with no_sync", local);
+    row("without no_sync", synced);
+    row("with no_sync", local);
     std::printf("  bytes: with no_sync %d steps x %s = %s; without, k = %d times as many\n", o.steps,
                 lessons::format_megabytes(static_cast<double>(grad_bytes)).c_str(),
                 lessons::format_megabytes(static_cast<double>(grad_bytes) * o.steps).c_str(), k);
   }
 
+  parts.begin(comm, "The check");
   bool ok = true;
   for (const Run* r : {&synced, &local})
     ok = ok && r->vs_reference < o.tolerance && r->across < o.tolerance;
   // The bytes are a count, not a measurement: exact.
   ok = ok && local.stats.bytes == grad_bytes * o.steps && synced.stats.bytes == grad_bytes * o.steps * k;
   if (me == 0)
-    std::printf("\n3. Check: both equal one process on the k-fold batch (largest difference < %g), bytes as\n"
-                "   counted above: %s\n",
+    std::printf("\n2. The check: both equal one process on the k-fold batch (largest difference < %g), bytes\n"
+                "   as counted above: %s\n",
                 o.tolerance, ok ? "OK" : "WRONG");
   if (!ok) throw std::runtime_error("no_sync training differs from one process on the k-fold batch (see above)");
   if (me == 0)
@@ -208,8 +214,10 @@ void run(comm::Communicator& comm, const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  lessons::Parts parts({"The reference", "Without and with no_sync", "The check"}, /*first_number=*/0);
   CLI::App app{"Lesson 07: gradient accumulation in DDP with no_sync (one all-reduce per k micro-steps)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--accumulate,-k", o.accumulate, "micro-steps per optimizer step")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--steps", o.steps, "optimizer steps")->check(CLI::Range(1, 1000))->capture_default_str();
@@ -220,5 +228,5 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "intra-op threads per rank (0: cores / ranks on this machine)")
       ->check(CLI::Range(0, 256))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  return lessons::run_lesson("lesson_07_no_sync", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_07_no_sync", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

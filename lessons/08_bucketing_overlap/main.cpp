@@ -31,8 +31,9 @@
 #include <vector>
 
 #include "compare.hpp"
-#include "measure.hpp"
+#include "lesson.hpp"
 #include "replicas.hpp"
+#include "timing.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "ddp/distributed_data_parallel.hpp"
@@ -155,7 +156,7 @@ double time_steps(comm::Communicator& comm, int steps, Step&& step) {
          steps;
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   const int threads = lessons::share_cores(o.threads);
   // Part 2 reads the trace back in memory: one sink for this process (thread
@@ -183,9 +184,11 @@ void run(comm::Communicator& comm, const Options& o) {
 
   // ---- 1. The bucket plan, before and after the rebuild ---------------------
   {
+    parts.begin(comm, "The bucket plan");
     ddp::DistributedDataParallel ddp(comm, model.ptr());
     if (me == 0)
-      std::printf("\n1. Bucket plan before the first step (reverse order of registration; 1 MiB, then 25 MiB):\n%s",
+      std::printf("\n1. The bucket plan before the first step (reverse order of registration; 1 MiB, then "
+                  "25 MiB):\n%s",
                   indented(ddp.bucket_plan().text(), "    ").c_str());
     int64_t step = 0;
     auto one_step = [&] { ddp_step(comm, ddp, model, sgd, x, step++); };
@@ -196,14 +199,20 @@ void run(comm::Communicator& comm, const Options& o) {
                   indented(ddp.bucket_plan().text(), "    ").c_str());
 
     // ---- 2. One traced step ---------------------------------------------------
+    parts.begin(comm, "One step from the trace");
     const int64_t traced = step;
     one_step();
     comm.barrier();
+    const auto events = me == 0 ? memory->events() : std::vector<trace::Event>();
     if (me == 0) {
-      const auto events = memory->events();
-      std::printf("\n2. Step %lld on rank 0, from the trace (0 = backward starts; '#' = a bucket's all-reduce):\n",
-                  static_cast<long long>(traced));
+      std::printf("\n2. One step from the trace: step %lld on rank 0 (0 = backward starts; '#' = a bucket's "
+                  "all-reduce):\n", static_cast<long long>(traced));
       print_timeline(events, comm.world_rank(), traced);
+    }
+
+    // ---- 3. Its overlap ---------------------------------------------------------
+    parts.begin(comm, "Overlap");
+    if (me == 0) {
       const auto overlap = ddp::overlap_of_step(events, comm.world_rank(), traced);
       std::printf("\n3. Overlap: %s of all-reduce in %d buckets, %s of it before backward finished computing:\n"
                   "   overlap fraction %.0f%%; %s exposed (backward waiting for the network)\n",
@@ -217,6 +226,11 @@ void run(comm::Communicator& comm, const Options& o) {
   }
 
   // ---- 4. The bucket-size sweep ----------------------------------------------
+  parts.begin(comm, "Bucket sizes");
+  if (me == 0)
+    std::printf("\n4. Bucket sizes (first bucket 1 MiB), %d timed steps each after 2 untimed; all-reduce and\n"
+                "   hidden: rank 0's per step, from the trace\n",
+                o.steps);
   std::vector<SweepRow> rows;
   const std::vector<std::pair<std::string, int64_t>> caps = {
       {"1 MiB", ddp::kMiB}, {"5 MiB", 5 * ddp::kMiB}, {"25 MiB", 25 * ddp::kMiB}, {"100 MiB", 100 * ddp::kMiB},
@@ -265,9 +279,6 @@ void run(comm::Communicator& comm, const Options& o) {
     rows.push_back({"no communication", 0, time_steps(comm, o.steps, local_step), {}});
   }
   if (me == 0) {
-    std::printf("\n4. Bucket sizes (first bucket 1 MiB), %d timed steps each after 2 untimed; all-reduce and\n"
-                "   hidden: rank 0's per step, from the trace\n",
-                o.steps);
     std::printf("  %-24s %8s %11s %12s %10s %9s %10s\n", "bucket cap", "buckets", "step time", "all-reduce",
                 "hidden", "overlap", "exposed");
     for (const auto& r : rows) {
@@ -293,8 +304,10 @@ void run(comm::Communicator& comm, const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  lessons::Parts parts({"The bucket plan", "One step from the trace", "Overlap", "Bucket sizes"});
   CLI::App app{"Lesson 08: DDP buckets, the rebuild, overlap with backward, and a bucket-size sweep"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--width", o.width, "features of each Linear layer")->check(CLI::Range(8, 8192))
       ->capture_default_str();
   app.add_option("--layers", o.layers, "Linear layers")->check(CLI::Range(1, 64))->capture_default_str();
@@ -304,5 +317,5 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 256))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return lessons::run_lesson("lesson_08_bucketing_overlap", o.job,
-                             [&](comm::Communicator& comm) { run(comm, o); });
+                             [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

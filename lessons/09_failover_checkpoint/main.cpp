@@ -33,7 +33,7 @@
 #include "comm/env.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
-#include "measure.hpp"
+#include "lesson.hpp"
 #include "train/checkpoint.hpp"
 #include "train/checkpoint_module.hpp"
 
@@ -164,7 +164,7 @@ double train_step(comm::Communicator& comm, TrainState& s, const Options& o) {
   return mean_loss.item<double>() / comm.size();
 }
 
-void run(comm::Communicator& comm, const Options& o) {
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const Place p = place_of(comm);
   if (o.kill_rank >= 0 && comm.backend() == "threads")
     throw std::runtime_error("--kill-rank needs one process per rank: use --backend gloo under distlab-run or torchrun "
@@ -172,6 +172,7 @@ void run(comm::Communicator& comm, const Options& o) {
   if (o.batch % comm.size() != 0)
     throw std::runtime_error("rank " + std::to_string(p.rank) + ": --batch " + std::to_string(o.batch) +
                              " does not split evenly over " + std::to_string(comm.size()) + " ranks; pick a multiple");
+  parts.begin(comm, "Where each rank sits");
   std::printf("[RANK %d] LOCAL_RANK %d of %d on node %d, WORLD_SIZE %d, restart %d, pid %d\n", p.rank, p.local_rank,
               p.local_world, p.node, comm.size(), p.restart, static_cast<int>(::getpid()));
   if (p.rank == 0)
@@ -187,8 +188,10 @@ void run(comm::Communicator& comm, const Options& o) {
   }
   for (const auto& item : s.net.named_parameters()) s.momentum[item.key()] = at::zeros_like(item.value());
   const train::Checkpointer checkpoints(o.checkpoint_dir, /*num_stages=*/1, o.keep);
+  parts.begin(comm, "Resume from the newest checkpoint");
   resume(comm, s, checkpoints, p);
 
+  parts.begin(comm, "Train and save checkpoints");
   while (s.step < o.steps) {
     if (p.rank == o.kill_rank && s.step == o.kill_at_step && p.restart == 0) {
       std::printf("[RANK %d] failing on purpose at step %lld (--kill-rank %d --kill-at-step %d, %s)\n", p.rank,
@@ -207,6 +210,7 @@ void run(comm::Communicator& comm, const Options& o) {
       }
     }
   }
+  parts.begin(comm, "The final parameters");
   const std::string digest = train::state_digest(train::named_state(s.net));
   std::printf("[RANK %d] final parameters digest %s after %lld steps\n", p.rank, digest.c_str(),
               static_cast<long long>(s.step));
@@ -227,8 +231,12 @@ void run(comm::Communicator& comm, const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  // The parts print no headings of their own: every line is a rank's log line.
+  lessons::Parts parts({"Where each rank sits", "Resume from the newest checkpoint", "Train and save checkpoints",
+                        "The final parameters"});
   CLI::App app{"Lesson 09: failover with checkpoints (kill a rank, restart all, resume from the last checkpoint)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "folder of the checkpoints (shared by all ranks)")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "training steps in all")->check(CLI::Range(1, 1000000))->capture_default_str();
@@ -250,5 +258,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they happen under a launcher's pipe
   at::set_num_threads(1);                    // one fixed order of additions: bit-for-bit repeatable
-  return lessons::run_lesson("lesson_09_failover_checkpoint", o.job, [&](comm::Communicator& comm) { run(comm, o); });
+  return lessons::run_lesson("lesson_09_failover_checkpoint", o.job,
+                             [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

@@ -29,18 +29,19 @@
 #include <string>
 #include <vector>
 
-#include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
-#include "measure.hpp"
+#include "lesson.hpp"
+#include "over_ranks.hpp"
+#include "timing.hpp"
 #include "models/copy_state.hpp"
 #include "models/gpt.hpp"
 #include "models/split.hpp"
 #include "pipeline/executor.hpp"
+#include "pipeline/gather_events.hpp"
 #include "pipeline/measure.hpp"
 #include "pipeline/simulator.hpp"
-#include "trace/chrome_json.hpp"
-#include "trace/config.hpp"
+#include "trace/switching_file_sink.hpp"
 
 using namespace distlab;
 using lessons::format_seconds;
@@ -104,95 +105,15 @@ Reference make_reference(const Options& o) {
   return ref;
 }
 
-// --trace FILE: one Chrome trace per schedule, FILE with the schedule's name
-// inserted (pp.json -> pp.gpipe.json), so each opens on its own in Perfetto
-// or distlab-viz and shows one schedule's steps from time 0. Forwards events
-// to the current schedule's file.
-class PerScheduleTraceFiles : public trace::Sink {
- public:
-  explicit PerScheduleTraceFiles(std::string file) : file_(std::move(file)) {}
-  // Returns the path opened for `schedule` in this process.
-  std::string open(const std::string& schedule, int rank, bool several_processes) {
-    std::string path = file_;
-    const auto slash = path.rfind('/'), dot = path.rfind('.');
-    const auto at = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? path.size() : dot;
-    path.insert(at, "." + schedule);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (current_) current_->close();
-    current_ = std::make_shared<trace::ChromeJsonSink>(trace::trace_file_for(path, rank, several_processes));
-    return current_->path();
-  }
-  void write(const trace::Event& event) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (current_) current_->write(event);
-  }
-  // Later events go nowhere.
-  void close() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (current_) current_->close();
-    current_.reset();
-  }
-  void flush() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (current_) current_->flush();
-  }
-
- private:
-  std::string file_;
-  std::mutex mutex_;
-  std::shared_ptr<trace::ChromeJsonSink> current_;
-};
-
 // The sinks this process adds to the communicator's recorder: memory (to
-// measure the run) and, with --trace, the per-schedule files.
+// measure the run) and, with --trace FILE, one file per schedule, FILE with
+// the schedule's name inserted (pp.json -> pp.gpipe.json), so that each
+// opens on its own in Perfetto or distlab-viz and shows one schedule's
+// steps from time 0.
 struct Sinks {
   std::shared_ptr<trace::MemorySink> memory = std::make_shared<trace::MemorySink>();
-  std::shared_ptr<PerScheduleTraceFiles> files;  // null without --trace
+  std::shared_ptr<trace::SwitchingFileSink> files;  // null without --trace
 };
-
-// Every rank's events of one step of `schedule`, on every rank. Thread ranks
-// share one recorder, gloo processes each have their own, so each rank
-// contributes its own events as rows of (stage, category, begin_us,
-// end_us, 1) in its block of a (p, actions, 5) int64 table, zero rows
-// unused, and the library's all-gather fills in the other blocks. One clock
-// (CLOCK_MONOTONIC) serves every process of the machine.
-std::vector<trace::Event> gather_step_events(comm::Communicator& comm, const std::vector<trace::Event>& mine,
-                                             const pipeline::Schedule& schedule, int64_t step) {
-  static const std::vector<std::string> kCategories = {"fwd", "bwd", "bwd_input", "bwd_weight", "send", "recv"};
-  size_t longest = 0;
-  for (const auto& program : schedule.programs) longest = std::max(longest, program.size());
-  auto table = torch::zeros({comm.size(), static_cast<int64_t>(longest), 5}, torch::kLong);
-  auto rows = table.accessor<int64_t, 3>();
-  int64_t n = 0;
-  for (const trace::Event& e : mine) {
-    if (e.rank != comm.rank() || e.lane.rfind("stage ", 0) != 0) continue;
-    if (e.arg("schedule") != pipeline::kind_name(schedule.kind) || e.arg("step") != std::to_string(step)) continue;
-    const auto category = std::find(kCategories.begin(), kCategories.end(), e.category) - kCategories.begin();
-    if (n == static_cast<int64_t>(longest) || category == static_cast<int64_t>(kCategories.size())) continue;
-    const int64_t row[5] = {std::stoll(e.arg("stage")), category, e.begin_us, e.end_us, 1};
-    for (int k = 0; k < 5; ++k) rows[comm.rank()][n][k] = row[k];
-    ++n;
-  }
-  table = table.to(comm.device());
-  collectives::all_gather(comm, table);  // block r: rank r's rows
-  table = table.cpu();
-  rows = table.accessor<int64_t, 3>();
-  std::vector<trace::Event> all;
-  for (int r = 0; r < comm.size(); ++r)
-    for (int64_t k = 0; k < static_cast<int64_t>(longest) && rows[r][k][4] == 1; ++k) {
-      trace::Event e;
-      e.rank = r;
-      e.lane = pipeline::stage_lane(static_cast<int>(rows[r][k][0]));
-      e.category = kCategories[rows[r][k][1]];
-      e.begin_us = rows[r][k][2];
-      e.end_us = rows[r][k][3];
-      e.args = {{"stage", std::to_string(rows[r][k][0])},
-                {"schedule", pipeline::kind_name(schedule.kind)},
-                {"step", std::to_string(step)}};
-      all.push_back(std::move(e));
-    }
-  return all;
-}
 
 // What one schedule did, the same on every rank.
 struct Row {
@@ -281,7 +202,7 @@ Row run_schedule(comm::Communicator& comm, const Options& o, const Reference& re
                    pipe.step(ref.tokens, ref.targets);
                  }
                }) / o.steps;
-  const auto events = gather_step_events(comm, sinks.memory->events(), schedule, /*step=*/o.steps);
+  const auto events = pipeline::gather_step_events(comm, sinks.memory->events(), schedule, /*step=*/o.steps);
   row.measured = pipeline::measure(events, schedule, o.steps);
   row.simulated = pipeline::simulate(schedule, row.measured.costs);
   return row;
@@ -307,13 +228,14 @@ std::string join(const std::vector<int>& values) {
   return text;
 }
 
-void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks& sinks) {
+void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks& sinks, lessons::Parts& parts) {
   const int p = comm.size(), m = o.microbatches, me = comm.rank();
   if (p < 2 || p > o.layers)
-    throw std::runtime_error("a pipeline of " + std::to_string(o.layers) + " layers needs 2 to " +
-                             std::to_string(o.layers) + " ranks, got " + std::to_string(p) + " (--ranks 2)");
+    throw comm::SetupError("a pipeline of " + std::to_string(o.layers) + " layers needs 2 to " +
+                           std::to_string(o.layers) + " ranks, got " + std::to_string(p) + " (--ranks 2)");
+  if (me == 0) std::printf("Lesson 10: pipeline schedules  (%s backend, %d ranks)\n\n", comm.backend().c_str(), p);
+  parts.begin(comm, "Seed 002's GPT");
   if (me == 0) {
-    std::printf("Lesson 10: pipeline schedules  (%s backend, %d ranks)\n\n", comm.backend().c_str(), p);
     std::printf("1. Seed 002's GPT: dim %lld, %lld layers, %lld heads, ffn %lld, vocab %lld; tokens (%lld, %lld),\n"
                 "   %d microbatches. Split by hand into %d stages, as the seed's manual_model_split:\n",
                 (long long)o.dim, (long long)o.layers, (long long)o.heads, (long long)o.ffn, (long long)o.vocab,
@@ -333,6 +255,10 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                 "   tracer that turns a forward() into a graph to cut, so DistLab splits by hand.\n");
     std::printf("   Unsplit model on the whole batch, one process: loss %.6f, %s per forward + backward.\n\n",
                 ref.loss, format_seconds(ref.seconds).c_str());
+  }
+
+  parts.begin(comm, "The schedules as data");
+  if (me == 0) {
     std::printf("2. The schedules as data: each rank's compute actions (stage, F/B/I/W, microbatch)\n");
     for (const std::string& name : o.schedules) {
       const ScheduleKind kind = pipeline::parse_kind(name);
@@ -347,17 +273,18 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                     pipeline::to_string(compute).c_str());
       }
     }
-    std::printf("\n3. Each schedule run for real: step 0 checked, then %d timed steps%s\n", o.steps,
-                sinks.files ? "" : " (--trace FILE: a trace per schedule)");
   }
 
+  parts.begin(comm, "Each schedule run for real");
+  if (me == 0)
+    std::printf("\n3. Each schedule run for real: step 0 checked, then %d timed steps%s\n", o.steps,
+                sinks.files ? "" : " (--trace FILE: a trace per schedule)");
   std::vector<Row> rows;
-  for (const std::string& name : o.schedules) rows.push_back(run_schedule(comm, o, ref, sinks, pipeline::parse_kind(name)));
+  for (const std::string& name : o.schedules)
+    rows.push_back(run_schedule(comm, o, ref, sinks, pipeline::parse_kind(name)));
   comm.barrier();
   if (sinks.files && (comm.backend() != "threads" || me == 0)) sinks.files->close();
   comm.barrier();
-  const double dim1_loss = gpipe_loss_cut_along(comm, o, ref, 1), dim0_loss = gpipe_loss_cut_along(comm, o, ref, 0);
-
   bool all_equal = true;
   for (const Row& r : rows)
     if (r.skipped.empty()) all_equal = all_equal && r.loss_diff <= kRelativeTolerance * std::abs(ref.loss) &&
@@ -385,6 +312,11 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                   pipeline::gpipe_bubble(p, m), join(r.measured.peak_activations).c_str(),
                   join(r.simulated.peak_activations).c_str());
     }
+  }
+
+  parts.begin(comm, "Seed 002's batch_first=False trap");
+  const double dim1_loss = gpipe_loss_cut_along(comm, o, ref, 1), dim0_loss = gpipe_loss_cut_along(comm, o, ref, 0);
+  if (me == 0) {
     std::printf("\n4. Seed 002's batch_first=False trap: the layers attend along dim 0 of the tokens (%lld, %lld).\n"
                 "   the unsplit model:                          loss %.6f\n"
                 "   GPipe, cut along dim 1 (the batch, as above): loss %.6f\n"
@@ -418,8 +350,11 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
 int main(int argc, char** argv) {
   Options o;
   o.job.ranks = 2;  // the seed's two stages
+  lessons::Parts parts({"Seed 002's GPT", "The schedules as data", "Each schedule run for real",
+                        "Seed 002's batch_first=False trap"});
   CLI::App app{"Lesson 10: pipeline schedules on seed 002's GPT, checked against the unsplit model"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--dim", o.dim, "model width")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--layers", o.layers, "decoder layers")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--heads", o.heads, "attention heads (divides --dim)")->check(CLI::PositiveNumber)
@@ -433,7 +368,18 @@ int main(int argc, char** argv) {
   app.add_option("--microbatches", o.microbatches, "m")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps per schedule")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--schedules", o.schedules, "which to run, of gpipe 1f1b interleaved looped_bfs zb_h1")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->check(
+          [](const std::string& name) {
+            try {
+              pipeline::parse_kind(name);
+              return std::string();
+            } catch (const std::exception& e) {
+              return std::string(e.what());
+            }
+          },
+          "SCHEDULE")
+      ->capture_default_str();
   app.add_flag("--seed-shapes", o.seed_shapes,
                "seed 002's sizes: dim 512, 8 layers, 8 heads, ffn 2048, vocab 10000, x (32, 500), 4 microbatches");
   CLI11_PARSE(app, argc, argv);
@@ -441,32 +387,35 @@ int main(int argc, char** argv) {
     o.dim = 512, o.layers = 8, o.heads = 8, o.ffn = 2048, o.vocab = 10000, o.seq = 32, o.batch = 500;
     o.microbatches = 4, o.steps = 1;
   }
-  try {
-    for (const std::string& name : o.schedules) pipeline::parse_kind(name);  // a bad name fails here, not in a rank
-    if (o.batch < o.microbatches || o.seq < o.microbatches)
-      throw std::runtime_error("--batch " + std::to_string(o.batch) + " or --seq " + std::to_string(o.seq) +
-                               " cannot be cut into --microbatches " + std::to_string(o.microbatches) +
-                               " (part 4 cuts along both); give more or fewer microbatches");
-    comm::JobOptions job = comm::with_env_defaults(o.job);
-    Sinks sinks;
-    // The lesson writes its own files, one per schedule; the job writes none.
-    if (!job.trace.file.empty()) sinks.files = std::make_shared<PerScheduleTraceFiles>(job.trace.file);
-    job.trace.file.clear();
-    const Reference ref = make_reference(o);
-    std::once_flag attach;
-    comm::run_job(job, [&](comm::Communicator& comm) {
-      // Once per process: thread ranks share the recorder, gloo ranks each own one.
-      std::call_once(attach, [&] {
-        comm.recorder()->add_sink(sinks.memory);
-        if (sinks.files) comm.recorder()->add_sink(sinks.files);
-      });
-      comm.barrier();
-      run(comm, o, ref, sinks);
+  // --trace FILE (or DISTLAB_TRACE): the lesson writes one file per schedule
+  // itself (Sinks), so the job must write none; the file is taken out of the
+  // options and out of the environment that run_lesson completes them from.
+  Sinks sinks;
+  const std::string trace_file = o.job.trace.with_env_defaults().file;
+  if (!trace_file.empty()) sinks.files = std::make_shared<trace::SwitchingFileSink>(trace_file);
+  o.job.trace.file.clear();
+  ::unsetenv("DISTLAB_TRACE");
+
+  // The reference, once per process and before the job: with all of the
+  // process's cores, as one process would train the unsplit model.
+  Reference ref;
+  const char* program = "lesson_10_pipeline_schedules";
+  if (const int status = lessons::exit_status_of(program, [&] {
+        if (o.batch < o.microbatches || o.seq < o.microbatches)
+          throw std::runtime_error("--batch " + std::to_string(o.batch) + " or --seq " + std::to_string(o.seq) +
+                                   " cannot be cut into --microbatches " + std::to_string(o.microbatches) +
+                                   " (part 4 cuts along both); give more or fewer microbatches");
+        ref = make_reference(o);
+      }))
+    return status;
+  std::once_flag attach;
+  return lessons::run_lesson(program, o.job, [&](comm::Communicator& comm) {
+    // Once per process: thread ranks share the recorder, gloo ranks each own one.
+    std::call_once(attach, [&] {
+      comm.recorder()->add_sink(sinks.memory);
+      if (sinks.files) comm.recorder()->add_sink(sinks.files);
     });
-    if (sinks.files) sinks.files->flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson_10_pipeline_schedules: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    comm.barrier();
+    run(comm, o, ref, sinks, parts);
+  });
 }

@@ -32,7 +32,7 @@
 #include "comm/job_cli.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
-#include "measure.hpp"
+#include "lesson.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/trainer.hpp"
 
@@ -84,8 +84,9 @@ std::function<void(int64_t)> killer(const comm::Communicator& comm, const Option
 }
 
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
-         const Options& o) {
+         const Options& o, lessons::Parts& parts) {
   const train::TrainerOptions& t = o.trainer;
+  parts.begin(comm, "The layout and the data");
   if (comm.rank() == 0) {
     std::printf("[RANK 0]: Lesson 11: the capstone, %s on %d %s ranks (%s)\n", t.layout.text().c_str(), comm.size(),
                 comm.backend().c_str(), comm.device().str().c_str());
@@ -115,7 +116,9 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
   }
   train::TrainerOptions options = t;
   options.after_step = killer(comm, o);
+  parts.begin(comm, "Training");
   const train::TrainResult r = train::train(comm, corpus, options);
+  parts.begin(comm, "Against the unigram baseline");
   if (comm.rank() == 0 && !r.interrupted)
     std::printf("[RANK 0]: best valid loss %.3f vs the unigram baseline %.3f nats: %s\n", r.best_valid_loss,
                 summary.valid_unigram_loss,
@@ -129,8 +132,11 @@ int main(int argc, char** argv) {
   Options o;
   train::TrainerOptions& t = o.trainer;
   t.preset = "cpu";
+  // The parts print no headings of their own: the lines are the tutorial's log.
+  lessons::Parts parts({"The layout and the data", "Training", "Against the unigram baseline"});
   CLI::App app{"Lesson 11: the capstone (Transformer LM, pipeline stages x DDP replicas, the tutorial's loop)"};
   comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
   app.add_option("--pipeline", t.layout.pipeline, "P: pipeline stages per model")->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--replicas", t.layout.replicas, "R: DDP replicas of the pipeline (world size P*R)")
@@ -176,7 +182,7 @@ int main(int argc, char** argv) {
     const data::Corpus corpus = data::load_corpus(o.data_dir.empty() ? data::default_corpus_folder() : o.data_dir);
     const data::CorpusSummary summary = data::summarize(corpus);
     return lessons::run_lesson("lesson_11_capstone", o.job,
-                               [&](comm::Communicator& comm) { run(comm, corpus, summary, o); });
+                               [&](comm::Communicator& comm) { run(comm, corpus, summary, o, parts); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lesson_11_capstone: %s\n", e.what());
     return 1;

@@ -13,7 +13,8 @@
 #include <cstdio>
 #include <string>
 
-#include "measure.hpp"
+#include "story.hpp"
+#include "timing.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/plan.hpp"
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "over_ranks.hpp"
 
 namespace distlab::lessons {
 
@@ -71,20 +72,6 @@ inline double largest_difference_across_ranks(comm::Communicator& comm, const to
   at::Tensor worst = (mine - rank0).abs().max().to(at::kDouble).reshape({1});
   comm.native_all_reduce(worst, comm::ReduceOp::kMax);
   return worst.cpu().item<double>();
-}
-
-// The largest of one number over ranks, on every rank.
-inline double max_over_ranks(comm::Communicator& comm, double mine) {
-  at::Tensor t = at::full({1}, mine, at::kDouble).to(comm.device());
-  comm.native_all_reduce(t, comm::ReduceOp::kMax);
-  return t.cpu().item<double>();
-}
-
-// The sum of one number over ranks divided by their count, on every rank.
-inline double mean_over_ranks(comm::Communicator& comm, double mine) {
-  at::Tensor t = at::full({1}, mine, at::kDouble).to(comm.device());
-  comm.native_all_reduce(t, comm::ReduceOp::kSum);
-  return t.cpu().item<double>() / comm.size();
 }
 
 // run_job already gave each rank its share of the cores (cores / ranks on

@@ -31,12 +31,14 @@ class AsyncWork : public comm::Work {
   // message, so a started job always ends. The extra deadline here is the
   // guard for a job that started and never returned (a backend bug, not a
   // peer): the caller is told which collective it waited for.
-  void wait() override {
+  void wait() override { wait_up_to(2 * timeout_ + std::chrono::seconds(10)); }
+
+  void wait_up_to(comm::Milliseconds limit) override {
     std::unique_lock<std::mutex> lock(job_->mutex);
     while (!job_->done) {
       job_->cv.wait_for(lock, std::chrono::milliseconds(100));
-      if (job_->started && !job_->done && Clock::now() - job_->start_time > 2 * timeout_ + std::chrono::seconds(10))
-        throw comm::TimeoutError(job_->what + " did not complete within " + std::to_string(2 * timeout_.count()) +
+      if (job_->started && !job_->done && Clock::now() - job_->start_time > limit)
+        throw comm::TimeoutError(job_->what + " did not complete within " + std::to_string(limit.count()) +
                                  " ms on the communication thread");
     }
     if (job_->error) std::rethrow_exception(job_->error);

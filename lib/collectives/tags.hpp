@@ -2,6 +2,8 @@
 // at once (DDP's buckets, say) never take each other's messages.
 //
 //   tags [0, 2^20)            free for the user's own send/recv
+//   2^20 - 2                  a lesson's --step: rank 0 lets the others go on
+//                             (comm::wait_for_rank, lessons/common/lesson.hpp)
 //   2^20 - 1                  calibrate()'s ping-pong
 //   2^20 + t * 4096 + s       step s of a collective called with tag t
 //
@@ -23,6 +25,7 @@ inline constexpr int kCollectiveTagBase = 1 << 20;
 inline constexpr int kTagStride = 1 << 12;
 inline constexpr int kMaxCollectiveTag = (0x7fffffff - kCollectiveTagBase) / kTagStride;  // 524031
 inline constexpr int kCalibrationTag = kCollectiveTagBase - 1;
+inline constexpr int kLessonStepTag = kCollectiveTagBase - 2;
 
 inline void check_collective_tag(int tag) {
   if (tag < 0 || tag >= kMaxCollectiveTag)

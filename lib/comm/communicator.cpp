@@ -19,15 +19,22 @@ class TracedWork : public Work {
       : inner_(std::move(inner)), recorder_(recorder), event_(std::move(event)) {}
   void wait() override {
     inner_->wait();
-    if (!recorded_) {
-      recorded_ = true;
-      event_.end_us = trace::now_us();
-      recorder_->record(event_);
-    }
+    record_once();
+  }
+  void wait_up_to(Milliseconds limit) override {
+    inner_->wait_up_to(limit);
+    record_once();
   }
   bool is_completed() override { return inner_->is_completed(); }
 
  private:
+  void record_once() {
+    if (recorded_) return;
+    recorded_ = true;
+    event_.end_us = trace::now_us();
+    recorder_->record(event_);
+  }
+
   WorkPtr inner_;
   trace::Recorder* recorder_;
   trace::Event event_;

@@ -40,6 +40,11 @@ class Work {
   virtual ~Work() = default;
   // Blocks until done. Throws TimeoutError or CommError.
   virtual void wait() = 0;
+  // The same, bounded by `limit` instead of the communicator's timeout:
+  // for the one wait that a person, not a peer, makes long
+  // (comm/wait_for_rank.hpp). is_completed() cannot stand in for it: a gloo
+  // recv reports completion only once waited for.
+  virtual void wait_up_to(Milliseconds limit) = 0;
   // True once done (never throws; wait() reports errors).
   virtual bool is_completed() = 0;
 };

@@ -39,11 +39,14 @@ class GlooWork : public Work {
  public:
   GlooWork(GlooWorkPtr work, std::string what, Milliseconds timeout, int peer)
       : work_(std::move(work)), what_(std::move(what)), timeout_(timeout), peer_(peer) {}
-  void wait() override {
+  void wait() override { wait_up_to(timeout_); }
+  // Gloo's own bound on one wait: its context's timeout applies only when
+  // none is given, and a wait that times out fails the whole context.
+  void wait_up_to(Milliseconds limit) override {
     try {
-      work_->wait(timeout_);
+      work_->wait(limit);
     } catch (const std::exception& e) {
-      rethrow(what_, e, timeout_, peer_);
+      rethrow(what_, e, limit, peer_);
     }
   }
   bool is_completed() override { return work_->isCompleted(); }

@@ -93,6 +93,7 @@ class NcclWork : public Work {
       : owner_(owner), done_(std::move(done)), keep_alive_(std::move(keep_alive)), what_(std::move(what)),
         peer_(peer) {}
   void wait() override;
+  void wait_up_to(Milliseconds limit) override;
   bool is_completed() override;
 
  private:
@@ -170,10 +171,10 @@ class NcclCommunicator : public Communicator {
     check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
   }
 
-  // Waits for `done`, watching for NCCL errors and the timeout. On timeout
-  // the communicator is aborted: NCCL cannot cancel a single operation.
-  void wait_for(cudaEvent_t done, const std::string& what, int peer) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout();
+  // Waits for `done`, watching for NCCL errors and `limit`. On timeout the
+  // communicator is aborted: NCCL cannot cancel a single operation.
+  void wait_for(cudaEvent_t done, const std::string& what, int peer, Milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
     while (true) {
       cudaError_t status = cudaEventQuery(done);
       if (status == cudaSuccess) break;
@@ -186,7 +187,7 @@ class NcclCommunicator : public Communicator {
       }
       if (std::chrono::steady_clock::now() > deadline) {
         aborted_ = true;
-        throw_timeout(what, timeout(),
+        throw_timeout(what, limit,
                       peer >= 0 ? "Rank " + std::to_string(peer) + " never did its side (is it still running?)"
                                 : "Some rank never joined (is every rank still running?)");
       }
@@ -381,9 +382,11 @@ class NcclCommunicator : public Communicator {
   std::vector<Queued> queued_;
 };
 
-void NcclWork::wait() {
+void NcclWork::wait() { wait_up_to(owner_.timeout()); }
+
+void NcclWork::wait_up_to(Milliseconds limit) {
   owner_.flush();
-  owner_.wait_for(done_->handle, what_, peer_);
+  owner_.wait_for(done_->handle, what_, peer_, limit);
 }
 
 bool NcclWork::is_completed() {

@@ -12,4 +12,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/job.cpp
   ${CMAKE_CURRENT_LIST_DIR}/intra_op_threads.cpp
   ${CMAKE_CURRENT_LIST_DIR}/clock_sync.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/wait_for_rank.cpp
 )

@@ -134,9 +134,11 @@ class ThreadsWork : public Work {
       : world_(world), status_(std::move(status)), key_(key), is_send_(is_send), what_(std::move(what)),
         hint_(std::move(hint)) {}
 
-  void wait() override {
+  void wait() override { wait_up_to(world_.options().timeout); }
+
+  void wait_up_to(Milliseconds limit) override {
     std::unique_lock<std::mutex> lock(world_.mutex);
-    world_.cv.wait_for(lock, world_.options().timeout, [&] { return status_->done || world_.aborted; });
+    world_.cv.wait_for(lock, limit, [&] { return status_->done || world_.aborted; });
     if (!status_->done && status_->matched) {
       // The partner arrived and its copy is running: that ends soon.
       world_.cv.wait(lock, [&] { return status_->done; });
@@ -147,7 +149,7 @@ class ThreadsWork : public Work {
     }
     withdraw();
     if (world_.aborted) throw JobAborted(what_ + ": job aborted: " + world_.abort_reason);
-    throw_timeout(what_, world_.options().timeout, hint_);
+    throw_timeout(what_, limit, hint_);
   }
 
   bool is_completed() override {

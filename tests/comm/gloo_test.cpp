@@ -54,6 +54,20 @@ TEST(GlooJobs, JobsRunOneAfterAnotherInTheSameProcessesMeetAfresh) {
   }
 }
 
+// comm::wait_for_rank: the others wait for rank 0 three times the timeout
+// (500 ms) without failing, and the job goes on.
+TEST(GlooJobs, WaitForRankOutlastsTheTimeout) {
+  Finished f = run_worker(3, "person-wait", "500");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  for (int r = 1; r < 3; ++r) {
+    const std::string prefix = "[rank " + std::to_string(r) + "] rank " + std::to_string(r) + " waited ";
+    const auto at = f.out.find(prefix);
+    ASSERT_NE(at, std::string::npos) << f.out << f.err;
+    EXPECT_GE(std::stoi(f.out.substr(at + prefix.size())), 1400) << f.out;
+  }
+}
+
 TEST(GlooFailures, SilentPeerTimesOutNamingIt) {
   Finished f = run_worker(3, "silent-peer", "1500");
   ASSERT_FALSE(f.timed_out) << f.out << f.err;

@@ -6,11 +6,13 @@
 #include <CLI/CLI.hpp>
 #include <torch/types.h>
 
+#include <chrono>
 #include <iostream>
 #include <thread>
 
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/wait_for_rank.hpp"
 
 using distlab::comm::Communicator;
 using distlab::comm::ReduceOp;
@@ -81,8 +83,8 @@ int main(int argc, char** argv) {
   job.backend = "gloo";
   distlab::comm::add_job_flags(app, job);
   std::string scenario = "exchange";
-  app.add_option("--scenario", scenario, "exchange | silent-peer | crash")
-      ->check(CLI::IsMember({"exchange", "silent-peer", "crash"}));
+  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait")
+      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait"}));
   int jobs = 1;
   app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
                                  "rank 0 leaves each job but the last one last")
@@ -105,6 +107,17 @@ int main(int argc, char** argv) {
             // instead of seeing the connection close.
             std::this_thread::sleep_for(2 * comm.timeout());
           }
+        }
+        if (scenario == "person-wait") {
+          // Rank 0 is held three times the timeout (a person reading); the
+          // others wait for it, then the job goes on.
+          const auto start = std::chrono::steady_clock::now();
+          if (comm.rank() == 0) std::this_thread::sleep_for(3 * comm.timeout());
+          distlab::comm::wait_for_rank(comm, 0, /*tag=*/77);
+          const auto waited =
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+          comm.barrier();
+          std::cout << "rank " << comm.rank() << " waited " << waited.count() << " ms" << std::endl;
         }
         if (scenario == "crash" && comm.rank() == comm.size() - 1) std::exit(7);
         if (scenario == "crash") {

@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "comm/threads_backend.hpp"
+#include "comm/wait_for_rank.hpp"
 #include "trace/recorder.hpp"
 
 namespace distlab::comm {
@@ -120,6 +122,36 @@ TEST(Threads, RecvThatNeverArrivesTimesOutNamingThePeer) {
     const std::string message = e.what();
     EXPECT_NE(message.find("rank 1: recv from rank 2 (tag 9)"), std::string::npos) << message;
     EXPECT_NE(message.find("300 ms"), std::string::npos) << message;
+  }
+}
+
+// A person holds rank 0 three times the communicator's timeout: the others
+// wait for it, and the job goes on afterwards.
+TEST(WaitForRank, OutlastsTheTimeout) {
+  std::atomic<int> released{0};
+  const auto start = std::chrono::steady_clock::now();
+  run_thread_ranks(4, [&](Communicator& comm) {
+    if (comm.rank() == 0) std::this_thread::sleep_for(900ms);
+    wait_for_rank(comm, 0, /*tag=*/77);
+    if (comm.rank() != 0) {
+      EXPECT_GE(std::chrono::steady_clock::now() - start, 850ms) << "rank " << comm.rank() << " did not wait";
+      ++released;
+    }
+    comm.barrier();  // the communicator still works, with its timeout
+  }, short_timeout());
+  EXPECT_EQ(released.load(), 3);
+}
+
+TEST(WaitForRank, ItsOwnLimitEndsTheWaitNamingTheRank) {
+  try {
+    run_thread_ranks(2, [&](Communicator& comm) {
+      if (comm.rank() == 1) wait_for_rank(comm, 0, /*tag=*/77, /*limit=*/400ms);  // rank 0 never calls it
+    }, short_timeout(100ms));
+    FAIL() << "expected a timeout";
+  } catch (const TimeoutError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("rank 1: recv from rank 0 (tag 77)"), std::string::npos) << message;
+    EXPECT_NE(message.find("400 ms"), std::string::npos) << message;
   }
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "launcher_process.hpp"
+#include "terminal_process.hpp"
 
 namespace distlab::launcher::testing {
 namespace {
@@ -365,6 +366,41 @@ TEST(Launcher, BadFlagsExitWithUsageError) {
   EXPECT_EQ(unresolvable.exit_code, 127);
   EXPECT_NE(unresolvable.err.find("--master-addr 'no-such-host.invalid' does not resolve"), std::string::npos)
       << unresolvable.err;
+}
+
+// Started from a terminal, the launcher passes what is typed there to global
+// rank 0 alone, through a pipe, and tells it so (DISTLAB_STEP_WAIT=1); the
+// others read /dev/null. Ctrl-D closes rank 0's pipe.
+TEST(Launcher, ForwardsItsTerminalToRankZeroOnly) {
+  TerminalProcess launcher(job({DISTLAB_RUN_PATH, "--nproc-per-node", "3", "--master-port", "0"},
+                               {"--stdin", "--read-stdin"}));
+  ASSERT_TRUE(launcher.wait_for("[rank 2] rank 2 read: end of input", 20s)) << launcher.output();
+  EXPECT_TRUE(launcher.wait_for("[rank 1] rank 1 read: end of input", 5s)) << launcher.output();
+  EXPECT_TRUE(launcher.wait_for("[rank 0] stdin 0: pipe DISTLAB_STEP_WAIT=1\n", 5s)) << launcher.output();
+  for (int r : {1, 2})
+    EXPECT_NE(launcher.output().find("stdin " + std::to_string(r) + ": /dev/null DISTLAB_STEP_WAIT=<unset>\n"),
+              std::string::npos)
+        << launcher.output();
+  EXPECT_EQ(launcher.output().find("rank 0 read: end of input"), std::string::npos) << launcher.output();
+  launcher.type("hello rank 0\n");
+  EXPECT_TRUE(launcher.wait_for("[rank 0] rank 0 read: hello rank 0\n", 10s)) << launcher.output();
+  launcher.type("\x04");  // Ctrl-D
+  EXPECT_TRUE(launcher.wait_for("[rank 0] rank 0 read: end of input\n", 10s)) << launcher.output();
+  EXPECT_EQ(launcher.wait_exit(20s), 0) << launcher.output();
+  EXPECT_EQ(count_lines_with(launcher.output(), "read: hello"), 1) << launcher.output();
+}
+
+// Without a terminal every worker, rank 0 too, reads /dev/null.
+TEST(Launcher, WithoutATerminalEveryWorkerReadsDevNull) {
+  Finished f = run_launcher(job({"--nproc-per-node", "2", "--master-port", "0"}, {"--stdin", "--read-stdin"}), 20s);
+  ASSERT_FALSE(f.timed_out) << f.err;
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  for (int r : {0, 1}) {
+    const std::string rank = std::to_string(r);
+    EXPECT_EQ(count_lines_with(f.out, "[rank " + rank + "] stdin " + rank + ": /dev/null DISTLAB_STEP_WAIT=<unset>"), 1)
+        << f.out;
+    EXPECT_EQ(count_lines_with(f.out, "[rank " + rank + "] rank " + rank + " read: end of input"), 1) << f.out;
+  }
 }
 
 }  // namespace

@@ -16,6 +16,10 @@
 //   --stderr             print one line to stderr
 //   --rendezvous         meet at MASTER_ADDR:MASTER_PORT: rank 0 listens and
 //                        every other rank sends it its rank (10 s at most)
+//   --stdin              print "stdin RANK: terminal|pipe|/dev/null|other
+//                        DISTLAB_STEP_WAIT=value"
+//   --read-stdin         print each line read from stdin ("rank R read: ...")
+//                        until end of input ("rank R read: end of input")
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -23,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -141,11 +146,32 @@ int rendezvous() {
   return 23;
 }
 
+// What this process's stdin is.
+std::string stdin_kind() {
+  if (::isatty(STDIN_FILENO) == 1) return "terminal";
+  struct stat in {}, null {};
+  if (::fstat(STDIN_FILENO, &in) != 0) return "closed";
+  if (S_ISFIFO(in.st_mode)) return "pipe";
+  if (S_ISCHR(in.st_mode) && ::stat("/dev/null", &null) == 0 && in.st_rdev == null.st_rdev) return "/dev/null";
+  return "other";
+}
+
+void read_stdin(int rank) {
+  char line[4096];
+  while (std::fgets(line, sizeof line, stdin) != nullptr) {
+    line[std::strcspn(line, "\n")] = '\0';
+    std::printf("rank %d read: %s\n", rank, line);
+    std::fflush(stdout);
+  }
+  std::printf("rank %d read: end of input\n", rank);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int exit_code = 0, at_rank = -1, until_restart = 1 << 30, fail_after_ms = 0, sleep_for = 0, lines = 0;
-  bool print_env = false, partial = false, to_stderr = false, meet = false;
+  bool print_env = false, partial = false, to_stderr = false, meet = false, show_stdin = false, read_in = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
@@ -173,6 +199,10 @@ int main(int argc, char** argv) {
       to_stderr = true;
     else if (a == "--rendezvous")
       meet = true;
+    else if (a == "--stdin")
+      show_stdin = true;
+    else if (a == "--read-stdin")
+      read_in = true;
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 64;
@@ -193,11 +223,14 @@ int main(int argc, char** argv) {
       std::printf(" %s=%s", name, env(name).c_str());
     std::printf("\n");
   }
+  if (show_stdin)
+    std::printf("stdin %d: %s DISTLAB_STEP_WAIT=%s\n", rank, stdin_kind().c_str(), env("DISTLAB_STEP_WAIT").c_str());
   // Through stdio's buffer on a pipe: flushed in 4 KiB blocks that cut lines.
   for (int i = 0; i < lines; ++i) std::printf("line %d %d %s\n", rank, i, std::string(200, 'a' + rank % 26).c_str());
   if (to_stderr) std::fprintf(stderr, "to stderr from %d\n", rank);
   std::fflush(stdout);
 
+  if (read_in) read_stdin(rank);
   if (meet) {
     int rc = rendezvous();
     std::fflush(stdout);
