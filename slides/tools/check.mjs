@@ -5,7 +5,7 @@
 //   node slides/tools/check.mjs pdf       each PDF has one page per slide, none blank
 //   node slides/tools/check.mjs html      each deck in headless chromium, network off: no failed
 //                                         request or console error, every slide there, nothing
-//                                         overflowing, a figure on screen
+//                                         overflowing, a figure on screen, the presenter view
 //   node slides/tools/check.mjs notes     every command in the notes names a built program and its flags
 //
 // [--build-dir build] [--out DIR] as for the builder. Exit status 1 with one line per
@@ -239,8 +239,23 @@ async function check_html() {
         else ++figures_seen;
         for (const f of [crop, `${crop}.figure.png`]) fs.rmSync(f, { force: true });
       }
+      // The presenter view (what the instructor's screen shows): the slide's
+      // notes, and the arrow key moves both the slide and the notes on.
+      await page.goto(`file://${path.join(out, d.html)}?view=presenter#1`, { waitUntil: 'load' });
+      const presenter = async () => page.evaluate(() => ({
+        view: document.body.dataset.bespokeView, hash: location.hash,
+        note: document.querySelector('.bespoke-marp-presenter-note-container')?.innerText ?? '' }));
+      const first = await presenter();
+      await page.keyboard.press('ArrowRight');
+      await new Promise((r) => setTimeout(r, 300));
+      const second = await presenter();
+      const note_of = (i) => report.notes.find((n) => Number(n.index) === i)?.text ?? '\0';
+      if (first.view !== 'presenter') problem(`${name}.html?view=presenter does not open the presenter view`);
+      else if (!first.note.includes(note_of(0).split('\n')[0])) problem(`${name}.html: the presenter view does not show slide 1's notes`);
+      else if (d.slides > 1 && (second.hash !== '#2' || !second.note.includes(note_of(1).split('\n')[0])))
+        problem(`${name}.html: the arrow key in the presenter view did not move to slide 2 and its notes (at ${second.hash})`);
       await page.close();
-      console.log(`check: ${name}.html: ${report.slides} slides, ${report.blocks.length} blocks, ${errors.length} errors`);
+      console.log(`check: ${name}.html: ${report.slides} slides, ${report.blocks.length} blocks, ${errors.length} errors, presenter view ok`);
     }
   } finally {
     await browser.close();
