@@ -33,6 +33,7 @@
 
 #include "comm/communicator.hpp"
 #include "ddp/reducer.hpp"
+#include "ddp/replicas.hpp"
 
 namespace distlab::ddp {
 
@@ -91,18 +92,5 @@ class DistributedDataParallel {
   std::unique_ptr<Reducer> reducer_;
   bool sync_ = true;
 };
-
-// The parameters DDP synchronizes: requires_grad, each tensor once (a
-// parameter shared by two submodules keeps its first name), in
-// registration order.
-std::vector<std::pair<std::string, at::Tensor>> trainable_parameters(const torch::nn::Module& module);
-
-// Throws comm::CommError on every rank unless all ranks of `comm` hold the
-// same names, shapes and dtypes; the message names the first parameter that
-// differs and which ranks agree with rank 0.
-void verify_same_parameters(comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& named);
-
-// Rank 0's values into every rank's tensors (in place, no autograd).
-void broadcast_from_rank0(comm::Communicator& comm, const std::vector<at::Tensor>& tensors);
 
 }  // namespace distlab::ddp

@@ -4,7 +4,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "collectives/collectives.hpp"
-#include "ddp/distributed_data_parallel.hpp"
+#include "ddp/replicas.hpp"
 
 namespace distlab::ddp {
 

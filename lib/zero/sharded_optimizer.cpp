@@ -1,0 +1,177 @@
+#include "zero/sharded_optimizer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "collectives/collectives.hpp"
+#include "ddp/replicas.hpp"
+
+namespace distlab::zero {
+namespace {
+
+std::string describe(const at::Tensor& t) {
+  return std::string(c10::toString(t.scalar_type())) + " on " + t.device().str();
+}
+
+// An algorithm that has a reduce-scatter and an all-gather (checked before
+// any message: a bad option fails alike on every rank).
+void check_algorithm(const ZeroOptions& options, const std::string& who) {
+  const auto valid = collectives::algorithms_for(collectives::Collective::kReduceScatter);
+  if (options.algorithm != collectives::Algorithm::kNative &&
+      std::find(valid.begin(), valid.end(), options.algorithm) == valid.end())
+    throw std::invalid_argument(who + ": algorithm '" + collectives::to_string(options.algorithm) +
+                                "' has no reduce-scatter and all-gather; use 'ring' or 'native'");
+}
+
+// What one flat buffer per bucket and one shard tensor need: a single dtype
+// and device.
+void check_one_dtype(const comm::Communicator& comm, const ddp::NamedTensors& named, const std::string& who) {
+  for (const auto& [name, p] : named) {
+    const auto& [first_name, first] = named.front();
+    if (p.scalar_type() != first.scalar_type() || p.device() != first.device())
+      throw comm::CommError(comm.self() + ": " + who + ": parameter '" + name + "' is " + describe(p) + ", but '" +
+                            first_name + "' is " + describe(first) +
+                            ". ZeRO flattens all parameters into buffers of one dtype on one device: convert the "
+                            "model first (model->to(...)).");
+  }
+}
+
+ShardLayout layout_for(const comm::Communicator& comm, const ddp::NamedTensors& named, const ZeroOptions& options,
+                       BucketOrder order) {
+  std::vector<ddp::ParamInfo> infos;
+  for (const auto& [name, p] : named)
+    infos.push_back({name, p.numel(), static_cast<int64_t>(p.element_size()), c10::toString(p.scalar_type()),
+                     p.device().str()});
+  const int n = static_cast<int>(named.size());
+  std::vector<int> packing(static_cast<size_t>(n));
+  std::iota(packing.begin(), packing.end(), 0);
+  if (order == BucketOrder::kBackward) packing = ddp::reverse_registration_order(n);
+  return make_shard_layout(ddp::plan_buckets(infos, packing, options.first_bucket_bytes, options.bucket_cap_bytes),
+                           comm.size());
+}
+
+// The flat buffer of bucket `bucket` back into its parameters, in place.
+void copy_into_parameters(const ShardLayout& layout, int bucket, const at::Tensor& flat,
+                          const std::vector<at::Tensor>& params) {
+  int64_t offset = 0;
+  for (int i : layout.plan.buckets[static_cast<size_t>(bucket)].params) {
+    const at::Tensor& p = params[static_cast<size_t>(i)];
+    p.copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
+    offset += p.numel();
+  }
+}
+
+}  // namespace
+
+at::Tensor flat_gradients(const ShardLayout& layout, int bucket, const std::vector<at::Tensor>& params, double scale) {
+  std::vector<at::Tensor> pieces;
+  for (int i : layout.plan.buckets[static_cast<size_t>(bucket)].params) {
+    const at::Tensor& p = params[static_cast<size_t>(i)];
+    pieces.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
+  }
+  at::Tensor flat = at::cat(pieces);
+  if (scale != 1.0) flat.mul_(scale);
+  return flat;
+}
+
+at::Tensor flat_parameters(const ShardLayout& layout, int bucket, const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> pieces;
+  for (int i : layout.plan.buckets[static_cast<size_t>(bucket)].params)
+    pieces.push_back(params[static_cast<size_t>(i)].detach().reshape({-1}));
+  return at::cat(pieces);
+}
+
+ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module,
+                                   const OptimizerFactory& make_optimizer, ZeroOptions options, std::string who,
+                                   BucketOrder order)
+    : comm_(comm), options_(options), who_(std::move(who)) {
+  check_algorithm(options_, who_);
+  const ddp::NamedTensors named = ddp::trainable_parameters(module);
+  ddp::verify_same_parameters(comm_, named, who_);
+  check_one_dtype(comm_, named, who_);
+  for (const auto& [name, p] : named) names_.push_back(name);
+  params_ = ddp::tensors_of(named);
+  ddp::broadcast_from_rank0(comm_, params_);
+  std::vector<at::Tensor> buffers;
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) buffers.push_back(item.value());
+  ddp::broadcast_from_rank0(comm_, buffers);
+  layout_ = layout_for(comm_, named, options_, order);
+
+  // This rank's chunk of every bucket, one after the other: (shard_numel,).
+  const int rank = comm_.rank();
+  const auto like = params_.empty() ? at::TensorOptions().dtype(at::kFloat).device(comm_.device())
+                                    : params_.front().options();
+  shard_ = at::empty({layout_.shard_numel(rank)}, like);
+  {
+    torch::NoGradGuard no_grad;
+    for (int b = 0; b < layout_.buckets(); ++b) {
+      const collectives::Range mine = layout_.chunk(b, rank);
+      shard_.narrow(0, layout_.shard_offset(b, rank), mine.count)
+          .copy_(flat_parameters(layout_, b, params_).narrow(0, mine.offset, mine.count));
+    }
+  }
+  shard_.requires_grad_(true);
+  shard_.mutable_grad() = at::zeros_like(shard_);
+  optimizer_ = make_optimizer({shard_});
+
+  trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "shard layout", "zero_layout");
+  if (span.active()) {
+    comm_.label(span);
+    span.arg("stage", who_).arg("shard", shard_.numel()).arg("layout", layout_.json());
+  }
+}
+
+void ShardedOptimizer::zero_shard_grad() { shard_grad().zero_(); }
+
+double ShardedOptimizer::clip_grad_norm(double max_norm) {
+  torch::NoGradGuard no_grad;
+  // (1,) float64: this shard's sum of squares, then everyone's.
+  at::Tensor total = shard_grad().to(at::kDouble).pow(2).sum().reshape({1});
+  if (comm_.size() > 1) collectives::all_reduce(comm_, total, comm::ReduceOp::kSum, options_.algorithm, options_.tag);
+  const double norm = std::sqrt(total.cpu().item<double>());
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) shard_grad().mul_(coef);
+  return norm;
+}
+
+void ShardedOptimizer::step() {
+  {
+    trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "shard step", "zero_step");
+    if (span.active()) {
+      comm_.label(span);
+      span.arg("stage", who_).arg("step", steps_).arg("shard", shard_.numel());
+    }
+    optimizer_->step();
+  }
+  torch::NoGradGuard no_grad;
+  const int rank = comm_.rank();
+  for (int b = 0; b < layout_.buckets(); ++b) {
+    // (bucket numel,): my chunk filled in, the others' filled by the all-gather.
+    at::Tensor flat = at::empty({layout_.plan.buckets[static_cast<size_t>(b)].numel}, shard_.options());
+    const collectives::Range mine = layout_.chunk(b, rank);
+    flat.narrow(0, mine.offset, mine.count).copy_(shard_.narrow(0, layout_.shard_offset(b, rank), mine.count));
+    {
+      trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
+      if (span.active()) {
+        comm_.label(span);
+        span.set_name("all-gather bucket " + std::to_string(b))
+            .set_bytes(static_cast<int64_t>(flat.nbytes()))
+            .arg("stage", who_)
+            .arg("bucket", b)
+            .arg("params", layout_.plan.buckets[static_cast<size_t>(b)].params.size())
+            .arg("step", steps_)
+            .arg("algorithm", collectives::to_string(options_.algorithm));
+      }
+      collectives::all_gather(comm_, flat, options_.algorithm, options_.tag);
+    }
+    copy_into_parameters(layout_, b, flat, params_);
+  }
+  ++steps_;
+}
+
+}  // namespace distlab::zero

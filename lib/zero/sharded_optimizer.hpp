@@ -1,0 +1,105 @@
+// The half of ZeRO that stages 1 and 2 share: this rank's shard of the
+// parameters, an ordinary LibTorch optimizer stepping it, the gradient norm
+// over all shards, and the all-gather that gives every rank the whole
+// update.
+//
+//   shard        (shard_numel,) leaf tensor: this rank's chunks of every
+//                bucket of parameters (shard_layout.hpp)
+//   shard.grad   (shard_numel,) this rank's chunks of the averaged gradient,
+//                written by Zero1's / Zero2's reduce-scatters
+//   step()       optimizer.step() on the shard, then bucket by bucket: put
+//                my chunk in a flat buffer, all-gather it, copy the buffer
+//                back into the parameters
+//
+// The optimizer sees only the shard, so its state is 1/p of DDP's
+// (optimizer_factory.hpp says why that is exact).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/plan.hpp"
+#include "comm/communicator.hpp"
+#include "ddp/bucket_plan.hpp"
+#include "zero/optimizer_factory.hpp"
+#include "zero/shard_layout.hpp"
+
+namespace distlab::zero {
+
+inline constexpr const char* kLaneZero = "zero";
+
+struct ZeroOptions {
+  // Buckets as DDP's (ddp/bucket_plan.hpp); <= 0: one bucket per parameter.
+  int64_t bucket_cap_bytes = ddp::kDefaultBucketCapBytes;
+  int64_t first_bucket_bytes = ddp::kDefaultFirstBucketBytes;
+  // Every reduce-scatter and all-gather: kRing (the library's) or kNative.
+  // The backends have no reduce-scatter or all-gather of their own, so
+  // kNative stands in with an all-reduce of the whole bucket (collectives.hpp),
+  // about twice the bytes of a ring reduce-scatter: the reference, not the fast path.
+  collectives::Algorithm algorithm = collectives::Algorithm::kRing;
+  int tag = 0;  // collective tag of the reduce-scatters and all-gathers (collectives/tags.hpp)
+};
+
+// The order parameters are packed into buckets: Zero1 reduces after
+// backward, in registration order; Zero2 while backward runs, which meets
+// the last layers' gradients first.
+enum class BucketOrder { kRegistration, kBackward };
+
+class ShardedOptimizer {
+ public:
+  // Every rank of `comm` calls it with the same model. Checks that the
+  // ranks hold the same parameters (names, shapes, dtypes: an error names
+  // the first that differs and the ranks), takes rank 0's parameters and
+  // buffers, lays out the buckets and shards, and copies this rank's chunks
+  // into the shard. `who` ("ZeRO-1") starts error messages.
+  ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
+                   ZeroOptions options, std::string who, BucketOrder order);
+
+  comm::Communicator& comm() const { return comm_; }
+  const ShardLayout& layout() const { return layout_; }
+  const std::vector<at::Tensor>& params() const { return params_; }
+  const std::vector<std::string>& names() const { return names_; }
+  const ZeroOptions& options() const { return options_; }
+  const std::string& who() const { return who_; }
+  // (shard_numel,) this rank's parameters.
+  const at::Tensor& shard() const { return shard_; }
+  // The shard's gradient, (shard_numel,): zero after zero_shard_grad(), then
+  // what the reduce-scatters put there.
+  at::Tensor& shard_grad() { return shard_.mutable_grad(); }
+  void zero_shard_grad();
+
+  // torch.nn.utils.clip_grad_norm_ over the whole model: the global L2 norm
+  // is one all-reduce of each shard's sum of squares; when it exceeds
+  // max_norm, each rank scales its shard's gradient by max_norm / (norm + 1e-6).
+  // Returns the norm before clipping, the same on every rank.
+  double clip_grad_norm(double max_norm);
+
+  // Steps the shard, then all-gathers the parameters bucket by bucket.
+  void step();
+
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  int64_t steps() const { return steps_; }
+
+ private:
+  comm::Communicator& comm_;
+  ZeroOptions options_;
+  std::string who_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> params_;
+  ShardLayout layout_;
+  at::Tensor shard_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  int64_t steps_ = 0;
+};
+
+// Bucket `bucket` as one flat (numel,) buffer: the parameters' gradients
+// times `scale` (an undefined .grad counts as zeros), or the parameters.
+at::Tensor flat_gradients(const ShardLayout& layout, int bucket, const std::vector<at::Tensor>& params, double scale);
+at::Tensor flat_parameters(const ShardLayout& layout, int bucket, const std::vector<at::Tensor>& params);
+
+}  // namespace distlab::zero

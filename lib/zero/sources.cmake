@@ -1,0 +1,12 @@
+# ZeRO: the shard layout is plain data (lessons print it and the visualizer
+# draws it without LibTorch); the rest moves gradients and parameters.
+list(APPEND DISTLAB_BASE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/shard_layout.cpp
+)
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_factory.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sharded_optimizer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/naive_zero.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/zero1.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/zero2.cpp
+)

@@ -1,0 +1,239 @@
+#include "zero/zero2.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <mutex>
+
+#include "collectives/async.hpp"
+#include "collectives/collectives.hpp"
+
+namespace distlab::zero {
+
+// The hooks' side of Zero2: buckets being filled and reduce-scattered.
+struct GradShardState : std::enable_shared_from_this<GradShardState> {
+  explicit GradShardState(ShardedOptimizer& s) : sharded(s), comm(s.comm()), comm_thread(s.comm()) {
+    const ShardLayout& layout = sharded.layout();
+    bucket_of = layout.plan.bucket_of();
+    offset_of = layout.plan.offset_of();
+    reset_step();
+  }
+
+  ShardedOptimizer& sharded;
+  comm::Communicator& comm;
+  collectives::CommThread comm_thread;
+  // Each parameter holds its gradient accumulator weakly: these keep them
+  // (and so the hooks on them) alive across steps.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  std::vector<uintptr_t> hook_keys;
+
+  std::mutex mutex;
+  std::vector<int> bucket_of;
+  std::vector<int64_t> offset_of;
+  std::vector<at::Tensor> buffers;   // a bucket's flat buffer, from its first gradient until launched
+  std::vector<int> pending;          // gradients each bucket still waits for
+  std::vector<comm::WorkPtr> works;  // launched reduce-scatters
+  std::vector<bool> ready;           // per parameter, this backward
+  int next_launch = 0;               // buckets launch strictly in order, as every rank does
+  bool sync = true;
+  bool reducing = false;             // a synchronized backward is under way
+  Zero2Stats stats;
+
+  void reset_step() {
+    const auto& buckets = sharded.layout().plan.buckets;
+    pending.clear();
+    for (const ddp::Bucket& b : buckets) pending.push_back(static_cast<int>(b.params.size()));
+    buffers.assign(buckets.size(), at::Tensor());
+    works.assign(buckets.size(), nullptr);
+    ready.assign(sharded.params().size(), false);
+    next_launch = 0;
+    reducing = false;
+  }
+
+  // Parameter i's gradient / p into its slot (zeros when it has none), and
+  // the full .grad dropped: from here on only the bucket holds it.
+  void take_locked(size_t i) {
+    const at::Tensor& p = sharded.params()[i];
+    const auto b = static_cast<size_t>(bucket_of[i]);
+    if (!buffers[b].defined())
+      buffers[b] = at::empty({sharded.layout().plan.buckets[b].numel}, p.options());  // (bucket numel,)
+    at::Tensor slot = buffers[b].narrow(0, offset_of[i], p.numel());
+    const at::Tensor& grad = p.grad();
+    if (grad.defined())
+      at::mul_out(slot, grad.reshape({-1}), at::native::wrapped_scalar_tensor(1.0 / comm.size()));
+    else
+      slot.zero_();
+    p.mutable_grad() = at::Tensor();
+    ready[i] = true;
+    --pending[b];
+  }
+
+  void launch_ready_locked() {
+    const ShardLayout& layout = sharded.layout();
+    while (next_launch < layout.buckets() && pending[static_cast<size_t>(next_launch)] == 0) {
+      const int b = next_launch++;
+      at::Tensor buffer = std::move(buffers[static_cast<size_t>(b)]);
+      ++stats.reduce_scatters;
+      stats.bytes += static_cast<int64_t>(buffer.nbytes());
+      const collectives::Range mine = layout.chunk(b, comm.rank());
+      // Where this bucket's chunk goes in the shard's .grad: disjoint for
+      // every bucket, so the comm thread may add into it while backward runs.
+      at::Tensor target = sharded.shard_grad().narrow(0, layout.shard_offset(b, comm.rank()), mine.count);
+      const ZeroOptions options = sharded.options();
+      const std::string who = sharded.who();
+      const int64_t step = stats.synced_steps;
+      const size_t count = layout.plan.buckets[static_cast<size_t>(b)].params.size();
+      comm::Communicator& c = comm;
+      works[static_cast<size_t>(b)] = comm_thread.submit(
+          c.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b),
+          [&c, buffer, target, options, who, b, step, count]() mutable {
+            trace::Span span(c.recorder(), c.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
+            if (span.active()) {
+              c.label(span);
+              span.set_name("reduce-scatter bucket " + std::to_string(b))
+                  .set_bytes(static_cast<int64_t>(buffer.nbytes()))
+                  .arg("stage", who)
+                  .arg("bucket", b)
+                  .arg("params", count)
+                  .arg("step", step)
+                  .arg("algorithm", collectives::to_string(options.algorithm));
+            }
+            target.add_(collectives::reduce_scatter(c, buffer, comm::ReduceOp::kSum, options.algorithm, options.tag));
+            buffer = at::Tensor();  // the bucket's memory goes back as soon as its chunk is taken
+          });
+    }
+  }
+
+  void on_grad_ready(size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!sync) return;  // no_sync: the gradient stays in .grad, summed with the next micro-steps'
+    if (!reducing) {
+      reducing = true;
+      // Runs when the whole backward is done, on the thread that called it.
+      std::weak_ptr<GradShardState> weak = shared_from_this();
+      torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+        if (auto self = weak.lock()) self->finalize();
+      });
+    }
+    if (ready[i]) return;  // a second call within one backward: already in its bucket
+    take_locked(i);
+    launch_ready_locked();
+  }
+
+  void finalize() {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!reducing) return;
+    trace::Span span(comm.recorder(), comm.world_rank(), kLaneZero, "wait for buckets", "zero_wait");
+    if (span.active()) {
+      comm.label(span);
+      span.arg("stage", sharded.who()).arg("step", stats.synced_steps);
+    }
+    for (size_t i = 0; i < ready.size(); ++i)
+      if (!ready[i]) take_locked(i);  // unused this backward: its no_sync .grad, or zeros
+    launch_ready_locked();
+    std::vector<comm::WorkPtr> launched = works;
+    lock.unlock();
+    for (size_t b = 0; b < launched.size(); ++b) {
+      const std::string which = "ZeRO-2 bucket " + std::to_string(b) + " of " + std::to_string(launched.size());
+      try {
+        launched[b]->wait();
+      } catch (const comm::TimeoutError& e) {
+        throw comm::TimeoutError(which + ": " + e.what());
+      } catch (const comm::CommError& e) {
+        throw comm::CommError(which + ": " + e.what());
+      }
+    }
+    lock.lock();
+    ++stats.synced_steps;
+    reset_step();
+  }
+};
+
+namespace {
+
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  GradReadyHook(std::weak_ptr<GradShardState> state, size_t index) : state_(std::move(state)), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    if (auto state = state_.lock()) state->on_grad_ready(index_);
+    return outputs;
+  }
+
+ private:
+  std::weak_ptr<GradShardState> state_;
+  size_t index_;
+};
+
+}  // namespace
+
+Zero2::Zero2(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
+             ZeroOptions options)
+    : sharded_(comm, module, make_optimizer, options, "ZeRO-2", BucketOrder::kBackward),
+      state_(std::make_shared<GradShardState>(sharded_)) {
+  for (size_t i = 0; i < sharded_.params().size(); ++i) {
+    // After accumulation (a post hook), so the sum of no_sync micro-steps is included.
+    auto accumulator = torch::autograd::impl::grad_accumulator(sharded_.params()[i]);
+    state_->hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, i)));
+    state_->accumulators.push_back(std::move(accumulator));
+  }
+}
+
+Zero2::~Zero2() {
+  for (size_t i = 0; i < state_->accumulators.size(); ++i) state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
+}
+
+Zero2::NoSync::NoSync(Zero2& zero) : zero_(&zero) {
+  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
+  zero_->state_->sync = false;
+}
+
+Zero2::NoSync::~NoSync() {
+  if (zero_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
+  zero_->state_->sync = true;
+}
+
+void Zero2::zero_grad() {
+  check_reduced();
+  for (const at::Tensor& p : sharded_.params()) p.mutable_grad() = at::Tensor();
+  sharded_.zero_shard_grad();
+}
+
+// A synchronized backward's end-of-backward callback waits for its buckets;
+// a backward interrupted by an exception never gets there.
+void Zero2::check_reduced() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->reducing)
+    throw comm::CommError(sharded_.comm().self() +
+                          ": ZeRO-2: a backward started reduce-scattering gradients but never finished (was it "
+                          "interrupted?); run a full backward before stepping");
+}
+
+double Zero2::clip_grad_norm(double max_norm) {
+  check_reduced();
+  return sharded_.clip_grad_norm(max_norm);
+}
+
+void Zero2::step() {
+  check_reduced();
+  // A .grad still here is a no_sync micro-step's that no synchronized
+  // backward took into a bucket: stepping would silently drop it.
+  for (size_t i = 0; i < sharded_.params().size(); ++i)
+    if (sharded_.params()[i].grad().defined())
+      throw comm::CommError(sharded_.comm().self() + ": ZeRO-2: parameter '" + sharded_.names()[i] +
+                            "' still holds a gradient that was never reduce-scattered (a backward under no_sync "
+                            "with no synchronized backward after it): run the last micro-step outside no_sync()");
+  sharded_.step();
+}
+
+Zero2Stats Zero2::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->stats;
+}
+
+}  // namespace distlab::zero

@@ -1,0 +1,171 @@
+// ZeRO on thread ranks: equal to one process and to DDP (zero_checks.hpp)
+// on 2, 3 and 4 ranks and on a group; what ZeRO-2 keeps and drops; the
+// trace events a timeline draws; ZeRO-2's overlap with backward.
+#include <gtest/gtest.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+
+#include <mutex>
+
+#include "comm/threads_backend.hpp"
+#include "trace/recorder.hpp"
+#include "zero/zero1.hpp"
+#include "zero/zero2.hpp"
+#include "zero_checks.hpp"
+
+namespace distlab::zero {
+namespace {
+
+using comm::Communicator;
+
+void expect_clean(const std::vector<testing::Report>& reports, const std::string& what) {
+  for (size_t r = 0; r < reports.size(); ++r) {
+    for (const auto& f : reports[r].failures) ADD_FAILURE() << f;
+    EXPECT_GT(reports[r].runs, 0);
+    std::cout << what << ", rank " << r << ": " << reports[r].runs << " runs, max difference "
+              << reports[r].worst_vs_single << " from one process, " << reports[r].worst_vs_ddp << " from DDP"
+              << std::endl;
+  }
+}
+
+TEST(ZeroEqualsReferences, TwoThreeAndFourThreadRanks) {
+  for (int ranks : {2, 3, 4}) {
+    std::vector<testing::Report> reports(static_cast<size_t>(ranks));
+    comm::run_thread_ranks(ranks, [&](Communicator& comm) {
+      reports[static_cast<size_t>(comm.rank())] = testing::check_against_references(comm);
+    });
+    expect_clean(reports, std::to_string(ranks) + " ranks");
+  }
+}
+
+// World ranks 1, 2, 3 form a group of 3 (its rank 0 is world rank 1); world
+// rank 0 trains alone as a group of 1, at the same time.
+TEST(ZeroEqualsReferences, OnAGroup) {
+  std::vector<testing::Report> reports(4);
+  comm::run_thread_ranks(4, [&](Communicator& world) {
+    auto group = world.split(/*color=*/world.rank() == 0 ? 1 : 0, /*key=*/world.rank(), "zero");
+    ASSERT_EQ(group->size(), world.rank() == 0 ? 1 : 3);
+    reports[static_cast<size_t>(world.rank())] = testing::check_against_references(*group);
+  });
+  expect_clean(reports, "group");
+}
+
+torch::nn::Sequential small_model() {
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::Linear(16, 5));  // 144 + 85 = 229 elements
+}
+
+// ZeRO-2 keeps 1/p of the gradient: after backward no parameter holds a
+// .grad, and the shards (229 = 77 + 76 + 76 on 3 ranks) cover the model
+// once. Adam's state exists for the shard only. ZeRO-1 keeps whole .grads.
+TEST(Zero2, KeepsOnlyItsShardOfGradientAndOptimizerState) {
+  std::mutex mutex;
+  int64_t total = 0;
+  comm::run_thread_ranks(3, [&](Communicator& comm) {
+    auto model = small_model();
+    ZeroOptions options;
+    options.bucket_cap_bytes = options.first_bucket_bytes = 256;
+    Zero2 zero(comm, *model, adam(torch::optim::AdamOptions(0.01)), options);
+    zero.zero_grad();
+    model->forward(at::ones({2, 8})).sum().backward();
+    for (const auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+    const int64_t mine = zero.layout().shard_numel(comm.rank());
+    EXPECT_EQ(zero.sharded().shard_grad().numel(), mine);
+    EXPECT_GT(zero.sharded().shard_grad().abs().sum().item<double>(), 0.0);
+    zero.step();
+    for (const auto& [key, state] : zero.sharded().optimizer().state())
+      EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*state).exp_avg().numel(), mine);
+    EXPECT_EQ(zero.stats().synced_steps, 1);
+    EXPECT_EQ(zero.stats().reduce_scatters, zero.layout().buckets());
+    std::lock_guard<std::mutex> lock(mutex);
+    total += mine;
+  });
+  EXPECT_EQ(total, 229);
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    auto model = small_model();
+    Zero1 zero(comm, *model, adam(torch::optim::AdamOptions(0.01)));
+    model->forward(at::ones({2, 8})).sum().backward();
+    zero.step();
+    for (const auto& p : model->parameters()) EXPECT_TRUE(p.grad().defined());
+  });
+}
+
+// Every bucket's reduce-scatter and all-gather is one event on lane "zero",
+// with the bucket, the stage and the bytes; the layout is recorded once.
+TEST(ZeroTrace, BucketEventsOnTheZeroLane) {
+  auto sink = std::make_shared<trace::MemorySink>();
+  comm::CommOptions options;
+  options.recorder = std::make_shared<trace::Recorder>();
+  options.recorder->add_sink(sink);
+  int buckets = 0;
+  comm::run_thread_ranks(
+      2,
+      [&](Communicator& comm) {
+        auto model = small_model();
+        ZeroOptions zo;
+        zo.bucket_cap_bytes = zo.first_bucket_bytes = 256;
+        Zero2 zero(comm, *model, sgd(torch::optim::SGDOptions(0.1)), zo);
+        model->forward(at::ones({2, 8})).sum().backward();
+        zero.step();
+        if (comm.rank() == 0) buckets = zero.layout().buckets();
+      },
+      options);
+  ASSERT_GT(buckets, 1);
+  int layouts = 0, reduce_scatters = 0, all_gathers = 0;
+  for (const auto& e : sink->events()) {
+    if (e.lane != kLaneZero) continue;
+    layouts += e.category == "zero_layout";
+    if (e.category == "zero_reduce_scatter" || e.category == "zero_all_gather") {
+      (e.category == "zero_reduce_scatter" ? reduce_scatters : all_gathers) += 1;
+      EXPECT_EQ(e.arg("stage"), "ZeRO-2");
+      EXPECT_EQ(e.name.substr(e.name.size() - e.arg("bucket").size()), e.arg("bucket")) << e.name;
+      EXPECT_GT(e.bytes, 0);
+    }
+  }
+  EXPECT_EQ(layouts, 2);
+  EXPECT_EQ(reduce_scatters, 2 * buckets);
+  EXPECT_EQ(all_gathers, 2 * buckets);
+}
+
+// Overlap really happens: ZeRO-2's first bucket (the last layer) is
+// reduce-scattered while backward is still computing the earlier layers.
+// Six 256x256 layers on 512 rows: each layer's backward takes about a
+// millisecond, and a cap of 200 KB gives every layer a bucket of its own.
+TEST(ZeroOverlap, FirstBucketIsReduceScatteredWhileBackwardRuns) {
+  auto sink = std::make_shared<trace::MemorySink>();
+  comm::CommOptions options;
+  options.recorder = std::make_shared<trace::Recorder>();
+  options.recorder->add_sink(sink);
+  comm::run_thread_ranks(
+      2,
+      [&](Communicator& comm) {
+        torch::nn::Sequential model;
+        for (int i = 0; i < 6; ++i) {
+          model->push_back(torch::nn::Linear(256, 256));
+          model->push_back(torch::nn::Tanh());
+        }
+        ZeroOptions zo;
+        zo.bucket_cap_bytes = zo.first_bucket_bytes = 200 * 1000;
+        Zero2 zero(comm, *model, sgd(torch::optim::SGDOptions(0.01)), zo);
+        EXPECT_EQ(zero.layout().buckets(), 6);
+        model->forward(at::randn({512, 256})).pow(2).mean().backward();
+        zero.step();
+      },
+      options);
+  for (int rank = 0; rank < 2; ++rank) {
+    int64_t first_bucket = -1, wait = -1;
+    for (const auto& e : sink->events()) {
+      if (e.rank != rank) continue;
+      if (e.category == "zero_reduce_scatter" && e.arg("bucket") == "0") first_bucket = e.begin_us;
+      if (e.category == "zero_wait") wait = e.begin_us;
+    }
+    ASSERT_GE(first_bucket, 0);
+    ASSERT_GE(wait, 0);
+    EXPECT_LT(first_bucket, wait) << "rank " << rank << ": bucket 0 began only when backward had ended";
+  }
+}
+
+}  // namespace
+}  // namespace distlab::zero
