@@ -269,7 +269,7 @@ TEST_F(DdpRender, LessonEightTraceShowsEachDdpOfIt) {
   double printed_all_reduce_ms = -1, printed_hidden_ms = -1;
   std::vector<int> sweep_buckets;
   const std::regex bucket_line(R"(^\s+bucket \d+\s+[\d.]+ [KMG]?i?B\s+\d+ params: (.*)$)");
-  const std::regex step_line(R"(^2\. Step (\d+) on rank 0)");
+  const std::regex step_line(R"(^2\. One step from the trace: step (\d+) on rank 0)");
   // format_duration: "902.0 us", "9.11 ms", "1.20 s".
   const std::regex overlap_line(R"(^3\. Overlap: ([\d.]+) (us|ms|s) of all-reduce in \d+ buckets, ([\d.]+) (us|ms|s) of it)");
   auto ms = [](const std::string& value, const std::string& unit) {
@@ -279,7 +279,7 @@ TEST_F(DdpRender, LessonEightTraceShowsEachDdpOfIt) {
   std::istringstream text(output);
   for (std::string line; std::getline(text, line);) {
     std::smatch m;
-    if (line.rfind("1. Bucket plan", 0) == 0) plan = 0;
+    if (line.rfind("1. The bucket plan", 0) == 0) plan = 0;
     if (line.find("after the rebuild") != std::string::npos) plan = 1;
     if (plan >= 0 && std::regex_search(line, m, bucket_line)) printed_plans[static_cast<size_t>(plan)].push_back(m[1]);
     if (std::regex_search(line, m, step_line)) printed_step = std::stoll(m[1]);
