@@ -16,31 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "run_program.hpp"
+
 namespace {
 
-struct Outcome {
-  int status = -1;  // exit code; -1 if killed by a signal
-  std::string output;  // stdout and stderr
-};
-
-Outcome run(const std::string& command) {
-  Outcome result;
-  FILE* pipe = popen(("timeout 120 " + command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char chunk[4096];
-  size_t n = 0;
-  while ((n = fread(chunk, 1, sizeof chunk, pipe)) > 0) result.output.append(chunk, n);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using distlab::lessons::testing::lines_of;
+using distlab::lessons::testing::Outcome;
+using distlab::lessons::testing::run;
 
 // The #wrong column (the last) of every table row of lessons 03-05.
 std::vector<long long> wrong_column(const std::string& output) {

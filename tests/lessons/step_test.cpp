@@ -23,6 +23,7 @@
 #include "collectives/tags.hpp"
 #include "comm/threads_backend.hpp"
 #include "common/lesson.hpp"
+#include "run_program.hpp"
 #include "terminal_process.hpp"
 #include "trace/reader.hpp"
 
@@ -31,29 +32,11 @@ namespace {
 using namespace std::chrono_literals;
 using distlab::launcher::testing::TerminalProcess;
 
-struct Outcome {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using distlab::lessons::testing::lines_of;
+using distlab::lessons::testing::Outcome;
 
 // `command` with stdin from /dev/null: no terminal, as under CI.
-Outcome run(const std::string& command) {
-  Outcome result;
-  FILE* pipe = popen(("timeout 120 " + command + " < /dev/null 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char chunk[4096];
-  for (size_t n = 0; (n = fread(chunk, 1, sizeof chunk, pipe)) > 0;) result.output.append(chunk, n);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+Outcome run(const std::string& command) { return distlab::lessons::testing::run(command, "< /dev/null"); }
 
 struct Lesson {
   std::string program;
