@@ -30,6 +30,11 @@ void NaiveZero1::zero_grad() {
 }
 
 void NaiveZero1::step(double max_grad_norm) {
+  reduce_and_step_slice(max_grad_norm);
+  gather_into_parameters();
+}
+
+void NaiveZero1::reduce_and_step_slice(double max_grad_norm) {
   torch::NoGradGuard no_grad;
   // 1. Everyone's average gradient, whole: (n,).
   std::vector<at::Tensor> grads;
@@ -45,7 +50,10 @@ void NaiveZero1::step(double max_grad_norm) {
   // 2. Step my slice with my slice of the gradient.
   slice_.mutable_grad() = grad.narrow(0, mine_.offset, mine_.count);
   optimizer_->step();
+}
 
+void NaiveZero1::gather_into_parameters() {
+  torch::NoGradGuard no_grad;
   // 3. Everyone's updated slice, whole: (n,), then back into the parameters.
   at::Tensor all = at::empty({n_}, slice_.options());
   all.narrow(0, mine_.offset, mine_.count).copy_(slice_);
@@ -55,6 +63,29 @@ void NaiveZero1::step(double max_grad_norm) {
     p.copy_(all.narrow(0, offset, p.numel()).view(p.sizes()));
     offset += p.numel();
   }
+}
+
+NaiveZero3::NaiveZero3(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
+                       collectives::Algorithm algorithm)
+    : NaiveZero1(comm, module, make_optimizer, algorithm, algorithm) {
+  for (const at::Tensor& p : params_) shapes_.push_back(p.sizes().vec());
+  release();
+}
+
+void NaiveZero3::gather() {
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].set_data(at::empty(shapes_[i], slice().options()));
+  gather_into_parameters();
+}
+
+void NaiveZero3::step(double max_grad_norm) {
+  reduce_and_step_slice(max_grad_norm);
+  release();
+}
+
+// Each parameter keeps its identity (and the optimizer's view of the model)
+// but holds no elements: its memory goes back.
+void NaiveZero3::release() {
+  for (const at::Tensor& p : params_) p.set_data(at::empty({0}, p.options()));
 }
 
 }  // namespace distlab::zero

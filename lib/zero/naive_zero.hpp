@@ -39,7 +39,10 @@ class NaiveZero1 {
   const at::Tensor& slice() const { return slice_; }  // (mine.count,) this rank's parameters
   collectives::Range mine() const { return mine_; }    // its place among the n flat elements
 
- private:
+ protected:
+  void reduce_and_step_slice(double max_grad_norm);  // 1. and 2.
+  void gather_into_parameters();                     // 3.
+
   comm::Communicator& comm_;
   std::vector<at::Tensor> params_;
   collectives::Algorithm all_reduce_, all_gather_;
@@ -47,6 +50,27 @@ class NaiveZero1 {
   collectives::Range mine_;
   at::Tensor slice_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
+// ZeRO-3 in one screen: naive ZeRO-1 whose parameters exist only from
+// gather() to step(). Between steps each rank holds its slice and nothing
+// else; the whole model is gathered for the whole forward and backward.
+// (Zero3 gathers one unit at a time, twice, and frees it after use.)
+//
+//   NaiveZero3 zero(comm, *model, factory);
+//   zero.gather();       // all-gather the whole model into the parameters
+//   loss.backward();
+//   zero.step();         // all-reduce, step my slice, free the parameters
+class NaiveZero3 : public NaiveZero1 {
+ public:
+  NaiveZero3(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
+             collectives::Algorithm algorithm = collectives::Algorithm::kNative);
+  void gather();
+  void step(double max_grad_norm = 0);
+
+ private:
+  void release();
+  std::vector<std::vector<int64_t>> shapes_;
 };
 
 }  // namespace distlab::zero

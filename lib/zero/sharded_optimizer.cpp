@@ -41,20 +41,6 @@ void check_one_dtype(const comm::Communicator& comm, const ddp::NamedTensors& na
   }
 }
 
-ShardLayout layout_for(const comm::Communicator& comm, const ddp::NamedTensors& named, const ZeroOptions& options,
-                       BucketOrder order) {
-  std::vector<ddp::ParamInfo> infos;
-  for (const auto& [name, p] : named)
-    infos.push_back({name, p.numel(), static_cast<int64_t>(p.element_size()), c10::toString(p.scalar_type()),
-                     p.device().str()});
-  const int n = static_cast<int>(named.size());
-  std::vector<int> packing(static_cast<size_t>(n));
-  std::iota(packing.begin(), packing.end(), 0);
-  if (order == BucketOrder::kBackward) packing = ddp::reverse_registration_order(n);
-  return make_shard_layout(ddp::plan_buckets(infos, packing, options.first_bucket_bytes, options.bucket_cap_bytes),
-                           comm.size());
-}
-
 // The flat buffer of bucket `bucket` back into its parameters, in place.
 void copy_into_parameters(const ShardLayout& layout, int bucket, const at::Tensor& flat,
                           const std::vector<at::Tensor>& params) {
@@ -66,7 +52,25 @@ void copy_into_parameters(const ShardLayout& layout, int bucket, const at::Tenso
   }
 }
 
+std::vector<ddp::ParamInfo> infos_of(const ddp::NamedTensors& named) {
+  std::vector<ddp::ParamInfo> infos;
+  for (const auto& [name, p] : named)
+    infos.push_back({name, p.numel(), static_cast<int64_t>(p.element_size()), c10::toString(p.scalar_type()),
+                     p.device().str()});
+  return infos;
+}
+
 }  // namespace
+
+Packing pack_by_size(const ZeroOptions& options, BucketOrder order) {
+  return [options, order](const std::vector<ddp::ParamInfo>& infos) {
+    const int n = static_cast<int>(infos.size());
+    std::vector<int> packing(static_cast<size_t>(n));
+    std::iota(packing.begin(), packing.end(), 0);
+    if (order == BucketOrder::kBackward) packing = ddp::reverse_registration_order(n);
+    return ddp::plan_buckets(infos, packing, options.first_bucket_bytes, options.bucket_cap_bytes);
+  };
+}
 
 at::Tensor flat_gradients(const ShardLayout& layout, int bucket, const std::vector<at::Tensor>& params, double scale) {
   std::vector<at::Tensor> pieces;
@@ -88,7 +92,7 @@ at::Tensor flat_parameters(const ShardLayout& layout, int bucket, const std::vec
 
 ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module,
                                    const OptimizerFactory& make_optimizer, ZeroOptions options, std::string who,
-                                   BucketOrder order)
+                                   const Packing& packing)
     : comm_(comm), options_(options), who_(std::move(who)) {
   check_algorithm(options_, who_);
   const ddp::NamedTensors named = ddp::trainable_parameters(module);
@@ -100,7 +104,7 @@ ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& 
   std::vector<at::Tensor> buffers;
   for (const auto& item : module.named_buffers(/*recurse=*/true)) buffers.push_back(item.value());
   ddp::broadcast_from_rank0(comm_, buffers);
-  layout_ = layout_for(comm_, named, options_, order);
+  layout_ = make_shard_layout(packing(infos_of(named)), comm_.size());
 
   // This rank's chunk of every bucket, one after the other: (shard_numel,).
   const int rank = comm_.rank();
@@ -140,38 +144,66 @@ double ShardedOptimizer::clip_grad_norm(double max_norm) {
 }
 
 void ShardedOptimizer::step() {
-  {
-    trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "shard step", "zero_step");
-    if (span.active()) {
-      comm_.label(span);
-      span.arg("stage", who_).arg("step", steps_).arg("shard", shard_.numel());
-    }
-    optimizer_->step();
+  step_shard();
+  gather_parameters();
+}
+
+void ShardedOptimizer::step_shard() {
+  trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "shard step", "zero_step");
+  if (span.active()) {
+    comm_.label(span);
+    span.arg("stage", who_).arg("step", steps_).arg("shard", shard_.numel());
   }
+  optimizer_->step();
+  ++steps_;
+}
+
+void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name) const {
   torch::NoGradGuard no_grad;
   const int rank = comm_.rank();
+  const collectives::Range mine = layout_.chunk(bucket, rank);
+  flat.narrow(0, mine.offset, mine.count).copy_(shard_.narrow(0, layout_.shard_offset(bucket, rank), mine.count));
+  trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
+  if (span.active()) {
+    comm_.label(span);
+    span.set_name(name)
+        .set_bytes(static_cast<int64_t>(flat.nbytes()))
+        .arg("stage", who_)
+        .arg("bucket", bucket)
+        .arg("params", layout_.plan.buckets[static_cast<size_t>(bucket)].params.size())
+        .arg("step", steps_)
+        .arg("algorithm", collectives::to_string(options_.algorithm));
+  }
+  at::Tensor target = flat;
+  collectives::all_gather(comm_, target, options_.algorithm, options_.tag);
+}
+
+void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name) {
+  torch::NoGradGuard no_grad;
+  const collectives::Range mine = layout_.chunk(bucket, comm_.rank());
+  at::Tensor target = shard_grad().narrow(0, layout_.shard_offset(bucket, comm_.rank()), mine.count);
+  trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
+  if (span.active()) {
+    comm_.label(span);
+    span.set_name(name)
+        .set_bytes(static_cast<int64_t>(flat.nbytes()))
+        .arg("stage", who_)
+        .arg("bucket", bucket)
+        .arg("params", layout_.plan.buckets[static_cast<size_t>(bucket)].params.size())
+        .arg("step", steps_)
+        .arg("algorithm", collectives::to_string(options_.algorithm));
+  }
+  target.add_(collectives::reduce_scatter(comm_, flat, comm::ReduceOp::kSum, options_.algorithm, options_.tag));
+}
+
+void ShardedOptimizer::gather_parameters() {
+  torch::NoGradGuard no_grad;
   for (int b = 0; b < layout_.buckets(); ++b) {
     // (bucket numel,): my chunk filled in, the others' filled by the all-gather.
     at::Tensor flat = at::empty({layout_.plan.buckets[static_cast<size_t>(b)].numel}, shard_.options());
-    const collectives::Range mine = layout_.chunk(b, rank);
-    flat.narrow(0, mine.offset, mine.count).copy_(shard_.narrow(0, layout_.shard_offset(b, rank), mine.count));
-    {
-      trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
-      if (span.active()) {
-        comm_.label(span);
-        span.set_name("all-gather bucket " + std::to_string(b))
-            .set_bytes(static_cast<int64_t>(flat.nbytes()))
-            .arg("stage", who_)
-            .arg("bucket", b)
-            .arg("params", layout_.plan.buckets[static_cast<size_t>(b)].params.size())
-            .arg("step", steps_)
-            .arg("algorithm", collectives::to_string(options_.algorithm));
-      }
-      collectives::all_gather(comm_, flat, options_.algorithm, options_.tag);
-    }
+    all_gather_bucket(b, flat, "all-gather bucket " + std::to_string(b));
     copy_into_parameters(layout_, b, flat, params_);
   }
-  ++steps_;
 }
 
 }  // namespace distlab::zero

@@ -19,6 +19,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,11 @@ struct ZeroOptions {
 // the last layers' gradients first.
 enum class BucketOrder { kRegistration, kBackward };
 
+// How the trainable parameters (in registration order) become buckets.
+using Packing = std::function<ddp::BucketPlan(const std::vector<ddp::ParamInfo>&)>;
+// DDP's packing: buckets of options' sizes, in `order`.
+Packing pack_by_size(const ZeroOptions& options, BucketOrder order);
+
 class ShardedOptimizer {
  public:
   // Every rank of `comm` calls it with the same model. Checks that the
@@ -58,7 +64,7 @@ class ShardedOptimizer {
   // buffers, lays out the buckets and shards, and copies this rank's chunks
   // into the shard. `who` ("ZeRO-1") starts error messages.
   ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
-                   ZeroOptions options, std::string who, BucketOrder order);
+                   ZeroOptions options, std::string who, const Packing& packing);
 
   comm::Communicator& comm() const { return comm_; }
   const ShardLayout& layout() const { return layout_; }
@@ -81,6 +87,19 @@ class ShardedOptimizer {
 
   // Steps the shard, then all-gathers the parameters bucket by bucket.
   void step();
+  // The two halves: ZeRO-3 steps the shard and gathers a unit only when
+  // its forward needs it.
+  void step_shard();
+  void gather_parameters();
+  // Bucket `bucket` whole into `flat` (bucket numel,): my chunk copied in
+  // from the shard, the others' all-gathered; traced as `name`. Any thread
+  // may call it (ZeRO-3's comm thread does), in the same order on every rank.
+  void all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name) const;
+  // Reduce-scatters bucket `bucket`'s gradient `flat` (bucket numel,),
+  // each rank's already divided by p, and adds my chunk of the sum to the
+  // shard's .grad; traced as `name`. Buckets' chunks are disjoint, so the
+  // comm thread may do this while backward goes on. Same order on every rank.
+  void reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name);
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   int64_t steps() const { return steps_; }

@@ -9,4 +9,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/naive_zero.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero1.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero2.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/storage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/zero3.cpp
 )

@@ -79,31 +79,11 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
       at::Tensor buffer = std::move(buffers[static_cast<size_t>(b)]);
       ++stats.reduce_scatters;
       stats.bytes += static_cast<int64_t>(buffer.nbytes());
-      const collectives::Range mine = layout.chunk(b, comm.rank());
-      // Where this bucket's chunk goes in the shard's .grad: disjoint for
-      // every bucket, so the comm thread may add into it while backward runs.
-      at::Tensor target = sharded.shard_grad().narrow(0, layout.shard_offset(b, comm.rank()), mine.count);
-      const ZeroOptions options = sharded.options();
-      const std::string who = sharded.who();
-      const int64_t step = stats.synced_steps;
-      const size_t count = layout.plan.buckets[static_cast<size_t>(b)].params.size();
-      comm::Communicator& c = comm;
+      ShardedOptimizer* target = &sharded;
+      // The bucket's memory goes back as soon as its chunk is taken.
       works[static_cast<size_t>(b)] = comm_thread.submit(
-          c.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b),
-          [&c, buffer, target, options, who, b, step, count]() mutable {
-            trace::Span span(c.recorder(), c.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
-            if (span.active()) {
-              c.label(span);
-              span.set_name("reduce-scatter bucket " + std::to_string(b))
-                  .set_bytes(static_cast<int64_t>(buffer.nbytes()))
-                  .arg("stage", who)
-                  .arg("bucket", b)
-                  .arg("params", count)
-                  .arg("step", step)
-                  .arg("algorithm", collectives::to_string(options.algorithm));
-            }
-            target.add_(collectives::reduce_scatter(c, buffer, comm::ReduceOp::kSum, options.algorithm, options.tag));
-            buffer = at::Tensor();  // the bucket's memory goes back as soon as its chunk is taken
+          comm.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b), [target, buffer, b]() mutable {
+            target->reduce_scatter_bucket(b, std::move(buffer), "reduce-scatter bucket " + std::to_string(b));
           });
     }
   }
@@ -173,7 +153,7 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 
 Zero2::Zero2(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
              ZeroOptions options)
-    : sharded_(comm, module, make_optimizer, options, "ZeRO-2", BucketOrder::kBackward),
+    : sharded_(comm, module, make_optimizer, options, "ZeRO-2", pack_by_size(options, BucketOrder::kBackward)),
       state_(std::make_shared<GradShardState>(sharded_)) {
   for (size_t i = 0; i < sharded_.params().size(); ++i) {
     // After accumulation (a post hook), so the sum of no_sync micro-steps is included.

@@ -15,6 +15,7 @@
 #include "zero/naive_zero.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
+#include "zero/zero3.hpp"
 
 namespace distlab::zero::testing {
 namespace {
@@ -65,7 +66,7 @@ struct Setting {
   int micro;        // micro-steps per step (1: no accumulation)
 };
 
-enum class Flavor { kDdp, kNaive, kZero1, kZero2, kZero2EachMicro };
+enum class Flavor { kDdp, kNaive, kZero1, kZero2, kZero2EachMicro, kNaive3, kZero3, kZero3NoPrefetch, kZero3EachMicro };
 
 struct Run {
   Flavor flavor;
@@ -81,7 +82,15 @@ std::string describe(const Setting& s, int ranks) {
 }
 
 std::string describe(const Run& run) {
-  const char* names[] = {"DDP", "naive ZeRO-1", "ZeRO-1", "ZeRO-2 (no_sync)", "ZeRO-2 (reduce per micro-step)"};
+  const char* names[] = {"DDP",
+                         "naive ZeRO-1",
+                         "ZeRO-1",
+                         "ZeRO-2 (no_sync)",
+                         "ZeRO-2 (reduce per micro-step)",
+                         "naive ZeRO-3",
+                         "ZeRO-3 (no_sync)",
+                         "ZeRO-3 without prefetch (no_sync)",
+                         "ZeRO-3 (reduce per micro-step)"};
   return std::string(names[static_cast<int>(run.flavor)]) + " " + collectives::to_string(run.algorithm) + " cap " +
          std::to_string(run.cap_bytes);
 }
@@ -161,7 +170,7 @@ Result train(comm::Communicator& comm, const Setting& s, const Run& run, const D
       if (s.max_norm > 0) result.norms.push_back(zero.clip_grad_norm(s.max_norm));
       zero.step();
     }
-  } else {
+  } else if (run.flavor == Flavor::kZero2 || run.flavor == Flavor::kZero2EachMicro) {
     Zero2 zero(comm, *model, factory(s), options);
     for (int step = 0; step < kSteps; ++step) {
       zero.zero_grad();
@@ -176,6 +185,43 @@ Result train(comm::Communicator& comm, const Setting& s, const Run& run, const D
       if (s.max_norm > 0) result.norms.push_back(zero.clip_grad_norm(s.max_norm));
       zero.step();
     }
+  } else if (run.flavor == Flavor::kNaive3) {
+    NaiveZero3 zero(comm, *model, factory(s), run.algorithm);
+    for (int step = 0; step < kSteps; ++step) {
+      zero.zero_grad();
+      zero.gather();
+      for (int i = 0; i < s.micro; ++i) micro_loss(step, i).backward();
+      zero.step(s.max_norm);
+    }
+    zero.gather();
+  } else {
+    Zero3Options options3;
+    options3.algorithm = run.algorithm;
+    options3.prefetch = run.flavor != Flavor::kZero3NoPrefetch;
+    Zero3 zero(comm, model, factory(s), options3);
+    auto sharded_loss = [&](int step, int i) {
+      const int64_t first = ((step * s.micro + i) * comm.size() + comm.rank()) * kRowsPerRank;
+      return torch::nn::functional::mse_loss(zero.forward(data.x.narrow(0, first, kRowsPerRank)),
+                                             data.y.narrow(0, first, kRowsPerRank)) /
+             s.micro;
+    };
+    for (int step = 0; step < kSteps; ++step) {
+      zero.zero_grad();
+      for (int i = 0; i < s.micro; ++i) {
+        if (run.flavor != Flavor::kZero3EachMicro && i < s.micro - 1) {
+          auto guard = zero.no_sync();
+          sharded_loss(step, i).backward();
+        } else {
+          sharded_loss(step, i).backward();
+        }
+      }
+      if (s.max_norm > 0) result.norms.push_back(zero.clip_grad_norm(s.max_norm));
+      zero.step();
+    }
+    std::vector<at::Tensor> pieces;
+    for (const at::Tensor& p : zero.full_parameters()) pieces.push_back(p.reshape({-1}));
+    result.params = at::cat(pieces);
+    return result;
   }
   result.params = flat(*model);
   return result;
@@ -222,7 +268,10 @@ Report check_against_references(comm::Communicator& comm, Coverage coverage) {
     const std::vector<Run> runs = {{Flavor::kNaive, Algorithm::kRing, 0},
                                    {Flavor::kZero1, Algorithm::kRing, 512},
                                    {Flavor::kZero2, Algorithm::kRing, 0},
-                                   {Flavor::kZero2EachMicro, Algorithm::kNative, 512}};
+                                   {Flavor::kZero2EachMicro, Algorithm::kNative, 512},
+                                   {Flavor::kNaive3, Algorithm::kRing, 0},
+                                   {Flavor::kZero3, Algorithm::kRing, 0},
+                                   {Flavor::kZero3EachMicro, Algorithm::kNative, 0}};
     compare(comm, {kWide, true, 0.05, 1}, runs, report);
     compare(comm, {kOdd, false, 0.0, 3}, runs, report);
     return report;
@@ -234,6 +283,8 @@ Report check_against_references(comm::Communicator& comm, Coverage coverage) {
       {Flavor::kZero1, Algorithm::kRing, 512},   {Flavor::kZero1, Algorithm::kNative, int64_t{1} << 30},
       {Flavor::kZero1, Algorithm::kRing, 0},     {Flavor::kZero2, Algorithm::kRing, 512},
       {Flavor::kZero2, Algorithm::kNative, 0},   {Flavor::kZero2, Algorithm::kRing, 0},
+      {Flavor::kNaive3, Algorithm::kNative, 0},  {Flavor::kZero3, Algorithm::kRing, 0},
+      {Flavor::kZero3, Algorithm::kNative, 0},   {Flavor::kZero3NoPrefetch, Algorithm::kRing, 0},
   };
   for (const Shape& shape : {kWide, kOdd})
     for (bool adam : {false, true})
@@ -245,6 +296,9 @@ Report check_against_references(comm::Communicator& comm, Coverage coverage) {
       {Flavor::kZero2, Algorithm::kRing, 512},
       {Flavor::kZero2EachMicro, Algorithm::kRing, 512},
       {Flavor::kZero2EachMicro, Algorithm::kNative, 0},
+      {Flavor::kNaive3, Algorithm::kRing, 0},
+      {Flavor::kZero3, Algorithm::kRing, 0},
+      {Flavor::kZero3EachMicro, Algorithm::kRing, 0},
   };
   compare(comm, {kWide, true, 0.05, 3}, accumulating, report);
   compare(comm, {kOdd, false, 0.0, 3}, accumulating, report);

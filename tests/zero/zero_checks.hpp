@@ -4,7 +4,8 @@
 // Each case trains one model for a few steps on this communicator's N ranks,
 // rank r taking rows r*B..(r+1)*B of every step's N*B-row batch, with
 //   naive ZeRO-1, ZeRO-1 and ZeRO-2 (each with the ring and the native
-//   collectives, several buckets and one), and DDP;
+//   collectives, several buckets and one), naive ZeRO-3, ZeRO-3 (one unit
+//   per Linear; with and without prefetch), and DDP;
 // and in one process on the whole N-fold batch. Every ZeRO run must end
 // within kTolerance of one process and of DDP, identical on every rank, with
 // the same gradient norms as one process when clipping. The cases: SGD with

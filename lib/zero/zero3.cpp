@@ -1,0 +1,368 @@
+#include "zero/zero3.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "collectives/async.hpp"
+#include "zero/storage.hpp"
+
+namespace distlab::zero {
+namespace {
+
+ZeroOptions zero_options(const Zero3Options& o) {
+  ZeroOptions options;
+  options.algorithm = o.algorithm;
+  options.tag = o.tag;
+  return options;
+}
+
+// "3.weight" -> "3": the Sequential child a parameter belongs to.
+std::string child_of(const std::string& name) { return name.substr(0, name.find('.')); }
+
+// One bucket per unit: the consecutive parameters of one child, in registration order.
+ddp::BucketPlan pack_by_unit(const std::vector<ddp::ParamInfo>& infos) {
+  ddp::BucketPlan plan;
+  plan.params = infos;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    plan.order.push_back(static_cast<int>(i));
+    if (i == 0 || child_of(infos[i].name) != child_of(infos[i - 1].name)) plan.buckets.emplace_back();
+    ddp::Bucket& unit = plan.buckets.back();
+    unit.params.push_back(static_cast<int>(i));
+    unit.bytes += infos[i].bytes();
+    unit.numel += infos[i].numel;
+    unit.limit = unit.bytes;
+  }
+  return plan;
+}
+
+void wait_naming(const comm::WorkPtr& work, const std::string& which) {
+  try {
+    work->wait();
+  } catch (const comm::TimeoutError& e) {
+    throw comm::TimeoutError(which + ": " + e.what());
+  } catch (const comm::CommError& e) {
+    throw comm::CommError(which + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+// The hooks' and the forward's shared state: which units are whole, the
+// all-gathers and reduce-scatters in flight.
+struct Zero3State : std::enable_shared_from_this<Zero3State> {
+  enum class Held { kFreed, kGathering, kWhole };
+
+  Zero3State(ShardedOptimizer& s, const Zero3Options& o) : sharded(s), comm(s.comm()), options(o), comm_thread(s.comm()) {
+    const ShardLayout& layout = sharded.layout();
+    unit_of = layout.plan.bucket_of();
+    const std::vector<int64_t> offset_of = layout.plan.offset_of();
+    torch::NoGradGuard no_grad;
+    for (int u = 0; u < layout.buckets(); ++u) {
+      // The unit's parameters become views into one buffer (numel,), whose bytes are then given back.
+      at::Tensor buffer = flat_parameters(layout, u, sharded.params()).clone();
+      for (int i : layout.plan.buckets[static_cast<size_t>(u)].params) {
+        const at::Tensor& p = sharded.params()[static_cast<size_t>(i)];
+        p.set_data(buffer.narrow(0, offset_of[static_cast<size_t>(i)], p.numel()).view(p.sizes()));
+      }
+      release_storage(buffer);
+      buffers.push_back(buffer);
+    }
+    held.assign(buffers.size(), Held::kFreed);
+    gathers.assign(buffers.size(), nullptr);
+    reset_backward();
+  }
+
+  ShardedOptimizer& sharded;
+  comm::Communicator& comm;
+  Zero3Options options;
+  collectives::CommThread comm_thread;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep the hooks alive
+  std::vector<uintptr_t> hook_keys;
+
+  mutable std::mutex mutex;
+  std::vector<at::Tensor> buffers;     // per unit (numel,): the parameters are views into it
+  std::vector<Held> held;
+  std::vector<comm::WorkPtr> gathers;  // per unit, while kGathering
+  std::vector<int> unit_of;            // per parameter
+  std::vector<int> pending;            // per unit: parameters whose gradient is not final this backward
+  std::vector<bool> ready;             // per parameter, this backward
+  std::vector<std::pair<int, comm::WorkPtr>> reductions;  // this backward's, (unit, work)
+  bool sync = true;
+  bool in_backward = false;
+  Zero3Stats stats;
+
+  int units() const { return static_cast<int>(buffers.size()); }
+  int64_t unit_bytes(int u) const { return buffers[static_cast<size_t>(u)].numel() * buffers[0].element_size(); }
+  std::string unit(int u) const { return "ZeRO-3 unit " + std::to_string(u) + " of " + std::to_string(units()); }
+
+  void reset_backward() {
+    pending.clear();
+    for (const ddp::Bucket& b : sharded.layout().plan.buckets) pending.push_back(static_cast<int>(b.params.size()));
+    ready.assign(sharded.params().size(), false);
+    reductions.clear();
+    in_backward = false;
+  }
+
+  void launch_gather_locked(int u, const char* phase) {
+    if (held[static_cast<size_t>(u)] != Held::kFreed) return;
+    const at::Tensor buffer = buffers[static_cast<size_t>(u)];
+    reallocate_storage(buffer, unit_bytes(u));
+    held[static_cast<size_t>(u)] = Held::kGathering;
+    ++stats.all_gathers;
+    stats.gathered_bytes += unit_bytes(u);
+    const int whole = static_cast<int>(std::count_if(held.begin(), held.end(), [](Held h) { return h != Held::kFreed; }));
+    stats.max_gathered_units = std::max(stats.max_gathered_units, whole);
+    const std::string name = "all-gather unit " + std::to_string(u) + " (" + phase + ")";
+    ShardedOptimizer* source = &sharded;
+    gathers[static_cast<size_t>(u)] = comm_thread.submit(
+        comm.self() + ": " + name, [source, buffer, u, name] { source->all_gather_bucket(u, buffer, name); });
+  }
+
+  // Returns with unit u whole: launched now if it was not.
+  void wait_whole(std::unique_lock<std::mutex>& lock, int u, const char* phase) {
+    launch_gather_locked(u, phase);
+    if (held[static_cast<size_t>(u)] != Held::kGathering) return;
+    const comm::WorkPtr work = gathers[static_cast<size_t>(u)];
+    lock.unlock();
+    wait_naming(work, comm.self() + ": all-gather of " + unit(u));
+    lock.lock();
+    held[static_cast<size_t>(u)] = Held::kWhole;
+    gathers[static_cast<size_t>(u)] = nullptr;
+  }
+
+  void free(std::unique_lock<std::mutex>& lock, int u) {
+    wait_whole(lock, u, "");  // a prefetch still in flight must land before its bytes go
+    release_storage(buffers[static_cast<size_t>(u)]);
+    held[static_cast<size_t>(u)] = Held::kFreed;
+  }
+
+  void start_backward_locked() {
+    if (in_backward) return;
+    in_backward = true;
+    // Runs when the whole backward is done, on the thread that called it.
+    std::weak_ptr<Zero3State> weak = shared_from_this();
+    torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+      if (auto self = weak.lock()) self->finalize();
+    });
+  }
+
+  // Backward is about to enter unit u (a hook on its forward output).
+  void before_backward(int u) {
+    std::unique_lock<std::mutex> lock(mutex);
+    start_backward_locked();
+    launch_gather_locked(u, "backward");
+    if (options.prefetch && u > 0) launch_gather_locked(u - 1, "backward");
+    wait_whole(lock, u, "backward");
+  }
+
+  // Unit u's gradients are final: reduce-scatter them (unless no_sync) and free its parameters.
+  void unit_done(std::unique_lock<std::mutex>& lock, int u) {
+    if (sync) {
+      const ShardLayout& layout = sharded.layout();
+      at::Tensor flat = flat_gradients(layout, u, sharded.params(), 1.0 / comm.size());  // (unit numel,)
+      for (int i : layout.plan.buckets[static_cast<size_t>(u)].params)
+        sharded.params()[static_cast<size_t>(i)].mutable_grad() = at::Tensor();
+      ++stats.reduce_scatters;
+      stats.reduced_bytes += static_cast<int64_t>(flat.nbytes());
+      ShardedOptimizer* target = &sharded;
+      const std::string name = "reduce-scatter unit " + std::to_string(u);
+      reductions.emplace_back(u, comm_thread.submit(comm.self() + ": " + name, [target, flat, u, name]() mutable {
+        target->reduce_scatter_bucket(u, std::move(flat), name);
+      }));
+    }
+    if (held[static_cast<size_t>(u)] != Held::kFreed) free(lock, u);
+  }
+
+  void on_grad_ready(size_t i) {
+    std::unique_lock<std::mutex> lock(mutex);
+    start_backward_locked();
+    if (ready[i]) return;  // a second call within one backward: already counted
+    ready[i] = true;
+    const int u = unit_of[i];
+    if (--pending[static_cast<size_t>(u)] == 0) unit_done(lock, u);
+  }
+
+  void finalize() {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!in_backward) return;
+    // A unit some of whose parameters took no part: reduced with what .grad holds, or zeros.
+    for (int u = 0; u < units(); ++u)
+      if (pending[static_cast<size_t>(u)] > 0) {
+        pending[static_cast<size_t>(u)] = 0;
+        unit_done(lock, u);
+      }
+    for (int u = 0; u < units(); ++u)
+      if (held[static_cast<size_t>(u)] != Held::kFreed) free(lock, u);  // prefetched, never used
+    const auto launched = reductions;
+    lock.unlock();
+    for (const auto& [u, work] : launched) wait_naming(work, comm.self() + ": reduce-scatter of " + unit(u));
+    lock.lock();
+    if (sync) ++stats.synced_steps;
+    reset_backward();
+  }
+};
+
+namespace {
+
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  GradReadyHook(std::weak_ptr<Zero3State> state, size_t index) : state_(std::move(state)), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    if (auto state = state_.lock()) state->on_grad_ready(index_);
+    return outputs;
+  }
+
+ private:
+  std::weak_ptr<Zero3State> state_;
+  size_t index_;
+};
+
+}  // namespace
+
+Zero3::Zero3(comm::Communicator& comm, torch::nn::Sequential model, const OptimizerFactory& make_optimizer,
+             Zero3Options options)
+    : model_(std::move(model)),
+      sharded_(comm, *model_, make_optimizer, zero_options(options), "ZeRO-3", pack_by_unit),
+      state_(std::make_shared<Zero3State>(sharded_, options)) {
+  for (size_t i = 0; i < sharded_.params().size(); ++i) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(sharded_.params()[i]);
+    state_->hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, i)));
+    state_->accumulators.push_back(std::move(accumulator));
+  }
+}
+
+Zero3::~Zero3() {
+  for (size_t i = 0; i < state_->accumulators.size(); ++i) state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
+}
+
+int Zero3::units() const { return state_->units(); }
+
+const std::string& Zero3::unit_name(int unit) const {
+  return layout().plan.params[static_cast<size_t>(layout().plan.buckets.at(static_cast<size_t>(unit)).params.front())]
+      .name;
+}
+
+bool Zero3::gathered(int unit) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->held.at(static_cast<size_t>(unit)) != Zero3State::Held::kFreed;
+}
+
+Zero3Stats Zero3::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->stats;
+}
+
+at::Tensor Zero3::forward(const at::Tensor& input) {
+  check_idle("forward");
+  // Which unit each child is (-1: no trainable parameters).
+  std::vector<int> unit_of_child;
+  for (const auto& item : model_->named_children()) {
+    int unit = -1;
+    for (int u = 0; u < units(); ++u)
+      if (child_of(unit_name(u)) == item.key()) unit = u;
+    unit_of_child.push_back(unit);
+  }
+  comm::Communicator& comm = sharded_.comm();
+  at::Tensor h = input;
+  size_t child = 0;
+  for (auto& module : *model_) {
+    const int u = unit_of_child[child++];
+    if (u < 0) {
+      h = module.forward(h);
+      continue;
+    }
+    {
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      state_->wait_whole(lock, u, "forward");
+      if (state_->options.prefetch && u + 1 < units()) state_->launch_gather_locked(u + 1, "forward");
+    }
+    {
+      trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneCompute, "forward", "zero_forward");
+      if (span.active()) {
+        comm.label(span);
+        span.set_name("forward unit " + std::to_string(u)).arg("unit", u).arg("step", sharded_.steps());
+      }
+      h = module.forward(h);
+    }
+    if (torch::autograd::GradMode::is_enabled() && h.requires_grad()) {
+      std::weak_ptr<Zero3State> weak = state_;
+      h.register_hook([weak, u](const at::Tensor&) {
+        if (auto state = weak.lock()) state->before_backward(u);
+      });
+    }
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->free(lock, u);
+  }
+  return h;
+}
+
+Zero3::NoSync::NoSync(Zero3& zero) : zero_(&zero) {
+  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
+  zero_->state_->sync = false;
+}
+
+Zero3::NoSync::~NoSync() {
+  if (zero_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
+  zero_->state_->sync = true;
+}
+
+// Between steps nothing may be in flight: a backward that was interrupted
+// never reached its end-of-backward callback.
+void Zero3::check_idle(const char* what) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->in_backward)
+    throw comm::CommError(sharded_.comm().self() + ": ZeRO-3: " + what +
+                          " while a backward that started gathering and reduce-scattering units never finished (was "
+                          "it interrupted?); run a full backward first");
+}
+
+void Zero3::zero_grad() {
+  check_idle("zero_grad");
+  for (const at::Tensor& p : sharded_.params()) p.mutable_grad() = at::Tensor();
+  sharded_.zero_shard_grad();
+}
+
+double Zero3::clip_grad_norm(double max_norm) {
+  check_idle("clip_grad_norm");
+  return sharded_.clip_grad_norm(max_norm);
+}
+
+void Zero3::step() {
+  check_idle("step");
+  for (size_t i = 0; i < sharded_.params().size(); ++i)
+    if (sharded_.params()[i].grad().defined())
+      throw comm::CommError(sharded_.comm().self() + ": ZeRO-3: parameter '" + sharded_.names()[i] +
+                            "' still holds a gradient that was never reduce-scattered (a backward under no_sync "
+                            "with no synchronized backward after it): run the last micro-step outside no_sync()");
+  sharded_.step_shard();
+}
+
+std::vector<at::Tensor> Zero3::full_parameters() {
+  check_idle("full_parameters");
+  torch::NoGradGuard no_grad;
+  const ShardLayout& layout = sharded_.layout();
+  std::vector<at::Tensor> full(sharded_.params().size());
+  for (int u = 0; u < units(); ++u) {
+    const ddp::Bucket& unit = layout.plan.buckets[static_cast<size_t>(u)];
+    at::Tensor flat = at::empty({unit.numel}, sharded_.shard().options());  // (unit numel,)
+    sharded_.all_gather_bucket(u, flat, "all-gather unit " + std::to_string(u) + " (full parameters)");
+    int64_t offset = 0;
+    for (int i : unit.params) {
+      const at::Tensor& p = sharded_.params()[static_cast<size_t>(i)];
+      full[static_cast<size_t>(i)] = flat.narrow(0, offset, p.numel()).view(p.sizes()).clone();
+      offset += p.numel();
+    }
+  }
+  return full;
+}
+
+}  // namespace distlab::zero

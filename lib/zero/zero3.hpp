@@ -1,0 +1,123 @@
+// ZeRO stage 3 / FSDP: the parameters are sharded too. Between uses each
+// rank holds 1/p of every parameter, 1/p of the gradient and 1/p of the
+// optimizer state; a unit's whole parameters exist only while it computes.
+//
+//   torch::nn::Sequential model(Linear(...), Tanh(), Linear(...), ...);
+//   zero::Zero3 zero(comm, model, zero::adam(torch::optim::AdamOptions(1e-3)));
+//   zero.zero_grad();
+//   loss_fn(zero.forward(x), y).backward();
+//   zero.step();                                  // steps my shard: nothing is gathered
+//
+// A unit is one child of the Sequential that has parameters (FSDP wraps
+// each Transformer layer the same way); children without parameters just
+// run. Unit u's parameters are one flat buffer, cut into p chunks by the
+// collectives' chunk rule; rank r keeps chunk r of every unit (its shard)
+// and the parameters are views into the buffer, whose bytes come and go
+// (storage.hpp):
+//
+//   forward of unit u     wait for u's all-gather (launched earlier, or now),
+//                         launch u+1's (prefetch: it runs on the comm thread
+//                         while u computes), run u, free u's buffer
+//   backward reaches u    (a hook on u's output) wait for u's all-gather,
+//                         launch u-1's, and u's backward runs
+//   u's gradients final   (the parameters' accumulator hooks) u's gradients
+//                         / p flattened and reduce-scattered on the comm
+//                         thread into the shard's .grad, .grad dropped, u's
+//                         buffer freed
+//
+// Every rank gathers and reduces in the same order (forward 0, 1, ..., then
+// backward L-1, ..., 0), so the comm thread's queue is the same everywhere.
+// Per step: all-gather forward (Psi), all-gather backward (Psi),
+// reduce-scatter (Psi): 3 Psi against DDP's 2 Psi, for parameters that take
+// 1/p of the memory. With prefetch off, each all-gather is launched when
+// its unit needs it, and compute waits for the whole transfer.
+//
+// Accumulation: a backward under no_sync() keeps each unit's gradient in
+// .grad (whole: the memory ZeRO-3 otherwise saves); the next backward
+// outside it reduce-scatters the sum. Or a plain backward per micro-step,
+// each reduce-scattering into the shard's .grad.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/modules/container/sequential.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zero/sharded_optimizer.hpp"
+
+namespace distlab::zero {
+
+struct Zero3Options {
+  collectives::Algorithm algorithm = collectives::Algorithm::kRing;
+  int tag = 0;
+  // Launch unit u+1's all-gather (u-1's in backward) before unit u computes.
+  bool prefetch = true;
+};
+
+struct Zero3Stats {
+  int64_t all_gathers = 0;      // unit all-gathers launched (forward and backward)
+  int64_t gathered_bytes = 0;   // bytes of the unit buffers all-gathered
+  int64_t reduce_scatters = 0;  // unit reduce-scatters launched
+  int64_t reduced_bytes = 0;    // bytes of the gradients reduce-scattered
+  int64_t synced_steps = 0;     // backwards that reduce-scattered
+  int max_gathered_units = 0;   // the most units ever whole at once
+};
+
+struct Zero3State;
+
+class Zero3 {
+ public:
+  // Every rank of `comm` (the world or a group) calls it with the same model.
+  Zero3(comm::Communicator& comm, torch::nn::Sequential model, const OptimizerFactory& make_optimizer,
+        Zero3Options options = {});
+  ~Zero3();
+  Zero3(const Zero3&) = delete;
+  Zero3& operator=(const Zero3&) = delete;
+
+  // The model's forward, unit by unit, gathering and freeing as it goes.
+  at::Tensor forward(const at::Tensor& input);
+  // Zeroes the shard's .grad and drops any parameter's .grad.
+  void zero_grad();
+  double clip_grad_norm(double max_norm);
+  // Steps this rank's shard. The parameters stay sharded until the next forward.
+  void step();
+
+  class NoSync {
+   public:
+    explicit NoSync(Zero3& zero);
+    NoSync(NoSync&& other) noexcept : zero_(std::exchange(other.zero_, nullptr)) {}
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+    ~NoSync();
+
+   private:
+    Zero3* zero_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  // Every parameter whole, in registration order (copies; every rank calls
+  // it: the units are all-gathered). For checks, checkpoints and evaluation.
+  std::vector<at::Tensor> full_parameters();
+
+  int units() const;
+  // The child of the Sequential that unit u is, and its name.
+  const std::string& unit_name(int unit) const;
+  // Whether unit u's buffer holds its whole parameters now.
+  bool gathered(int unit) const;
+  ShardedOptimizer& sharded() { return sharded_; }
+  const ShardLayout& layout() const { return sharded_.layout(); }
+  Zero3Stats stats() const;
+
+ private:
+  void check_idle(const char* what) const;
+
+  torch::nn::Sequential model_;
+  ShardedOptimizer sharded_;
+  std::shared_ptr<Zero3State> state_;  // after sharded_: destroyed first
+};
+
+}  // namespace distlab::zero

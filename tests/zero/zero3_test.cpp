@@ -1,0 +1,171 @@
+// What ZeRO-3 holds and when it talks: between steps only shards; each unit
+// gathered twice and reduce-scattered once (3 Psi); the prefetch really
+// runs under the previous unit's forward. (Equality with one process and
+// DDP is in zero_checks.cpp, with every other flavor.)
+#include <gtest/gtest.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+
+#include <map>
+#include <mutex>
+
+#include "comm/threads_backend.hpp"
+#include "trace/recorder.hpp"
+#include "zero/storage.hpp"
+#include "zero/zero3.hpp"
+
+namespace distlab::zero {
+namespace {
+
+using comm::Communicator;
+
+// 8 -> 16 -> 16 -> 5: units of 144, 272 and 85 elements (501 in all).
+torch::nn::Sequential three_units() {
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::Tanh(), torch::nn::Linear(16, 16),
+                               torch::nn::Tanh(), torch::nn::Linear(16, 5));
+}
+
+int64_t held_parameter_bytes(torch::nn::Module& model) {
+  int64_t bytes = 0;
+  for (const auto& p : model.parameters()) bytes += storage_bytes(p);  // views of one buffer: counted per unit below
+  return bytes;
+}
+
+TEST(Zero3, BetweenStepsEachRankHoldsItsShardsOnly) {
+  std::mutex mutex;
+  int64_t total = 0;
+  for (bool prefetch : {true, false}) {
+    total = 0;
+    comm::run_thread_ranks(3, [&](Communicator& comm) {
+      auto model = three_units();
+      Zero3Options options;
+      options.prefetch = prefetch;
+      Zero3 zero(comm, model, adam(torch::optim::AdamOptions(0.01)), options);
+      ASSERT_EQ(zero.units(), 3);
+      EXPECT_EQ(zero.unit_name(1), "2.weight");
+      auto none_whole = [&] {
+        for (int u = 0; u < zero.units(); ++u) EXPECT_FALSE(zero.gathered(u)) << "unit " << u;
+        EXPECT_EQ(held_parameter_bytes(*model), 0);
+      };
+      none_whole();
+      zero.zero_grad();
+      at::Tensor loss = zero.forward(at::ones({2, 8})).sum();
+      none_whole();  // freed after each unit's forward
+      loss.backward();
+      none_whole();  // freed after each unit's backward
+      for (const auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+      const int64_t mine = zero.layout().shard_numel(comm.rank());
+      EXPECT_EQ(zero.sharded().shard_grad().numel(), mine);
+      EXPECT_GT(zero.sharded().shard_grad().abs().sum().item<double>(), 0.0);
+      zero.step();
+      for (const auto& [key, state] : zero.sharded().optimizer().state())
+        EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*state).exp_avg().numel(), mine);
+
+      // Forward gathers every unit once, backward once more, and each unit
+      // is reduce-scattered once: 2 x 501 x 4 bytes gathered, 501 x 4 reduced.
+      const Zero3Stats stats = zero.stats();
+      EXPECT_EQ(stats.all_gathers, 2 * 3);
+      EXPECT_EQ(stats.gathered_bytes, 2 * 501 * 4);
+      EXPECT_EQ(stats.reduce_scatters, 3);
+      EXPECT_EQ(stats.reduced_bytes, 501 * 4);
+      EXPECT_EQ(stats.synced_steps, 1);
+      // Prefetch holds the next unit while one computes; without it, one at a time.
+      EXPECT_EQ(stats.max_gathered_units, prefetch ? 2 : 1);
+      std::lock_guard<std::mutex> lock(mutex);
+      total += mine;
+    });
+    EXPECT_EQ(total, 501);
+  }
+}
+
+// Evaluation under no_grad: gathered and freed unit by unit, no hooks, and
+// the same output as the whole model.
+TEST(Zero3, ForwardWithoutGradMatchesTheWholeModel) {
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    auto model = three_units();
+    Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.1)));
+    auto reference = three_units();  // rank 0's weights, whole
+    {
+      torch::NoGradGuard no_grad;
+      const std::vector<at::Tensor> full = zero.full_parameters();
+      for (size_t i = 0; i < full.size(); ++i) reference->parameters()[i].copy_(full[i]);
+    }
+    const at::Tensor x = at::linspace(-1, 1, 24).reshape({3, 8});
+    torch::NoGradGuard no_grad;
+    const at::Tensor expected = reference->forward(x);
+    EXPECT_TRUE(at::allclose(zero.forward(x), expected, 1e-6, 1e-6));
+    for (int u = 0; u < zero.units(); ++u) EXPECT_FALSE(zero.gathered(u));
+  });
+}
+
+// The prefetch overlaps: unit k+1's all-gather (on the comm thread) begins
+// before unit k's forward ends; without prefetch it begins only after.
+// Six 256x256 layers on 512 rows: each forward takes about a millisecond.
+TEST(Zero3Trace, PrefetchRunsUnderThePreviousUnitsForward) {
+  for (bool prefetch : {true, false}) {
+    auto sink = std::make_shared<trace::MemorySink>();
+    comm::CommOptions options;
+    options.recorder = std::make_shared<trace::Recorder>();
+    options.recorder->add_sink(sink);
+    comm::run_thread_ranks(
+        2,
+        [&](Communicator& comm) {
+          torch::nn::Sequential model;
+          for (int i = 0; i < 6; ++i) {
+            model->push_back(torch::nn::Linear(256, 256));
+            model->push_back(torch::nn::Tanh());
+          }
+          Zero3Options zo;
+          zo.prefetch = prefetch;
+          Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.01)), zo);
+          zero.forward(at::randn({512, 256})).pow(2).mean().backward();
+          zero.step();
+        },
+        options);
+    for (int rank = 0; rank < 2; ++rank) {
+      std::map<std::string, trace::Event> forward, gather;  // by unit
+      int reduce_scatters = 0;
+      for (const auto& e : sink->events()) {
+        if (e.rank != rank) continue;
+        if (e.category == "zero_forward") forward[e.arg("unit")] = e;
+        if (e.category == "zero_all_gather" && e.name.find("(forward)") != std::string::npos) gather[e.arg("bucket")] = e;
+        reduce_scatters += e.category == "zero_reduce_scatter";
+      }
+      ASSERT_EQ(forward.size(), 6u);
+      ASSERT_EQ(gather.size(), 6u);
+      EXPECT_EQ(reduce_scatters, 6);
+      for (int k = 0; k + 1 < 6; ++k) {
+        const trace::Event& f = forward[std::to_string(k)];
+        const trace::Event& g = gather[std::to_string(k + 1)];
+        if (prefetch)
+          EXPECT_LT(g.begin_us, f.end_us)
+              << "rank " << rank << ": unit " << k + 1 << "'s all-gather began after unit " << k << "'s forward";
+        else
+          EXPECT_GE(g.begin_us, f.end_us) << "rank " << rank << ", unit " << k + 1;
+      }
+    }
+  }
+}
+
+TEST(Zero3, StepWithAnUnreducedGradientIsRefused) {
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    auto model = three_units();
+    Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.1)));
+    {
+      auto guard = zero.no_sync();
+      zero.forward(at::ones({2, 8})).sum().backward();
+    }
+    try {
+      zero.step();
+      ADD_FAILURE() << "stepped with a gradient that was never reduce-scattered";
+    } catch (const comm::CommError& e) {
+      EXPECT_NE(std::string(e.what()).find("never reduce-scattered"), std::string::npos) << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace distlab::zero
