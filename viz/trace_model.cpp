@@ -87,6 +87,9 @@ void TraceModel::reserve(size_t events) {
 }
 
 void TraceModel::add(const trace::Event& e) {
+  // A counter sample is a value at an instant, not an interval: the rows
+  // draw boxes, so it has no place in them.
+  if (e.is_counter()) return;
   if (cached_lane_ == nullptr || e.rank != cached_rank_ || e.lane != *cached_lane_ || cached_row_ >= rows_.size()) {
     cached_row_ = row_for(e.rank, e.lane);
     cached_rank_ = e.rank;

@@ -96,7 +96,8 @@ struct FlowBundle {
 
 class TraceModel {
  public:
-  // Appends events; rows are rebuilt at the next finalize().
+  // Appends events; rows are rebuilt at the next finalize(). Counter samples
+  // (trace::Event::is_counter()) are left out: rows hold intervals only.
   void add(const std::vector<trace::Event>& events);
   void add(const trace::Event& event);
   // Room for `events` more (a file's size / 256 bytes: the sink writes about

@@ -1,5 +1,6 @@
 #include "trace/chrome_json.hpp"
 
+#include <charconv>
 #include <cinttypes>
 #include <stdexcept>
 
@@ -34,9 +35,44 @@ std::string hex_id(uint64_t id) {
   return buf;
 }
 
+// A counter's value as a JSON number when it is a decimal integer written
+// the way std::to_string writes it (what Recorder::counter stores), so that
+// it reads back as the same text; anything else (a foreign trace's "1.5")
+// stays a string rather than risk writing invalid JSON.
+void append_counter_value(std::string& out, const std::string& value) {
+  int64_t number = 0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, error] = std::from_chars(value.data(), end, number);
+  if (error == std::errc() && ptr == end && !value.empty() && std::to_string(number) == value)
+    out += value;
+  else
+    append_escaped(out, value);
+}
+
+// A counter sample as a "C" event: no tid (a counter track belongs to the
+// process, named by the event's name), one number per series in args.
+std::string counter_to_json(const Event& e) {
+  std::string out;
+  out.reserve(96);
+  out += "{\"ph\":\"C\",\"pid\":" + std::to_string(e.rank) + ",\"name\":";
+  append_escaped(out, e.name);
+  out += ",\"ts\":" + std::to_string(e.begin_us) + ",\"args\":{";
+  bool first = true;
+  for (const auto& [key, value] : e.args) {
+    if (!first) out += ',';
+    first = false;
+    append_escaped(out, key);
+    out += ':';
+    append_counter_value(out, value);
+  }
+  out += "}}";
+  return out;
+}
+
 }  // namespace
 
 std::string event_to_json(const Event& e, int tid) {
+  if (e.is_counter()) return counter_to_json(e);
   std::string out;
   out.reserve(192);
   out += "{\"ph\":\"X\",\"pid\":" + std::to_string(e.rank) + ",\"tid\":" + std::to_string(tid);
@@ -75,12 +111,14 @@ void ChromeJsonSink::put_line(const std::string& line) {
   std::fputs(line.c_str(), file_);
 }
 
+void ChromeJsonSink::name_rank(int rank) {
+  if (!named_ranks_.insert(rank).second) return;
+  put_line("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(rank) +
+           ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
+}
+
 int ChromeJsonSink::lane_tid(int rank, const std::string& lane) {
-  if (named_ranks_.insert(rank).second) {
-    std::string meta = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(rank) +
-                       ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}";
-    put_line(meta);
-  }
+  name_rank(rank);
   auto key = std::make_pair(rank, lane);
   auto it = tids_.find(key);
   if (it != tids_.end()) return it->second;
@@ -111,6 +149,12 @@ void ChromeJsonSink::write_clock_offset(int rank, const ClockOffset& offset) {
 
 void ChromeJsonSink::write(const Event& e, int64_t arrival_us) {
   if (file_ == nullptr) return;
+  if (e.is_counter()) {
+    // A counter track hangs off its process: no lane, no thread_name.
+    name_rank(e.rank);
+    put_line(event_to_json(e, 0));
+    return;
+  }
   int tid = lane_tid(e.rank, e.lane);
   put_line(event_to_json(e, tid));
   if (e.flow != 0 && (e.category == "send" || e.category == "recv")) {

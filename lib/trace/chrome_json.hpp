@@ -5,9 +5,12 @@
 // rank, named by "thread_name" metadata), each Event one complete ("X")
 // event with ts/dur in microseconds; a send and its recv also emit a flow
 // start ("s", at the send's begin) and flow end ("f", at the recv's end: when
-// the data arrived) with the same id, drawn as an arrow. A rank on another
-// machine writes its clock's offset to rank 0 as "clock_offset" metadata
-// ({"ph":"M","name":"clock_offset","pid":R,"args":{"offset_us":..,
+// the data arrived) with the same id, drawn as an arrow. A counter sample
+// (Event::is_counter()) is one counter ("C") event instead,
+// {"ph":"C","pid":RANK,"name":NAME,"ts":TS,"args":{"parameters":123,...}},
+// its series as numbers: a counter track of that rank named NAME. A rank on
+// another machine writes its clock's offset to rank 0 as "clock_offset"
+// metadata ({"ph":"M","name":"clock_offset","pid":R,"args":{"offset_us":..,
 // "uncertainty_us":..}}); readers add it to that rank's times.
 // DistLab's own fields ride in "args" (lane, bytes, peer, flow), so the file
 // reads back into exactly the events that were written.
@@ -26,8 +29,9 @@
 
 namespace distlab::trace {
 
-// One event as a single-line JSON object ("X" event). `tid` is the lane's
-// number in the file; the live stream, which has no metadata, uses 0.
+// One event as a single-line JSON object: an "X" event, or a "C" event for
+// a counter sample. `tid` is the lane's number in the file (unused by "C");
+// the live stream, which has no metadata, uses 0.
 std::string event_to_json(const Event& event, int tid);
 // `rank`'s clock offset to rank 0 as one line of "clock_offset" metadata:
 // in a trace file, and first on a rank's live stream.
@@ -50,6 +54,8 @@ class ChromeJsonSink : public Sink {
   const std::string& path() const { return path_; }
 
  private:
+  // Writes the rank's "process_name" metadata the first time it is seen.
+  void name_rank(int rank);
   int lane_tid(int rank, const std::string& lane);
   void put_line(const std::string& line);
 

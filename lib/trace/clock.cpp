@@ -36,6 +36,19 @@ std::string Event::arg(const std::string& key, const std::string& fallback) cons
   return fallback;
 }
 
+Event counter_event(int rank, const std::string& name, const CounterValues& values, int64_t at_us) {
+  Event e;
+  e.rank = rank;
+  e.lane = kLaneCounter;
+  e.name = name;
+  e.category = kCounterCategory;
+  e.begin_us = at_us;
+  e.end_us = at_us;
+  e.args.reserve(values.size());
+  for (const auto& [series, value] : values) e.args.emplace_back(series, std::to_string(value));
+  return e;
+}
+
 uint64_t flow_id(int src, int dst, int64_t tag, uint64_t seq) {
   // splitmix64 over the four fields: cheap, and collisions between distinct
   // messages of one job are vanishingly unlikely.

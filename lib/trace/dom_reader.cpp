@@ -83,6 +83,21 @@ Event event_from(const json& j, LaneOf lane_of) {
   return e;
 }
 
+// Converts one "C" object: a counter sample (event.hpp), every arg a series.
+Event counter_from(const json& j) {
+  Event e;
+  e.rank = static_cast<int>(as_int(j.value("pid", json(0)), "pid"));
+  e.name = as_text(j.value("name", json("")));
+  e.category = kCounterCategory;
+  e.lane = kLaneCounter;
+  e.begin_us = as_int(j.value("ts", json(0)), "ts");
+  e.end_us = e.begin_us;
+  auto args = j.find("args");
+  if (args != j.end() && args->is_object())
+    for (auto it = args->begin(); it != args->end(); ++it) e.args.emplace_back(it.key(), as_text(*it));
+  return e;
+}
+
 struct Collector {
   const ReadLimits& limits;
   std::vector<Event> events;
@@ -102,9 +117,13 @@ struct Collector {
       }
       return;
     }
-    if (kind != "X") return;
+    if (kind != "X" && kind != "C") return;
     if (static_cast<int64_t>(events.size()) >= limits.max_events)
       throw TraceFormatError("more than " + std::to_string(limits.max_events) + " events");
+    if (kind == "C") {
+      events.push_back(counter_from(j));
+      return;
+    }
     events.push_back(event_from(j, [this](int rank, int64_t tid) {
       auto it = thread_names.find({rank, tid});
       return it != thread_names.end() ? it->second : std::to_string(tid);
@@ -148,8 +167,10 @@ Event parse_event_line(const std::string& line) {
   } catch (const json::exception& e) {
     throw TraceFormatError(std::string("malformed event line: ") + e.what());
   }
-  if (!j.is_object() || j.value("ph", json("")) != "X")
-    throw TraceFormatError("event line is not an \"X\" event object: " + line.substr(0, 80));
+  const json ph = j.is_object() ? j.value("ph", json("")) : json();
+  if (ph == "C") return counter_from(j);
+  if (ph != "X")
+    throw TraceFormatError("event line is not an \"X\" or \"C\" event object: " + line.substr(0, 80));
   return event_from(j, [](int, int64_t tid) { return std::to_string(tid); });
 }
 

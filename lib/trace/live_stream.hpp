@@ -6,6 +6,7 @@
 //   {"ph":"M","name":"clock_offset",...}      a rank's clock offset to rank 0
 //                                             (multi-process jobs), before its events
 //   {"ph":"X","pid":...,"args":{...}}         one event, as in the trace file
+//   {"ph":"C","pid":...,"args":{...}}         one counter sample, likewise
 // The receiver adds a connection's clock offset to the times of the events
 // that follow, so every rank's events arrive in rank 0's clock.
 // The listener binds to loopback unless told otherwise; anything that is not

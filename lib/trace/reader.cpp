@@ -3,7 +3,8 @@
 // - an event is an object directly inside the top-level array, or directly
 //   inside an array that is a value of the top-level object (traceEvents);
 // - a repeated key counts once, its last value; args are taken in key order;
-// - numbers and strings convert as in as_int / as_text / as_flow below.
+// - numbers and strings convert as in as_int / as_text / as_flow below;
+// - "X" events and counter ("C") events are read, every other kind skipped.
 #include "trace/reader.hpp"
 
 #include <algorithm>
@@ -212,12 +213,29 @@ void ChromeEventReader::deliver() {
     }
     return;
   }
-  if (!key_is(kind, "X")) return;
+  const bool counter = key_is(kind, "C");
+  if (!counter && !key_is(kind, "X")) return;
   if (info_.events >= limits_.max_events)
     throw TraceFormatError("more than " + std::to_string(limits_.max_events) + " events (the reader's limit)");
   Event& e = event_;
   e.rank = static_cast<int>(as_int(el.field(Element::kPid, el.zero), "pid"));
   as_text(el.field(Element::kName, el.empty), e.name);
+  if (counter) {
+    // A counter sample (event.hpp): every arg is a series, its value as text.
+    e.lane = kLaneCounter;
+    e.category = kCounterCategory;
+    e.begin_us = as_int(el.field(Element::kTs, el.zero), "ts");
+    e.end_us = e.begin_us;
+    e.bytes = 0;
+    e.peer = -1;
+    e.flow = 0;
+    e.args.clear();
+    for (auto it = begin; it != end; ++it)
+      if (is_last_of_key(it)) e.args.emplace_back(it->first, as_text(it->second));
+    ++info_.events;
+    on_event_(e);
+    return;
+  }
   as_text(el.field(Element::kCat, el.empty), e.category);
   e.begin_us = as_int(el.field(Element::kTs, el.zero), "ts");
   e.end_us = e.begin_us + as_int(el.field(Element::kDur, el.zero), "dur");

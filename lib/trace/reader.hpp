@@ -41,7 +41,7 @@ struct ReadLimits {
 
 // What a file says besides its events.
 struct TraceInfo {
-  int64_t events = 0;  // complete ("X") events delivered
+  int64_t events = 0;  // complete ("X") and counter ("C") events delivered
   // rank -> its clock's offset to rank 0's, from "clock_offset" metadata
   // (ChromeJsonSink::write_clock_offset). Not yet applied to the events.
   std::map<int, ClockOffset> clock_offsets;
@@ -54,6 +54,10 @@ using EventHandler = std::function<void(Event&)>;
 // Every complete ("X") event of a Chrome trace, in file order. Accepts both
 // {"traceEvents":[...]} and a bare [...] array. Lanes come from args.lane
 // (DistLab's files) or else from "thread_name" metadata, else the tid.
+// Counter ("C") events come in the same order, as counter samples
+// (event.hpp): name and pid as given, ts as begin and end, category and lane
+// "counter", each arg a series with its value as text (a number in decimal);
+// "cat", "id" and "dur" are ignored. The limit on events counts both kinds.
 TraceInfo stream_chrome_file(const std::string& path, const ReadLimits& limits, const EventHandler& on_event);
 TraceInfo stream_chrome_text(const std::string& text, const ReadLimits& limits, const EventHandler& on_event);
 
@@ -71,8 +75,8 @@ TraceInfo stream_chrome(ByteSource& source, const ReadLimits& limits, const Even
 // The per-element half of the reader, for callers that find the event
 // objects themselves (the viewer recovering a cut-short file line by line).
 // parse() only checks syntax and keeps the element; deliver() interprets it
-// (thread names, clock offsets, an "X" event to the handler) and throws for
-// bad fields.
+// (thread names, clock offsets, an "X" or "C" event to the handler) and
+// throws for bad fields.
 class ChromeEventReader {
  public:
   ChromeEventReader(const ReadLimits& limits, EventHandler on_event);
@@ -91,8 +95,8 @@ class ChromeEventReader {
   Event event_;
 };
 
-// One line of the live stream: a single "X" event object, as event_to_json()
-// writes it. Throws TraceFormatError.
+// One line of the live stream: a single "X" or "C" event object, as
+// event_to_json() writes it. Throws TraceFormatError.
 Event parse_event_line(const std::string& line);
 
 // A live-stream line that is a "clock_offset" metadata object (as

@@ -13,6 +13,11 @@ void Recorder::record(const Event& event) {
   for (auto& sink : sinks_) sink->write(event);
 }
 
+void Recorder::counter(int rank, const std::string& name, const CounterValues& values) {
+  if (!enabled()) return;
+  record(counter_event(rank, name, values, now_us()));
+}
+
 void Recorder::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& sink : sinks_) sink->flush();

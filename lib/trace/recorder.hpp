@@ -32,6 +32,10 @@ class Recorder {
   void add_sink(std::shared_ptr<Sink> sink);
   // Thread-safe: several ranks of the threads backend share one recorder.
   void record(const Event& event);
+  // Records a counter sample taken now (trace::now_us()): the values of
+  // `name`'s series on `rank`, e.g. counter(rank, "memory", {{"parameters",
+  // bytes}, {"gradients", bytes}}). Nothing is built while disabled.
+  void counter(int rank, const std::string& name, const CounterValues& values);
   void flush();
 
  private:
