@@ -92,7 +92,7 @@ at::Tensor flat_parameters(const ShardLayout& layout, int bucket, const std::vec
 
 ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module,
                                    const OptimizerFactory& make_optimizer, ZeroOptions options, std::string who,
-                                   const Packing& packing)
+                                   const Packing& packing, ShardStorage storage)
     : comm_(comm), options_(options), who_(std::move(who)) {
   check_algorithm(options_, who_);
   const ddp::NamedTensors named = ddp::trainable_parameters(module);
@@ -106,40 +106,66 @@ ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& 
   ddp::broadcast_from_rank0(comm_, buffers);
   layout_ = make_shard_layout(packing(infos_of(named)), comm_.size());
 
-  // This rank's chunk of every bucket, one after the other: (shard_numel,).
   const int rank = comm_.rank();
-  const auto like = params_.empty() ? at::TensorOptions().dtype(at::kFloat).device(comm_.device())
-                                    : params_.front().options();
-  shard_ = at::empty({layout_.shard_numel(rank)}, like);
+  options_of_ = params_.empty() ? at::TensorOptions().dtype(at::kFloat).device(comm_.device())
+                                : params_.front().options();
   {
     torch::NoGradGuard no_grad;
+    const std::vector<int64_t> offset_of = layout_.plan.offset_of();
     for (int b = 0; b < layout_.buckets(); ++b) {
       const collectives::Range mine = layout_.chunk(b, rank);
-      shard_.narrow(0, layout_.shard_offset(b, rank), mine.count)
-          .copy_(flat_parameters(layout_, b, params_).narrow(0, mine.offset, mine.count));
+      at::Tensor flat = flat_parameters(layout_, b, params_).clone();  // (bucket numel,)
+      if (storage == ShardStorage::kViewsOfParameters) {
+        for (int i : layout_.plan.buckets[static_cast<size_t>(b)].params) {
+          const at::Tensor& p = params_[static_cast<size_t>(i)];
+          p.set_data(flat.narrow(0, offset_of[static_cast<size_t>(i)], p.numel()).view(p.sizes()));
+        }
+        flats_.push_back(flat);
+        chunks_.push_back(flat.narrow(0, mine.offset, mine.count));
+      } else {
+        chunks_.push_back(flat.narrow(0, mine.offset, mine.count).clone());
+      }
     }
   }
-  shard_.requires_grad_(true);
-  shard_.mutable_grad() = at::zeros_like(shard_);
-  optimizer_ = make_optimizer({shard_});
+  for (at::Tensor& chunk : chunks_) {
+    chunk.requires_grad_(true);
+    chunk.mutable_grad() = at::zeros_like(chunk);
+  }
+  optimizer_ = make_optimizer(chunks_);
 
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "shard layout", "zero_layout");
   if (span.active()) {
     comm_.label(span);
-    span.arg("stage", who_).arg("shard", shard_.numel()).arg("layout", layout_.json());
+    span.arg("stage", who_).arg("shard", layout_.shard_numel(rank)).arg("layout", layout_.json());
   }
 }
 
-void ShardedOptimizer::zero_shard_grad() { shard_grad().zero_(); }
+MemoryUse ShardedOptimizer::memory() const {
+  std::vector<at::Tensor> tensors = params_;
+  tensors.insert(tensors.end(), chunks_.begin(), chunks_.end());
+  return measure_memory(tensors, optimizer_.get());
+}
+
+at::Tensor ShardedOptimizer::shard_grad() const {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& chunk : chunks_) grads.push_back(chunk.grad());
+  return grads.empty() ? at::empty({0}, options_of_) : at::cat(grads);
+}
+
+void ShardedOptimizer::zero_shard_grad() {
+  for (const at::Tensor& chunk : chunks_) chunk.grad().zero_();
+}
 
 double ShardedOptimizer::clip_grad_norm(double max_norm) {
   torch::NoGradGuard no_grad;
   // (1,) float64: this shard's sum of squares, then everyone's.
-  at::Tensor total = shard_grad().to(at::kDouble).pow(2).sum().reshape({1});
+  at::Tensor total = at::zeros({1}, options_of_.dtype(at::kDouble));
+  for (const at::Tensor& chunk : chunks_) total.add_(chunk.grad().to(at::kDouble).pow(2).sum());
   if (comm_.size() > 1) collectives::all_reduce(comm_, total, comm::ReduceOp::kSum, options_.algorithm, options_.tag);
   const double norm = std::sqrt(total.cpu().item<double>());
   const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0) shard_grad().mul_(coef);
+  if (coef < 1.0)
+    for (const at::Tensor& chunk : chunks_) chunk.grad().mul_(coef);
   return norm;
 }
 
@@ -152,7 +178,7 @@ void ShardedOptimizer::step_shard() {
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "shard step", "zero_step");
   if (span.active()) {
     comm_.label(span);
-    span.arg("stage", who_).arg("step", steps_).arg("shard", shard_.numel());
+    span.arg("stage", who_).arg("step", steps_).arg("shard", layout_.shard_numel(comm_.rank()));
   }
   optimizer_->step();
   ++steps_;
@@ -162,7 +188,9 @@ void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, con
   torch::NoGradGuard no_grad;
   const int rank = comm_.rank();
   const collectives::Range mine = layout_.chunk(bucket, rank);
-  flat.narrow(0, mine.offset, mine.count).copy_(shard_.narrow(0, layout_.shard_offset(bucket, rank), mine.count));
+  const at::Tensor& chunk = chunks_[static_cast<size_t>(bucket)];
+  at::Tensor place = flat.narrow(0, mine.offset, mine.count);
+  if (place.data_ptr() != chunk.data_ptr()) place.copy_(chunk);  // a view of `flat` is in place already
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
   if (span.active()) {
     comm_.label(span);
@@ -181,7 +209,9 @@ void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, con
 void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name) {
   torch::NoGradGuard no_grad;
   const collectives::Range mine = layout_.chunk(bucket, comm_.rank());
-  at::Tensor target = shard_grad().narrow(0, layout_.shard_offset(bucket, comm_.rank()), mine.count);
+  at::Tensor target = chunks_[static_cast<size_t>(bucket)].mutable_grad();
+  TORCH_CHECK(target.numel() == mine.count, "ZeRO: bucket ", bucket, "'s chunk has ", target.numel(), " elements, not ",
+              mine.count);
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
   if (span.active()) {
     comm_.label(span);
@@ -200,7 +230,11 @@ void ShardedOptimizer::gather_parameters() {
   torch::NoGradGuard no_grad;
   for (int b = 0; b < layout_.buckets(); ++b) {
     // (bucket numel,): my chunk filled in, the others' filled by the all-gather.
-    at::Tensor flat = at::empty({layout_.plan.buckets[static_cast<size_t>(b)].numel}, shard_.options());
+    if (!flats_.empty()) {  // the parameters are views into it
+      all_gather_bucket(b, flats_[static_cast<size_t>(b)], "all-gather bucket " + std::to_string(b));
+      continue;
+    }
+    at::Tensor flat = at::empty({layout_.plan.buckets[static_cast<size_t>(b)].numel}, options_of_);
     all_gather_bucket(b, flat, "all-gather bucket " + std::to_string(b));
     copy_into_parameters(layout_, b, flat, params_);
   }

@@ -27,6 +27,7 @@
 #include "collectives/plan.hpp"
 #include "comm/communicator.hpp"
 #include "ddp/bucket_plan.hpp"
+#include "zero/memory.hpp"
 #include "zero/optimizer_factory.hpp"
 #include "zero/shard_layout.hpp"
 
@@ -51,6 +52,13 @@ struct ZeroOptions {
 // the last layers' gradients first.
 enum class BucketOrder { kRegistration, kBackward };
 
+// Where the shard lives. ZeRO-1 and ZeRO-2 keep whole parameters: each
+// bucket's parameters become views into one flat buffer, and my chunk of it
+// is a view too, so stepping the chunk updates the parameters in place and
+// the all-gather fills the rest; no copy is kept. ZeRO-3 frees the whole
+// parameters between uses, so its shard owns its memory.
+enum class ShardStorage { kViewsOfParameters, kOwn };
+
 // How the trainable parameters (in registration order) become buckets.
 using Packing = std::function<ddp::BucketPlan(const std::vector<ddp::ParamInfo>&)>;
 // DDP's packing: buckets of options' sizes, in `order`.
@@ -61,10 +69,10 @@ class ShardedOptimizer {
   // Every rank of `comm` calls it with the same model. Checks that the
   // ranks hold the same parameters (names, shapes, dtypes: an error names
   // the first that differs and the ranks), takes rank 0's parameters and
-  // buffers, lays out the buckets and shards, and copies this rank's chunks
-  // into the shard. `who` ("ZeRO-1") starts error messages.
+  // buffers, lays out the buckets and shards, and makes this rank's chunks
+  // (views, or copies: ShardStorage). `who` ("ZeRO-1") starts error messages.
   ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
-                   ZeroOptions options, std::string who, const Packing& packing);
+                   ZeroOptions options, std::string who, const Packing& packing, ShardStorage storage);
 
   comm::Communicator& comm() const { return comm_; }
   const ShardLayout& layout() const { return layout_; }
@@ -72,12 +80,14 @@ class ShardedOptimizer {
   const std::vector<std::string>& names() const { return names_; }
   const ZeroOptions& options() const { return options_; }
   const std::string& who() const { return who_; }
-  // (shard_numel,) this rank's parameters.
-  const at::Tensor& shard() const { return shard_; }
-  // The shard's gradient, (shard_numel,): zero after zero_shard_grad(), then
-  // what the reduce-scatters put there.
-  at::Tensor& shard_grad() { return shard_.mutable_grad(); }
+  // This rank's parameters: its chunk of every bucket, (chunk count,) each,
+  // in bucket order; the optimizer steps these.
+  const std::vector<at::Tensor>& shard() const { return chunks_; }
+  // The chunks' gradients one after the other (shard_numel,), a copy to
+  // look at: zero after zero_shard_grad(), then what the reduce-scatters put there.
+  at::Tensor shard_grad() const;
   void zero_shard_grad();
+  at::TensorOptions tensor_options() const { return options_of_; }
 
   // torch.nn.utils.clip_grad_norm_ over the whole model: the global L2 norm
   // is one all-reduce of each shard's sum of squares; when it exceeds
@@ -102,6 +112,10 @@ class ShardedOptimizer {
   void reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name);
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  // The bytes this rank holds now (memory.hpp): the model's parameters and
+  // the shard (counted once where it is a view of them), their gradients,
+  // the optimizer's state.
+  MemoryUse memory() const;
   int64_t steps() const { return steps_; }
 
  private:
@@ -111,7 +125,9 @@ class ShardedOptimizer {
   std::vector<std::string> names_;
   std::vector<at::Tensor> params_;
   ShardLayout layout_;
-  at::Tensor shard_;
+  at::TensorOptions options_of_;
+  std::vector<at::Tensor> flats_;   // kViewsOfParameters: per bucket (numel,), the parameters are views into it
+  std::vector<at::Tensor> chunks_;  // per bucket (chunk count,)
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   int64_t steps_ = 0;
 };

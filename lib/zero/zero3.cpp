@@ -230,7 +230,7 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 Zero3::Zero3(comm::Communicator& comm, torch::nn::Sequential model, const OptimizerFactory& make_optimizer,
              Zero3Options options)
     : model_(std::move(model)),
-      sharded_(comm, *model_, make_optimizer, zero_options(options), "ZeRO-3", pack_by_unit),
+      sharded_(comm, *model_, make_optimizer, zero_options(options), "ZeRO-3", pack_by_unit, ShardStorage::kOwn),
       state_(std::make_shared<Zero3State>(sharded_, options)) {
   for (size_t i = 0; i < sharded_.params().size(); ++i) {
     auto accumulator = torch::autograd::impl::grad_accumulator(sharded_.params()[i]);
@@ -353,7 +353,7 @@ std::vector<at::Tensor> Zero3::full_parameters() {
   std::vector<at::Tensor> full(sharded_.params().size());
   for (int u = 0; u < units(); ++u) {
     const ddp::Bucket& unit = layout.plan.buckets[static_cast<size_t>(u)];
-    at::Tensor flat = at::empty({unit.numel}, sharded_.shard().options());  // (unit numel,)
+    at::Tensor flat = at::empty({unit.numel}, sharded_.tensor_options());  // (unit numel,)
     sharded_.all_gather_bucket(u, flat, "all-gather unit " + std::to_string(u) + " (full parameters)");
     int64_t offset = 0;
     for (int i : unit.params) {

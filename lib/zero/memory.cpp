@@ -1,0 +1,135 @@
+#include "zero/memory.hpp"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/StorageImpl.h>
+
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+
+#include <mutex>
+
+namespace distlab::zero {
+
+std::vector<std::pair<std::string, int64_t>> MemoryUse::series() const {
+  return {{"parameters", parameters},
+          {"gradients", gradients},
+          {"optimizer state", optimizer_state},
+          {"activations", activations}};
+}
+
+const char* to_string(Stage stage) {
+  switch (stage) {
+    case Stage::kDdp:
+      return "DDP";
+    case Stage::kZero1:
+      return "ZeRO-1";
+    case Stage::kZero2:
+      return "ZeRO-2";
+    case Stage::kZero3:
+      return "ZeRO-3";
+  }
+  return "?";
+}
+
+MemoryUse accounting(Stage stage, int64_t psi, int ranks, int64_t bytes, int64_t optimizer_bytes) {
+  const int64_t p = ranks;
+  MemoryUse m;
+  m.parameters = bytes * psi / (stage == Stage::kZero3 ? p : 1);
+  m.gradients = bytes * psi / (stage == Stage::kZero2 || stage == Stage::kZero3 ? p : 1);
+  m.optimizer_state = optimizer_bytes * psi / (stage == Stage::kDdp ? 1 : p);
+  return m;
+}
+
+namespace {
+
+// The tensors one parameter's state holds, for each optimizer LibTorch has
+// (LBFGS keeps its state per group, not per parameter).
+std::vector<at::Tensor> state_tensors(const torch::optim::OptimizerParamState& state) {
+  using namespace torch::optim;
+  if (const auto* s = dynamic_cast<const SGDParamState*>(&state)) return {s->momentum_buffer()};
+  if (const auto* s = dynamic_cast<const AdamParamState*>(&state))
+    return {s->exp_avg(), s->exp_avg_sq(), s->max_exp_avg_sq()};
+  if (const auto* s = dynamic_cast<const AdamWParamState*>(&state))
+    return {s->exp_avg(), s->exp_avg_sq(), s->max_exp_avg_sq()};
+  if (const auto* s = dynamic_cast<const AdagradParamState*>(&state)) return {s->sum()};
+  if (const auto* s = dynamic_cast<const RMSpropParamState*>(&state))
+    return {s->square_avg(), s->momentum_buffer(), s->grad_avg()};
+  return {};
+}
+
+}  // namespace
+
+int64_t StorageCounter::add(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return 0;
+  if (!seen_.insert(t.storage().unsafeGetStorageImpl()).second) return 0;
+  return static_cast<int64_t>(t.storage().nbytes());
+}
+
+MemoryUse measure_memory(const std::vector<at::Tensor>& parameters, const torch::optim::Optimizer* optimizer) {
+  StorageCounter counted;
+  MemoryUse m;
+  for (const at::Tensor& p : parameters) m.parameters += counted.add(p);
+  for (const at::Tensor& p : parameters) m.gradients += counted.add(p.grad());
+  if (optimizer != nullptr)
+    for (const auto& [key, state] : optimizer->state()) {
+      for (const at::Tensor& t : state_tensors(*state)) m.optimizer_state += counted.add(t);
+    }
+  return m;
+}
+
+// ---- the counting allocator ----
+
+namespace {
+
+class CountingAllocator final : public c10::Allocator {
+ public:
+  CountingAllocator(c10::Allocator* inner, AllocatorMeter* meter) : inner_(inner), meter_(meter) {}
+
+  c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr inner = inner_->allocate(n);
+    void* data = inner.get();
+    const c10::Device device = inner.device();
+    meter_->on_allocate(static_cast<int64_t>(n));
+    auto* context = new Allocation{std::move(inner), static_cast<int64_t>(n), meter_};
+    return {data, context, &release, device};
+  }
+
+ private:
+  struct Allocation {
+    c10::DataPtr inner;  // frees with the inner allocator's deleter
+    int64_t bytes;
+    AllocatorMeter* meter;
+  };
+  static void release(void* context) {
+    auto* allocation = static_cast<Allocation*>(context);
+    allocation->meter->on_free(allocation->bytes);
+    delete allocation;
+  }
+
+  c10::Allocator* inner_;
+  AllocatorMeter* meter_;
+};
+
+}  // namespace
+
+void AllocatorMeter::on_allocate(int64_t bytes) {
+  const int64_t now = allocated_ += bytes;
+  int64_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+}
+
+AllocatorMeter& AllocatorMeter::install() {
+  static AllocatorMeter meter;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static CountingAllocator counting(c10::GetCPUAllocator(), &meter);
+    c10::SetCPUAllocator(&counting, /*priority=*/100);
+  });
+  return meter;
+}
+
+}  // namespace distlab::zero

@@ -1,0 +1,88 @@
+// What a rank holds, measured, and what the ZeRO paper says it should.
+//
+// Measured, not computed: every tensor's storage is asked how many bytes it
+// holds right now (a freed ZeRO-3 unit holds 0), and each storage is counted
+// once (parameters that are views of one flat buffer share it). By ZeRO's
+// categories:
+//   parameters       the storages of the parameters given (the model's, and
+//                    ZeRO's shard where it is a copy of them)
+//   gradients        their .grad storages
+//   optimizer state  every tensor in the optimizer's state (momentum, Adam's
+//                    exp_avg and exp_avg_sq, ...)
+//   activations      what forward allocated and kept for backward, at its
+//                    peak: the CPU allocator's peak during forward above
+//                    what was allocated when forward began (AllocatorMeter)
+//
+// The accounting (ZeRO paper, section 3, for fp32 Adam: 4 + 4 + 8 bytes per
+// parameter), Psi parameters on p ranks:
+//   DDP      4 Psi      + 4 Psi      + 8 Psi
+//   ZeRO-1   4 Psi      + 4 Psi      + 8 Psi / p
+//   ZeRO-2   4 Psi      + 4 Psi / p  + 8 Psi / p
+//   ZeRO-3   4 Psi / p  + 4 Psi / p  + 8 Psi / p
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace distlab::zero {
+
+struct MemoryUse {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer_state = 0;
+  int64_t activations = 0;
+
+  int64_t model_states() const { return parameters + gradients + optimizer_state; }
+  // {{"parameters", ...}, ...}: a trace counter sample's series.
+  std::vector<std::pair<std::string, int64_t>> series() const;
+};
+
+enum class Stage { kDdp, kZero1, kZero2, kZero3 };
+const char* to_string(Stage stage);
+
+// The paper's bytes for `psi` parameters of `bytes` each on `ranks` ranks,
+// with `optimizer_bytes` of state per parameter (SGD with momentum: 4,
+// Adam: 8). Activations are not part of it (0).
+MemoryUse accounting(Stage stage, int64_t psi, int ranks, int64_t bytes = 4, int64_t optimizer_bytes = 8);
+
+// Counts each storage once, however many tensors share it.
+class StorageCounter {
+ public:
+  // The bytes `t`'s storage holds now, or 0 if it was counted before (or `t` is undefined).
+  int64_t add(const at::Tensor& t);
+
+ private:
+  std::unordered_set<const void*> seen_;
+};
+
+// Parameters and their .grad, and the optimizer's state (optimizer may be null).
+MemoryUse measure_memory(const std::vector<at::Tensor>& parameters, const torch::optim::Optimizer* optimizer);
+
+// The process's CPU allocations, counted: install() puts a counting
+// allocator in front of LibTorch's CPU allocator (once per process; what was
+// allocated before is not seen, so call it before building the model).
+// Process-wide: with one rank per process (distlab-run, torchrun, mpirun)
+// it is that rank's.
+class AllocatorMeter {
+ public:
+  static AllocatorMeter& install();
+  int64_t allocated() const { return allocated_.load(); }
+  int64_t peak() const { return peak_.load(); }
+  void reset_peak() { peak_.store(allocated_.load()); }
+
+  void on_allocate(int64_t bytes);
+  void on_free(int64_t bytes) { allocated_ -= bytes; }
+
+ private:
+  AllocatorMeter() = default;
+  std::atomic<int64_t> allocated_{0};
+  std::atomic<int64_t> peak_{0};
+};
+
+}  // namespace distlab::zero
