@@ -146,6 +146,11 @@ MemoryUse ShardedOptimizer::memory() const {
   return measure_memory(tensors, optimizer_.get());
 }
 
+void ShardedOptimizer::record_memory() const {
+  trace::Recorder* recorder = comm_.recorder();
+  if (recorder != nullptr && recorder->enabled()) recorder->counter(comm_.world_rank(), "memory", memory().series());
+}
+
 at::Tensor ShardedOptimizer::shard_grad() const {
   std::vector<at::Tensor> grads;
   for (const at::Tensor& chunk : chunks_) grads.push_back(chunk.grad());
@@ -180,8 +185,10 @@ void ShardedOptimizer::step_shard() {
     comm_.label(span);
     span.arg("stage", who_).arg("step", steps_).arg("shard", layout_.shard_numel(comm_.rank()));
   }
+  record_memory();  // the gradients are all here, the state as the last step left it
   optimizer_->step();
   ++steps_;
+  record_memory();
 }
 
 void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name) const {

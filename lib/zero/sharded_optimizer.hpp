@@ -116,6 +116,9 @@ class ShardedOptimizer {
   // the shard (counted once where it is a view of them), their gradients,
   // the optimizer's state.
   MemoryUse memory() const;
+  // memory() as a trace counter sample named "memory" on this rank (when
+  // tracing). step_shard() records one before and one after the step.
+  void record_memory() const;
   int64_t steps() const { return steps_; }
 
  private:

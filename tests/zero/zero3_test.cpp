@@ -152,6 +152,39 @@ TEST(Zero3Trace, PrefetchRunsUnderThePreviousUnitsForward) {
   }
 }
 
+// The memory a step holds goes into the trace as counter samples: one
+// before the shard steps and one after, each equal to what memory()
+// measures then (after: Adam's state exists, 8 bytes per shard element).
+TEST(Zero3Trace, StepRecordsMemoryCounterSamples) {
+  auto sink = std::make_shared<trace::MemorySink>();
+  comm::CommOptions options;
+  options.recorder = std::make_shared<trace::Recorder>();
+  options.recorder->add_sink(sink);
+  std::vector<MemoryUse> after(2);
+  comm::run_thread_ranks(
+      2,
+      [&](Communicator& comm) {
+        auto model = three_units();
+        Zero3 zero(comm, model, adam(torch::optim::AdamOptions(0.01)));
+        zero.forward(at::ones({2, 8})).sum().backward();
+        zero.step();
+        after[static_cast<size_t>(comm.rank())] = zero.sharded().memory();
+      },
+      options);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<trace::Event> samples;
+    for (const auto& e : sink->events())
+      if (e.rank == rank && e.is_counter() && e.name == "memory") samples.push_back(e);
+    ASSERT_EQ(samples.size(), 2u) << "rank " << rank;
+    const MemoryUse& m = after[static_cast<size_t>(rank)];
+    EXPECT_EQ(samples[0].arg("optimizer state"), "0");
+    EXPECT_EQ(samples[1].arg("parameters"), std::to_string(m.parameters));
+    EXPECT_EQ(samples[1].arg("gradients"), std::to_string(m.gradients));
+    EXPECT_EQ(samples[1].arg("optimizer state"), std::to_string(m.optimizer_state));
+    EXPECT_EQ(m.optimizer_state, 2 * m.parameters);
+  }
+}
+
 TEST(Zero3, StepWithAnUnreducedGradientIsRefused) {
   comm::run_thread_ranks(2, [&](Communicator& comm) {
     auto model = three_units();
