@@ -191,6 +191,29 @@ void ShardedOptimizer::step_shard() {
   record_memory();
 }
 
+void ShardedOptimizer::label_bucket_span(trace::Span& span, int bucket, const std::string& name,
+                                         const at::Tensor& flat) const {
+  if (!span.active()) return;
+  comm_.label(span);
+  span.set_name(name)
+      .set_bytes(static_cast<int64_t>(flat.nbytes()))
+      .arg("stage", who_)
+      .arg("bucket", bucket)
+      .arg("params", layout_.plan.buckets[static_cast<size_t>(bucket)].params.size())
+      .arg("step", steps_)
+      .arg("algorithm", collectives::to_string(options_.algorithm));
+}
+
+void ShardedOptimizer::wait_naming(const comm::WorkPtr& work, const std::string& which) {
+  try {
+    work->wait();
+  } catch (const comm::TimeoutError& e) {
+    throw comm::TimeoutError(which + ": " + e.what());
+  } catch (const comm::CommError& e) {
+    throw comm::CommError(which + ": " + e.what());
+  }
+}
+
 void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name) const {
   torch::NoGradGuard no_grad;
   const int rank = comm_.rank();
@@ -199,16 +222,7 @@ void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, con
   at::Tensor place = flat.narrow(0, mine.offset, mine.count);
   if (place.data_ptr() != chunk.data_ptr()) place.copy_(chunk);  // a view of `flat` is in place already
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
-  if (span.active()) {
-    comm_.label(span);
-    span.set_name(name)
-        .set_bytes(static_cast<int64_t>(flat.nbytes()))
-        .arg("stage", who_)
-        .arg("bucket", bucket)
-        .arg("params", layout_.plan.buckets[static_cast<size_t>(bucket)].params.size())
-        .arg("step", steps_)
-        .arg("algorithm", collectives::to_string(options_.algorithm));
-  }
+  label_bucket_span(span, bucket, name, flat);
   at::Tensor target = flat;
   collectives::all_gather(comm_, target, options_.algorithm, options_.tag);
 }
@@ -220,16 +234,7 @@ void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const 
   TORCH_CHECK(target.numel() == mine.count, "ZeRO: bucket ", bucket, "'s chunk has ", target.numel(), " elements, not ",
               mine.count);
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
-  if (span.active()) {
-    comm_.label(span);
-    span.set_name(name)
-        .set_bytes(static_cast<int64_t>(flat.nbytes()))
-        .arg("stage", who_)
-        .arg("bucket", bucket)
-        .arg("params", layout_.plan.buckets[static_cast<size_t>(bucket)].params.size())
-        .arg("step", steps_)
-        .arg("algorithm", collectives::to_string(options_.algorithm));
-  }
+  label_bucket_span(span, bucket, name, flat);
   target.add_(collectives::reduce_scatter(comm_, flat, comm::ReduceOp::kSum, options_.algorithm, options_.tag));
 }
 

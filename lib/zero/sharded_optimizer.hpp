@@ -121,7 +121,13 @@ class ShardedOptimizer {
   void record_memory() const;
   int64_t steps() const { return steps_; }
 
+  // work->wait(), its errors rethrown starting with `which` ("ZeRO-2 bucket 3 of 5").
+  static void wait_naming(const comm::WorkPtr& work, const std::string& which);
+
  private:
+  // A bucket's all-gather or reduce-scatter span: its name, bytes, stage, bucket, step, algorithm.
+  void label_bucket_span(trace::Span& span, int bucket, const std::string& name, const at::Tensor& flat) const;
+
   comm::Communicator& comm_;
   ZeroOptions options_;
   std::string who_;

@@ -117,16 +117,9 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
     launch_ready_locked();
     std::vector<comm::WorkPtr> launched = works;
     lock.unlock();
-    for (size_t b = 0; b < launched.size(); ++b) {
-      const std::string which = "ZeRO-2 bucket " + std::to_string(b) + " of " + std::to_string(launched.size());
-      try {
-        launched[b]->wait();
-      } catch (const comm::TimeoutError& e) {
-        throw comm::TimeoutError(which + ": " + e.what());
-      } catch (const comm::CommError& e) {
-        throw comm::CommError(which + ": " + e.what());
-      }
-    }
+    for (size_t b = 0; b < launched.size(); ++b)
+      ShardedOptimizer::wait_naming(launched[b],
+                                    "ZeRO-2 bucket " + std::to_string(b) + " of " + std::to_string(launched.size()));
     lock.lock();
     ++stats.synced_steps;
     reset_step();

@@ -42,16 +42,6 @@ ddp::BucketPlan pack_by_unit(const std::vector<ddp::ParamInfo>& infos) {
   return plan;
 }
 
-void wait_naming(const comm::WorkPtr& work, const std::string& which) {
-  try {
-    work->wait();
-  } catch (const comm::TimeoutError& e) {
-    throw comm::TimeoutError(which + ": " + e.what());
-  } catch (const comm::CommError& e) {
-    throw comm::CommError(which + ": " + e.what());
-  }
-}
-
 }  // namespace
 
 // The hooks' and the forward's shared state: which units are whole, the
@@ -131,7 +121,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
     if (held[static_cast<size_t>(u)] != Held::kGathering) return;
     const comm::WorkPtr work = gathers[static_cast<size_t>(u)];
     lock.unlock();
-    wait_naming(work, comm.self() + ": all-gather of " + unit(u));
+    ShardedOptimizer::wait_naming(work, comm.self() + ": all-gather of " + unit(u));
     lock.lock();
     held[static_cast<size_t>(u)] = Held::kWhole;
     gathers[static_cast<size_t>(u)] = nullptr;
@@ -202,7 +192,8 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
       if (held[static_cast<size_t>(u)] != Held::kFreed) free(lock, u);  // prefetched, never used
     const auto launched = reductions;
     lock.unlock();
-    for (const auto& [u, work] : launched) wait_naming(work, comm.self() + ": reduce-scatter of " + unit(u));
+    for (const auto& [u, work] : launched)
+      ShardedOptimizer::wait_naming(work, comm.self() + ": reduce-scatter of " + unit(u));
     lock.lock();
     if (sync) ++stats.synced_steps;
     reset_backward();
@@ -232,6 +223,13 @@ Zero3::Zero3(comm::Communicator& comm, torch::nn::Sequential model, const Optimi
     : model_(std::move(model)),
       sharded_(comm, *model_, make_optimizer, zero_options(options), "ZeRO-3", pack_by_unit, ShardStorage::kOwn),
       state_(std::make_shared<Zero3State>(sharded_, options)) {
+  // Which unit each child is (-1: no trainable parameters).
+  for (const auto& item : model_->named_children()) {
+    int unit = -1;
+    for (int u = 0; u < units(); ++u)
+      if (child_of(unit_name(u)) == item.key()) unit = u;
+    unit_of_child_.push_back(unit);
+  }
   for (size_t i = 0; i < sharded_.params().size(); ++i) {
     auto accumulator = torch::autograd::impl::grad_accumulator(sharded_.params()[i]);
     state_->hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, i)));
@@ -262,19 +260,11 @@ Zero3Stats Zero3::stats() const {
 
 at::Tensor Zero3::forward(const at::Tensor& input) {
   check_idle("forward");
-  // Which unit each child is (-1: no trainable parameters).
-  std::vector<int> unit_of_child;
-  for (const auto& item : model_->named_children()) {
-    int unit = -1;
-    for (int u = 0; u < units(); ++u)
-      if (child_of(unit_name(u)) == item.key()) unit = u;
-    unit_of_child.push_back(unit);
-  }
   comm::Communicator& comm = sharded_.comm();
   at::Tensor h = input;
   size_t child = 0;
   for (auto& module : *model_) {
-    const int u = unit_of_child[child++];
+    const int u = unit_of_child_[child++];
     if (u < 0) {
       h = module.forward(h);
       continue;

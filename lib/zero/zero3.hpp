@@ -116,6 +116,7 @@ class Zero3 {
   void check_idle(const char* what) const;
 
   torch::nn::Sequential model_;
+  std::vector<int> unit_of_child_;  // per child of the Sequential: its unit, or -1 (no trainable parameters)
   ShardedOptimizer sharded_;
   std::shared_ptr<Zero3State> state_;  // after sharded_: destroyed first
 };
