@@ -32,12 +32,16 @@ App::Tab App::first_tab_of(const std::string& panel) {
   if (panel == "trace") return Tab::kTrace;
   if (panel == "pipeline") return Tab::kPipeline;
   if (panel == "ddp") return Tab::kDdp;
+  if (panel == "memory") return Tab::kMemory;
   return Tab::kCollectives;
 }
 
 App::App(const Options& options)
-    : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options) {
+    : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options) {
+  // The Trace panel holds the trace; the Memory panel draws its memory samples.
   if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
+  if (!options.trace_files.empty() && options.panel == "memory" && trace_.memory().empty())
+    messages_.push_back("no memory samples in the trace (counters named \"memory STAGE\" or \"accounting STAGE\")");
   // The Pipeline and DDP panels read the same files for what they show:
   // the executor's stages, and the reducer's buckets.
   if (!options.trace_files.empty() && (options.panel == "pipeline" || options.panel == "ddp")) {
@@ -93,6 +97,10 @@ void App::frame() {
     }
     if (ImGui::BeginTabItem("DDP", nullptr, tab_flags(Tab::kDdp))) {
       ddp_.draw();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Memory", nullptr, tab_flags(Tab::kMemory))) {
+      memory_.draw(trace_.memory(), trace_.model().origin_us());
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

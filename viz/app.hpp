@@ -9,6 +9,7 @@
 
 #include "collectives_panel.hpp"
 #include "ddp_panel.hpp"
+#include "memory_panel.hpp"
 #include "options.hpp"
 #include "pipeline_panel.hpp"
 #include "trace_panel.hpp"
@@ -32,12 +33,13 @@ class App {
   CollectivesPanel& collectives_panel() { return collectives_; }
   PipelinePanel& pipeline_panel() { return pipeline_; }
   DdpPanel& ddp_panel() { return ddp_; }
+  MemoryPanel& memory_panel() { return memory_; }
   // What the panels said while starting (files opened, a truncated trace,
   // the port listened on), worth printing on the terminal too.
   std::vector<std::string> messages() const;
 
  private:
-  enum class Tab { kCollectives, kTrace, kPipeline, kDdp };
+  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory };
   static Tab first_tab_of(const std::string& panel);
   Tab first_tab_;
   bool first_frame_ = true;
@@ -45,6 +47,7 @@ class App {
   TracePanel trace_;
   PipelinePanel pipeline_;
   DdpPanel ddp_;
+  MemoryPanel memory_;  // draws the trace panel's memory samples (files or live)
   std::vector<std::string> messages_;  // the pipeline and DDP panels' words about the trace
 };
 

@@ -43,9 +43,11 @@ std::pair<double, double> parse_range(const std::string& text) {
 }
 
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
-  CLI::App app{"distlab-viz: collectives animated from the cost model, and trace timelines (file or live)"};
-  CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show (default: trace with --trace or --listen, else collectives)")
-                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp"}));
+  CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live), pipeline "
+               "schedules, DDP buckets, and memory per rank under DDP and ZeRO"};
+  CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen "
+                                          "(default: trace with --trace or --listen, else collectives)")
+                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "memory"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--listen", o.listen_port, "Receive live events on this TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535));

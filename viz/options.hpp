@@ -1,6 +1,6 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace|pipeline|ddp] [--trace FILE...] [--listen PORT]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory] [--trace FILE...] [--listen PORT]
 //     [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
 //     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]

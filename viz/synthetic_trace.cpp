@@ -64,4 +64,49 @@ std::vector<trace::Event> make_synthetic_trace(const SyntheticTraceOptions& o) {
   return events;
 }
 
+std::vector<trace::Event> make_synthetic_memory(int ranks, int64_t psi, int64_t begin_us, int64_t end_us) {
+  if (ranks < 1) throw std::invalid_argument("synthetic memory: needs at least 1 rank, got " + std::to_string(ranks));
+  const char* stages[] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+  constexpr int kSteps = 3;
+  const int64_t p = ranks;
+  const int64_t step_us = std::max<int64_t>(3, (end_us - begin_us) / (4 * kSteps));
+  const int64_t activations = 6 * psi / 5;  // a batch's saved tensors, about 1.2 bytes per parameter here
+  const int64_t buffers = 1 << 20;
+  std::vector<trace::Event> events;
+  for (int g = 0; g < 4; ++g) {
+    // The paper's bytes, in ZeRO's order: parameters 4 Psi, gradients 4 Psi,
+    // Adam's state 8 Psi; each stage divides one more of them by p.
+    const int64_t parameters = g == 3 ? 4 * psi / p : 4 * psi;
+    const int64_t gradients = g >= 2 ? 4 * psi / p : 4 * psi;
+    const int64_t state = g >= 1 ? 8 * psi / p : 8 * psi;
+    const std::string stage = stages[g];
+    for (int step = 0; step < kSteps; ++step) {
+      const int64_t t = begin_us + (g * kSteps + step) * step_us;
+      for (int r = 0; r < ranks; ++r) {
+        // Ranks differ a little: uneven shards, and rank 0 keeps a copy for checkpoints.
+        const int64_t extra = r == 0 ? psi / 10 : (r * psi) / 100;
+        const int64_t gathered = g == 3 ? 4 * psi / 4 : 0;  // ZeRO-3: the largest unit, a quarter of the model
+        const int64_t state_now = step == 0 ? 0 : state;
+        const trace::CounterValues before = {{"parameters", parameters + extra}, {"gradients", 0},
+                                             {"optimizer state", state_now}, {"buffers", buffers},
+                                             {"activations", 0}};
+        const trace::CounterValues peak = {{"parameters", parameters + extra + gathered}, {"gradients", gradients},
+                                           {"optimizer state", state_now}, {"buffers", buffers},
+                                           {"activations", activations}};
+        const trace::CounterValues after = {{"parameters", parameters + extra}, {"gradients", gradients},
+                                            {"optimizer state", state}, {"buffers", buffers}, {"activations", 0}};
+        events.push_back(trace::counter_event(r, "memory " + stage, before, t + r));
+        events.push_back(trace::counter_event(r, "memory " + stage, peak, t + step_us / 2 + r));
+        events.push_back(trace::counter_event(r, "memory " + stage, after, t + step_us * 9 / 10 + r));
+        if (step == kSteps - 1)
+          events.push_back(trace::counter_event(r, "accounting " + stage,
+                                                {{"parameters", parameters}, {"gradients", gradients},
+                                                 {"optimizer state", state}, {"buffers", 0}, {"activations", 0}},
+                                                t + step_us * 9 / 10 + r));
+      }
+    }
+  }
+  return events;
+}
+
 }  // namespace distlab::viz

@@ -26,4 +26,13 @@ struct SyntheticTraceOptions {
 // Events in the order a recorder would see them: per iteration, rank by rank.
 std::vector<trace::Event> make_synthetic_trace(const SyntheticTraceOptions& options);
 
+// Memory counter samples of a run that trains `psi` fp32 parameters with
+// Adam under DDP, ZeRO-1, ZeRO-2 and ZeRO-3 in turn, 3 steps each, evenly
+// over [begin_us, end_us] (memory_model.hpp's convention). Per rank and
+// step: a sample before the step (Adam's state absent before the first),
+// one at its peak (activations, 1 MB of buffers, and under ZeRO-3 the
+// largest unit gathered), one after (activations freed); per rank and
+// stage the ZeRO paper's bytes as "accounting STAGE".
+std::vector<trace::Event> make_synthetic_memory(int ranks, int64_t psi, int64_t begin_us, int64_t end_us);
+
 }  // namespace distlab::viz

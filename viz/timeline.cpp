@@ -19,7 +19,7 @@ double nice_step(double target) {
   return 10.0 * p;
 }
 
-void draw_axis(const TimelineContext& ctx, float top, float bottom) {
+void draw_axis(const TimelineContext& ctx, float top, float bottom, bool labels) {
   const TimeAxis& a = ctx.axis;
   const double step = nice_step(a.seconds_per_pixel() * 110.0);
   const double first = std::ceil(a.begin_s / step) * step;
@@ -29,7 +29,7 @@ void draw_axis(const TimelineContext& ctx, float top, float bottom) {
     ctx.draw->AddLine(ImVec2(x, bottom), ImVec2(x, ctx.area_max.y), kGridColor & 0x40FFFFFFu);
     // Ticks near zero come out as 1e-17 from the accumulation: print them as 0.
     const std::string text = format_duration(std::fabs(t) < step * 1e-6 ? 0.0 : t);
-    if (x >= ctx.area_min.x) ctx.draw->AddText(ImVec2(x + 3, top + 2), kDimTextColor, text.c_str());
+    if (labels && x >= ctx.area_min.x) ctx.draw->AddText(ImVec2(x + 3, top + 2), kDimTextColor, text.c_str());
   }
 }
 
@@ -139,7 +139,7 @@ TimelineContext begin_timeline(const char* id, TimelineView& view, const std::ve
   d->AddLine(ImVec2(ctx.area_min.x - 0.5f, ctx.area_min.y), ImVec2(ctx.area_min.x - 0.5f, ctx.area_max.y), kGridColor);
   d->PopClipRect();
   d->PushClipRect(origin, ctx.area_max, true);
-  draw_axis(ctx, origin.y, ctx.area_min.y);
+  draw_axis(ctx, origin.y, ctx.area_min.y, style.axis_labels);
   d->PopClipRect();
 
   // Rows draw inside the track area only.

@@ -54,6 +54,9 @@ struct TimelineView {
 struct TimelineStyle {
   float label_width = 140.0f;
   float axis_height = 22.0f;
+  // Times printed over the axis; off for a strip that sits under another
+  // timeline on the same axis (its grid lines stay).
+  bool axis_labels = true;
 };
 
 // One frame of one timeline: what rows and overlays draw with.

@@ -86,7 +86,10 @@ LoadReport load(const std::function<trace::TraceInfo(const trace::EventHandler&)
                               (dropped > 0 ? ", skipped " + std::to_string(dropped) + " damaged line(s)" : ""));
   }
   report.events = static_cast<size_t>(report.info.events);
-  if (report.events == 0) report.warnings.push_back("the trace holds no complete (\"X\") events");
+  // info.events counts counter samples too: a file of memory samples alone
+  // is a trace worth opening (the Memory panel), not an empty one.
+  if (report.events == 0)
+    report.warnings.push_back("the trace holds no events (no complete \"X\" events, no counter \"C\" samples)");
   return report;
 }
 

@@ -89,7 +89,10 @@ void TraceModel::reserve(size_t events) {
 void TraceModel::add(const trace::Event& e) {
   // A counter sample is a value at an instant, not an interval: the rows
   // draw boxes, so it has no place in them.
-  if (e.is_counter()) return;
+  if (e.is_counter()) {
+    add_counter(e);
+    return;
+  }
   if (cached_lane_ == nullptr || e.rank != cached_rank_ || e.lane != *cached_lane_ || cached_row_ >= rows_.size()) {
     cached_row_ = row_for(e.rank, e.lane);
     cached_rank_ = e.rank;
@@ -116,12 +119,7 @@ void TraceModel::add(const trace::Event& e) {
   }
   r.row = cached_row_;
   const auto index = static_cast<uint32_t>(records_.size());
-  if (records_.empty()) {
-    origin_us_ = r.begin_us;
-    end_us_ = r.end_us;
-  }
-  origin_us_ = std::min(origin_us_, r.begin_us);
-  end_us_ = std::max(end_us_, r.end_us);
+  extend_span(r.begin_us, r.end_us);
   records_.push_back(r);
   rows_[cached_row_].events.push_back(index);
   rows_[cached_row_].dirty = true;
@@ -132,6 +130,50 @@ void TraceModel::add(const trace::Event& e) {
   }
 }
 
+void TraceModel::add_counter(const trace::Event& e) {
+  CounterRecord c;
+  c.at_us = std::clamp(e.begin_us, -kMaxAbsTimeUs, kMaxAbsTimeUs);
+  c.rank = e.rank;
+  c.name = strings_.intern(e.name);
+  c.series_begin = static_cast<uint32_t>(counter_series_.size());
+  c.series_count = static_cast<uint32_t>(e.args.size());
+  for (const auto& [series, value] : e.args) counter_series_.emplace_back(strings_.intern(series), strings_.intern(value));
+  extend_span(c.at_us, c.at_us);
+  counters_.push_back(c);
+}
+
+trace::Event TraceModel::counter_event(size_t i) const {
+  const CounterRecord& c = counters_[i];
+  trace::Event e;
+  e.rank = c.rank;
+  e.lane = trace::kLaneCounter;
+  e.category = trace::kCounterCategory;
+  e.name = text(c.name);
+  e.begin_us = e.end_us = c.at_us;
+  for (uint32_t s = 0; s < c.series_count; ++s) {
+    const auto& [series, value] = counter_series_[c.series_begin + s];
+    e.args.emplace_back(text(series), text(value));
+  }
+  return e;
+}
+
+void TraceModel::extend_span(int64_t begin_us, int64_t end_us) {
+  if (!has_span_) {
+    origin_us_ = begin_us;
+    end_us_ = end_us;
+    has_span_ = true;
+  }
+  origin_us_ = std::min(origin_us_, begin_us);
+  end_us_ = std::max(end_us_, end_us);
+}
+
+void TraceModel::recompute_span() {
+  has_span_ = false;
+  origin_us_ = end_us_ = 0;
+  for (const EventRecord& r : records_) extend_span(r.begin_us, r.end_us);
+  for (const CounterRecord& c : counters_) extend_span(c.at_us, c.at_us);
+}
+
 uint32_t TraceModel::intern_at(size_t slot, const std::string& text) {
   uint32_t& id = last_ids_[slot];
   if (id < strings_.size() && strings_.at(id) == text) return id;
@@ -139,7 +181,9 @@ uint32_t TraceModel::intern_at(size_t slot, const std::string& text) {
 }
 
 void TraceModel::rollback(const Checkpoint& mark) {
-  if (mark.records >= records_.size() && mark.rows >= rows_.size()) return;
+  if (mark.records >= records_.size() && mark.rows >= rows_.size() && mark.counters >= counters_.size()) return;
+  counters_.resize(std::min(mark.counters, counters_.size()));
+  counter_series_.resize(std::min(mark.counter_series, counter_series_.size()));
   for (TraceRowData& row : rows_) {
     while (!row.events.empty() && row.events.back() >= mark.records) row.events.pop_back();
     row.dirty = true;
@@ -165,11 +209,7 @@ void TraceModel::rollback(const Checkpoint& mark) {
       it = it->second >= mark.rows ? row_index_.erase(it) : std::next(it);
   }
   cached_lane_ = nullptr;
-  origin_us_ = end_us_ = 0;
-  for (size_t i = 0; i < records_.size(); ++i) {
-    origin_us_ = i == 0 ? records_[i].begin_us : std::min(origin_us_, records_[i].begin_us);
-    end_us_ = i == 0 ? records_[i].end_us : std::max(end_us_, records_[i].end_us);
-  }
+  recompute_span();
   flows_dirty_ = true;
 }
 
@@ -181,10 +221,10 @@ void TraceModel::shift_rank(const Checkpoint& mark, int rank, int64_t offset_us)
     r.end_us = std::clamp(r.end_us + offset_us, r.begin_us, kMaxAbsTimeUs);
     rows_[r.row].dirty = true;
   }
-  for (size_t i = 0; i < records_.size(); ++i) {
-    origin_us_ = i == 0 ? records_[i].begin_us : std::min(origin_us_, records_[i].begin_us);
-    end_us_ = i == 0 ? records_[i].end_us : std::max(end_us_, records_[i].end_us);
-  }
+  for (size_t i = mark.counters; i < counters_.size(); ++i)
+    if (counters_[i].rank == rank)
+      counters_[i].at_us = std::clamp(counters_[i].at_us + offset_us, -kMaxAbsTimeUs, kMaxAbsTimeUs);
+  recompute_span();
   flows_dirty_ = true;
 }
 

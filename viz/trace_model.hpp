@@ -5,6 +5,11 @@
 // Events are stored compactly (strings interned, ~80 bytes per event) and
 // never re-read after finalize(): the live feed appends with add() and the
 // panel calls finalize() to rebuild only the rows that changed.
+//
+// Counter samples (a rank's memory at an instant) are values, not intervals:
+// they are kept in a store of their own, in the order added, and never enter
+// the rows, their levels or their statistics. They do count for the span of
+// time shown (origin_us, end_us).
 #pragma once
 
 #include <algorithm>
@@ -75,6 +80,16 @@ struct TraceRowData {
   bool dirty = true;
 };
 
+// One counter sample (trace::Event::is_counter()): its series are
+// (name, value) string ids in the model's counter series list.
+struct CounterRecord {
+  int64_t at_us = 0;
+  int32_t rank = 0;
+  uint32_t name = 0;  // StringPool id
+  uint32_t series_begin = 0;
+  uint32_t series_count = 0;
+};
+
 // A send and the recv that matched it: an arrow from the send's begin to
 // the recv's end (TraceModel::arrival_us).
 struct FlowLink {
@@ -97,7 +112,8 @@ struct FlowBundle {
 class TraceModel {
  public:
   // Appends events; rows are rebuilt at the next finalize(). Counter samples
-  // (trace::Event::is_counter()) are left out: rows hold intervals only.
+  // (trace::Event::is_counter()) go to the counter store instead: rows hold
+  // intervals only.
   void add(const std::vector<trace::Event>& events);
   void add(const trace::Event& event);
   // Room for `events` more (a file's size / 256 bytes: the sink writes about
@@ -109,22 +125,32 @@ class TraceModel {
     size_t records = 0;
     size_t args = 0;
     size_t rows = 0;
+    size_t counters = 0;
+    size_t counter_series = 0;
   };
-  Checkpoint checkpoint() const { return {records_.size(), args_.size(), rows_.size()}; }
+  Checkpoint checkpoint() const {
+    return {records_.size(), args_.size(), rows_.size(), counters_.size(), counter_series_.size()};
+  }
   void rollback(const Checkpoint& mark);
-  // Moves rank's events added since `mark` by offset_us (a clock offset to
-  // rank 0, from the file's metadata). Before finalize().
+  // Moves rank's events and counter samples added since `mark` by offset_us
+  // (a clock offset to rank 0, from the file's metadata). Before finalize().
   void shift_rank(const Checkpoint& mark, int rank, int64_t offset_us);
   // Sorts and stacks the rows that changed, pairs flows, updates statistics.
   void finalize();
   void clear();
 
+  // Interval events; counter samples are counted apart (counter_count()).
   size_t size() const { return records_.size(); }
   bool empty() const { return records_.empty(); }
   const EventRecord& record(uint32_t i) const { return records_[i]; }
   const std::string& text(uint32_t id) const { return strings_.at(id); }
   // The event as it was added (for tooltips and round-trip tests).
   trace::Event event(uint32_t i) const;
+  // Counter samples in the order added.
+  size_t counter_count() const { return counters_.size(); }
+  const CounterRecord& counter(size_t i) const { return counters_[i]; }
+  // The sample as it was added (series as text, in their order then).
+  trace::Event counter_event(size_t i) const;
   // Rows by rank, then lane: compute, comm, then the others by name (rows
   // first seen since the last finalize() are at the end until then).
   const std::vector<TraceRowData>& rows() const { return rows_; }
@@ -149,10 +175,15 @@ class TraceModel {
   void sort_rows();
   void rebuild_row(TraceRowData& row);
   void rebuild_flows();
+  void add_counter(const trace::Event& event);
+  void extend_span(int64_t begin_us, int64_t end_us);
+  void recompute_span();
 
   StringPool strings_;
   std::vector<EventRecord> records_;
   std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids
+  std::vector<CounterRecord> counters_;
+  std::vector<std::pair<uint32_t, uint32_t>> counter_series_;  // (series, value) string ids
   std::vector<TraceRowData> rows_;
   std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
   bool rows_sorted_ = true;
@@ -173,6 +204,7 @@ class TraceModel {
   uint32_t intern_at(size_t slot, const std::string& text);
   int64_t origin_us_ = 0;
   int64_t end_us_ = 0;
+  bool has_span_ = false;  // an event or a counter sample set origin_us_ and end_us_
 };
 
 // Times are clamped to +-2^52 us (142 years) when added, so durations and

@@ -42,6 +42,64 @@ float TraceFrameLayout::band_center(float row_top, uint32_t level) const {
   return row_top + (kRowPadding + band * kLevelHeight + kLevelHeight * 0.5f) * scale;
 }
 
+float TraceFrameLayout::memory_y(float row_top, int64_t bytes) const {
+  const float top = row_top + kMemoryTrackPad * scale;
+  const float bottom = row_top + memory_row_height - kMemoryTrackPad * scale;
+  if (memory_full_bytes <= 0) return bottom;
+  return bottom - static_cast<float>(static_cast<double>(bytes) / static_cast<double>(memory_full_bytes)) * (bottom - top);
+}
+
+// One rank's memory over time: the total of its latest sample, a step area
+// from each sample to the next (the last one to the end of the trace).
+class TracePanel::MemoryRow : public TimelineRow {
+ public:
+  MemoryRow(TracePanel& panel, int rank) : panel_(panel), rank_(rank) {}
+
+  std::string label() const override {
+    int64_t peak = 0;
+    for (const MemoryPoint& p : panel_.memory_.timeline(rank_)) peak = std::max(peak, p.total);
+    return "rank " + std::to_string(rank_) + " memory\npeak " + format_bytes(static_cast<double>(peak));
+  }
+
+  float height() const override { return kMemoryTrackRowHeight * panel_.scale_; }
+
+  void draw(const TimelineContext& ctx) const override {
+    TracePanel& p = panel_;
+    const TraceModel& model = p.model_;
+    const TraceFrameLayout& l = p.layout_;
+    const std::vector<MemoryPoint>& points = p.memory_.timeline(rank_);
+    const float bottom = l.memory_y(ctx.row_top, 0);
+    const bool mouse_here = ctx.hovered && ctx.mouse.y >= ctx.row_top && ctx.mouse.y < ctx.row_bottom;
+    // The first step still visible: the last sample at or before the view's begin.
+    const double begin_us = static_cast<double>(model.origin_us()) + ctx.axis.begin_s * 1e6;
+    auto first = std::upper_bound(points.begin(), points.end(), begin_us,
+                                  [](double t, const MemoryPoint& m) { return t < static_cast<double>(m.at_us); });
+    if (first != points.begin()) --first;
+    for (auto it = first; it != points.end(); ++it) {
+      const auto next = it + 1;
+      const int64_t until_us = next != points.end() ? next->at_us : model.end_us();
+      const float x0 = std::max(ctx.axis.x_of(model.seconds_of(it->at_us)), ctx.area_min.x - 2.0f);
+      const float x1 = std::min(ctx.axis.x_of(model.seconds_of(until_us)), ctx.area_max.x + 2.0f);
+      if (x0 > ctx.area_max.x) break;
+      const float y = l.memory_y(ctx.row_top, it->total);
+      if (x1 > x0) {
+        ctx.draw->AddRectFilled(ImVec2(x0, y), ImVec2(x1, bottom), kMemoryTrackFillColor);
+        ctx.draw->AddLine(ImVec2(x0, y), ImVec2(x1, y), kMemoryTrackLineColor, 1.5f);
+      }
+      if (next != points.end()) {
+        const float y_next = l.memory_y(ctx.row_top, next->total);
+        ctx.draw->AddLine(ImVec2(x1, y), ImVec2(x1, y_next), kMemoryTrackLineColor, 1.5f);
+      }
+      if (mouse_here && ctx.mouse.x >= x0 && (ctx.mouse.x < x1 || next == points.end()))
+        p.memory_hover_ = std::make_pair(rank_, *it);
+    }
+  }
+
+ private:
+  TracePanel& panel_;
+  int rank_;
+};
+
 // One (rank, lane) of the model as a timeline row.
 class TracePanel::Row : public TimelineRow {
  public:
@@ -113,6 +171,9 @@ void TracePanel::open_files(const std::vector<std::string>& paths) {
   }
   model.finalize();
   model_ = std::move(model);
+  memory_.clear();
+  memory_seen_ = 0;
+  sync_memory();
   category_colors_.clear();
   selected_.reset();
   cursor_s_.reset();
@@ -124,7 +185,11 @@ void TracePanel::open_files(const std::vector<std::string>& paths) {
                         "offset?); their arrows end at the send");
   std::string names;
   for (const std::string& path : paths) names += (names.empty() ? "" : ", ") + path;
-  messages_.push_back("opened " + names + ": " + std::to_string(model_.size()) + " events");
+  messages_.push_back("opened " + names + ": " + std::to_string(model_.size()) + " events" +
+                      (model_.counter_count() > 0
+                           ? ", " + std::to_string(model_.counter_count()) + " counter samples (" +
+                                 std::to_string(memory_.samples().size()) + " of memory)"
+                           : ""));
 }
 
 void TracePanel::set_events(const std::vector<trace::Event>& events) {
@@ -132,6 +197,9 @@ void TracePanel::set_events(const std::vector<trace::Event>& events) {
   category_colors_.clear();
   model_.add(events);
   model_.finalize();
+  memory_.clear();
+  memory_seen_ = 0;
+  sync_memory();
   selected_.reset();
   cursor_s_.reset();
   fitted_ = false;
@@ -161,9 +229,19 @@ void TracePanel::fit_all() {
   fitted_ = true;
 }
 
+void TracePanel::sync_memory() {
+  if (model_.counter_count() < memory_seen_) {
+    memory_.clear();
+    memory_seen_ = 0;
+  }
+  for (; memory_seen_ < model_.counter_count(); ++memory_seen_) memory_.add(model_.counter_event(memory_seen_));
+}
+
 void TracePanel::update() {
   if (!live_) return;
   if (live_->poll(model_) > 0) live_pending_ = true;
+  // Counter samples need no finalize(): the track shows them at once.
+  sync_memory();
   const auto now = std::chrono::steady_clock::now();
   if (live_pending_ && now - last_finalize_ >= kLiveRefresh) {
     model_.finalize();
@@ -188,7 +266,18 @@ void TracePanel::draw() {
   const float stats_height = show_stats_ && !model_.rows().empty()
                                  ? std::min(avail.y * 0.35f, 60.0f + 20.0f * model_.rows().size())
                                  : 0.0f;
-  draw_timeline(ImVec2(avail.x, avail.y - stats_height));
+  // The memory track under the rows: its rows whole when they fit in 40%
+  // of the height, scrolled (shift+wheel) when they do not.
+  const size_t memory_rows = memory_.timeline_ranks().size();
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  const float memory_height =
+      memory_rows == 0 ? 0.0f
+                       : std::min((avail.y - stats_height) * 0.4f,
+                                  (static_cast<float>(memory_rows) * kMemoryTrackRowHeight + kMemoryTrackGap) * scale_ +
+                                      2 * spacing);
+  layout_ = TraceFrameLayout{};
+  draw_timeline(ImVec2(avail.x, avail.y - stats_height - memory_height));
+  if (memory_height > 0.0f) draw_memory_track(ImVec2(avail.x, memory_height - kMemoryTrackGap * scale_ - 2 * spacing));
   if (stats_height > 0.0f) draw_stats();
 }
 
@@ -265,7 +354,6 @@ void TracePanel::draw_timeline(ImVec2 size) {
   std::vector<const TimelineRow*> pointers;
   for (const Row& r : rows) pointers.push_back(&r);
 
-  layout_ = TraceFrameLayout{};
   hover_ = Hover{};
   TimelineStyle style;
   style.label_width *= scale_;
@@ -289,6 +377,50 @@ void TracePanel::draw_timeline(ImVec2 size) {
     cursor_s_ = ctx.clicked_time_s;
   }
   if (hover_.count > 0 && !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) draw_tooltip(hover_);
+}
+
+void TracePanel::draw_memory_track(ImVec2 size) {
+  std::vector<MemoryRow> rows;
+  for (int rank : memory_.timeline_ranks()) rows.emplace_back(*this, rank);
+  std::vector<const TimelineRow*> pointers;
+  for (const MemoryRow& r : rows) pointers.push_back(&r);
+
+  layout_.memory_ranks = memory_.timeline_ranks();
+  layout_.memory_row_height = kMemoryTrackRowHeight * scale_;
+  layout_.memory_full_bytes = memory_.max_measured_total();
+  memory_hover_.reset();
+  ImGui::Dummy(ImVec2(0.0f, kMemoryTrackGap * scale_));
+  TimelineStyle style;
+  style.label_width *= scale_;  // as the rows above: the same pixels for the same time
+  style.axis_height = 0.0f;
+  style.axis_labels = false;
+  // The rows' times; a zoom or pan over the track moves the rows too.
+  memory_view_.begin_s = view_.begin_s;
+  memory_view_.end_s = view_.end_s;
+  TimelineContext ctx = begin_timeline("memory track", memory_view_, pointers, size, style);
+  layout_.memory_drawn = true;
+  layout_.memory_axis = ctx.axis;
+  layout_.memory_row_tops = ctx.row_tops;
+  if (cursor_s_) draw_time_cursor(ctx, *cursor_s_);
+  end_timeline(ctx);
+  view_.begin_s = memory_view_.begin_s;
+  view_.end_s = memory_view_.end_s;
+  if (ctx.clicked) cursor_s_ = ctx.clicked_time_s;
+  if (memory_hover_ && !ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+    draw_memory_tooltip(memory_hover_->first, memory_hover_->second);
+}
+
+void TracePanel::draw_memory_tooltip(int rank, const MemoryPoint& point) const {
+  const MemorySample& sample = memory_.samples()[point.sample];
+  const std::string& stage = memory_.stage_name(point.stage);
+  ImGui::BeginTooltip();
+  ImGui::Text("rank %d memory%s%s", rank, stage.empty() ? "" : ", ", stage.c_str());
+  ImGui::Separator();
+  ImGui::Text("at        %s", format_duration(model_.seconds_of(point.at_us)).c_str());
+  ImGui::Text("total     %s", format_bytes(static_cast<double>(point.total)).c_str());
+  for (int s = 0; s < kMemorySeriesCount; ++s)
+    ImGui::Text("%-16s %s", kMemorySeries[s], format_bytes(static_cast<double>(sample.bytes[s])).c_str());
+  ImGui::EndTooltip();
 }
 
 ImVec2 TracePanel::event_anchor(uint32_t event, bool at_end) const {

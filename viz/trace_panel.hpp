@@ -7,6 +7,11 @@
 // them, only the selected event's, or none. Runs of events too narrow to
 // see are merged into grey boxes (trace_layout.hpp). Statistics per lane
 // below.
+//
+// Under the rows, when the trace has memory counter samples
+// (memory_model.hpp), a memory track: per rank, the total of its latest
+// sample as a step area over time, on the rows' time axis (it zooms and
+// pans with them), all ranks to one scale.
 #pragma once
 
 #include <chrono>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "live_feed.hpp"
+#include "memory_model.hpp"
 #include "timeline.hpp"
 #include "trace_layout.hpp"
 #include "trace_model.hpp"
@@ -35,6 +41,15 @@ inline constexpr float kRowPadding = 3.0f;
 inline constexpr int kMaxLevelsShown = 6;
 inline constexpr float kMergedHalfHeight = 3.0f;  // merged runs: a bar 6 px tall in the band's middle
 
+// The memory track: one row per rank, kMemoryTrackRowHeight pixels at scale 1;
+// a total of 0 sits kMemoryTrackPad above the row's bottom, the largest total of
+// any rank kMemoryTrackPad below its top.
+inline constexpr float kMemoryTrackRowHeight = 40.0f;
+inline constexpr float kMemoryTrackPad = 4.0f;
+inline constexpr float kMemoryTrackGap = 6.0f;  // between the rows above and the track
+inline constexpr Color kMemoryTrackFillColor = rgb(36, 104, 142);
+inline constexpr Color kMemoryTrackLineColor = rgb(96, 200, 250);
+
 // What the last frame drew where: for tests that probe rendered pixels and
 // for hit-testing.
 struct TraceFrameLayout {
@@ -46,6 +61,17 @@ struct TraceFrameLayout {
   size_t merged_boxes = 0;
   size_t arrows = 0;
   float scale = 1.0f;
+  // The memory track, when drawn: its axis (the same as `axis`), one row
+  // per rank of memory_ranks, and the total drawn at full height.
+  bool memory_drawn = false;
+  TimeAxis memory_axis;
+  std::vector<int> memory_ranks;
+  std::vector<float> memory_row_tops;
+  float memory_row_height = 0.0f;
+  int64_t memory_full_bytes = 0;
+
+  // Where a memory total is drawn in the track row whose top is `row_top`.
+  float memory_y(float row_top, int64_t bytes) const;
 
   // The vertical centre of an event's band.
   float band_center(float row_top, uint32_t level) const;
@@ -74,12 +100,15 @@ class TracePanel {
   void draw();
 
   const TraceModel& model() const { return model_; }
+  // The memory counter samples among the model's (the Memory panel shows them too).
+  const MemoryModel& memory() const { return memory_; }
   const TraceFrameLayout& last_layout() const { return layout_; }
   const std::vector<std::string>& messages() const { return messages_; }
   const LiveFeed* live() const { return live_.get(); }
 
  private:
   class Row;
+  class MemoryRow;
   struct Hover {
     uint32_t event = 0;
     uint32_t count = 0;  // 0: nothing hovered
@@ -89,6 +118,10 @@ class TracePanel {
 
   void draw_toolbar();
   void draw_timeline(ImVec2 size);
+  void draw_memory_track(ImVec2 size);
+  void draw_memory_tooltip(int rank, const MemoryPoint& point) const;
+  // Takes in the model's counter samples it has not seen yet.
+  void sync_memory();
   void draw_arrows(const TimelineContext& ctx);
   void draw_tooltip(const Hover& hover) const;
   void draw_stats();
@@ -97,6 +130,10 @@ class TracePanel {
   Color color_of(uint32_t category);
 
   TraceModel model_;
+  MemoryModel memory_;
+  size_t memory_seen_ = 0;  // model_'s counter samples given to memory_
+  TimelineView memory_view_;  // the track's: times copied from view_ (its scroll is its own)
+  std::optional<std::pair<int, MemoryPoint>> memory_hover_;
   std::unique_ptr<LiveFeed> live_;
   std::chrono::steady_clock::time_point last_finalize_{};
   bool live_pending_ = false;

@@ -4,6 +4,8 @@
 // i of a rank is a "work i" box on its compute lane, except every fourth
 // (i % 4 == 3): a send to the right neighbour followed by a recv from the
 // left one, on the comm lane, paired across ranks by flow ids.
+// With --memory K, each rank then records K "memory ZeRO-2" counter samples
+// (memory_sample below) and one "accounting ZeRO-2", as lib/zero does.
 // Exits 1 if the live sink dropped anything.
 #include <CLI/CLI.hpp>
 
@@ -15,8 +17,20 @@
 #include "trace/config.hpp"
 #include "trace/live_stream.hpp"
 
+namespace trace = distlab::trace;
+
+// Sample k of `rank`: parameters 1000 (rank + 1), gradients 100 k, optimizer
+// state 7, buffers 0, activations 50 (k mod 3). tests/viz/live_test.cpp
+// works the totals out from this rule.
+trace::CounterValues memory_sample(int rank, int k) {
+  return {{"parameters", 1000 * (rank + 1)},
+          {"gradients", 100 * k},
+          {"optimizer state", 7},
+          {"buffers", 0},
+          {"activations", 50 * (k % 3)}};
+}
+
 int main(int argc, char** argv) {
-  namespace trace = distlab::trace;
   int ranks = 2;
   int events = 100;
   int rank_offset = 0;
@@ -24,6 +38,8 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", ranks)->check(CLI::Range(1, 64));
   app.add_option("--events", events)->check(CLI::Range(0, 10'000'000));
   app.add_option("--rank-offset", rank_offset, "First rank number (one process per offset)");
+  int memory = 0;
+  app.add_option("--memory", memory, "Memory counter samples per rank, after the events")->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
 
   const trace::Config config = trace::Config::from_env();
@@ -54,6 +70,9 @@ int main(int argc, char** argv) {
         recorder.record({rank, trace::kLaneComm, "recv", "recv", t, t + 3, 1024, left,
                          trace::flow_id(left, rank, 0, message), {{"seq", seq}}});
       }
+      for (int k = 0; k < memory; ++k) recorder.counter(rank, "memory ZeRO-2", memory_sample(rank, k));
+      if (memory > 0)
+        recorder.counter(rank, "accounting ZeRO-2", {{"parameters", 1000 * (rank + 1)}, {"gradients", 250}});
     });
   }
   for (auto& t : threads) t.join();

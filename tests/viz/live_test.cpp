@@ -13,6 +13,7 @@
 #include <random>
 
 #include "live_feed.hpp"
+#include "render_helpers.hpp"
 #include "trace_panel.hpp"
 #include "viz_test_util.hpp"
 
@@ -106,6 +107,63 @@ TEST(LiveStream, TracePanelShowsWhatArrives) {
   EXPECT_EQ(panel.model().rows().size(), 6u);
   EXPECT_EQ(panel.model().flow_count(), 300u);  // 3 ranks x 100 messages, each paired
   expect_every_event_in_order(panel.model(), 0, 3, 400);
+}
+
+// Counter samples come down the same stream: the Trace panel's memory
+// track gets every rank's samples in the order recorded, with the totals
+// the emitter's rule gives (live_emitter.cpp, memory_sample), and draws a
+// row for each rank.
+TEST(LiveStream, MemorySamplesReachTheMemoryTrack) {
+  TracePanel panel;
+  panel.listen(0, "127.0.0.1");
+  const int ranks = 3, events = 40, samples = 24;
+  std::string output;
+  ASSERT_EQ(run({VIZ_LIVE_EMITTER, "--ranks", std::to_string(ranks), "--events", std::to_string(events), "--memory",
+                 std::to_string(samples)},
+                {"DISTLAB_TRACE_LIVE=127.0.0.1:" + std::to_string(panel.live()->port())}, &output, kWaitMs),
+            0)
+      << output;
+  const size_t intervals = ranks * (events + events / 4);
+  const size_t counters = ranks * (samples + 1);  // and one accounting sample each
+  for (int i = 0; i < 500 && !(panel.model().size() == intervals && panel.model().counter_count() == counters); ++i) {
+    panel.update();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(panel.model().size(), intervals);
+  ASSERT_EQ(panel.model().counter_count(), counters);
+  EXPECT_EQ(panel.model().rows().size(), static_cast<size_t>(2 * ranks));  // compute and comm: no counter row
+
+  const MemoryModel& memory = panel.memory();
+  EXPECT_EQ(memory.stages(), std::vector<std::string>{"ZeRO-2"});
+  ASSERT_EQ(memory.timeline_ranks(), (std::vector<int>{0, 1, 2}));
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<MemoryPoint>& line = memory.timeline(r);
+    ASSERT_EQ(line.size(), static_cast<size_t>(samples)) << "rank " << r;
+    int64_t best = -1;
+    int best_k = -1;
+    for (int k = 0; k < samples; ++k) {
+      const int64_t total = 1000 * (r + 1) + 100 * k + 7 + 50 * (k % 3);
+      EXPECT_EQ(line[k].total, total) << "rank " << r << " sample " << k;
+      if (k > 0) {
+        EXPECT_GE(line[k].at_us, line[k - 1].at_us);
+      }
+      if (total > best) best = total, best_k = k;
+    }
+    const auto peak = memory.peak("ZeRO-2", r);
+    ASSERT_TRUE(peak.has_value());
+    EXPECT_EQ(peak->total(), best);
+    EXPECT_EQ(peak->bytes[1], 100 * best_k);  // gradients
+    const auto formula = memory.accounting("ZeRO-2", r);
+    ASSERT_TRUE(formula.has_value());
+    EXPECT_EQ(formula->total(), 1000 * (r + 1) + 250);
+  }
+
+  HeadlessRenderer renderer(1000, 700);
+  render_in_window(renderer, [&] { panel.draw(); });
+  const TraceFrameLayout& layout = panel.last_layout();
+  ASSERT_TRUE(layout.memory_drawn);
+  EXPECT_EQ(layout.memory_ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(layout.memory_full_bytes, 3000 + 2300 + 7 + 100);  // rank 2, k = 23
 }
 
 int connect_to(int port) {

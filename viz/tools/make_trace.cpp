@@ -3,8 +3,11 @@
 // visualizer's tests, screenshots and benchmark.
 //
 //   distlab-viz-make-trace --out trace.json --events 1000000 --ranks 8
+//   distlab-viz-make-trace --out zero.json --events 2000 --ranks 4 --memory-psi 25000000
+//     (plus memory counter samples of DDP and ZeRO-1/2/3 over the same time)
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -19,9 +22,19 @@ int main(int argc, char** argv) {
   app.add_option("--events", options.events, "Number of events")->check(CLI::Range(int64_t{0}, int64_t{100'000'000}));
   app.add_option("--ranks", options.ranks, "Ranks")->check(CLI::Range(2, 256));
   app.add_option("--seed", options.seed, "Random seed of the durations");
+  int64_t memory_psi = 0;
+  app.add_option("--memory-psi", memory_psi,
+                 "Add memory samples of DDP and ZeRO-1/2/3 training this many fp32 parameters with Adam")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
   try {
-    const auto events = distlab::viz::make_synthetic_trace(options);
+    auto events = distlab::viz::make_synthetic_trace(options);
+    if (memory_psi > 0 && !events.empty()) {
+      int64_t begin = events.front().begin_us, end = events.front().end_us;
+      for (const auto& e : events) begin = std::min(begin, e.begin_us), end = std::max(end, e.end_us);
+      const auto memory = distlab::viz::make_synthetic_memory(options.ranks, memory_psi, begin, end);
+      events.insert(events.end(), memory.begin(), memory.end());
+    }
     distlab::trace::ChromeJsonSink sink(out);
     for (const auto& e : events) sink.write(e);
     sink.close();
