@@ -336,6 +336,11 @@ void Reducer::finalize() { state_->finalize(); }
 
 const BucketPlan& Reducer::plan() const { return state_->plan; }
 
+std::vector<at::Tensor> Reducer::bucket_buffers() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->buffers;
+}
+
 ReducerStats Reducer::stats() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->stats;

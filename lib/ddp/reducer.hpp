@@ -85,6 +85,9 @@ class Reducer {
 
   const BucketPlan& plan() const;
   ReducerStats stats() const;
+  // One flat buffer per bucket, which the all-reduces run on: DDP's
+  // communication buffers (the .grads share them with gradient_as_bucket_view).
+  std::vector<at::Tensor> bucket_buffers() const;
 
  private:
   std::shared_ptr<ReducerState> state_;

@@ -17,7 +17,18 @@ std::vector<std::pair<std::string, int64_t>> MemoryUse::series() const {
   return {{"parameters", parameters},
           {"gradients", gradients},
           {"optimizer state", optimizer_state},
+          {"buffers", buffers},
           {"activations", activations}};
+}
+
+std::string memory_counter(const std::string& who) { return "memory " + who; }
+std::string accounting_counter(const std::string& who) { return "accounting " + who; }
+
+void record_memory(trace::Recorder* recorder, int rank, const std::string& who, const MemoryUse& measured,
+                   const MemoryUse& accounting) {
+  if (recorder == nullptr || !recorder->enabled()) return;
+  recorder->counter(rank, memory_counter(who), measured.series());
+  recorder->counter(rank, accounting_counter(who), accounting.series());
 }
 
 const char* to_string(Stage stage) {

@@ -9,6 +9,8 @@
 //   gradients        their .grad storages
 //   optimizer state  every tensor in the optimizer's state (momentum, Adam's
 //                    exp_avg and exp_avg_sq, ...)
+//   buffers          communication buffers held outside the parameters and
+//                    gradients (a flat bucket waiting for its collective)
 //   activations      what forward allocated and kept for backward, at its
 //                    peak: the CPU allocator's peak during forward above
 //                    what was allocated when forward began (AllocatorMeter)
@@ -30,18 +32,33 @@
 #include <unordered_set>
 #include <vector>
 
+#include "trace/recorder.hpp"
+
 namespace distlab::zero {
 
 struct MemoryUse {
   int64_t parameters = 0;
   int64_t gradients = 0;
   int64_t optimizer_state = 0;
+  int64_t buffers = 0;
   int64_t activations = 0;
 
   int64_t model_states() const { return parameters + gradients + optimizer_state; }
-  // {{"parameters", ...}, ...}: a trace counter sample's series.
+  int64_t total() const { return model_states() + buffers + activations; }
+  // {{"parameters", ...}, {"gradients", ...}, {"optimizer state", ...},
+  // {"buffers", ...}, {"activations", ...}}: a trace counter sample's series.
   std::vector<std::pair<std::string, int64_t>> series() const;
 };
+
+// In a trace, a rank's memory is a counter sample named "memory " + who
+// ("memory ZeRO-2"), and the paper's accounting for the same rank a sample
+// named "accounting " + who: one counter track per stage, which Perfetto
+// draws as it is and the visualizer's memory view puts side by side.
+std::string memory_counter(const std::string& who);
+std::string accounting_counter(const std::string& who);
+// Both samples on `rank` (when `recorder` is tracing).
+void record_memory(trace::Recorder* recorder, int rank, const std::string& who, const MemoryUse& measured,
+                   const MemoryUse& accounting);
 
 enum class Stage { kDdp, kZero1, kZero2, kZero3 };
 const char* to_string(Stage stage);

@@ -17,14 +17,26 @@
 #include <torch/optim/optimizer.h>
 #include <torch/optim/sgd.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace distlab::zero {
 
-// Builds an optimizer over `params` (ZeRO passes {shard}).
-using OptimizerFactory = std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> params)>;
+// Builds an optimizer over `params` (ZeRO passes its shard's chunks), and
+// says how many bytes of state it keeps per parameter: the ZeRO paper's K
+// (fp32: SGD 0, with momentum 4; Adam and AdamW 8, 12 with amsgrad), which
+// the memory accounting (memory.hpp) multiplies by the parameter count.
+struct OptimizerFactory {
+  std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> params)> make;
+  int64_t state_bytes_per_parameter = 0;
+
+  std::unique_ptr<torch::optim::Optimizer> operator()(std::vector<at::Tensor> params) const {
+    return make(std::move(params));
+  }
+};
 
 OptimizerFactory sgd(torch::optim::SGDOptions options);
 OptimizerFactory adam(torch::optim::AdamOptions options);

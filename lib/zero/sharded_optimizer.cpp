@@ -91,9 +91,13 @@ at::Tensor flat_parameters(const ShardLayout& layout, int bucket, const std::vec
 }
 
 ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module,
-                                   const OptimizerFactory& make_optimizer, ZeroOptions options, std::string who,
+                                   const OptimizerFactory& make_optimizer, ZeroOptions options, Stage stage,
                                    const Packing& packing, ShardStorage storage)
-    : comm_(comm), options_(options), who_(std::move(who)) {
+    : comm_(comm),
+      options_(options),
+      stage_(stage),
+      who_(to_string(stage)),
+      state_bytes_per_parameter_(make_optimizer.state_bytes_per_parameter) {
   check_algorithm(options_, who_);
   const ddp::NamedTensors named = ddp::trainable_parameters(module);
   ddp::verify_same_parameters(comm_, named, who_);
@@ -146,9 +150,16 @@ MemoryUse ShardedOptimizer::memory() const {
   return measure_memory(tensors, optimizer_.get());
 }
 
+MemoryUse ShardedOptimizer::accounting() const {
+  const int64_t element = static_cast<int64_t>(options_of_.dtype().itemsize());
+  return zero::accounting(stage_, layout_.numel(), comm_.size(), element,
+                          state_bytes_per_parameter_ * element / 4);
+}
+
 void ShardedOptimizer::record_memory() const {
   trace::Recorder* recorder = comm_.recorder();
-  if (recorder != nullptr && recorder->enabled()) recorder->counter(comm_.world_rank(), "memory", memory().series());
+  if (recorder != nullptr && recorder->enabled())
+    zero::record_memory(recorder, comm_.world_rank(), who_, memory(), accounting());
 }
 
 at::Tensor ShardedOptimizer::shard_grad() const {

@@ -70,9 +70,10 @@ class ShardedOptimizer {
   // ranks hold the same parameters (names, shapes, dtypes: an error names
   // the first that differs and the ranks), takes rank 0's parameters and
   // buffers, lays out the buckets and shards, and makes this rank's chunks
-  // (views, or copies: ShardStorage). `who` ("ZeRO-1") starts error messages.
+  // (views, or copies: ShardStorage). `stage`'s name ("ZeRO-1") starts
+  // error messages and names the trace's spans and memory samples.
   ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
-                   ZeroOptions options, std::string who, const Packing& packing, ShardStorage storage);
+                   ZeroOptions options, Stage stage, const Packing& packing, ShardStorage storage);
 
   comm::Communicator& comm() const { return comm_; }
   const ShardLayout& layout() const { return layout_; }
@@ -116,8 +117,13 @@ class ShardedOptimizer {
   // the shard (counted once where it is a view of them), their gradients,
   // the optimizer's state.
   MemoryUse memory() const;
-  // memory() as a trace counter sample named "memory" on this rank (when
-  // tracing). step_shard() records one before and one after the step.
+  // What the ZeRO paper says this rank holds: accounting() of memory.hpp
+  // for this stage, the model's parameter count, the ranks, the parameters'
+  // element size and the optimizer's state bytes (OptimizerFactory).
+  MemoryUse accounting() const;
+  // memory() and accounting() as the trace's counter samples "memory ZeRO-2"
+  // and "accounting ZeRO-2" on this rank (when tracing). step_shard()
+  // records them before and after the step.
   void record_memory() const;
   int64_t steps() const { return steps_; }
 
@@ -130,7 +136,9 @@ class ShardedOptimizer {
 
   comm::Communicator& comm_;
   ZeroOptions options_;
+  Stage stage_;
   std::string who_;
+  int64_t state_bytes_per_parameter_ = 0;
   std::vector<std::string> names_;
   std::vector<at::Tensor> params_;
   ShardLayout layout_;

@@ -12,4 +12,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/storage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero3.cpp
   ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/overlap.cpp
 )

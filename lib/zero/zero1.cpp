@@ -8,7 +8,7 @@ namespace distlab::zero {
 
 Zero1::Zero1(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
              ZeroOptions options)
-    : sharded_(comm, module, make_optimizer, options, "ZeRO-1", pack_by_size(options, BucketOrder::kRegistration),
+    : sharded_(comm, module, make_optimizer, options, Stage::kZero1, pack_by_size(options, BucketOrder::kRegistration),
                ShardStorage::kViewsOfParameters) {}
 
 void Zero1::zero_grad() {

@@ -146,7 +146,7 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 
 Zero2::Zero2(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
              ZeroOptions options)
-    : sharded_(comm, module, make_optimizer, options, "ZeRO-2", pack_by_size(options, BucketOrder::kBackward),
+    : sharded_(comm, module, make_optimizer, options, Stage::kZero2, pack_by_size(options, BucketOrder::kBackward),
                ShardStorage::kViewsOfParameters),
       state_(std::make_shared<GradShardState>(sharded_)) {
   for (size_t i = 0; i < sharded_.params().size(); ++i) {

@@ -121,7 +121,13 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
     if (held[static_cast<size_t>(u)] != Held::kGathering) return;
     const comm::WorkPtr work = gathers[static_cast<size_t>(u)];
     lock.unlock();
-    ShardedOptimizer::wait_naming(work, comm.self() + ": all-gather of " + unit(u));
+    {
+      // Compute stands still here: what the overlap (overlap.hpp) takes out of compute.
+      trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneCompute, "wait", "zero_wait");
+      if (span.active())
+        span.set_name("wait for unit " + std::to_string(u)).arg("unit", u).arg("step", sharded.steps());
+      ShardedOptimizer::wait_naming(work, comm.self() + ": all-gather of " + unit(u));
+    }
     lock.lock();
     held[static_cast<size_t>(u)] = Held::kWhole;
     gathers[static_cast<size_t>(u)] = nullptr;
@@ -221,7 +227,7 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 Zero3::Zero3(comm::Communicator& comm, torch::nn::Sequential model, const OptimizerFactory& make_optimizer,
              Zero3Options options)
     : model_(std::move(model)),
-      sharded_(comm, *model_, make_optimizer, zero_options(options), "ZeRO-3", pack_by_unit, ShardStorage::kOwn),
+      sharded_(comm, *model_, make_optimizer, zero_options(options), Stage::kZero3, pack_by_unit, ShardStorage::kOwn),
       state_(std::make_shared<Zero3State>(sharded_, options)) {
   // Which unit each child is (-1: no trainable parameters).
   for (const auto& item : model_->named_children()) {

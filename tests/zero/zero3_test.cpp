@@ -174,8 +174,21 @@ TEST(Zero3Trace, StepRecordsMemoryCounterSamples) {
   for (int rank = 0; rank < 2; ++rank) {
     std::vector<trace::Event> samples;
     for (const auto& e : sink->events())
-      if (e.rank == rank && e.is_counter() && e.name == "memory") samples.push_back(e);
+      if (e.rank == rank && e.is_counter() && e.name == memory_counter("ZeRO-3")) samples.push_back(e);
     ASSERT_EQ(samples.size(), 2u) << "rank " << rank;
+    // Beside each measured sample, the paper's: 16 Psi / p bytes for Adam, all sharded.
+    int64_t psi = 0;
+    for (const auto& p : three_units()->parameters()) psi += p.numel();
+    int accounted = 0;
+    for (const auto& e : sink->events())
+      if (e.rank == rank && e.is_counter() && e.name == accounting_counter("ZeRO-3")) {
+        ++accounted;
+        EXPECT_EQ(e.arg("parameters"), std::to_string(4 * psi / 2));
+        EXPECT_EQ(e.arg("gradients"), std::to_string(4 * psi / 2));
+        EXPECT_EQ(e.arg("optimizer state"), std::to_string(8 * psi / 2));
+        EXPECT_EQ(e.arg("buffers"), "0");
+      }
+    EXPECT_EQ(accounted, 2) << "rank " << rank;
     const MemoryUse& m = after[static_cast<size_t>(rank)];
     EXPECT_EQ(samples[0].arg("optimizer state"), "0");
     EXPECT_EQ(samples[1].arg("parameters"), std::to_string(m.parameters));
