@@ -2,6 +2,7 @@
 # draws it without LibTorch); the rest moves gradients and parameters.
 list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/shard_layout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shard_segments.cpp
 )
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/optimizer_factory.cpp
@@ -13,4 +14,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/zero3.cpp
   ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/overlap.cpp
+  # Sharded checkpoints, written through lib/train's checkpoint files.
+  ${CMAKE_CURRENT_LIST_DIR}/sharded_checkpoint.cpp
 )

@@ -110,6 +110,8 @@ class Zero3 {
   bool gathered(int unit) const;
   ShardedOptimizer& sharded() { return sharded_; }
   const ShardLayout& layout() const { return sharded_.layout(); }
+  // The Sequential it runs (its parameters are views of freed buffers between uses).
+  torch::nn::Sequential model() const { return model_; }
   Zero3Stats stats() const;
 
  private:
