@@ -2,9 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,10 +10,10 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 
 #include "ddp/replicas.hpp"
+#include "zero/optimizer_state.hpp"
 #include "zero/shard_segments.hpp"
 
 namespace distlab::zero {
@@ -50,95 +47,6 @@ void check_same_model(const Target& t) {
   if (!same)
     throw CheckpointError(who_of(t.sharded) + ": the model passed is not the one " + t.sharded.who() +
                           " was built on; pass that model");
-}
-
-// ---- The optimizer's state of one chunk ------------------------------------
-
-enum class Kind { kSgd, kAdam, kAdamW };
-
-std::string kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::kSgd: return "sgd";
-    case Kind::kAdam: return "adam";
-    case Kind::kAdamW: return "adamw";
-  }
-  return "?";
-}
-
-Kind kind_of(torch::optim::Optimizer& optimizer, const std::string& who) {
-  if (dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr) return Kind::kSgd;
-  if (dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr) return Kind::kAdam;
-  if (dynamic_cast<torch::optim::AdamW*>(&optimizer) != nullptr) return Kind::kAdamW;
-  throw CheckpointError(who + ": the optimizer is not SGD, Adam or AdamW, whose state a sharded checkpoint knows");
-}
-
-// One chunk's state: each field (chunk count,) by name ("exp_avg", ...).
-struct ChunkState {
-  bool present = false;  // an optimizer makes its state at the first step
-  int64_t step = 0;      // Adam's and AdamW's step count
-  std::map<std::string, at::Tensor> fields;
-};
-
-// LibTorch keys the state by the parameter's TensorImpl address (as text in 1.13).
-template <typename Map>
-typename Map::key_type key_of(const at::Tensor& param) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream out;
-    out << param.unsafeGetTensorImpl();
-    return out.str();
-  } else {
-    return param.unsafeGetTensorImpl();
-  }
-}
-
-template <typename State>
-ChunkState adam_like(const State& s) {
-  ChunkState out{true, s.step(), {{"exp_avg", s.exp_avg()}, {"exp_avg_sq", s.exp_avg_sq()}}};
-  if (s.max_exp_avg_sq().defined()) out.fields["max_exp_avg_sq"] = s.max_exp_avg_sq();
-  return out;
-}
-
-ChunkState state_of(torch::optim::Optimizer& optimizer, Kind kind, const at::Tensor& chunk) {
-  auto& state = optimizer.state();
-  const auto it = state.find(key_of<std::decay_t<decltype(state)>>(chunk));
-  if (it == state.end()) return {};
-  switch (kind) {
-    case Kind::kSgd: {
-      const auto& s = static_cast<const torch::optim::SGDParamState&>(*it->second);
-      return {true, 0, {{"momentum_buffer", s.momentum_buffer()}}};
-    }
-    case Kind::kAdam: return adam_like(static_cast<const torch::optim::AdamParamState&>(*it->second));
-    case Kind::kAdamW: return adam_like(static_cast<const torch::optim::AdamWParamState&>(*it->second));
-  }
-  return {};
-}
-
-template <typename State>
-std::unique_ptr<State> make_adam_like(const ChunkState& s) {
-  auto state = std::make_unique<State>();
-  state->step(s.step);
-  state->exp_avg(s.fields.at("exp_avg"));
-  state->exp_avg_sq(s.fields.at("exp_avg_sq"));
-  if (s.fields.count("max_exp_avg_sq")) state->max_exp_avg_sq(s.fields.at("max_exp_avg_sq"));
-  return state;
-}
-
-void set_state(torch::optim::Optimizer& optimizer, Kind kind, const at::Tensor& chunk, const ChunkState& s) {
-  auto& state = optimizer.state();
-  const auto key = key_of<std::decay_t<decltype(state)>>(chunk);
-  if (!s.present) {
-    state.erase(key);
-    return;
-  }
-  if (kind == Kind::kSgd) {
-    auto sgd = std::make_unique<torch::optim::SGDParamState>();
-    sgd->momentum_buffer(s.fields.at("momentum_buffer"));
-    state[key] = std::move(sgd);
-  } else if (kind == Kind::kAdam) {
-    state[key] = make_adam_like<torch::optim::AdamParamState>(s);
-  } else {
-    state[key] = make_adam_like<torch::optim::AdamWParamState>(s);
-  }
 }
 
 // ---- Describing the model and the layout as text ----------------------------
@@ -309,23 +217,23 @@ CheckpointPart shard_part(const Target& t, const std::vector<at::Tensor>& full) 
   const std::string who = who_of(s);
   const int rank = s.comm().rank();
   const ShardLayout& layout = s.layout();
-  const Kind kind = kind_of(s.optimizer(), who);
+  const OptimizerKind kind = optimizer_kind(s.optimizer(), who);
   CheckpointPart part;
   if (rank == 0) part.model = whole_model(t, full);
   part.texts["zero/parameters"] = joined_lines(parameter_lines(s));
   part.texts["zero/buckets"] = buckets_text(layout);
   part.texts["zero/stage"] = s.who();
-  part.texts["zero/optimizer"] = kind_name(kind);
+  part.texts["zero/optimizer"] = to_string(kind);
   part.ints["zero/writers"] = s.comm().size();
   part.ints["zero/rank"] = rank;
 
   // Every chunk was stepped together: all have state or none, one step count, the same fields.
-  std::vector<ChunkState> states;
-  for (const at::Tensor& chunk : s.shard()) states.push_back(state_of(s.optimizer(), kind, chunk));
+  std::vector<ElementState> states;
+  for (const at::Tensor& chunk : s.shard()) states.push_back(element_state(s.optimizer(), kind, chunk));
   std::string fields;
   for (const auto& item : states.empty() ? std::map<std::string, at::Tensor>{} : states.front().fields)
     fields += (fields.empty() ? "" : " ") + item.first;
-  for (const ChunkState& state : states)
+  for (const ElementState& state : states)
     if (state.present != states.front().present || state.step != states.front().step ||
         state.fields.size() != states.front().fields.size())
       throw CheckpointError(who + ": the optimizer's state differs between this rank's chunks (were they stepped "
@@ -369,7 +277,7 @@ std::string save_target(const std::string& dir, int keep_last, std::int64_t step
 // What this rank takes, gathered before anything in the model changes.
 struct Loaded {
   std::vector<at::Tensor> chunks;                // per bucket (chunk count,)
-  std::vector<ChunkState> states;                // per bucket
+  std::vector<ElementState> states;                // per bucket
   std::map<std::string, at::Tensor> unsharded;   // frozen parameters and buffers, by name
 };
 
@@ -449,10 +357,10 @@ Loaded read_shard(const ShardedCheckpointer& self, int keep_last, std::int64_t s
   if (!difference.empty())
     throw CheckpointError(self.folder(step) + " does not fit this model: " + difference +
                           " (was it written by another model?)");
-  const Kind kind = kind_of(s.optimizer(), who_of(s));
-  if (text_of(head, "zero/optimizer", head_file) != kind_name(kind))
+  const OptimizerKind kind = optimizer_kind(s.optimizer(), who_of(s));
+  if (text_of(head, "zero/optimizer", head_file) != to_string(kind))
     throw CheckpointError(head_file + " holds the state of " + text_of(head, "zero/optimizer", head_file) +
-                          ", this rank's optimizer is " + kind_name(kind));
+                          ", this rank's optimizer is " + to_string(kind));
   const ddp::BucketPlan& plan = s.layout().plan;
   const ShardLayout written = make_shard_layout(plan_from(text_of(head, "zero/buckets", head_file), plan.params, head_file), writers);
   const bool has_state = int_of(head, "optimizer/has_state", head_file) != 0;
@@ -464,7 +372,7 @@ Loaded read_shard(const ShardedCheckpointer& self, int keep_last, std::int64_t s
   for (int b = 0; b < s.layout().buckets(); ++b) {
     const int64_t count = s.layout().chunk(b, comm.rank()).count;
     out.chunks.push_back(at::empty({count}, options));
-    ChunkState state{has_state, has_state ? int_of(head, "optimizer/step", head_file) : 0, {}};
+    ElementState state{has_state, has_state ? int_of(head, "optimizer/step", head_file) : 0, {}};
     for (const std::string& field : fields) state.fields[field] = at::empty({count}, options);
     out.states.push_back(state);
   }
@@ -523,13 +431,13 @@ Loaded read_shard(const ShardedCheckpointer& self, int keep_last, std::int64_t s
 
 void apply(const Target& t, const Loaded& loaded) {
   ShardedOptimizer& s = t.sharded;
-  const Kind kind = kind_of(s.optimizer(), who_of(s));
+  const OptimizerKind kind = optimizer_kind(s.optimizer(), who_of(s));
   {
     torch::NoGradGuard no_grad;
     for (size_t b = 0; b < s.shard().size(); ++b) {
       at::Tensor chunk = s.shard()[b];  // ZeRO-1/2: a view of the parameters' flat buffer
       chunk.copy_(loaded.chunks[b]);
-      set_state(s.optimizer(), kind, chunk, loaded.states[b]);
+      set_element_state(s.optimizer(), kind, chunk, loaded.states[b]);
     }
     for (auto& item : t.module.named_parameters(true))
       if (loaded.unsharded.count(item.key())) item.value().copy_(loaded.unsharded.at(item.key()));

@@ -15,5 +15,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/overlap.cpp
   # Sharded checkpoints, written through lib/train's checkpoint files.
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_state.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sharded_checkpoint.cpp
 )
