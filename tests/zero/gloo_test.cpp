@@ -1,7 +1,11 @@
 // The ZeRO checks across gloo processes started by the built distlab-run:
 // the world of 2 and 4, and in it groups of 1 and 3 (spot checks of every
-// flavor; zero_test.cpp runs every case on thread ranks).
+// flavor; zero_test.cpp runs every case on thread ranks); sharded
+// checkpoints written by 4 processes and resumed by 2.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "launcher_process.hpp"
 
@@ -29,5 +33,35 @@ TEST_P(GlooZero, EqualsOneProcessAndDdpOnWorldAndGroup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooZero, testing::Values(2, 4));
+
+// Sharded checkpoints across processes: written by 4, resumed by 2, each
+// ending where the uninterrupted 4-process run ended (checkpoint_checks.cpp).
+TEST(GlooZeroCheckpoint, SavedByFourProcessesResumedByTwo) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("distlab_zero_gloo_ckpt_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  auto launch = [&](int ranks, const std::string& mode) {
+    return distlab::launcher::testing::run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0",
+                                                     "--timeout-ms", "60000", ZERO_GLOO_WORKER_PATH, "checkpoint",
+                                                     mode, dir},
+                                                    180s);
+  };
+  const auto saved = launch(4, "save");
+  ASSERT_FALSE(saved.timed_out) << saved.out << saved.err;
+  ASSERT_EQ(saved.exit_code, 0) << saved.out << saved.err;
+  const auto resumed = launch(2, "resume");
+  ASSERT_FALSE(resumed.timed_out) << resumed.out << resumed.err;
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_EQ(resumed.out.find("MISMATCH"), std::string::npos) << resumed.out;
+  for (const char* stage : {"ZeRO-1 Adam", "ZeRO-2 SGD+momentum", "ZeRO-3 Adam"})
+    for (int r = 0; r < 2; ++r) {
+      const std::string line = "rank " + std::to_string(r) + " of 2: " + stage + ": resumed on rank " +
+                               std::to_string(r) + " of 2, max difference ";
+      EXPECT_NE(resumed.out.find(line), std::string::npos) << "missing: " << line << "\n" << resumed.out;
+    }
+  std::cout << resumed.out;
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace

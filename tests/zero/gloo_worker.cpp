@@ -1,16 +1,36 @@
 // One rank of the ZeRO checks over gloo processes, started by distlab-run
 // from gloo_test.cpp: on the whole world, then on a group of all ranks but
 // 0 (rank 0 alone forms the other). Spot checks: thread ranks run every case.
+//
+//   zero_gloo_worker                      the checks against one process and DDP
+//   zero_gloo_worker checkpoint save DIR  sharded checkpoints written by these ranks,
+//   zero_gloo_worker checkpoint resume DIR  and resumed by another number of them
 #include <iostream>
+#include <string>
 
+#include "checkpoint_checks.hpp"
 #include "comm/job.hpp"
 #include "zero_checks.hpp"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace distlab;
   comm::JobOptions job;
   job.backend = "gloo";
   bool ok = true;
+  if (argc == 4 && std::string(argv[1]) == "checkpoint") {
+    try {
+      comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& world) {
+        for (const std::string& line : zero::testing::save_or_resume(world, argv[2], argv[3])) {
+          std::cout << "rank " << world.rank() << " of " << world.size() << ": " << line << std::endl;
+          ok = ok && line.rfind("MISMATCH", 0) != 0;
+        }
+      });
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << std::endl;
+      return 1;
+    }
+    return ok ? 0 : 1;
+  }
   try {
     comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& world) {
       auto group = world.split(/*color=*/world.rank() == 0 ? 1 : 0, /*key=*/world.rank(), "zero");
