@@ -3,12 +3,9 @@
 //   distlab-run --nproc-per-node 2 -- distlab-bench ddp --backend gloo
 //   /usr/bin/python3 bench/ddp_vs_pytorch.py      (against PyTorch's own DDP)
 //
-// The model: --layers x Linear(--width, --width) + ReLU (at the defaults
-// 25.2 M parameters, 101 MB of float32 gradients), loss mean(y^2), SGD; each
-// rank --rows random rows per step. A time is the slowest rank's mean step
-// (forward, backward with DDP's wait, optimizer step) over -n steps, after
-// -w untimed ones; variants take turns in --rounds rounds, so that other
-// load on a shared machine slows them alike, and the median round is shown.
+// The model, data, options and timing are step_bench.hpp's (at the defaults
+// 25.2 M parameters, 101 MB of float32 gradients, SGD); a step is forward,
+// backward with DDP's wait, optimizer step; the median round is shown.
 //
 // Parts (--parts):
 //   overlap  DDP (buckets all-reduced during backward) against the naive
@@ -19,12 +16,6 @@
 //   sweep    bucket caps 1, 5, 25, 100 MiB and one bucket per parameter
 //   step     DDP alone with --bucket-mb, untraced: one line
 //            "distlab_step_ms <median>" that bench/ddp_vs_pytorch.py reads
-#include <ATen/Parallel.h>
-#include <torch/nn/modules/activation.h>
-#include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/linear.h>
-#include <torch/optim/sgd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,70 +29,36 @@
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp/overlap.hpp"
+#include "step_bench.hpp"
 #include "trace/recorder.hpp"
 
 namespace distlab::bench {
 namespace {
 
-struct DdpBenchOptions {
+struct DdpBenchOptions : StepOptions {
   comm::JobOptions job;
-  int width = 2048, layers = 6, rows = 16;
-  int iters = 3, warmup = 2, rounds = 3;
-  double bucket_mb = 25;
-  bool bucket_view = false;  // DdpOptions::gradient_as_bucket_view
-  int threads = 0;
   std::vector<std::string> parts{"overlap", "sweep"};
 };
-
-// Weights as LibTorch initialises them; DDP's broadcast makes them equal.
-torch::nn::Sequential make_model(const DdpBenchOptions& o) {
-  torch::nn::Sequential model;
-  for (int i = 0; i < o.layers; ++i) {
-    model->push_back(torch::nn::Linear(o.width, o.width));
-    model->push_back(torch::nn::ReLU());
-  }
-  return model;
-}
-
-// run_job gives each rank cores / ranks intra-op threads (PyTorch's side
-// does the same); --threads overrides it.
-int share_cores(int requested) {
-  if (requested > 0) at::set_num_threads(requested);
-  return at::get_num_threads();
-}
-
-// The slowest rank's seconds per step over `steps` steps.
-double seconds_per_step(comm::Communicator& comm, int steps, const std::function<void()>& step) {
-  comm.barrier();
-  const auto start = std::chrono::steady_clock::now();
-  for (int s = 0; s < steps; ++s) step();
-  at::Tensor t = at::full({1}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                          at::kDouble);
-  comm.native_all_reduce(t, comm::ReduceOp::kMax);
-  return t.item<double>() / steps;
-}
 
 // One model and what a step of it needs.
 struct Replica {
   torch::nn::Sequential model;
-  std::unique_ptr<torch::optim::SGD> sgd;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
   at::Tensor x;
   explicit Replica(const DdpBenchOptions& o)
-      : model(make_model(o)),
-        sgd(std::make_unique<torch::optim::SGD>(model->parameters(), 1e-6)),
-        x(at::randn({o.rows, o.width})) {}
+      : model(make_model(o)), optimizer(make_optimizer(o.optimizer)(model->parameters())), x(make_input(o)) {}
   // Forward and backward; `sync` between backward and the optimizer step.
   void step(ddp::DistributedDataParallel* ddp, const std::function<void()>& sync = {}) {
-    sgd->zero_grad();
-    at::Tensor loss = ddp != nullptr ? ddp->forward([&] { return model->forward(x).pow(2).mean(); })
-                                     : model->forward(x).pow(2).mean();
+    optimizer->zero_grad();
+    at::Tensor loss = ddp != nullptr ? ddp->forward([&] { return loss_of(model->forward(x)); })
+                                     : loss_of(model->forward(x));
     loss.backward();
     if (sync) sync();
-    sgd->step();
+    optimizer->step();
   }
 };
 
-ddp::DdpOptions options_with_cap(const DdpBenchOptions& o, int64_t cap_bytes) {
+ddp::DdpOptions options_with_cap(const StepOptions& o, int64_t cap_bytes) {
   ddp::DdpOptions options;
   options.bucket_cap_bytes = cap_bytes;
   options.gradient_as_bucket_view = o.bucket_view;
@@ -127,7 +84,7 @@ void part_overlap(comm::Communicator& comm, const DdpBenchOptions& o, const std:
   const bool me0 = comm.rank() == 0;
   Replica bucketed(o), naive(o);
   ddp::DistributedDataParallel ddp(comm, bucketed.model.ptr(),
-                                   options_with_cap(o, static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
+                                   options_with_cap(o, o.bucket_cap_bytes()));
   ddp::broadcast_parameters(comm, *naive.model);
   double naive_comm_s = 0;  // the naive version's all-reduces, timed on this rank
   auto naive_sync = [&] {
@@ -219,7 +176,7 @@ void part_sweep(comm::Communicator& comm, const DdpBenchOptions& o, const std::s
 void part_step(comm::Communicator& comm, const DdpBenchOptions& o) {
   Replica replica(o);
   ddp::DistributedDataParallel ddp(comm, replica.model.ptr(),
-                                   options_with_cap(o, static_cast<int64_t>(o.bucket_mb * ddp::kMiB)));
+                                   options_with_cap(o, o.bucket_cap_bytes()));
   for (int k = 0; k < o.warmup; ++k) replica.step(&ddp);
   std::vector<double> t;
   for (int r = 0; r < o.rounds; ++r) t.push_back(seconds_per_step(comm, o.iters, [&] { replica.step(&ddp); }));
@@ -243,11 +200,11 @@ void run_rank(comm::Communicator& comm, const DdpBenchOptions& o) {
   }
   comm.barrier();
   if (comm.rank() == 0) {
-    const int64_t params = static_cast<int64_t>(o.layers) * (static_cast<int64_t>(o.width) * o.width + o.width);
+    const int64_t params = o.parameters();
     std::printf("# ddp: %s backend, %d ranks, %d intra-op thread(s) each; %d x Linear(%d)+ReLU = %lld parameters "
-                "(%.1f MB of gradients); %d rows per rank; -n %d -w %d --rounds %d\n",
+                "(%.1f MB of gradients); %d rows per rank; optimizer %s; -n %d -w %d --rounds %d\n",
                 comm.backend().c_str(), comm.size(), threads, o.layers, o.width, static_cast<long long>(params),
-                params * 4 / 1e6, o.rows, o.iters, o.warmup, o.rounds);
+                params * 4 / 1e6, o.rows, o.optimizer.c_str(), o.iters, o.warmup, o.rounds);
     std::fflush(stdout);
   }
   if (want("step")) part_step(comm, o);
@@ -260,21 +217,7 @@ Registration reg("ddp", "DistributedDataParallel: overlapped vs naive, overlap f
                  [](CLI::App& cmd) {
   auto o = std::make_shared<DdpBenchOptions>();
   comm::add_job_flags(cmd, o->job);
-  cmd.add_option("--width", o->width, "features of each Linear layer")->check(CLI::Range(1, 65536))
-      ->capture_default_str();
-  cmd.add_option("--layers", o->layers, "Linear layers")->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd.add_option("--rows", o->rows, "rows per rank per step")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  cmd.add_option("-n,--iters", o->iters, "timed steps per round")->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd.add_option("-w,--warmup_iters", o->warmup, "untimed steps first")->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  cmd.add_option("--rounds", o->rounds, "rounds in which the variants take turns")->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd.add_option("--bucket-mb", o->bucket_mb, "bucket cap, MiB (parts overlap and step)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd.add_flag("--bucket-view", o->bucket_view, ".grad shares the buckets' memory (gradient_as_bucket_view)");
-  cmd.add_option("--threads", o->threads, "intra-op threads per rank (0: cores / ranks on this machine)")
-      ->check(CLI::Range(0, 1024))->capture_default_str();
+  add_step_flags(cmd, *o);
   cmd.add_option("--parts", o->parts, "overlap, sweep, step")
       ->check(CLI::IsMember({"overlap", "sweep", "step"}))->capture_default_str();
   return [o] {

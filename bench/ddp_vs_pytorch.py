@@ -1,14 +1,19 @@
-"""DistLab's DDP against PyTorch's, side by side in one run.
+"""DistLab's DDP (or ZeRO-1, --zero) against PyTorch's, side by side in one run.
+
+With --zero: DistLab's Zero1 against PyTorch's ZeroRedundancyOptimizer.
 
   /usr/bin/python3 bench/ddp_vs_pytorch.py --build build --nproc 2 4
+  /usr/bin/python3 bench/ddp_vs_pytorch.py --build build --nproc 2 4 --zero
 
-For each number of processes, --pairs times: DistLab's DDP
-(distlab-run ... distlab-bench ddp --backend gloo --parts step) and PyTorch's
-DDP (bench/pytorch_ddp_step.py) with the same model, rows, bucket cap,
-threads and timing, the two taking turns (who goes first alternates), so
-that other load on a shared machine slows both alike. Each run reports the
-median of its rounds; the table shows the median over pairs and the ratio
-DistLab / PyTorch (target: <= 0.9).
+For each number of processes, --pairs times: DistLab
+(distlab-run ... distlab-bench ddp --backend gloo --parts step; with --zero,
+distlab-bench zero --parts step) and PyTorch (bench/pytorch_ddp_step.py,
+with --zero its ZeroRedundancyOptimizer) with the same model, rows, bucket
+cap, optimizer, threads and timing, the two taking turns (who goes first
+alternates), so that other load on a shared machine slows both alike. Each
+run reports the median of its rounds. The table shows, per side, the median
+over its runs and their range; the ratio of the medians DistLab / PyTorch
+(target: <= 0.9); and the median of the pairs' own ratios with their range.
 """
 import argparse
 import os
@@ -18,7 +23,7 @@ import statistics
 import subprocess
 import sys
 
-from ddp_step_args import add_step_args, step_args
+from ddp_step_args import add_step_args, optimizer_of, step_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -59,18 +64,25 @@ def main():
 
     common = step_args(args)
     params = args.layers * (args.width * args.width + args.width)
-    print("# %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB%s, "
-          "gloo, CPU; -n %d -w %d --rounds %d per run, %d pairs" %
-          (args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb,
-           ", .grad a view of the bucket (both)" if args.bucket_view else "", args.iters, args.warmup, args.rounds,
-           args.pairs))
-    print("%-6s %14s %14s %8s  %s" % ("nproc", "distlab_ms", "pytorch_ms", "ratio", "runs (distlab/pytorch ms)"))
+    if args.zero:
+        what = "ZeRO-1: DistLab's Zero1 against PyTorch's ZeroRedundancyOptimizer%s" % (
+            " (parameters_as_bucket_view, DDP's gradient_as_bucket_view)" if args.bucket_view else "")
+    else:
+        what = "DDP%s" % (", .grad a view of the bucket (both)" if args.bucket_view else "")
+    print("# %s; %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB, "
+          "%s, gloo, CPU; -n %d -w %d --rounds %d per run, %d pairs" %
+          (what, args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb, optimizer_of(args),
+           args.iters, args.warmup, args.rounds, args.pairs))
+    print("%-6s %10s %15s %10s %15s %7s %8s %13s  %s" %
+          ("nproc", "distlab_ms", "distlab_range", "pytorch_ms", "pytorch_range", "ratio", "pair_med", "pair_range",
+           "runs (distlab/pytorch ms)"))
     results = []
     for nproc in args.nproc:
         distlab = [os.path.join(args.build, "launcher", "distlab-run"), "--nproc-per-node", str(nproc),
                    "--master-port", "0", "--no-prefix", "--", os.path.join(args.build, "bench", "distlab-bench"),
-                   "ddp", "--backend", "gloo", "--parts", "step"] + common
-        pytorch = ["/usr/bin/python3", os.path.join(HERE, "pytorch_ddp_step.py"), "--nproc", str(nproc)] + common
+                   "zero" if args.zero else "ddp", "--backend", "gloo", "--parts", "step"] + common
+        pytorch = ["/usr/bin/python3", os.path.join(HERE, "pytorch_ddp_step.py"), "--nproc", str(nproc)] + common + (
+            ["--zero"] if args.zero else [])
         ours, theirs = [], []
         for pair in range(args.pairs):
             order = [("distlab", distlab), ("pytorch", pytorch)]
@@ -82,12 +94,15 @@ def main():
                 if args.verbose:
                     print(output, end="")
         d, t = statistics.median(ours), statistics.median(theirs)
-        results.append((nproc, d / t))
+        pairs = [a / b for a, b in zip(ours, theirs)]
+        results.append((nproc, d / t, statistics.median(pairs)))
         runs = " ".join("%.0f/%.0f" % (a, b) for a, b in zip(ours, theirs))
-        print("%-6d %14.1f %14.1f %8.3f  %s" % (nproc, d, t, d / t, runs), flush=True)
-    for nproc, ratio in results:
-        print("# %d processes: DistLab / PyTorch = %.3f, target <= 0.9 %s" %
-              (nproc, ratio, "met" if ratio <= 0.9 else "NOT met"))
+        print("%-6d %10.1f %15s %10.1f %15s %7.3f %8.3f %13s  %s" %
+              (nproc, d, "%.0f-%.0f" % (min(ours), max(ours)), t, "%.0f-%.0f" % (min(theirs), max(theirs)), d / t,
+               statistics.median(pairs), "%.3f-%.3f" % (min(pairs), max(pairs)), runs), flush=True)
+    for nproc, ratio, pair_ratio in results:
+        print("# %d processes: DistLab / PyTorch = %.3f (median of the pairs' ratios %.3f), target <= 0.9 %s" %
+              (nproc, ratio, pair_ratio, "met" if ratio <= 0.9 else "NOT met"))
 
 
 if __name__ == "__main__":

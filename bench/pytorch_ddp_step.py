@@ -1,13 +1,19 @@
 """PyTorch's own DistributedDataParallel, timed the way `distlab-bench ddp
 --parts step` times DistLab's: the same model, data shape, bucket cap,
-optimizer, thread count and timing.
+optimizer, thread count and timing. With --zero, PyTorch's ZeRO-1, timed
+as `distlab-bench zero --parts step` times DistLab's Zero1: the same DDP
+(which all-reduces the gradients) and a ZeroRedundancyOptimizer around the
+optimizer (each rank steps the parameters it owns, whole, and broadcasts
+them; parameters_as_bucket_view with --bucket-view).
 
   /usr/bin/python3 bench/pytorch_ddp_step.py --nproc 2
+  /usr/bin/python3 bench/pytorch_ddp_step.py --nproc 2 --zero
 
-The model: LAYERS x Linear(WIDTH, WIDTH) + ReLU, loss mean(y^2), SGD; each
-rank ROWS random rows. A round is ITERS steps (forward, backward with DDP's
-gradient synchronization, optimizer step) after a barrier; its time is the
-slowest rank's. Prints each round and "pytorch_step_ms <median>".
+The model: LAYERS x Linear(WIDTH, WIDTH) + ReLU, loss mean(y^2), SGD (or
+--optimizer); each rank ROWS random rows. A round is ITERS steps (forward,
+backward with DDP's gradient synchronization, optimizer step) after a
+barrier; its time is the slowest rank's. Prints each round and
+"pytorch_step_ms <median>".
 
 gloo, CPU, processes spawned here with a file store (torchrun in Debian's
 python3-torch 1.13 needs --redirects 1 --tee 1; spawning avoids it).
@@ -24,9 +30,10 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel
 
-from ddp_step_args import add_step_args
+from ddp_step_args import add_step_args, optimizer_of
 
 
 def make_model(width, layers):
@@ -34,6 +41,19 @@ def make_model(width, layers):
     for _ in range(layers):
         modules += [torch.nn.Linear(width, width), torch.nn.ReLU()]
     return torch.nn.Sequential(*modules)
+
+
+def make_optimizer(args, params):
+    """--optimizer (lr 1e-6, as distlab-bench's), or ZeRO-1 around it with --zero."""
+    optimizer_class, options = {
+        "sgd": (torch.optim.SGD, {"lr": 1e-6}),
+        "momentum": (torch.optim.SGD, {"lr": 1e-6, "momentum": 0.9}),
+        "adam": (torch.optim.Adam, {"lr": 1e-6}),
+    }[optimizer_of(args)]
+    if not args.zero:
+        return optimizer_class(params, **options)
+    return ZeroRedundancyOptimizer(params, optimizer_class=optimizer_class,
+                                   parameters_as_bucket_view=args.bucket_view, **options)
 
 
 def worker(rank, args, store_path):
@@ -49,13 +69,13 @@ def worker(rank, args, store_path):
     torch.manual_seed(1 + rank)
     model = make_model(args.width, args.layers)
     ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb, gradient_as_bucket_view=args.bucket_view)
-    sgd = torch.optim.SGD(ddp.parameters(), lr=1e-6)
+    optimizer = make_optimizer(args, ddp.parameters())
     x = torch.randn(args.rows, args.width)
 
     def step():
-        sgd.zero_grad()
+        optimizer.zero_grad()
         ddp(x).pow(2).mean().backward()
-        sgd.step()
+        optimizer.step()
 
     for _ in range(args.warmup):
         step()
@@ -69,7 +89,9 @@ def worker(rank, args, store_path):
         dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
         rounds.append(elapsed.item() / args.iters)
     if rank == 0:
-        print("# pytorch %s, gloo, %d ranks, %d intra-op thread(s) each" % (torch.__version__, args.nproc, threads))
+        print("# pytorch %s, gloo, %d ranks, %d intra-op thread(s) each, %s%s" %
+              (torch.__version__, args.nproc, threads, optimizer_of(args),
+               " in a ZeroRedundancyOptimizer" if args.zero else ""))
         print("# rounds (ms/step): " + " ".join("%.1f" % (r * 1e3) for r in rounds))
         print("pytorch_step_ms %.3f" % (statistics.median(rounds) * 1e3), flush=True)
     dist.destroy_process_group()
