@@ -346,6 +346,7 @@ void print_zero3_step(const std::vector<trace::Event>& events, int rank, int64_t
 
 void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
+  if (p < 2) throw comm::SetupError("lesson 12 needs at least 2 ranks to shard over (--ranks 4)");
   const int threads = lessons::share_cores(o.threads);
   Lesson lesson(comm, o);
   const int64_t psi = lesson.psi();
@@ -393,7 +394,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
 
   parts.begin(comm, "Bytes per step");
   if (me == 0) {
-    std::printf("\n3. Bytes rank 0 sent in one step, from the trace's ring steps, beside the accounting\n");
+    std::printf("\n3. Bytes per step rank 0 sent, read from the trace's ring steps, beside the accounting\n");
     std::printf("  %-20s %12s %12s %8s\n", "", "sent", "formula", "ratio");
     for (const Run& r : runs) {
       const int64_t times = r.stage == Stage::kZero3 ? 3 : 2;
@@ -417,7 +418,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
 
   parts.begin(comm, "The same parameters");
   if (me == 0) {
-    std::printf("\n5. After %d Adam steps, against one process on the whole batch (%d rows)\n", o.steps + 1,
+    std::printf("\n5. The same parameters? After %d Adam steps, against one process on the whole batch (%d rows)\n", o.steps + 1,
                 o.rows * p);
     for (const Run& r : runs) {
       const bool same = r.difference < 1e-4;
@@ -428,7 +429,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
 
   parts.begin(comm, "ZeRO-3 in the trace");
   if (me == 0) {
-    std::printf("\n6. One ZeRO-3 step of rank 0 ('=' compute, '.' compute waits, '#' collectives)\n");
+    std::printf("\n6. ZeRO-3 in the trace: one step of rank 0 ('=' compute, '.' waits, '#' collectives)\n");
     print_zero3_step(runs[3].events, comm.world_rank(), runs[3].traced_step);
     for (size_t i : {size_t{3}, size_t{4}}) {
       const auto overlap = zero::comm_overlap_of_step(runs[i].events, comm.world_rank(), runs[i].traced_step,

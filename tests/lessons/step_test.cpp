@@ -81,6 +81,10 @@ std::vector<Lesson> lessons() {
        true},
       {LESSON_11, 1, {"The layout and the data", "Training", "Against the unigram baseline"},
        "--backend threads --preset tiny --epochs 1 --batches-per-epoch 1 --eval-batches 1", false},
+      {LESSON_12, 1,
+       {"The accounting", "Memory per rank", "Bytes per step", "Step time", "The same parameters",
+        "ZeRO-3 in the trace"},
+       "--backend threads --ranks 2 --width 32 --layers 2 --rows 2 --steps 1", true},
   };
 }
 
