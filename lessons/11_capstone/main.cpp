@@ -15,6 +15,7 @@
 //   lesson_11_capstone --pipeline 4 --replicas 1 --preset cpu   plain pipeline
 //   distlab-run --nproc-per-node 4 -- lesson_11_capstone --backend gloo
 //   lesson_11_capstone --preset tiny --trace capstone.json   every rank's pipeline and DDP traffic
+//   lesson_11_capstone --preset tiny --zero 2              ZeRO-2 in each replica group instead of DDP
 //   distlab-run --nproc-per-node 4 --max-restarts 1 -- lesson_11_capstone --backend gloo --preset tiny \
 //       --checkpoint-dir ckpt --checkpoint-every 2 --kill-rank 3 --kill-at-step 5   failover
 #include <CLI/CLI.hpp>
@@ -34,6 +35,7 @@
 #include "data/corpus_stats.hpp"
 #include "lesson.hpp"
 #include "pipeline/schedule.hpp"
+#include "train/sharded_stage.hpp"
 #include "train/trainer.hpp"
 
 using namespace distlab;
@@ -96,7 +98,8 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
       for (int s = 0; s < t.layout.pipeline; ++s) std::printf(s ? ", %d" : "%d", r * t.layout.pipeline + s);
       std::printf("}");
     }
-    std::printf("   replica groups (DDP per stage):");
+    const std::string sharing = t.zero > 0 ? "ZeRO-" + std::to_string(t.zero) : std::string("DDP");
+    std::printf("   replica groups (%s per stage):", sharing.c_str());
     for (int s = 0; s < t.layout.pipeline; ++s) {
       std::printf(" {");
       for (int r = 0; r < t.layout.replicas; ++r) std::printf(r ? ", %d" : "%d", r * t.layout.pipeline + s);
@@ -154,6 +157,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch-size", t.batch_size, "training columns, all replicas together")->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_option("--zero", t.zero,
+                 "0: DDP all-reduces each stage's gradients; 1: ZeRO-1 (optimizer state sharded in each replica "
+                 "group); 2: ZeRO-2 (gradients too); 3 is refused, with the reason")
+      ->check(CLI::Range(0, 3))->capture_default_str();
   app.add_option("--lr", t.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--dropout", t.dropout, "dropout (default: the preset's 0.2)");
   app.add_option("--seed", t.seed, "initial weights")->capture_default_str();
@@ -179,6 +186,7 @@ int main(int argc, char** argv) {
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
 
   try {
+    train::check_zero_stage(t.zero);
     const data::Corpus corpus = data::load_corpus(o.data_dir.empty() ? data::default_corpus_folder() : o.data_dir);
     const data::CorpusSummary summary = data::summarize(corpus);
     return lessons::run_lesson("lesson_11_capstone", o.job,

@@ -34,6 +34,16 @@ double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor
   return norm;
 }
 
+double clip_grad_norm_sharded(comm::Communicator& pipeline, comm::Communicator& replicas,
+                              const std::vector<at::Tensor>& shard, double max_norm) {
+  at::Tensor total = sum_of_squares(shard, pipeline.device());  // this rank's chunks of its stage
+  if (replicas.size() > 1) replicas.native_all_reduce(total);    // the stage's whole gradient
+  if (pipeline.size() > 1) pipeline.native_all_reduce(total);    // the whole model's
+  const double norm = std::sqrt(total.cpu().item<double>());
+  scale(shard, norm, max_norm);
+  return norm;
+}
+
 double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm) {
   const at::Device device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
   const double norm = std::sqrt(sum_of_squares(parameters, device).cpu().item<double>());

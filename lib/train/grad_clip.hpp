@@ -19,6 +19,14 @@ namespace distlab::train {
 // rank of `pipeline`). Parameters without a gradient count as zero.
 double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor>& parameters, double max_norm);
 
+// The same where each stage's replicas shard its averaged gradient (ZeRO,
+// sharded_stage.hpp): `shard` holds this rank's chunks, whose .grad the
+// reduce-scatters filled. The squares are summed over the shards (one
+// all-reduce in `replicas`), then over the stages (one in `pipeline`), and
+// each rank scales its shard's gradient. Same value on every rank.
+double clip_grad_norm_sharded(comm::Communicator& pipeline, comm::Communicator& replicas,
+                              const std::vector<at::Tensor>& shard, double max_norm);
+
 // The one-process reference: the same on parameters that hold the whole model.
 double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm);
 

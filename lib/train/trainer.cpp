@@ -19,9 +19,11 @@
 #include "train/model_digest.hpp"
 #include "train/pipeline_forward.hpp"
 #include "train/replicated_stage.hpp"
+#include "train/sharded_stage.hpp"
 #include "train/stage_model.hpp"
 #include "train/trainer_state.hpp"
 #include "train/training_log.hpp"
+#include "zero/optimizer_factory.hpp"
 
 namespace distlab::train {
 
@@ -38,8 +40,9 @@ struct Run {
   const TrainerOptions& o;
   Groups groups;
   models::TransformerLm stage{nullptr};
-  std::unique_ptr<ReplicatedStage> replicated;
-  std::unique_ptr<torch::optim::SGD> optimizer;
+  std::unique_ptr<ReplicatedStage> replicated;  // DDP (--zero 0), or
+  std::unique_ptr<ShardedStage> sharded;        // ZeRO-1 / ZeRO-2 (--zero 1|2)
+  std::unique_ptr<torch::optim::SGD> optimizer;  // DDP's; ZeRO steps its shard with its own
   std::vector<at::Tensor> parameters;
   std::optional<Checkpointer> checkpoints;
   at::Tensor train_data, valid_data, test_data;  // (rows, columns) int64, CPU
@@ -57,6 +60,7 @@ struct Run {
     for (const auto& item : stage->named_parameters()) named[item.key()] = item.value();
     return named;
   }
+  torch::optim::Optimizer& sgd() { return sharded ? sharded->optimizer() : *optimizer; }
 };
 
 // (S, N) input and (S, N) targets of rows i .. i+S of `source`: the
@@ -125,13 +129,32 @@ int64_t resume(Run& run, TrainerState& state) {
   return step;
 }
 
-void set_lr(torch::optim::SGD& optimizer, double lr) {
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+}
+
+// One training step: the pipeline's microbatches, this stage's gradients
+// averaged among its replicas (DDP's all-reduce or ZeRO's reduce-scatter),
+// the whole model's norm clipped, SGD. Appends the norm to `result`.
+pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Tensor& target, TrainResult& result) {
+  if (run.sharded) {
+    run.sharded->zero_grad();
+    const pipeline::StepResult step = run.sharded->step(input, target);
+    result.grad_norms.push_back(run.sharded->clip_grad_norm(run.o.clip));
+    run.sharded->optimizer_step();  // the shard, then the all-gather
+    return step;
+  }
+  run.optimizer->zero_grad();
+  const pipeline::StepResult step = run.replicated->step(input, target);
+  result.grad_norms.push_back(clip_grad_norm(*run.groups.pipeline, run.parameters, run.o.clip));
+  run.optimizer->step();
+  return step;
 }
 
 }  // namespace
 
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o) {
+  check_zero_stage(o.zero);  // before any collective: every rank fails alike
   Run run{world, o, make_groups(world, o.layout)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
@@ -168,13 +191,19 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   exec.loss = [ntokens = run.ntokens](const at::Tensor& out, const at::Tensor& target) {
     return at::cross_entropy_loss(out.reshape({-1, ntokens}), target.reshape({-1}));  // out (S, n, V), target (S, n)
   };
-  ddp::DdpOptions ddp_options;
-  ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
-  run.replicated = std::make_unique<ReplicatedStage>(
-      *run.groups.pipeline, *run.groups.replica, run.stage.ptr(), pipeline::stage_of(run.stage),
-      pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks)), exec, ddp_options);
-  for (const auto& p : run.stage->parameters()) run.parameters.push_back(p);
-  run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
+  const pipeline::Schedule schedule = pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks));
+  if (o.zero > 0) {
+    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica, *run.stage,
+                                                 pipeline::stage_of(run.stage), schedule, exec, o.zero,
+                                                 zero::sgd(torch::optim::SGDOptions(o.lr)));
+  } else {
+    ddp::DdpOptions ddp_options;
+    ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
+    run.replicated = std::make_unique<ReplicatedStage>(*run.groups.pipeline, *run.groups.replica, run.stage.ptr(),
+                                                       pipeline::stage_of(run.stage), schedule, exec, ddp_options);
+    for (const auto& p : run.stage->parameters()) run.parameters.push_back(p);
+    run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
+  }
   if (world.rank() == 0 && chunks != o.chunks)
     run.print("chunks " + std::to_string(chunks) + " (a replica has " + std::to_string(columns) + " columns)");
 
@@ -186,7 +215,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
     const int restart = world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
     if (o.resume || restart > 0) result.resumed_from_step = resume(run, state);
   }
-  set_lr(*run.optimizer, state.lr);
+  set_lr(run.sgd(), state.lr);  // the sharded optimizer too: StepLR's lr reaches whatever steps
 
   const auto starts = data::batch_starts(run.train_data, o.bptt, o.batches_per_epoch > 0 ? o.batches_per_epoch : -1);
   const int64_t batches = static_cast<int64_t>(starts.size());
@@ -199,10 +228,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
       const auto step_start = Clock::now();
       const auto [input, target] = lm_batch(run.train_data, starts[static_cast<size_t>(state.data_position)], o.bptt,
                                             world.device());
-      run.optimizer->zero_grad();
-      const pipeline::StepResult step = run.replicated->step(input, target);
-      result.grad_norms.push_back(clip_grad_norm(*run.groups.pipeline, run.parameters, o.clip));
-      run.optimizer->step();
+      const pipeline::StepResult step = train_step(run, input, target, result);
       result.step_seconds.push_back(seconds_since(step_start));
       ++state.step;
       log_tokens += input.numel() * R;  // the whole job's tokens
@@ -246,7 +272,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
       for (const auto& [name, tensor] : named_state(*run.stage)) state.best[name] = tensor.detach().cpu().clone();
     }
     state.lr *= o.gamma;  // StepLR(step_size 1, gamma)
-    set_lr(*run.optimizer, state.lr);
+    set_lr(run.sgd(), state.lr);
     TrainerState saved = state;
     ++saved.epoch;
     saved.data_position = 0;
@@ -260,7 +286,8 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   }
   result.steps = state.step;
   result.best_valid_loss = state.best_valid_loss;
-  result.ddp_stats = run.replicated->ddp().stats();
+  if (run.replicated) result.ddp_stats = run.replicated->ddp().stats();
+  if (run.sharded) result.zero_synced_steps = run.sharded->synced_steps();
   result.digest = model_digest(*run.groups.pipeline, run.named_parameters(), kDigestTag);
   if (o.keep_final_state)
     for (const auto& [name, tensor] : run.named_parameters()) result.final_state[name] = tensor.detach().cpu().clone();

@@ -1,5 +1,6 @@
 // The DDP + Pipe tutorial's training loop (seed 001) on P pipeline stages x
-// R data-parallel replicas (layout.hpp), each stage a ReplicatedStage.
+// R data-parallel replicas (layout.hpp), each stage a ReplicatedStage (DDP),
+// or with options.zero 1 or 2 a ShardedStage (ZeRO within the replica group).
 //
 //   per epoch:  train on batches_per_epoch batches (lr from StepLR),
 //               evaluate on the validation split, keep the best model,
@@ -45,6 +46,10 @@ struct TrainerOptions {
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient
+  // 0: DDP all-reduces each stage's gradients among its replicas
+  // (replicated_stage.hpp); 1, 2: ZeRO-1 / ZeRO-2 shard them, with the
+  // optimizer state, within the same replica group (sharded_stage.hpp).
+  int zero = 0;
   int64_t epochs = 3;
   int64_t batches_per_epoch = 50;   // 0: whole epochs
   int64_t eval_batches = 50;        // 0: the whole split
@@ -78,6 +83,7 @@ struct TrainResult {
   std::string digest;                // of the final parameters, all stages (model_digest.hpp)
   int64_t parameters = 0;            // the whole model's
   ddp::ReducerStats ddp_stats;           // this stage's DDP: synced_steps should equal the steps run here
+  int64_t zero_synced_steps = 0;         // --zero: this stage's reduce-scatter rounds, one per step run here
   std::map<std::string, at::Tensor> final_state;  // this stage's parameters by full name (keep_final_state)
 };
 

@@ -8,11 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <mutex>
 
 #include <unistd.h>
 
-#include "comm/job.hpp"
+#include "capstone_runs.hpp"
 #include "data/corpus_stats.hpp"
 #include "reference_training.hpp"
 #include "train/trainer.hpp"
@@ -20,39 +19,9 @@
 namespace distlab {
 namespace {
 
-const data::Corpus& bundled_corpus() {
-  static const data::Corpus corpus = data::load_corpus(std::string(DISTLAB_SOURCE_DIR) + "/datasets/austen");
-  return corpus;
-}
-
-// Every rank's result, indexed by world rank.
-std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
-                                            const data::Corpus& corpus = bundled_corpus()) {
-  comm::JobOptions job;
-  job.backend = "threads";
-  job.ranks = o.layout.world_size();
-  std::vector<train::TrainResult> results(static_cast<size_t>(job.ranks));
-  std::mutex mutex;
-  comm::run_job(job, [&](comm::Communicator& comm) {
-    train::TrainResult r = train::train(comm, corpus, o);
-    std::lock_guard<std::mutex> lock(mutex);
-    results[static_cast<size_t>(comm.rank())] = std::move(r);
-  });
-  return results;
-}
-
-train::TrainerOptions tiny_options(int pipeline, int replicas) {
-  train::TrainerOptions o;
-  o.layout = {pipeline, replicas};
-  o.preset = "tiny";
-  o.dropout = 0;  // equality needs no random masks
-  o.epochs = 1;
-  o.batches_per_epoch = 5;
-  o.eval_batches = 2;
-  o.quiet = true;
-  o.keep_final_state = true;
-  return o;
-}
+using tests::bundled_corpus;
+using tests::run_threads;
+using tests::tiny_options;
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 

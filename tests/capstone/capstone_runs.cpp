@@ -1,0 +1,42 @@
+#include "capstone_runs.hpp"
+
+#include <mutex>
+#include <string>
+
+#include "comm/job.hpp"
+
+namespace distlab::tests {
+
+const data::Corpus& bundled_corpus() {
+  static const data::Corpus corpus = data::load_corpus(std::string(DISTLAB_SOURCE_DIR) + "/datasets/austen");
+  return corpus;
+}
+
+std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, const data::Corpus& corpus) {
+  comm::JobOptions job;
+  job.backend = "threads";
+  job.ranks = o.layout.world_size();
+  std::vector<train::TrainResult> results(static_cast<size_t>(job.ranks));
+  std::mutex mutex;
+  comm::run_job(job, [&](comm::Communicator& comm) {
+    train::TrainResult r = train::train(comm, corpus, o);
+    std::lock_guard<std::mutex> lock(mutex);
+    results[static_cast<size_t>(comm.rank())] = std::move(r);
+  });
+  return results;
+}
+
+train::TrainerOptions tiny_options(int pipeline, int replicas) {
+  train::TrainerOptions o;
+  o.layout = {pipeline, replicas};
+  o.preset = "tiny";
+  o.dropout = 0;
+  o.epochs = 1;
+  o.batches_per_epoch = 5;
+  o.eval_batches = 2;
+  o.quiet = true;
+  o.keep_final_state = true;
+  return o;
+}
+
+}  // namespace distlab::tests

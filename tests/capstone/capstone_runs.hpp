@@ -1,0 +1,23 @@
+// What the capstone tests share: the bundled corpus, the trainer run on
+// thread ranks, and the tiny options every comparison starts from.
+#pragma once
+
+#include <vector>
+
+#include "data/corpus.hpp"
+#include "train/trainer.hpp"
+
+namespace distlab::tests {
+
+// datasets/austen, loaded once.
+const data::Corpus& bundled_corpus();
+
+// Every rank's result of train() on o.layout.world_size() thread ranks, indexed by world rank.
+std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
+                                            const data::Corpus& corpus = bundled_corpus());
+
+// The tiny preset without dropout (equality needs no random masks), one
+// epoch of 5 steps, 2 validation batches, quiet, final parameters kept.
+train::TrainerOptions tiny_options(int pipeline, int replicas);
+
+}  // namespace distlab::tests
