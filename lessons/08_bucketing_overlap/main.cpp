@@ -19,9 +19,7 @@
 //   lesson_08_bucketing_overlap --backend threads --ranks 2
 //   distlab-run --nproc-per-node 2 -- lesson_08_bucketing_overlap --backend gloo --trace step.json
 #include <CLI/CLI.hpp>
-#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
@@ -39,6 +37,7 @@
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp/overlap.hpp"
+#include "models/square_mlp.hpp"
 #include "trace/recorder.hpp"
 
 using namespace distlab;
@@ -60,12 +59,7 @@ struct Options {
 // 25.2 MB of gradients (each weight 4 MiB), large enough that all-reducing
 // them takes a good part of a step on a CPU.
 torch::nn::Sequential make_model(const Options& o) {
-  torch::nn::Sequential model;
-  for (int i = 0; i < o.layers; ++i) {
-    model->push_back(torch::nn::Linear(o.width, o.width));
-    model->push_back(torch::nn::ReLU());
-  }
-  return model;
+  return models::square_mlp(o.layers, o.width, models::Activation::kReLU);
 }
 
 // Forward and backward are recorded as spans on the compute lane, so that

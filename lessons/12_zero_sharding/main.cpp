@@ -28,9 +28,7 @@
 //   distlab-viz --panel memory --trace zero.json
 #include <CLI/CLI.hpp>
 #include <torch/nn/functional/loss.h>
-#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
 
 #include <algorithm>
@@ -46,6 +44,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "ddp/distributed_data_parallel.hpp"
+#include "models/square_mlp.hpp"
 #include "trace/clock.hpp"
 #include "trace/recorder.hpp"
 #include "zero/memory.hpp"
@@ -75,11 +74,7 @@ struct Options {
 // `layers` x Linear(width, width) + Tanh: at the defaults 25.2 M parameters,
 // 403 MB of fp32 model states per DDP rank.
 torch::nn::Sequential make_model(const Options& o) {
-  torch::nn::Sequential model;
-  for (int i = 0; i < o.layers; ++i) {
-    model->push_back(torch::nn::Linear(o.width, o.width));
-    model->push_back(torch::nn::Tanh());
-  }
+  torch::nn::Sequential model = models::square_mlp(o.layers, o.width, models::Activation::kTanh);
   lessons::fill_from_seed(*model, 12);  // the same on every rank and for every stage
   return model;
 }

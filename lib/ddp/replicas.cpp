@@ -52,7 +52,8 @@ std::string list(const std::vector<int>& ranks) {
 
 }  // namespace
 
-void verify_same_parameters(comm::Communicator& comm, const NamedTensors& named, const std::string& who) {
+void verify_same_parameters(comm::Communicator& comm, const NamedTensors& named, const std::string& who,
+                            const std::function<std::string(size_t index)>& where) {
   const int p = comm.size();
   if (p == 1) return;
   const auto on_device = at::TensorOptions().dtype(at::kLong).device(comm.device());
@@ -80,7 +81,8 @@ void verify_same_parameters(comm::Communicator& comm, const NamedTensors& named,
       this_rank = "this rank has " + std::to_string(named.size()) + " parameters";
     else if (j - 1 < static_cast<int64_t>(named.size()))
       this_rank = "this rank has " + describe(named[static_cast<size_t>(j - 1)].first,
-                                              named[static_cast<size_t>(j - 1)].second);
+                                              named[static_cast<size_t>(j - 1)].second) +
+                  (where ? " " + where(static_cast<size_t>(j - 1)) : std::string());
     else
       this_rank = "this rank has no parameter " + std::to_string(j - 1);
     throw comm::CommError(comm.self() + ": " + who + ": " +

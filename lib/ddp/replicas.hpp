@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,9 +34,11 @@ std::vector<at::Tensor> tensors_of(const NamedTensors& named);
 // Throws comm::CommError on every rank unless all ranks of `comm` hold the
 // same names, shapes and dtypes; the message starts with `who` (the method
 // that needs them equal), names the first parameter that differs and which
-// ranks agree with rank 0.
+// ranks agree with rank 0, and where(i) (when given) says where parameter i
+// sits, e.g. "in ZeRO-3 unit 1 of 2".
 void verify_same_parameters(comm::Communicator& comm, const NamedTensors& named,
-                            const std::string& who = "DistributedDataParallel");
+                            const std::string& who = "DistributedDataParallel",
+                            const std::function<std::string(size_t index)>& where = {});
 
 // Rank 0's values into every rank's tensors (in place, no autograd).
 void broadcast_from_rank0(comm::Communicator& comm, const std::vector<at::Tensor>& tensors);

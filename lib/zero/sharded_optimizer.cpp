@@ -100,7 +100,14 @@ ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& 
       state_bytes_per_parameter_(make_optimizer.state_bytes_per_parameter) {
   check_algorithm(options_, who_);
   const ddp::NamedTensors named = ddp::trainable_parameters(module);
-  ddp::verify_same_parameters(comm_, named, who_);
+  // The plan is local (every rank packs its own list), so a rank whose
+  // parameters differ is told which bucket or unit the difference is in.
+  ddp::BucketPlan plan = packing(infos_of(named));
+  const std::vector<int> bucket_of = plan.bucket_of();
+  const std::string piece = stage == Stage::kZero3 ? "unit " : "bucket ";
+  ddp::verify_same_parameters(comm_, named, who_, [&](size_t i) {
+    return "in " + who_ + " " + piece + std::to_string(bucket_of[i]) + " of " + std::to_string(plan.buckets.size());
+  });
   check_one_dtype(comm_, named, who_);
   for (const auto& [name, p] : named) names_.push_back(name);
   params_ = ddp::tensors_of(named);
@@ -108,7 +115,7 @@ ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& 
   std::vector<at::Tensor> buffers;
   for (const auto& item : module.named_buffers(/*recurse=*/true)) buffers.push_back(item.value());
   ddp::broadcast_from_rank0(comm_, buffers);
-  layout_ = make_shard_layout(packing(infos_of(named)), comm_.size());
+  layout_ = make_shard_layout(std::move(plan), comm_.size());
 
   const int rank = comm_.rank();
   options_of_ = params_.empty() ? at::TensorOptions().dtype(at::kFloat).device(comm_.device())

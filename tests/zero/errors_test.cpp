@@ -2,6 +2,7 @@
 // gradient never reduced, parameters one flat buffer cannot hold, an
 // algorithm without a reduce-scatter.
 #include <gtest/gtest.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/types.h>
@@ -13,6 +14,7 @@
 #include "zero/naive_zero.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
+#include "zero/zero3.hpp"
 
 namespace distlab::zero {
 namespace {
@@ -47,6 +49,20 @@ TEST(ZeroErrors, ShapeMismatchNamesParameterAndRanks) {
     EXPECT_NE(what.find("'0.weight'"), std::string::npos) << what;
     EXPECT_NE(what.find("ranks 0, 1 agree with rank 0, ranks 2 differ"), std::string::npos) << what;
   }
+}
+
+// ZeRO-3 names the unit that holds the parameter (its units are the
+// Sequential's children with parameters: "2" is unit 1).
+TEST(ZeroErrors, ShapeMismatchNamesTheUnitAndTheRanks) {
+  const std::string what = error_of(3, [&](Communicator& comm) {
+    torch::nn::Sequential model(torch::nn::Linear(8, 8), torch::nn::Tanh(),
+                                torch::nn::Linear(8, comm.rank() == 1 ? 5 : 4));
+    Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.1)));
+  });
+  EXPECT_NE(what.find("ZeRO-3: parameter 2 differs across ranks"), std::string::npos) << what;
+  EXPECT_NE(what.find("'2.weight'"), std::string::npos) << what;
+  EXPECT_NE(what.find("in ZeRO-3 unit 1 of 2"), std::string::npos) << what;
+  EXPECT_NE(what.find("ranks 0, 2 agree with rank 0, ranks 1 differ"), std::string::npos) << what;
 }
 
 TEST(ZeroErrors, NoSyncGradientNeverReducedIsNamed) {
