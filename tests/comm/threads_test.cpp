@@ -12,6 +12,7 @@
 #include "comm/threads_backend.hpp"
 #include "comm/wait_for_rank.hpp"
 #include "trace/recorder.hpp"
+#include "support/recording.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -307,10 +308,8 @@ TEST(ThreadsNative, BarrierReallySynchronizes) {
 }
 
 TEST(ThreadsTrace, SendAndRecvEventsPairUp) {
-  CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  auto memory = std::make_shared<trace::MemorySink>();
-  options.recorder->add_sink(memory);
+  comm::CommOptions options;
+  auto memory = test_support::record_into(options);
   run_thread_ranks(3, [&](Communicator& comm) {
     const int right = (comm.rank() + 1) % 3, left = (comm.rank() + 2) % 3;
     for (int i = 0; i < 4; ++i) {

@@ -11,6 +11,7 @@
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp_test_util.hpp"
 #include "trace/recorder.hpp"
+#include "support/recording.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -305,10 +306,8 @@ TEST(DdpErrors, UnusedParameterAllowedIsReducedAsZero) {
 // A first step that missed a gradient (an error the caller caught) does not
 // stop the rebuild: the order of the next complete step is used.
 TEST(DdpErrors, BucketsAreStillRebuiltAfterAStepThatMissedAGradient) {
-  auto sink = std::make_shared<trace::MemorySink>();
   comm::CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  options.recorder->add_sink(sink);
+  auto sink = test_support::record_into(options);
   comm::run_thread_ranks(
       2,
       [&](Communicator& comm) {

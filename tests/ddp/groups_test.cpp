@@ -11,6 +11,7 @@
 #include "collectives/collectives.hpp"
 #include "comm/threads_backend.hpp"
 #include "trace/recorder.hpp"
+#include "support/recording.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -82,10 +83,8 @@ TEST(Split, NewGroupAndGroupsOfGroups) {
 }
 
 TEST(Split, TraceEventsCarryWorldRanksAndGroupName) {
-  auto sink = std::make_shared<trace::MemorySink>();
-  CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  options.recorder->add_sink(sink);
+  comm::CommOptions options;
+  auto sink = test_support::record_into(options);
   run_thread_ranks(
       4,
       [](Communicator& world) {

@@ -11,6 +11,7 @@
 #include "ddp/overlap.hpp"
 #include "ddp_test_util.hpp"
 #include "trace/recorder.hpp"
+#include "support/recording.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -31,10 +32,8 @@ torch::nn::Sequential deep_model() {
 }
 
 std::vector<trace::Event> traced_steps(int steps, std::vector<BucketPlan>* plans = nullptr) {
-  auto sink = std::make_shared<trace::MemorySink>();
   comm::CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  options.recorder->add_sink(sink);
+  auto sink = test_support::record_into(options);
   std::mutex mutex;
   comm::run_thread_ranks(
       2,

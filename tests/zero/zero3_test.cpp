@@ -16,6 +16,7 @@
 #include "trace/recorder.hpp"
 #include "zero/storage.hpp"
 #include "zero/zero3.hpp"
+#include "support/recording.hpp"
 
 namespace distlab::zero {
 namespace {
@@ -108,10 +109,8 @@ TEST(Zero3, ForwardWithoutGradMatchesTheWholeModel) {
 // Six 256x256 layers on 512 rows: each forward takes about a millisecond.
 TEST(Zero3Trace, PrefetchRunsUnderThePreviousUnitsForward) {
   for (bool prefetch : {true, false}) {
-    auto sink = std::make_shared<trace::MemorySink>();
     comm::CommOptions options;
-    options.recorder = std::make_shared<trace::Recorder>();
-    options.recorder->add_sink(sink);
+    auto sink = test_support::record_into(options);
     comm::run_thread_ranks(
         2,
         [&](Communicator& comm) {
@@ -156,10 +155,8 @@ TEST(Zero3Trace, PrefetchRunsUnderThePreviousUnitsForward) {
 // before the shard steps and one after, each equal to what memory()
 // measures then (after: Adam's state exists, 8 bytes per shard element).
 TEST(Zero3Trace, StepRecordsMemoryCounterSamples) {
-  auto sink = std::make_shared<trace::MemorySink>();
   comm::CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  options.recorder->add_sink(sink);
+  auto sink = test_support::record_into(options);
   std::vector<MemoryUse> after(2);
   comm::run_thread_ranks(
       2,

@@ -15,6 +15,7 @@
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
 #include "zero_checks.hpp"
+#include "support/recording.hpp"
 
 namespace distlab::zero {
 namespace {
@@ -97,10 +98,8 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientAndOptimizerState) {
 // Every bucket's reduce-scatter and all-gather is one event on lane "zero",
 // with the bucket, the stage and the bytes; the layout is recorded once.
 TEST(ZeroTrace, BucketEventsOnTheZeroLane) {
-  auto sink = std::make_shared<trace::MemorySink>();
   comm::CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  options.recorder->add_sink(sink);
+  auto sink = test_support::record_into(options);
   int buckets = 0;
   comm::run_thread_ranks(
       2,
@@ -136,10 +135,8 @@ TEST(ZeroTrace, BucketEventsOnTheZeroLane) {
 // Six 256x256 layers on 512 rows: each layer's backward takes about a
 // millisecond, and a cap of 200 KB gives every layer a bucket of its own.
 TEST(ZeroOverlap, FirstBucketIsReduceScatteredWhileBackwardRuns) {
-  auto sink = std::make_shared<trace::MemorySink>();
   comm::CommOptions options;
-  options.recorder = std::make_shared<trace::Recorder>();
-  options.recorder->add_sink(sink);
+  auto sink = test_support::record_into(options);
   comm::run_thread_ranks(
       2,
       [&](Communicator& comm) {
