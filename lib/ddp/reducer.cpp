@@ -5,7 +5,6 @@
 #include <c10/util/strides.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <mutex>
@@ -34,10 +33,6 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
   ReducerOptions options;
   std::vector<at::Tensor> params;
   std::vector<std::string> names;
-  // Each parameter holds its gradient accumulator weakly: these keep them
-  // (and so the hooks on them) alive across steps.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
-  std::vector<uintptr_t> hook_keys;
   collectives::CommThread comm_thread;
 
   std::mutex mutex;
@@ -270,45 +265,21 @@ void ReducerState::finalize() {
         "contribute to the loss, or exclude it from the module (requires_grad false).");
 }
 
-namespace {
-
-class GradReadyHook : public torch::autograd::FunctionPostHook {
- public:
-  GradReadyHook(std::weak_ptr<ReducerState> state, int index) : state_(std::move(state)), index_(index) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    if (auto state = state_.lock()) state->on_grad_ready(index_);
-    return outputs;
-  }
-
- private:
-  std::weak_ptr<ReducerState> state_;
-  int index_;
-};
-
-}  // namespace
 
 Reducer::Reducer(comm::Communicator& comm, std::vector<at::Tensor> params, std::vector<std::string> names,
                  ReducerOptions options)
     : state_(std::make_shared<ReducerState>(comm, options)) {
   state_->params = std::move(params);
   state_->names = std::move(names);
-  for (size_t i = 0; i < state_->params.size(); ++i) {
-    // The accumulator's post hook fires after the gradient is added to
-    // .grad: the value there is final. A tensor hook (register_hook) would
-    // fire before accumulation and miss what no_sync steps left in .grad.
-    auto accumulator = torch::autograd::impl::grad_accumulator(state_->params[i]);
-    state_->hook_keys.push_back(
-        accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, static_cast<int>(i))));
-    state_->accumulators.push_back(std::move(accumulator));
-  }
+  std::weak_ptr<ReducerState> weak = state_;
+  hooks_ = std::make_unique<GradReadyHooks>(state_->params, [weak](size_t i) {
+    if (auto state = weak.lock()) state->on_grad_ready(static_cast<int>(i));
+  });
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->set_plan(reverse_registration_order(static_cast<int>(state_->params.size())), /*is_rebuild=*/false);
 }
 
-Reducer::~Reducer() {
-  for (size_t i = 0; i < state_->accumulators.size(); ++i) state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
-}
+Reducer::~Reducer() = default;
 
 void Reducer::prepare_for_backward(bool sync) {
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -34,6 +34,7 @@
 #include "collectives/plan.hpp"
 #include "comm/communicator.hpp"
 #include "ddp/bucket_plan.hpp"
+#include "ddp/grad_ready_hooks.hpp"
 
 namespace distlab::ddp {
 
@@ -91,6 +92,7 @@ class Reducer {
 
  private:
   std::shared_ptr<ReducerState> state_;
+  std::unique_ptr<GradReadyHooks> hooks_;  // each calls state_->on_grad_ready
 };
 
 }  // namespace distlab::ddp

@@ -4,7 +4,6 @@
 #include <ATen/ScalarOps.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <mutex>
@@ -28,8 +27,6 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
   collectives::CommThread comm_thread;
   // Each parameter holds its gradient accumulator weakly: these keep them
   // (and so the hooks on them) alive across steps.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
-  std::vector<uintptr_t> hook_keys;
 
   std::mutex mutex;
   std::vector<int> bucket_of;
@@ -126,40 +123,19 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
   }
 };
 
-namespace {
-
-class GradReadyHook : public torch::autograd::FunctionPostHook {
- public:
-  GradReadyHook(std::weak_ptr<GradShardState> state, size_t index) : state_(std::move(state)), index_(index) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    if (auto state = state_.lock()) state->on_grad_ready(index_);
-    return outputs;
-  }
-
- private:
-  std::weak_ptr<GradShardState> state_;
-  size_t index_;
-};
-
-}  // namespace
-
 Zero2::Zero2(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
              ZeroOptions options)
     : sharded_(comm, module, make_optimizer, options, Stage::kZero2, pack_by_size(options, BucketOrder::kBackward),
                ShardStorage::kViewsOfParameters),
       state_(std::make_shared<GradShardState>(sharded_)) {
-  for (size_t i = 0; i < sharded_.params().size(); ++i) {
-    // After accumulation (a post hook), so the sum of no_sync micro-steps is included.
-    auto accumulator = torch::autograd::impl::grad_accumulator(sharded_.params()[i]);
-    state_->hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, i)));
-    state_->accumulators.push_back(std::move(accumulator));
-  }
+  // After accumulation, so the sum of no_sync micro-steps is included.
+  std::weak_ptr<GradShardState> weak = state_;
+  hooks_ = std::make_unique<ddp::GradReadyHooks>(sharded_.params(), [weak](size_t i) {
+    if (auto state = weak.lock()) state->on_grad_ready(i);
+  });
 }
 
-Zero2::~Zero2() {
-  for (size_t i = 0; i < state_->accumulators.size(); ++i) state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
-}
+Zero2::~Zero2() = default;
 
 Zero2::NoSync::NoSync(Zero2& zero) : zero_(&zero) {
   std::lock_guard<std::mutex> lock(zero_->state_->mutex);

@@ -34,6 +34,7 @@
 #include <memory>
 #include <utility>
 
+#include "ddp/grad_ready_hooks.hpp"
 #include "zero/sharded_optimizer.hpp"
 
 namespace distlab::zero {
@@ -86,6 +87,7 @@ class Zero2 {
 
   ShardedOptimizer sharded_;
   std::shared_ptr<GradShardState> state_;  // after sharded_: destroyed first
+  std::unique_ptr<ddp::GradReadyHooks> hooks_;  // each calls state_->on_grad_ready
 };
 
 }  // namespace distlab::zero

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
 
@@ -73,8 +72,6 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   comm::Communicator& comm;
   Zero3Options options;
   collectives::CommThread comm_thread;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep the hooks alive
-  std::vector<uintptr_t> hook_keys;
 
   mutable std::mutex mutex;
   std::vector<at::Tensor> buffers;     // per unit (numel,): the parameters are views into it
@@ -206,24 +203,6 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   }
 };
 
-namespace {
-
-class GradReadyHook : public torch::autograd::FunctionPostHook {
- public:
-  GradReadyHook(std::weak_ptr<Zero3State> state, size_t index) : state_(std::move(state)), index_(index) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    if (auto state = state_.lock()) state->on_grad_ready(index_);
-    return outputs;
-  }
-
- private:
-  std::weak_ptr<Zero3State> state_;
-  size_t index_;
-};
-
-}  // namespace
-
 Zero3::Zero3(comm::Communicator& comm, torch::nn::Sequential model, const OptimizerFactory& make_optimizer,
              Zero3Options options)
     : model_(std::move(model)),
@@ -236,16 +215,13 @@ Zero3::Zero3(comm::Communicator& comm, torch::nn::Sequential model, const Optimi
       if (child_of(unit_name(u)) == item.key()) unit = u;
     unit_of_child_.push_back(unit);
   }
-  for (size_t i = 0; i < sharded_.params().size(); ++i) {
-    auto accumulator = torch::autograd::impl::grad_accumulator(sharded_.params()[i]);
-    state_->hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradReadyHook>(state_, i)));
-    state_->accumulators.push_back(std::move(accumulator));
-  }
+  std::weak_ptr<Zero3State> weak = state_;
+  hooks_ = std::make_unique<ddp::GradReadyHooks>(sharded_.params(), [weak](size_t i) {
+    if (auto state = weak.lock()) state->on_grad_ready(i);
+  });
 }
 
-Zero3::~Zero3() {
-  for (size_t i = 0; i < state_->accumulators.size(); ++i) state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
-}
+Zero3::~Zero3() = default;
 
 int Zero3::units() const { return state_->units(); }
 

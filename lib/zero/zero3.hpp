@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddp/grad_ready_hooks.hpp"
 #include "zero/sharded_optimizer.hpp"
 
 namespace distlab::zero {
@@ -121,6 +122,7 @@ class Zero3 {
   std::vector<int> unit_of_child_;  // per child of the Sequential: its unit, or -1 (no trainable parameters)
   ShardedOptimizer sharded_;
   std::shared_ptr<Zero3State> state_;  // after sharded_: destroyed first
+  std::unique_ptr<ddp::GradReadyHooks> hooks_;  // each calls state_->on_grad_ready
 };
 
 }  // namespace distlab::zero
