@@ -1,4 +1,4 @@
-// The lesson programs and distlab-bench collective, run as a user runs them:
+// The lesson programs and distlab-bench collective and zero, run as a user runs them:
 // they exit 0, their correctness columns (#wrong) are all zero, the story
 // numbers are the slides' (35 s sequential, 15 s as a tree for 8 ranks),
 // the DDP lessons end equal to one process and count the bytes worked out here,
@@ -8,6 +8,7 @@
 
 #include <sys/wait.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -424,6 +425,55 @@ TEST(CollectiveBench, ColumnsAsNcclTests) {
     EXPECT_EQ(m[6], "0") << line;
   }
   EXPECT_EQ(rows, 3) << r.output;
+}
+
+// distlab-bench zero --quick on 2 gloo processes: every variant timed, and
+// the bytes it measures per category equal what the ZeRO paper's accounting
+// gives for its model, worked out here: Psi = 4 x (256 x 256 + 256)
+// parameters, p = 2, Adam (8 bytes of state per parameter). ZeRO-1 also
+// keeps its reduced gradient shard (Psi / p) beside the whole .grad.
+TEST(ZeroBench, QuickRunTimesEveryVariantAndMeasuresWhatTheAccountingSays) {
+  const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port 0 --no-prefix -- " +
+                        DISTLAB_BENCH + " zero --backend gloo --quick");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string variant = "(DDP|ZeRO-1|ZeRO-2|ZeRO-3|ZeRO-3 no prefetch)";
+  // variant step_ms min_ms max_ms vs_ddp vs_ddp_range
+  const std::regex time_row("^" + variant +
+                            R"(\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+-[\d.]+\s*$)");
+  // variant category measured_MB accounting_MB off_% worst_off_%
+  const std::regex memory_row("^" + variant +
+                              R"(\s+(parameters|gradients|optimizer state)\s+([\d.]+)\s+([\d.]+)\s+\S+\s+\S+$)");
+  constexpr double kPsiMB = 4 * (256 * 256 + 256) * 4 / 1e6;  // float32 parameters, MB
+  const std::map<std::string, std::array<double, 3>> expected = {
+      // parameters, gradients, optimizer state (MB)
+      {"DDP", {kPsiMB, kPsiMB, 2 * kPsiMB}},
+      {"ZeRO-1", {kPsiMB, kPsiMB + kPsiMB / 2, kPsiMB}},
+      {"ZeRO-2", {kPsiMB, kPsiMB / 2, kPsiMB}},
+      {"ZeRO-3", {kPsiMB / 2, kPsiMB / 2, kPsiMB}},
+      {"ZeRO-3 no prefetch", {kPsiMB / 2, kPsiMB / 2, kPsiMB}},
+  };
+  int timed = 0, measured = 0;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (std::regex_match(line, m, time_row)) {
+      ++timed;
+      const double step = std::stod(m[2]), low = std::stod(m[3]), high = std::stod(m[4]);
+      EXPECT_GT(low, 0) << line;
+      EXPECT_LE(low, step) << line;
+      EXPECT_LE(step, high) << line;
+      if (m[1] == "DDP") EXPECT_EQ(std::stod(m[5]), 1.0) << line;  // DDP against itself, round by round
+    } else if (std::regex_match(line, m, memory_row)) {
+      ++measured;
+      const int c = m[2] == "parameters" ? 0 : m[2] == "gradients" ? 1 : 2;
+      const double want = expected.at(m[1])[static_cast<size_t>(c)];
+      EXPECT_NEAR(std::stod(m[3]), want, 0.01) << line;  // shards differ by at most an element per bucket
+      EXPECT_NEAR(std::stod(m[4]), c == 1 && m[1] == "ZeRO-1" ? kPsiMB : want, 0.01) << line;
+    }
+  }
+  EXPECT_EQ(timed, 5) << r.output;
+  EXPECT_EQ(measured, 15) << r.output;
+  EXPECT_TRUE(contains(r.output, "# target ZeRO-1 <= 1.1x DDP: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "# target every category within 5 % of the accounting:")) << r.output;
 }
 
 }  // namespace
