@@ -1,13 +1,12 @@
 #include "step_bench.hpp"
 
 #include <ATen/Parallel.h>
-#include <torch/nn/modules/activation.h>
-#include <torch/nn/modules/linear.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "bench_registry.hpp"
+#include "models/square_mlp.hpp"
 
 namespace distlab::bench {
 
@@ -32,12 +31,7 @@ void add_step_flags(CLI::App& cmd, StepOptions& o) {
 }
 
 torch::nn::Sequential make_model(const StepOptions& o) {
-  torch::nn::Sequential model;
-  for (int i = 0; i < o.layers; ++i) {
-    model->push_back(torch::nn::Linear(o.width, o.width));
-    model->push_back(torch::nn::ReLU());
-  }
-  return model;
+  return models::square_mlp(o.layers, o.width, models::Activation::kReLU);
 }
 
 at::Tensor make_input(const StepOptions& o) { return at::randn({o.rows, o.width}); }
