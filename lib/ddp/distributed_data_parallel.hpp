@@ -34,6 +34,7 @@
 #include "comm/communicator.hpp"
 #include "ddp/reducer.hpp"
 #include "ddp/replicas.hpp"
+#include "ddp/no_sync_guard.hpp"
 
 namespace distlab::ddp {
 
@@ -60,21 +61,10 @@ class DistributedDataParallel {
 
   // While the guard lives, backward leaves gradients in .grad without any
   // communication; the first synchronized backward after it averages the sum.
-  class NoSync {
-   public:
-    explicit NoSync(DistributedDataParallel& ddp) : ddp_(&ddp) { ddp_->sync_ = false; }
-    NoSync(NoSync&& other) noexcept : ddp_(std::exchange(other.ddp_, nullptr)) {}
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-    NoSync& operator=(NoSync&&) = delete;
-    ~NoSync() {
-      if (ddp_ != nullptr) ddp_->sync_ = true;
-    }
-
-   private:
-    DistributedDataParallel* ddp_;
-  };
-  NoSync no_sync() { return NoSync(*this); }
+  using NoSync = NoSyncGuard;
+  NoSync no_sync() {
+    return NoSync([this](bool sync) { sync_ = sync; });
+  }
 
   torch::nn::Module& module() { return *module_; }
   comm::Communicator& comm() { return comm_; }

@@ -137,15 +137,11 @@ Zero2::Zero2(comm::Communicator& comm, torch::nn::Module& module, const Optimize
 
 Zero2::~Zero2() = default;
 
-Zero2::NoSync::NoSync(Zero2& zero) : zero_(&zero) {
-  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
-  zero_->state_->sync = false;
-}
-
-Zero2::NoSync::~NoSync() {
-  if (zero_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
-  zero_->state_->sync = true;
+Zero2::NoSync Zero2::no_sync() {
+  return NoSync([state = state_](bool sync) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->sync = sync;
+  });
 }
 
 void Zero2::zero_grad() {

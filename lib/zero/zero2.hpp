@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "ddp/grad_ready_hooks.hpp"
+#include "ddp/no_sync_guard.hpp"
 #include "zero/sharded_optimizer.hpp"
 
 namespace distlab::zero {
@@ -63,19 +64,8 @@ class Zero2 {
 
   // While the guard lives, backward leaves gradients in .grad without any
   // communication; the next backward outside it reduces the sum.
-  class NoSync {
-   public:
-    explicit NoSync(Zero2& zero);
-    NoSync(NoSync&& other) noexcept : zero_(std::exchange(other.zero_, nullptr)) {}
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-    NoSync& operator=(NoSync&&) = delete;
-    ~NoSync();
-
-   private:
-    Zero2* zero_;
-  };
-  NoSync no_sync() { return NoSync(*this); }
+  using NoSync = ddp::NoSyncGuard;
+  NoSync no_sync();
 
   ShardedOptimizer& sharded() { return sharded_; }
   const ShardLayout& layout() const { return sharded_.layout(); }

@@ -276,15 +276,11 @@ at::Tensor Zero3::forward(const at::Tensor& input) {
   return h;
 }
 
-Zero3::NoSync::NoSync(Zero3& zero) : zero_(&zero) {
-  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
-  zero_->state_->sync = false;
-}
-
-Zero3::NoSync::~NoSync() {
-  if (zero_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(zero_->state_->mutex);
-  zero_->state_->sync = true;
+Zero3::NoSync Zero3::no_sync() {
+  return NoSync([state = state_](bool sync) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->sync = sync;
+  });
 }
 
 // Between steps nothing may be in flight: a backward that was interrupted

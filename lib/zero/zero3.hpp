@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "ddp/grad_ready_hooks.hpp"
+#include "ddp/no_sync_guard.hpp"
 #include "zero/sharded_optimizer.hpp"
 
 namespace distlab::zero {
@@ -86,19 +87,8 @@ class Zero3 {
   // Steps this rank's shard. The parameters stay sharded until the next forward.
   void step();
 
-  class NoSync {
-   public:
-    explicit NoSync(Zero3& zero);
-    NoSync(NoSync&& other) noexcept : zero_(std::exchange(other.zero_, nullptr)) {}
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-    NoSync& operator=(NoSync&&) = delete;
-    ~NoSync();
-
-   private:
-    Zero3* zero_;
-  };
-  NoSync no_sync() { return NoSync(*this); }
+  using NoSync = ddp::NoSyncGuard;
+  NoSync no_sync();
 
   // Every parameter whole, in registration order (copies; every rank calls
   // it: the units are all-gathered). For checks, checkpoints and evaluation.
