@@ -16,6 +16,7 @@
 //   distlab-run --nproc-per-node 4 -- lesson_11_capstone --backend gloo
 //   lesson_11_capstone --preset tiny --trace capstone.json   every rank's pipeline and DDP traffic
 //   lesson_11_capstone --preset tiny --zero 2              ZeRO-2 in each replica group instead of DDP
+//   lesson_11_capstone --preset tiny --zero 3              ZeRO-3: the stages' parameters sharded too
 //   distlab-run --nproc-per-node 4 --max-restarts 1 -- lesson_11_capstone --backend gloo --preset tiny \
 //       --checkpoint-dir ckpt --checkpoint-every 2 --kill-rank 3 --kill-at-step 5   failover
 #include <CLI/CLI.hpp>
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--zero", t.zero,
                  "0: DDP all-reduces each stage's gradients; 1: ZeRO-1 (optimizer state sharded in each replica "
-                 "group); 2: ZeRO-2 (gradients too); 3 is refused, with the reason")
+                 "group); 2: ZeRO-2 (gradients too); 3: ZeRO-3 (parameters too, gathered unit by unit)")
       ->check(CLI::Range(0, 3))->capture_default_str();
   app.add_option("--lr", t.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--dropout", t.dropout, "dropout (default: the preset's 0.2)");

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "models/model_unit.hpp"
+
 namespace distlab::models {
 
 namespace {
@@ -73,24 +75,52 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
   }
 }
 
-at::Tensor TransformerLmImpl::forward(const at::Tensor& input) {
-  at::Tensor h;
-  if (has_embedding()) {
-    TORCH_CHECK(input.dim() == 2 && input.scalar_type() == at::kLong, "TransformerLm stage [", first_layer_, ", ",
-                end_layer_, "): the first stage expects int64 tokens (S, N), got ", input.scalar_type(),
-                " of shape ", input.sizes(), " (hint: hidden states go to later stages)");
-    h = pos_encoder_(encoder_(input) * std::sqrt(static_cast<double>(options_.emsize)));  // (S, N, d)
-  } else {
-    TORCH_CHECK(input.dim() == 3 && input.is_floating_point() && input.size(2) == options_.emsize,
-                "TransformerLm stage [", first_layer_, ", ", end_layer_, "): expected hidden states (S, N, ",
-                options_.emsize, ") float, got ", input.scalar_type(), " of shape ", input.sizes(),
-                " (hint: tokens go to the stage that starts at layer 0)");
-    h = input;
-  }
+at::Tensor TransformerLmImpl::embed(const at::Tensor& input) {
+  TORCH_CHECK(input.dim() == 2 && input.scalar_type() == at::kLong, "TransformerLm stage [", first_layer_, ", ",
+              end_layer_, "): the first stage expects int64 tokens (S, N), got ", input.scalar_type(), " of shape ",
+              input.sizes(), " (hint: hidden states go to later stages)");
+  return pos_encoder_(encoder_(input) * std::sqrt(static_cast<double>(options_.emsize)));  // (S, N, d)
+}
+
+at::Tensor TransformerLmImpl::check_hidden(const at::Tensor& h) const {
+  TORCH_CHECK(h.dim() == 3 && h.is_floating_point() && h.size(2) == options_.emsize, "TransformerLm stage [",
+              first_layer_, ", ", end_layer_, "): expected hidden states (S, N, ", options_.emsize, ") float, got ",
+              h.scalar_type(), " of shape ", h.sizes(), " (hint: tokens go to the stage that starts at layer 0)");
+  return h;
+}
+
+at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
   const at::Tensor mask = options_.causal ? causal_mask(h.size(0), h.options()) : at::Tensor();
-  for (auto& layer : layers_) h = layer(h, mask);
+  return layers_[k](h, mask);
+}
+
+at::Tensor TransformerLmImpl::forward(const at::Tensor& input) {
+  at::Tensor h = has_embedding() ? embed(input) : check_hidden(input);
+  for (size_t k = 0; k < layers_.size(); ++k) h = run_layer(k, h);
   if (!has_output()) return h;
   return decoder_(h);  // (S, N, ntokens)
+}
+
+torch::nn::Sequential TransformerLmImpl::units() {
+  using Parts = ModelUnitImpl::Parts;
+  using Function = ModelUnitImpl::Function;
+  auto self = std::dynamic_pointer_cast<TransformerLmImpl>(shared_from_this());
+  torch::nn::Sequential chain;
+  if (has_embedding())
+    chain->push_back("embedding", ModelUnit(Parts{{"encoder", encoder_.ptr()}, {"pos_encoder", pos_encoder_.ptr()}},
+                                            Function([self](const at::Tensor& x) { return self->embed(x); })));
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const bool first = !has_embedding() && k == 0;  // takes the previous stage's hidden states: checked
+    const Function run([self, k, first](const at::Tensor& h) {
+      return self->run_layer(k, first ? self->check_hidden(h) : h);
+    });
+    chain->push_back("layer" + std::to_string(first_layer_ + static_cast<int64_t>(k)),
+                     ModelUnit(Parts{{"layer", layers_[k].ptr()}}, run));
+  }
+  if (has_output())
+    chain->push_back("decoder", ModelUnit(Parts{{"decoder", decoder_.ptr()}},
+                                          Function([self](const at::Tensor& h) { return self->decoder_(h); })));
+  return chain;
 }
 
 }  // namespace distlab::models

@@ -26,6 +26,7 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/moduledict.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/transformerlayer.h>
@@ -76,7 +77,19 @@ class TransformerLmImpl : public torch::nn::Module {
   bool has_embedding() const { return first_layer_ == 0; }
   bool has_output() const { return end_layer_ == options_.nlayers; }
 
+  // The stage as a chain of one-tensor units that share this model's
+  // modules, run in order equal to forward(): "embedding" (encoder and
+  // pos_encoder, first stage), "layer<i>" (one encoder layer, making its own
+  // mask), "decoder" (last stage). ZeRO-3 (lib/zero/zero3.hpp) gathers and
+  // frees parameters unit by unit. The units hold this model: it lives as
+  // long as they do.
+  torch::nn::Sequential units();
+
  private:
+  at::Tensor embed(const at::Tensor& tokens);       // (S, N) int64 -> (S, N, d)
+  at::Tensor run_layer(size_t k, const at::Tensor& h);  // the stage's k-th layer, with the causal mask if any
+  at::Tensor check_hidden(const at::Tensor& h) const;
+
   TransformerLmOptions options_;
   int64_t first_layer_ = 0;
   int64_t end_layer_ = 0;

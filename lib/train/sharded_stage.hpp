@@ -1,5 +1,5 @@
 // A pipeline stage whose replicas shard instead of all-reducing: the
-// capstone's `--zero 1|2`, in place of ReplicatedStage (replicated_stage.hpp).
+// capstone's `--zero 1|2|3`, in place of ReplicatedStage (replicated_stage.hpp).
 //
 // The replica group of stage s (the communicator DDP would all-reduce over)
 // is the ZeRO group: each of its R ranks owns 1/R of the stage's flat
@@ -14,18 +14,25 @@
 //           ReplicatedStage turns DDP's sync on), whose accumulator hooks
 //           reduce-scatter the summed .grad bucket by bucket while backward
 //           goes on, and drop it;
+//   ZeRO-3  the same, but the stage runs as a chain of units (embedding,
+//           each layer, decoder: TransformerLm::units()), each all-gathered
+//           just before its forward and its backward and freed after; the
+//           last backward reduce-scatters unit by unit;
 //   then    the whole model's gradient norm (grad_clip.hpp: the shards'
 //           squares summed over the replica group, then over the stages),
-//           the shard clipped, the shard stepped, the parameters all-gathered.
-// The same bytes cross the replica group as with DDP's once-per-step
-// all-reduce (a reduce-scatter and an all-gather are its two halves), for
-// 1/R of the optimizer state and, with ZeRO-2, 1/R of the gradient kept
-// between steps.
-//
-// ZeRO-3 is not offered: lib/zero's Zero3 runs a torch::nn::Sequential whose
-// children take one tensor, and a Transformer stage's layers also take the
-// causal mask; the trainer also reads whole parameters outside the step
-// (evaluation, the best model, the digest, checkpoints).
+//           the shard clipped, the shard stepped (ZeRO-1/2: the parameters
+//           all-gathered; ZeRO-3: they stay sharded).
+// ZeRO-1/2 send the bytes of DDP's once-per-step all-reduce (a reduce-scatter
+// and an all-gather are its two halves), for 1/R of the optimizer state
+// and, with ZeRO-2, 1/R of the gradient kept between steps. ZeRO-3 holds
+// 1/R of the parameters too, and pays for it in gathers: every microbatch
+// gathers every unit twice (freed between one microbatch's forward and the
+// next), 2m Psi_stage per step against one Psi_stage. FSDP under a pipeline
+// schedule offers to keep the units whole from forward to backward
+// (reshard_after_forward=False) to save that traffic, at the memory ZeRO-2
+// holds. Reading the parameters outside the step (evaluation, checkpoints,
+// the best model, the digest) takes whole_parameters(), FSDP's
+// summon_full_params.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -39,22 +46,23 @@
 #include "zero/sharded_optimizer.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
+#include "zero/zero3.hpp"
 
 namespace distlab::train {
 
-// Throws std::invalid_argument unless `zero` is 0 (DDP), 1 or 2, saying why
-// 3 is not available.
+// Throws std::invalid_argument unless `zero` is 0 (DDP), 1, 2 or 3.
 void check_zero_stage(int zero);
 
 class ShardedStage {
  public:
   // `pipeline`: this replica's stages (group rank = stage); `replicas`: this
-  // stage's copies (group rank = replica), the ZeRO group. `module` is this
-  // rank's stage: its parameters become views into ZeRO's flat buffers and
-  // equal to replica 0's. `zero` is 1 or 2.
-  ShardedStage(comm::Communicator& pipeline, comm::Communicator& replicas, torch::nn::Module& module,
-               pipeline::StageModule stage, pipeline::Schedule schedule, pipeline::ExecutorOptions executor_options,
-               int zero, const zero::OptimizerFactory& make_optimizer);
+  // stage's copies (group rank = replica), the ZeRO group. `units` is this
+  // rank's stage as a chain of one-tensor units (TransformerLm::units()):
+  // their parameters become views into ZeRO's flat buffers, equal to
+  // replica 0's (ZeRO-3: whole only while used). `zero` is 1, 2 or 3.
+  ShardedStage(comm::Communicator& pipeline, comm::Communicator& replicas, torch::nn::Sequential units,
+               pipeline::Schedule schedule, pipeline::ExecutorOptions executor_options, int zero,
+               const zero::OptimizerFactory& make_optimizer);
 
   // Drops the parameters' .grad and zeroes the shard's.
   void zero_grad();
@@ -68,9 +76,14 @@ class ShardedStage {
   // Steps the shard and all-gathers the parameters.
   void optimizer_step();
 
+  // ZeRO-3: the stage's parameters whole while the guard lives, to read or
+  // load them (Zero3::whole_parameters; every replica takes it, between
+  // steps). ZeRO-1/2 keep them whole anyway: nothing then.
+  std::optional<zero::Zero3::WholeParameters> whole_parameters();
+
   int zero() const { return zero_; }
   torch::optim::Optimizer& optimizer() { return sharded().optimizer(); }
-  zero::ShardedOptimizer& sharded() { return zero1_ ? zero1_->sharded() : zero2_->sharded(); }
+  zero::ShardedOptimizer& sharded();
   // Reduce-scatter rounds of this stage's gradients so far: one per step
   // when the microbatches accumulate as they should.
   int64_t synced_steps();
@@ -82,8 +95,9 @@ class ShardedStage {
   int zero_;
   std::unique_ptr<zero::Zero1> zero1_;
   std::unique_ptr<zero::Zero2> zero2_;
+  std::unique_ptr<zero::Zero3> zero3_;
   std::unique_ptr<pipeline::PipelineExecutor> executor_;
-  std::optional<zero::Zero2::NoSync> no_sync_;
+  std::optional<ddp::NoSyncGuard> no_sync_;  // ZeRO-2 and ZeRO-3
   int64_t reductions_ = 0;  // ZeRO-1's reduce-scatter rounds
 };
 

@@ -41,7 +41,7 @@ struct Run {
   Groups groups;
   models::TransformerLm stage{nullptr};
   std::unique_ptr<ReplicatedStage> replicated;  // DDP (--zero 0), or
-  std::unique_ptr<ShardedStage> sharded;        // ZeRO-1 / ZeRO-2 (--zero 1|2)
+  std::unique_ptr<ShardedStage> sharded;        // ZeRO (--zero 1|2|3)
   std::unique_ptr<torch::optim::SGD> optimizer;  // DDP's; ZeRO steps its shard with its own
   std::vector<at::Tensor> parameters;
   std::optional<Checkpointer> checkpoints;
@@ -61,6 +61,9 @@ struct Run {
     return named;
   }
   torch::optim::Optimizer& sgd() { return sharded ? sharded->optimizer() : *optimizer; }
+  // The stage's parameters whole until it ends (ZeRO-3 gathers them from
+  // the replica group: every replica takes it at the same point).
+  std::optional<zero::Zero3::WholeParameters> whole() { return sharded ? sharded->whole_parameters() : std::nullopt; }
 };
 
 // (S, N) input and (S, N) targets of rows i .. i+S of `source`: the
@@ -76,6 +79,7 @@ std::pair<at::Tensor, at::Tensor> lm_batch(const at::Tensor& source, int64_t i, 
 // (all when 0). Replicas evaluate every R-th batch and add their sums; the
 // last stage tells the other stages. Same value on every rank.
 double evaluate(Run& run, const at::Tensor& source) {
+  const auto whole = run.whole();  // replicas evaluate different batches: no gathers per forward
   run.stage->eval();
   const int R = run.groups.replica->size(), me = run.groups.place.replica;
   const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
@@ -97,7 +101,9 @@ double evaluate(Run& run, const at::Tensor& source) {
 }
 
 void save(Run& run, const TrainerState& state) {
-  if (!run.checkpoints || run.groups.place.replica != 0) return;  // replica 0 of each stage writes
+  if (!run.checkpoints) return;
+  const auto whole = run.whole();
+  if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes
   const std::string folder = run.checkpoints->save(
       state.step, run.groups.place.stage,
       to_part(named_state(*run.stage), state, "rank " + std::to_string(run.world.rank())));
@@ -121,7 +127,10 @@ int64_t resume(Run& run, TrainerState& state) {
     return -1;
   }
   const CheckpointPart part = run.checkpoints->load(step, run.groups.place.stage);
-  load_named_state(*run.stage, from_part(part, state));
+  {
+    const auto whole = run.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
+    load_named_state(*run.stage, from_part(part, state));
+  }
   if (run.groups.place.replica == 0)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.groups.place.stage) +
               ", epoch " + std::to_string(state.epoch) + ", batch " + std::to_string(state.data_position) +
@@ -193,9 +202,8 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   };
   const pipeline::Schedule schedule = pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks));
   if (o.zero > 0) {
-    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica, *run.stage,
-                                                 pipeline::stage_of(run.stage), schedule, exec, o.zero,
-                                                 zero::sgd(torch::optim::SGDOptions(o.lr)));
+    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica, run.stage->units(),
+                                                 schedule, exec, o.zero, zero::sgd(torch::optim::SGDOptions(o.lr)));
   } else {
     ddp::DdpOptions ddp_options;
     ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
@@ -267,6 +275,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
       run.print(rule('-'));
     }
     if (valid_loss < state.best_valid_loss) {
+      const auto whole = run.whole();
       state.best_valid_loss = valid_loss;
       state.best.clear();
       for (const auto& [name, tensor] : named_state(*run.stage)) state.best[name] = tensor.detach().cpu().clone();
@@ -288,14 +297,20 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   result.best_valid_loss = state.best_valid_loss;
   if (run.replicated) result.ddp_stats = run.replicated->ddp().stats();
   if (run.sharded) result.zero_synced_steps = run.sharded->synced_steps();
-  result.digest = model_digest(*run.groups.pipeline, run.named_parameters(), kDigestTag);
-  if (o.keep_final_state)
-    for (const auto& [name, tensor] : run.named_parameters()) result.final_state[name] = tensor.detach().cpu().clone();
+  {
+    const auto whole = run.whole();
+    result.digest = model_digest(*run.groups.pipeline, run.named_parameters(), kDigestTag);
+    if (o.keep_final_state)
+      for (const auto& [name, tensor] : run.named_parameters()) result.final_state[name] = tensor.detach().cpu().clone();
+  }
   if (result.interrupted) {
     if (run.first && place.replica == 0) run.print("stopped after step " + std::to_string(state.step));
     return result;
   }
-  if (!state.best.empty()) load_named_state(*run.stage, state.best);
+  if (!state.best.empty()) {
+    const auto whole = run.whole();
+    load_named_state(*run.stage, state.best);
+  }
   result.test_loss = evaluate(run, run.test_data);
   if (run.last) {
     run.print(rule('='));

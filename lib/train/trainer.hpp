@@ -1,6 +1,6 @@
 // The DDP + Pipe tutorial's training loop (seed 001) on P pipeline stages x
 // R data-parallel replicas (layout.hpp), each stage a ReplicatedStage (DDP),
-// or with options.zero 1 or 2 a ShardedStage (ZeRO within the replica group).
+// or with options.zero 1, 2 or 3 a ShardedStage (ZeRO within the replica group).
 //
 //   per epoch:  train on batches_per_epoch batches (lr from StepLR),
 //               evaluate on the validation split, keep the best model,
@@ -47,8 +47,9 @@ struct TrainerOptions {
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient
   // 0: DDP all-reduces each stage's gradients among its replicas
-  // (replicated_stage.hpp); 1, 2: ZeRO-1 / ZeRO-2 shard them, with the
-  // optimizer state, within the same replica group (sharded_stage.hpp).
+  // (replicated_stage.hpp); 1, 2, 3: ZeRO-1 / ZeRO-2 / ZeRO-3 shard the
+  // optimizer state, then the gradients, then the parameters, within the
+  // same replica group (sharded_stage.hpp).
   int zero = 0;
   int64_t epochs = 3;
   int64_t batches_per_epoch = 50;   // 0: whole epochs

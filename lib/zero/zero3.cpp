@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <stdexcept>
 
 #include "collectives/async.hpp"
 #include "zero/storage.hpp"
@@ -83,6 +84,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   std::vector<std::pair<int, comm::WorkPtr>> reductions;  // this backward's, (unit, work)
   bool sync = true;
   bool in_backward = false;
+  bool whole = false;                  // inside whole_parameters(): nothing is freed
   Zero3Stats stats;
 
   int units() const { return static_cast<int>(buffers.size()); }
@@ -131,9 +133,31 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   }
 
   void free(std::unique_lock<std::mutex>& lock, int u) {
+    if (whole) return;
     wait_whole(lock, u, "");  // a prefetch still in flight must land before its bytes go
     release_storage(buffers[static_cast<size_t>(u)]);
     held[static_cast<size_t>(u)] = Held::kFreed;
+  }
+
+  // whole_parameters(): every unit gathered (launched together, then awaited).
+  void gather_every_unit() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (int u = 0; u < units(); ++u) launch_gather_locked(u, "whole");
+    for (int u = 0; u < units(); ++u) wait_whole(lock, u, "whole");
+    whole = true;
+  }
+
+  // Its end: my chunk of every unit back into the shard, the units freed.
+  void write_back_and_free() {
+    std::unique_lock<std::mutex> lock(mutex);
+    whole = false;
+    torch::NoGradGuard no_grad;
+    const int rank = comm.rank();
+    for (int u = 0; u < units(); ++u) {
+      const collectives::Range mine = sharded.layout().chunk(u, rank);
+      sharded.shard()[static_cast<size_t>(u)].copy_(buffers[static_cast<size_t>(u)].narrow(0, mine.offset, mine.count));
+      free(lock, u);
+    }
   }
 
   void start_backward_locked() {
@@ -304,8 +328,33 @@ double Zero3::clip_grad_norm(double max_norm) {
   return sharded_.clip_grad_norm(max_norm);
 }
 
+Zero3::WholeParameters::WholeParameters(std::shared_ptr<Zero3State> state) : state_(std::move(state)) {
+  state_->gather_every_unit();
+}
+
+Zero3::WholeParameters::~WholeParameters() {
+  if (state_) state_->write_back_and_free();
+}
+
+Zero3::WholeParameters Zero3::whole_parameters() {
+  check_idle("whole_parameters");
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->whole)
+      throw std::logic_error(sharded_.comm().self() + ": ZeRO-3: whole_parameters() while its guard already lives");
+  }
+  return WholeParameters(state_);
+}
+
 void Zero3::step() {
   check_idle("step");
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->whole)
+      throw std::logic_error(sharded_.comm().self() +
+                             ": ZeRO-3: step() inside whole_parameters(): its end would write the old values back "
+                             "over the step; end the guard first");
+  }
   for (size_t i = 0; i < sharded_.params().size(); ++i)
     if (sharded_.params()[i].grad().defined())
       throw comm::CommError(sharded_.comm().self() + ": ZeRO-3: parameter '" + sharded_.names()[i] +

@@ -94,6 +94,26 @@ class Zero3 {
   // it: the units are all-gathered). For checks, checkpoints and evaluation.
   std::vector<at::Tensor> full_parameters();
 
+  // Every unit whole while the guard lives, as FSDP's summon_full_params:
+  // the model's own parameters hold their whole values, to evaluate (each
+  // forward then runs without traffic), read, checkpoint or load into.
+  // When it ends, each rank copies its chunk of every unit back into its
+  // shard (what was loaded is kept) and frees the units. Every rank of the
+  // group takes it, between steps; step() refuses to run inside it.
+  class WholeParameters {
+   public:
+    explicit WholeParameters(std::shared_ptr<Zero3State> state);
+    WholeParameters(WholeParameters&& other) noexcept : state_(std::move(other.state_)) {}
+    WholeParameters(const WholeParameters&) = delete;
+    WholeParameters& operator=(const WholeParameters&) = delete;
+    WholeParameters& operator=(WholeParameters&&) = delete;
+    ~WholeParameters();
+
+   private:
+    std::shared_ptr<Zero3State> state_;
+  };
+  WholeParameters whole_parameters();
+
   int units() const;
   // The child of the Sequential that unit u is, and its name.
   const std::string& unit_name(int unit) const;

@@ -193,6 +193,33 @@ TEST(TransformerLm, CausalMaskHidesLaterTokens) {
   }
 }
 
+// units() cuts a stage into one-tensor steps (ZeRO-3 runs them one by one):
+// run in order they compute the stage's forward, and they hold the stage's
+// own parameter tensors, each once, in registration order.
+TEST(TransformerLm, UnitsChainEqualsForwardAndShareParameters) {
+  for (bool causal : {false, true})
+    for (const auto& [first, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {0, 2}, {2, 4}, {1, 3}}) {
+      TransformerLmOptions options = small_lm();
+      options.causal = causal;
+      options.dropout = 0;
+      torch::manual_seed(5);
+      TransformerLm stage(options, first, end);
+      torch::nn::Sequential units = stage->units();
+      const at::Tensor input = first == 0 ? torch::randint(options.ntokens, {5, 2}, torch::kLong)
+                                          : torch::randn({5, 2, options.emsize});
+      at::Tensor chained = input;
+      for (auto& unit : *units) chained = unit.forward(chained);
+      EXPECT_TRUE(at::equal(chained, stage(input))) << "stage [" << first << ", " << end << ") causal " << causal;
+      const auto mine = stage->parameters(), theirs = units->parameters();
+      ASSERT_EQ(mine.size(), theirs.size());
+      for (size_t i = 0; i < mine.size(); ++i)
+        EXPECT_EQ(mine[i].unsafeGetTensorImpl(), theirs[i].unsafeGetTensorImpl()) << "parameter " << i;
+      const int64_t expected_units = (end - first) + (first == 0 ? 1 : 0) + (end == options.nlayers ? 1 : 0);
+      EXPECT_EQ(static_cast<int64_t>(units->size()), expected_units);
+      if (first > 0) EXPECT_THROW(units->forward(torch::randint(3, {5, 2}, torch::kLong)), c10::Error);
+    }
+}
+
 // A stage takes exactly the whole model's values, and refuses a source that
 // lacks one of its tensors or holds it with another shape.
 TEST(CopyStateByName, CopiesValuesAndRejectsMismatches) {

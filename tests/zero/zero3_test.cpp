@@ -11,6 +11,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "comm/threads_backend.hpp"
 #include "trace/recorder.hpp"
@@ -101,6 +102,88 @@ TEST(Zero3, ForwardWithoutGradMatchesTheWholeModel) {
     const at::Tensor expected = reference->forward(x);
     EXPECT_TRUE(at::allclose(zero.forward(x), expected, 1e-6, 1e-6));
     for (int u = 0; u < zero.units(); ++u) EXPECT_FALSE(zero.gathered(u));
+  });
+}
+
+// whole_parameters(), FSDP's summon_full_params: inside it the model's own
+// parameters are the whole values (those full_parameters() gathers), a
+// forward costs no traffic and gives the sharded forward's output, values
+// loaded into the parameters reach every rank's shard when it ends, and a
+// step inside it is refused.
+TEST(Zero3, WholeParametersReadEvaluateAndLoad) {
+  comm::run_thread_ranks(3, [&](Communicator& comm) {
+    auto model = three_units();
+    Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.1)));
+    const at::Tensor x = at::linspace(-1, 1, 24).reshape({3, 8});
+    torch::NoGradGuard no_grad;
+    const at::Tensor sharded_output = zero.forward(x);
+    const std::vector<at::Tensor> full = zero.full_parameters();
+    std::vector<at::Tensor> loaded;
+    {
+      auto whole = zero.whole_parameters();
+      for (int u = 0; u < zero.units(); ++u) EXPECT_TRUE(zero.gathered(u)) << "unit " << u;
+      const auto params = model->parameters();
+      ASSERT_EQ(params.size(), full.size());
+      for (size_t i = 0; i < full.size(); ++i) EXPECT_TRUE(at::equal(params[i], full[i])) << "parameter " << i;
+      const int64_t gathers = zero.stats().all_gathers;
+      EXPECT_TRUE(at::equal(zero.forward(x), sharded_output));
+      EXPECT_EQ(zero.stats().all_gathers, gathers) << "no traffic while whole";
+      EXPECT_THROW(zero.step(), std::logic_error);
+      for (size_t i = 0; i < params.size(); ++i) {  // what a checkpoint would load, the same on every rank
+        loaded.push_back(at::full_like(params[i], 0.01 * static_cast<double>(i + 1)));
+        params[i].copy_(loaded.back());
+      }
+    }
+    for (int u = 0; u < zero.units(); ++u) EXPECT_FALSE(zero.gathered(u)) << "unit " << u;
+    const std::vector<at::Tensor> after = zero.full_parameters();
+    for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(at::equal(after[i], loaded[i])) << "parameter " << i;
+  });
+}
+
+// A pipeline stage's use: m forwards before their backwards (GPipe), the
+// backwards in reverse order, all but the last under no_sync(). Each
+// forward and backward gathers and frees unit by unit; the gradient
+// reduce-scattered at the end is the sum over the microbatches, as the
+// whole model's on the whole batch; and nothing is left whole.
+TEST(Zero3, SeveralForwardsBeforeTheirBackwardsLikeAPipelineStage) {
+  constexpr int kMicro = 3;
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    auto model = three_units();
+    Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.1)));
+    auto reference = three_units();
+    {
+      torch::NoGradGuard no_grad;
+      const std::vector<at::Tensor> full = zero.full_parameters();
+      for (size_t i = 0; i < full.size(); ++i) reference->parameters()[i].copy_(full[i]);
+    }
+    // (6, 8) per rank, rows differ by rank; microbatches of 2 rows.
+    const at::Tensor x = at::linspace(-1, 1, 48).reshape({6, 8}) * (1.0 + comm.rank());
+    zero.zero_grad();
+    std::vector<at::Tensor> losses;
+    for (int k = 0; k < kMicro; ++k) losses.push_back(zero.forward(x.narrow(0, 2 * k, 2)).pow(2).sum());
+    for (int k = kMicro - 1; k >= 0; --k) {
+      std::optional<Zero3::NoSync> guard;
+      if (k > 0) guard.emplace(zero.no_sync());
+      losses[static_cast<size_t>(k)].backward();
+    }
+    for (int u = 0; u < zero.units(); ++u) EXPECT_FALSE(zero.gathered(u)) << "unit " << u;
+    EXPECT_EQ(zero.stats().synced_steps, 1);
+    EXPECT_EQ(zero.stats().reduce_scatters, zero.units()) << "one reduce-scatter per unit, for the summed gradient";
+
+    // The reference: both ranks' inputs on one process, mean over ranks of the summed losses.
+    at::Tensor both = at::cat({at::linspace(-1, 1, 48).reshape({6, 8}), at::linspace(-1, 1, 48).reshape({6, 8}) * 2.0});
+    (reference->forward(both).pow(2).sum() / comm.size()).backward();
+    std::vector<at::Tensor> grads;
+    for (const auto& p : reference->parameters()) grads.push_back(p.grad().reshape({-1}));
+    const at::Tensor expected = at::cat(grads);  // (501,) registration order = unit order
+    std::vector<at::Tensor> my_chunks;
+    int64_t unit_start = 0;
+    for (int u = 0; u < zero.units(); ++u) {
+      const collectives::Range chunk = zero.layout().chunk(u, comm.rank());
+      my_chunks.push_back(expected.narrow(0, unit_start + chunk.offset, chunk.count));
+      unit_start += zero.layout().plan.buckets[static_cast<size_t>(u)].numel;
+    }
+    EXPECT_TRUE(at::allclose(zero.sharded().shard_grad(), at::cat(my_chunks), 1e-5, 1e-6));
   });
 }
 
