@@ -1,5 +1,7 @@
 #include "capstone_runs.hpp"
 
+#include <gtest/gtest.h>
+
 #include <mutex>
 #include <string>
 
@@ -37,6 +39,22 @@ train::TrainerOptions tiny_options(int pipeline, int replicas) {
   o.quiet = true;
   o.keep_final_state = true;
   return o;
+}
+
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop) {
+  StopAndResume runs;
+  o.checkpoint_dir = dir;
+  o.checkpoint_every = stop;
+  o.stop_after_steps = stop;
+  runs.first = run_threads(o);
+  EXPECT_TRUE(runs.first.at(0).interrupted);
+  EXPECT_EQ(runs.first.at(0).steps, stop);
+  o.stop_after_steps = -1;
+  o.resume = true;
+  runs.resumed = run_threads(o);
+  for (size_t rank = 0; rank < runs.resumed.size(); ++rank)
+    EXPECT_EQ(runs.resumed[rank].resumed_from_step, stop) << "rank " << rank;
+  return runs;
 }
 
 }  // namespace distlab::tests

@@ -2,6 +2,7 @@
 // thread ranks, and the tiny options every comparison starts from.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "data/corpus.hpp"
@@ -19,5 +20,13 @@ std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
 // The tiny preset without dropout (equality needs no random masks), one
 // epoch of 5 steps, 2 validation batches, quiet, final parameters kept.
 train::TrainerOptions tiny_options(int pipeline, int replicas);
+
+// `o` with a checkpoint every `stop` steps into `dir`, stopped after step
+// `stop` (`first`), then resumed from there to the end (`resumed`). Checks
+// that the first run stopped and that every rank resumed from step `stop`.
+struct StopAndResume {
+  std::vector<train::TrainResult> first, resumed;
+};
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop);
 
 }  // namespace distlab::tests
