@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "comm/threads_backend.hpp"
+#include "models/square_mlp.hpp"
 #include "trace/recorder.hpp"
 #include "zero/storage.hpp"
 #include "zero/zero3.hpp"
@@ -197,11 +198,7 @@ TEST(Zero3Trace, PrefetchRunsUnderThePreviousUnitsForward) {
     comm::run_thread_ranks(
         2,
         [&](Communicator& comm) {
-          torch::nn::Sequential model;
-          for (int i = 0; i < 6; ++i) {
-            model->push_back(torch::nn::Linear(256, 256));
-            model->push_back(torch::nn::Tanh());
-          }
+          torch::nn::Sequential model = models::square_mlp(6, 256, models::Activation::kTanh);
           Zero3Options zo;
           zo.prefetch = prefetch;
           Zero3 zero(comm, model, sgd(torch::optim::SGDOptions(0.01)), zo);

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "comm/threads_backend.hpp"
+#include "models/square_mlp.hpp"
 #include "trace/recorder.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
@@ -140,11 +141,7 @@ TEST(ZeroOverlap, FirstBucketIsReduceScatteredWhileBackwardRuns) {
   comm::run_thread_ranks(
       2,
       [&](Communicator& comm) {
-        torch::nn::Sequential model;
-        for (int i = 0; i < 6; ++i) {
-          model->push_back(torch::nn::Linear(256, 256));
-          model->push_back(torch::nn::Tanh());
-        }
+        torch::nn::Sequential model = models::square_mlp(6, 256, models::Activation::kTanh);
         ZeroOptions zo;
         zo.bucket_cap_bytes = zo.first_bucket_bytes = 200 * 1000;
         Zero2 zero(comm, *model, sgd(torch::optim::SGDOptions(0.01)), zo);
