@@ -19,6 +19,8 @@
 //   lesson_11_capstone --preset tiny --zero 3              ZeRO-3: the stages' parameters sharded too
 //   distlab-run --nproc-per-node 4 --max-restarts 1 -- lesson_11_capstone --backend gloo --preset tiny \
 //       --checkpoint-dir ckpt --checkpoint-every 2 --kill-rank 3 --kill-at-step 5   failover
+//   lesson_11_capstone --ranks 3 --elastic --checkpoint-dir ckpt --resume   go on with 3 ranks
+//       from a checkpoint of another layout (here 1 x 3, the model re-cut into one stage)
 #include <CLI/CLI.hpp>
 #include <ATen/Parallel.h>
 
@@ -35,7 +37,9 @@
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
 #include "lesson.hpp"
+#include "models/transformer_lm.hpp"
 #include "pipeline/schedule.hpp"
+#include "train/elastic.hpp"
 #include "train/sharded_stage.hpp"
 #include "train/trainer.hpp"
 
@@ -88,8 +92,14 @@ std::function<void(int64_t)> killer(const comm::Communicator& comm, const Option
 
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
          const Options& o, lessons::Parts& parts) {
-  const train::TrainerOptions& t = o.trainer;
+  train::TrainerOptions t = o.trainer;
   parts.begin(comm, "The layout and the data");
+  if (t.elastic) {  // the layout follows the ranks there are (lib/train/elastic.hpp)
+    const int layers = static_cast<int>(models::transformer_lm_preset(t.preset, corpus.vocab.size()).nlayers);
+    const train::FittedLayout fitted = train::fit_layout(comm.size(), t.layout, layers);
+    t.layout = fitted.layout;
+    if (comm.rank() == 0) std::printf("[RANK 0]: elastic: %s\n", fitted.reason.c_str());
+  }
   if (comm.rank() == 0) {
     std::printf("[RANK 0]: Lesson 11: the capstone, %s on %d %s ranks (%s)\n", t.layout.text().c_str(), comm.size(),
                 comm.backend().c_str(), comm.device().str().c_str());
@@ -118,7 +128,7 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
                 t.dropout < 0 ? "0.2 (preset)" : std::to_string(t.dropout).c_str());
     std::fflush(stdout);
   }
-  train::TrainerOptions options = t;
+  train::TrainerOptions options = t;  // elastic: already fitted, so train() keeps it
   options.after_step = killer(comm, o);
   parts.begin(comm, "Training");
   const train::TrainResult r = train::train(comm, corpus, options);
@@ -171,6 +181,9 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-every", t.checkpoint_every, "also every N steps")->check(CLI::Range(0, 100000000));
   app.add_option("--keep", t.keep_last, "checkpoints kept")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_flag("--resume", t.resume, "continue from the newest complete checkpoint (automatic after a launcher restart)");
+  app.add_flag("--elastic", t.elastic,
+               "fit the layout to the ranks there are (keep --pipeline stages when the world divides by them) and "
+               "resume from a checkpoint of any layout");
   app.add_option("--stop-after", t.stop_after_steps, "stop after this many steps, as if interrupted");
   app.add_option("--kill-rank", o.kill_rank, "this world rank SIGKILLs itself after --kill-at-step, first attempt only")
       ->check(CLI::Range(0, 1 << 20));

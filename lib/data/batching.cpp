@@ -53,13 +53,20 @@ at::Tensor shard_for_replica(const at::Tensor& batched, int64_t replica, int64_t
     }
     return batched.narrow(0, replica * per, per).contiguous();
   }
-  const int64_t bsz = batched.size(1);
-  if (bsz % num_replicas != 0) {
-    throw DataError("shard_for_replica: " + std::to_string(bsz) + " columns do not divide among " +
-                    std::to_string(num_replicas) + " replicas (hint: a batch size that is a multiple of it)");
-  }
-  const int64_t per = bsz / num_replicas;
-  return batched.narrow(1, replica * per, per).contiguous();
+  const ColumnRange mine = replica_columns(batched.size(1), replica, num_replicas);
+  return batched.narrow(1, mine.offset, mine.count).contiguous();
+}
+
+ColumnRange replica_columns(int64_t bsz, int64_t replica, int64_t num_replicas) {
+  if (num_replicas <= 0 || replica < 0 || replica >= num_replicas)
+    throw DataError("replica_columns: replica " + std::to_string(replica) + " is outside [0, " +
+                    std::to_string(num_replicas) + ")");
+  if (bsz < num_replicas)
+    throw DataError("replica_columns: " + std::to_string(bsz) + " columns leave some of " +
+                    std::to_string(num_replicas) + " replicas without any (hint: a batch size of at least " +
+                    std::to_string(num_replicas) + ")");
+  const int64_t per = bsz / num_replicas, extra = bsz % num_replicas;
+  return {replica * per + std::min(replica, extra), per + (replica < extra ? 1 : 0)};
 }
 
 at::Tensor batchify(const at::Tensor& stream, int64_t bsz, int64_t replica, int64_t num_replicas,

@@ -42,11 +42,22 @@ at::Tensor batchify(const at::Tensor& stream, int64_t bsz);
 // every replica has all bsz columns over its own stretch of time steps and
 // a step processes n * bsz sequences in all, as DDP means a per-process batch.
 //
-// kColumns gives replica r the contiguous columns [r * bsz/n, (r+1) * bsz/n)
-// of all rows (bsz must divide by n): the replicas together see exactly the
-// batches one process would see with batch bsz, so a run on n replicas can
-// be compared step for step with an unsplit single-process run.
+// kColumns gives replica r a contiguous run of the columns of all rows
+// (replica_columns: bsz/n each, the first bsz % n one more): the replicas
+// together see exactly the batches one process would see with batch bsz, so
+// a run on n replicas can be compared step for step with an unsplit
+// single-process run, and a job that goes on with fewer replicas still
+// trains on the same batches (unevenly split: the trainer weights each
+// replica's gradient by its share, pipeline/executor.hpp's gradient_scale).
 enum class ReplicaSplit { kRows, kColumns };
+
+struct ColumnRange {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+// Replica r's columns of bsz under kColumns. Throws DataError when bsz < n
+// (a replica would get none).
+ColumnRange replica_columns(int64_t bsz, int64_t replica, int64_t num_replicas);
 
 at::Tensor shard_for_replica(const at::Tensor& batched, int64_t replica, int64_t num_replicas,
                              ReplicaSplit how = ReplicaSplit::kRows);

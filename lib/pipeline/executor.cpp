@@ -111,7 +111,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
             result.microbatch_losses[i] = loss.item<double>();
             // This microbatch's share of the batch: sum over i of n_i/N * loss_i is the batch's mean loss.
             const double weight = double(targets[i].size(target_dim)) / double(target.size(target_dim));
-            st.root[c][i] = loss * weight;
+            st.root[c][i] = loss * (weight * options_.gradient_scale);
             result.loss += result.microbatch_losses[i] * weight;
           } else {
             st.output[c][i] = out;

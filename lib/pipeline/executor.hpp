@@ -53,6 +53,11 @@ struct ExecutorOptions {
   int64_t target_split_dim = -1; // ... and of the target (-1: split_dim)
   // Mean loss of one microbatch: (last stage's output, that microbatch's target) -> scalar.
   std::function<at::Tensor(const at::Tensor& output, const at::Tensor& target)> loss;
+  // Multiplies what backward starts from (not the loss reported). A
+  // replica holding n of the N columns of a batch that R replicas average
+  // passes R n / N: the average of the replicas' gradients is then the
+  // whole batch's, also when the columns do not split evenly.
+  double gradient_scale = 1.0;
   // Messages use tags [tag_base, tag_base + 4 S m): keep them apart from
   // other traffic on the same communicator. Below 2^20 (collectives/tags.hpp).
   int tag_base = 0;

@@ -221,9 +221,22 @@ std::vector<std::int64_t> Checkpointer::steps() const {
   return found;
 }
 
+std::optional<int> Checkpointer::stages_of(std::int64_t step) const {
+  const std::string path = manifest_file(step, 0);
+  if (!fs::exists(path)) return std::nullopt;
+  Manifest m;
+  if (!parse_manifest(read_whole_file(path), m).empty() || m.stage != 0 || m.num_stages < 1) return std::nullopt;
+  return m.num_stages;
+}
+
+int Checkpointer::stage_count_of(std::int64_t step) const {
+  return any_stage_count_ ? stages_of(step).value_or(num_stages_) : num_stages_;
+}
+
 std::string Checkpointer::problem(std::int64_t step) const {
-  for (int stage = 0; stage < num_stages_; ++stage) {
-    std::string why = read_part(folder(step), step, stage, num_stages_, nullptr);
+  const int stages = stage_count_of(step);
+  for (int stage = 0; stage < stages; ++stage) {
+    std::string why = read_part(folder(step), step, stage, stages, nullptr);
     if (!why.empty()) return why;
   }
   return "";
@@ -240,7 +253,7 @@ std::optional<std::int64_t> Checkpointer::latest_complete(const Report& report) 
 
 CheckpointPart Checkpointer::load(std::int64_t step, int stage) const {
   std::map<std::string, std::vector<char>> contents;
-  const std::string why = read_part(folder(step), step, stage, num_stages_, &contents);
+  const std::string why = read_part(folder(step), step, stage, stage_count_of(step), &contents);
   if (!why.empty()) throw CheckpointError("checkpoint: cannot load " + folder(step) + ": " + why);
   CheckpointPart part;
   const std::string model_path = model_file(step, stage), state_path = state_file(step, stage);

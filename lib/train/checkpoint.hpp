@@ -83,6 +83,15 @@ class Checkpointer {
   // Why the checkpoint of `step` cannot be used, or "" when it is complete.
   std::string problem(std::int64_t step) const;
 
+  // The stage count of the job that wrote `step` (its stage 0 manifest),
+  // or nullopt when that manifest is missing or unreadable.
+  std::optional<int> stages_of(std::int64_t step) const;
+  // A job that goes on with another layout (elastic.hpp) reads checkpoints
+  // written by any stage count: problem(), latest_complete() and load()
+  // then check each against its own count, not this job's. Off: a part
+  // of another count is refused ("resume with the same pipeline layout").
+  void accept_any_stage_count(bool accept) { any_stage_count_ = accept; }
+
   // Every step with a folder, newest first.
   std::vector<std::int64_t> steps() const;
 
@@ -96,10 +105,12 @@ class Checkpointer {
 
  private:
   void prune() const;
+  int stage_count_of(std::int64_t step) const;  // this job's, or (accept_any_stage_count) the writer's
 
   std::string dir_;
   int num_stages_;
   int keep_last_;
+  bool any_stage_count_ = false;
 };
 
 }  // namespace distlab::train

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "comm/env.hpp"
 #include "data/batching.hpp"
@@ -15,6 +16,7 @@
 #include "pipeline/stage.hpp"
 #include "train/checkpoint.hpp"
 #include "train/checkpoint_module.hpp"
+#include "train/elastic.hpp"
 #include "train/grad_clip.hpp"
 #include "train/model_digest.hpp"
 #include "train/pipeline_forward.hpp"
@@ -104,12 +106,28 @@ void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
   const auto whole = run.whole();
   if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes
-  const std::string folder = run.checkpoints->save(
-      state.step, run.groups.place.stage,
-      to_part(named_state(*run.stage), state, "rank " + std::to_string(run.world.rank())));
+  CheckpointPart part = to_part(named_state(*run.stage), state, "rank " + std::to_string(run.world.rank()));
+  part.texts["layout"] = run.o.layout.text();
+  const std::string folder = run.checkpoints->save(state.step, run.groups.place.stage, part);
   if (run.groups.place.stage == 0) run.print("checkpoint " + folder + " (epoch " + std::to_string(state.epoch) +
                                               ", batch " + std::to_string(state.data_position) + ", step " +
                                               std::to_string(state.step) + ")");
+}
+
+// This stage's part of the checkpoint of `step`: as written, or re-cut from
+// every part when another stage count wrote it (elastic.hpp).
+CheckpointPart load_part(Run& run, int64_t step) {
+  const int stage = run.groups.place.stage;
+  const int written = run.checkpoints->stages_of(step).value_or(run.o.layout.pipeline);
+  if (written == run.o.layout.pipeline) return run.checkpoints->load(step, stage);
+  std::vector<CheckpointPart> parts;
+  for (int s = 0; s < written; ++s) parts.push_back(run.checkpoints->load(step, s));
+  std::set<std::string> names;
+  for (const auto& [name, tensor] : named_state(*run.stage)) names.insert(name);
+  if (run.world.rank() == 0)
+    run.print("re-cutting the " + std::to_string(written) + "-stage checkpoint of step " + std::to_string(step) +
+              " into " + std::to_string(run.o.layout.pipeline) + " stage(s)");
+  return recut(parts, names, stage);
 }
 
 // World rank 0 picks the newest complete checkpoint and tells everybody, so
@@ -126,7 +144,7 @@ int64_t resume(Run& run, TrainerState& state) {
     if (run.world.rank() == 0) run.print("no checkpoint in " + run.checkpoints->dir() + ": training from step 0");
     return -1;
   }
-  const CheckpointPart part = run.checkpoints->load(step, run.groups.place.stage);
+  const CheckpointPart part = load_part(run, step);
   {
     const auto whole = run.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
     load_named_state(*run.stage, from_part(part, state));
@@ -134,7 +152,8 @@ int64_t resume(Run& run, TrainerState& state) {
   if (run.groups.place.replica == 0)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.groups.place.stage) +
               ", epoch " + std::to_string(state.epoch) + ", batch " + std::to_string(state.data_position) +
-              ", step " + std::to_string(state.step) + " (written by " + part.texts.at("written_by") + ")");
+              ", step " + std::to_string(state.step) + " (written by " + part.texts.at("written_by") +
+              (part.texts.count("layout") ? " of " + part.texts.at("layout") : std::string()) + ")");
   return step;
 }
 
@@ -160,22 +179,20 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   return step;
 }
 
-}  // namespace
-
-TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o) {
-  check_zero_stage(o.zero);  // before any collective: every rank fails alike
+TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o) {
   Run run{world, o, make_groups(world, o.layout)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
   run.first = place.stage == 0;
   run.last = place.stage == P - 1;
   TrainResult result;
+  result.layout = o.layout;
   result.place = place;
 
   // Data: training columns shared among replicas; evaluation splits whole.
-  if (o.batch_size % R != 0)
+  if (o.batch_size < R)
     throw std::invalid_argument(world.self() + ": batch " + std::to_string(o.batch_size) + " cannot be split among " +
-                                std::to_string(R) + " replicas; use a batch size divisible by --replicas");
+                                std::to_string(R) + " replicas; use a batch size of at least --replicas");
   run.train_data = data::shard_for_replica(data::batchify(corpus.train, o.batch_size), place.replica, R,
                                            data::ReplicaSplit::kColumns);
   run.valid_data = data::batchify(corpus.valid, o.eval_batch_size);
@@ -197,6 +214,8 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   const int64_t chunks = std::min(o.chunks, columns);
   pipeline::ExecutorOptions exec;
   exec.split_dim = 1;  // (S, N): microbatches are columns
+  // This replica's share of the batch's columns (uneven when R does not divide the batch).
+  exec.gradient_scale = double(R) * double(columns) / double(o.batch_size);
   exec.loss = [ntokens = run.ntokens](const at::Tensor& out, const at::Tensor& target) {
     return at::cross_entropy_loss(out.reshape({-1, ntokens}), target.reshape({-1}));  // out (S, n, V), target (S, n)
   };
@@ -220,6 +239,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   state.best_valid_loss = std::numeric_limits<double>::infinity();
   if (!o.checkpoint_dir.empty()) {
     run.checkpoints.emplace(o.checkpoint_dir, P, o.keep_last);
+    run.checkpoints->accept_any_stage_count(o.elastic);
     const int restart = world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
     if (o.resume || restart > 0) result.resumed_from_step = resume(run, state);
   }
@@ -321,6 +341,23 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
     run.print("final parameters digest " + result.digest + " (" + o.layout.text() + ", " +
               std::to_string(result.steps) + " steps)");
   return result;
+}
+
+}  // namespace
+
+TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {
+  check_zero_stage(options.zero);  // before any collective: every rank fails alike
+  if (!options.elastic) return train_on_layout(world, corpus, options);
+  TrainerOptions fitted = options;
+  const models::TransformerLmOptions model = models::transformer_lm_preset(options.preset, corpus.vocab.size());
+  const FittedLayout layout = fit_layout(world.size(), options.layout, static_cast<int>(model.nlayers));
+  fitted.layout = layout.layout;
+  if (world.rank() == 0 && !options.quiet && fitted.layout.text() != options.layout.text()) {
+    const std::string line = "[RANK 0]: elastic: " + layout.reason + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+  }
+  return train_on_layout(world, corpus, fitted);
 }
 
 }  // namespace distlab::train

@@ -61,6 +61,10 @@ struct TrainerOptions {
   int64_t checkpoint_every = 0;
   int keep_last = 3;
   bool resume = false;              // also automatic when the launcher restarted the job
+  // The layout follows the world's size (elastic.hpp's fit_layout, from
+  // `layout` as asked), and a checkpoint written by another layout is
+  // re-cut for this one: a job that lost ranks goes on with the rest.
+  bool elastic = false;
   int64_t stop_after_steps = -1;    // > 0: return after this many steps (an interruption, for tests)
   // Called on every rank after each training step (and its checkpoint, if
   // one was due) with the global step count; lesson 11's --kill-at-step
@@ -71,6 +75,7 @@ struct TrainerOptions {
 };
 
 struct TrainResult {
+  Layout layout;                     // the one trained on (elastic: fitted to the world)
   Place place;
   std::vector<double> step_losses;   // last stage: this replica's mean loss of each step run here
   std::vector<double> grad_norms;    // every rank: the whole model's norm before clipping, per step

@@ -14,10 +14,10 @@ const data::Corpus& bundled_corpus() {
   return corpus;
 }
 
-std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, const data::Corpus& corpus) {
+std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, const data::Corpus& corpus, int ranks) {
   comm::JobOptions job;
   job.backend = "threads";
-  job.ranks = o.layout.world_size();
+  job.ranks = ranks > 0 ? ranks : o.layout.world_size();
   std::vector<train::TrainResult> results(static_cast<size_t>(job.ranks));
   std::mutex mutex;
   comm::run_job(job, [&](comm::Communicator& comm) {
@@ -41,7 +41,7 @@ train::TrainerOptions tiny_options(int pipeline, int replicas) {
   return o;
 }
 
-StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop) {
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks) {
   StopAndResume runs;
   o.checkpoint_dir = dir;
   o.checkpoint_every = stop;
@@ -51,7 +51,7 @@ StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, i
   EXPECT_EQ(runs.first.at(0).steps, stop);
   o.stop_after_steps = -1;
   o.resume = true;
-  runs.resumed = run_threads(o);
+  runs.resumed = run_threads(o, bundled_corpus(), resume_ranks);
   for (size_t rank = 0; rank < runs.resumed.size(); ++rank)
     EXPECT_EQ(runs.resumed[rank].resumed_from_step, stop) << "rank " << rank;
   return runs;

@@ -13,20 +13,21 @@ namespace distlab::tests {
 // datasets/austen, loaded once.
 const data::Corpus& bundled_corpus();
 
-// Every rank's result of train() on o.layout.world_size() thread ranks, indexed by world rank.
+// Every rank's result of train() on `ranks` thread ranks (0: o.layout.world_size()), indexed by world rank.
 std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
-                                            const data::Corpus& corpus = bundled_corpus());
+                                            const data::Corpus& corpus = bundled_corpus(), int ranks = 0);
 
 // The tiny preset without dropout (equality needs no random masks), one
 // epoch of 5 steps, 2 validation batches, quiet, final parameters kept.
 train::TrainerOptions tiny_options(int pipeline, int replicas);
 
 // `o` with a checkpoint every `stop` steps into `dir`, stopped after step
-// `stop` (`first`), then resumed from there to the end (`resumed`). Checks
-// that the first run stopped and that every rank resumed from step `stop`.
+// `stop` (`first`), then resumed from there to the end (`resumed`) on
+// `resume_ranks` thread ranks (0: the layout's). Checks that the first run
+// stopped and that every rank resumed from step `stop`.
 struct StopAndResume {
   std::vector<train::TrainResult> first, resumed;
 };
-StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop);
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks = 0);
 
 }  // namespace distlab::tests

@@ -2,6 +2,7 @@
 // out by hand; data_process on a few lines; the split among replicas.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,24 @@ TEST(Replicas, TutorialRowsAndColumns) {
   EXPECT_THROW(shard_for_replica(source, 0, 4), DataError);
   // Columns: replica 1 of 2 keeps columns 2-3 (M-R, S-X) of every row.
   EXPECT_EQ(values(shard_for_replica(source, 1, 2, ReplicaSplit::kColumns)), letters("MSNTOUPVQWRX"));
-  EXPECT_THROW(shard_for_replica(source, 0, 3, ReplicaSplit::kColumns), DataError);
+  // 4 columns among 3 replicas: 2, 1, 1 (the first takes the remainder), together every column once.
+  EXPECT_EQ(values(shard_for_replica(source, 0, 3, ReplicaSplit::kColumns)), values(source.narrow(1, 0, 2)));
+  EXPECT_EQ(values(shard_for_replica(source, 2, 3, ReplicaSplit::kColumns)), values(source.narrow(1, 3, 1)));
+  EXPECT_THROW(shard_for_replica(source, 0, 5, ReplicaSplit::kColumns), DataError);
+  for (int64_t n = 1; n <= 7; ++n)
+    for (int64_t bsz = n; bsz <= 20; ++bsz) {
+      int64_t next = 0, smallest = bsz, largest = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        const ColumnRange c = replica_columns(bsz, r, n);
+        EXPECT_EQ(c.offset, next) << bsz << " columns, replica " << r << " of " << n;
+        next += c.count;
+        smallest = std::min(smallest, c.count);
+        largest = std::max(largest, c.count);
+      }
+      EXPECT_EQ(next, bsz);
+      EXPECT_LE(largest - smallest, 1);
+      EXPECT_GE(smallest, 1);
+    }
   EXPECT_THROW(shard_for_replica(source, 2, 2), DataError);
 }
 
