@@ -2,11 +2,13 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
+#include <c10/util/Exception.h>
 #include <c10/util/strides.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <array>
 #include <mutex>
 
 #include "collectives/async.hpp"
@@ -24,10 +26,123 @@ const char* to_string(Compression compression) {
 
 namespace {
 constexpr const char* kLaneDdp = "ddp";
+
+// Three state machines: a bucket's, the reducer's step, the plan's rebuild.
+// A transition asserts the state it starts from (if not, the bug is here).
+enum class BucketState { kFilling, kReady, kLaunched, kReduced };
+enum class Phase { kLocal, kArmed, kReducing };
+enum class Rebuild { kRecording, kDue, kDone };
+const char* name(BucketState s) { return std::array{"filling", "ready", "launched", "reduced"}[size_t(s)]; }
+const char* name(Phase p) { return std::array{"local", "armed", "reducing"}[size_t(p)]; }
+const char* name(Rebuild r) { return std::array{"recording", "due", "done"}[size_t(r)]; }
+
+template <typename State, typename... Who>
+void transition(State& state, State from, State to, const Who&... who) {
+  TORCH_INTERNAL_ASSERT(state == from, who..., " must be ", name(from), " to become ", name(to), ", not ", name(state));
+  state = to;
 }
 
+// One bucket of the plan through a synchronized backward, as picotron's
+// Bucket: which of its gradients are in, and the handle of its all-reduce.
+//   filling  --its last gradient is in its slot-->  ready
+//   ready    --every earlier bucket launched-->      launched (all-reduce on the comm thread)
+//   launched --finalize() waited for it-->           reduced
+//   reduced  --the gradients are back in .grad-->    filling
+class GradBucket {
+ public:
+  // Bucket `index` of a plan: a zeroed buffer, a slot (a flat view of it) per parameter.
+  GradBucket(size_t index, const Bucket& planned, const std::vector<at::Tensor>& params, at::TensorOptions options)
+      : index_(index), buffer_(at::zeros({planned.numel}, options)), has_grad_(planned.params.size()),
+        pending_(planned.params.size()) {
+    int64_t offset = 0;
+    for (int i : planned.params) {
+      slots_.push_back(buffer_.narrow(0, offset, params[static_cast<size_t>(i)].numel()));
+      offset += slots_.back().numel();
+    }
+  }
+  size_t index() const { return index_; }
+  BucketState state() const { return state_; }
+  const at::Tensor& buffer() const { return buffer_; }
+  at::Tensor& slot(size_t k) { return slots_[k]; }
+  bool has_grad(size_t k) const { return has_grad_[k]; }
+
+  // Its k-th gradient is in its slot; the last one makes the bucket ready.
+  void add_grad(size_t k) {
+    TORCH_INTERNAL_ASSERT(state_ == BucketState::kFilling && !has_grad_[k], "DDP bucket ", index_, " got gradient ", k,
+                          " twice or while ", name(state_));
+    has_grad_[k] = true;
+    if (--pending_ == 0) transition(state_, BucketState::kFilling, BucketState::kReady, "DDP bucket ", index_);
+  }
+
+  void launch(collectives::CommThread& thread, collectives::Algorithm algorithm, int tag, int64_t step) {
+    transition(state_, BucketState::kReady, BucketState::kLaunched, "DDP bucket ", index_);
+    comm::Communicator& c = thread.comm();
+    work_ = thread.submit(c.self() + ": all-reduce of DDP bucket " + std::to_string(index_),
+                          [&c, buffer = buffer_, b = index_, count = slots_.size(), algorithm, tag, step]() mutable {
+      trace::Span span(c.recorder(), c.world_rank(), kLaneDdp, "bucket", "bucket");
+      if (span.active()) {
+        c.label(span);
+        span.set_name("all-reduce bucket " + std::to_string(b)).set_bytes(static_cast<int64_t>(buffer.nbytes()));
+        span.arg("bucket", b).arg("params", count).arg("step", step);
+        span.arg("algorithm", collectives::to_string(algorithm));
+      }
+      collectives::all_reduce(c, buffer, comm::ReduceOp::kSum, algorithm, tag);
+    });
+  }
+
+  const comm::WorkPtr& work() const {
+    TORCH_INTERNAL_ASSERT(state_ == BucketState::kLaunched, "DDP bucket ", index_, " has no work: ", name(state_));
+    return work_;
+  }
+  void reduced() { transition(state_, BucketState::kLaunched, BucketState::kReduced, "DDP bucket ", index_); }
+  void reset() {
+    transition(state_, BucketState::kReduced, BucketState::kFilling, "DDP bucket ", index_);
+    has_grad_.assign(has_grad_.size(), false);
+    pending_ = slots_.size();
+    work_ = nullptr;
+  }
+
+ private:
+  size_t index_;
+  at::Tensor buffer_;
+  std::vector<at::Tensor> slots_;  // in packing order
+  std::vector<bool> has_grad_;     // per slot, in this backward
+  size_t pending_;                 // gradients it still waits for
+  comm::WorkPtr work_;
+  BucketState state_ = BucketState::kFilling;
+};
+
+// The plan's one rebuild, in the order gradients became ready: recording in
+// each synchronized backward until one saw all n gradients, then due at the
+// next prepare_for_backward, then done (from the start if not wanted).
+struct PlanRebuild {
+  Rebuild stage;
+  std::vector<int> order;  // this rank's; rank 0's is the law
+
+  void record(size_t param) {
+    if (stage == Rebuild::kRecording) order.push_back(static_cast<int>(param));
+  }
+  void step_done(size_t n) {  // a step that missed a gradient is of no use: the next records afresh
+    if (stage != Rebuild::kRecording) return;
+    if (order.size() == n) transition(stage, Rebuild::kRecording, Rebuild::kDue, "DDP's plan rebuild");
+    else order.clear();
+  }
+};
+}  // namespace
+
+// The reducer's step:
+//   local     (no_sync) the hooks leave the gradients in .grad
+//   armed     the coming backward synchronizes; its first hook queues
+//             finalize() with the autograd engine and moves to
+//   reducing  gradients go into their buckets, which launch; finalize()
+//             waits, hands the gradients back to .grad: armed again.
+// prepare_for_backward picks local or armed; while reducing it throws.
 struct ReducerState : std::enable_shared_from_this<ReducerState> {
-  ReducerState(comm::Communicator& c, ReducerOptions o) : comm(c), options(o), comm_thread(c) {}
+  ReducerState(comm::Communicator& c, std::vector<at::Tensor> p, std::vector<std::string> n, ReducerOptions o)
+      : comm(c), options(o), params(std::move(p)), names(std::move(n)), comm_thread(c),
+        rebuild{o.rebuild_buckets && !o.find_unused_parameters ? Rebuild::kRecording : Rebuild::kDone, {}} {
+    set_plan(reverse_registration_order(static_cast<int>(params.size())), /*is_rebuild=*/false);
+  }
 
   comm::Communicator& comm;
   ReducerOptions options;
@@ -35,20 +150,12 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
   std::vector<std::string> names;
   collectives::CommThread comm_thread;
 
-  std::mutex mutex;
+  std::mutex mutex;  // the hooks fire on autograd threads
   BucketPlan plan;
-  std::vector<int> bucket_of;
-  std::vector<int64_t> offset_of;
-  std::vector<at::Tensor> buffers;       // one flat buffer per bucket
-  std::vector<int> pending;              // gradients each bucket still waits for
-  std::vector<comm::WorkPtr> works;      // launched all-reduces
-  std::vector<bool> ready;               // per parameter, this backward
-  int next_launch = 0;                   // buckets launch strictly in order
-  bool expect_sync = true;
-  bool reducing = false;                 // a synchronized backward is under way
-  std::vector<int> ready_order;          // first synchronized step only
-  bool rebuild_due = false;
-  bool rebuilt = false;
+  std::vector<GradBucket> buckets;                // launched strictly in this order
+  std::vector<std::pair<size_t, size_t>> place;  // parameter i: its bucket, its slot there
+  Phase phase = Phase::kArmed;
+  PlanRebuild rebuild;
   ReducerStats stats;
 
   // The dtype a gradient travels in.
@@ -73,15 +180,14 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
   // Lays out buckets and their buffers for `order`; records the plan.
   void set_plan(const std::vector<int>& order, bool is_rebuild) {
     plan = plan_buckets(infos(), order, options.first_bucket_bytes, options.bucket_cap_bytes);
-    bucket_of = plan.bucket_of();
-    offset_of = plan.offset_of();
-    buffers.clear();
-    for (const Bucket& b : plan.buckets) {
-      const at::Tensor& first = params[static_cast<size_t>(b.params.front())];
-      buffers.push_back(
-          at::zeros({b.numel}, at::TensorOptions().dtype(wire_type(first.scalar_type())).device(first.device())));
+    buckets.clear();
+    place.resize(params.size());
+    for (const Bucket& planned : plan.buckets) {
+      const at::Tensor& first = params[static_cast<size_t>(planned.params.front())];
+      buckets.emplace_back(buckets.size(), planned, params, first.options().dtype(wire_type(first.scalar_type())));
+      for (size_t k = 0; k < planned.params.size(); ++k)
+        place[static_cast<size_t>(planned.params[k])] = {buckets.size() - 1, k};
     }
-    reset_step();
     trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, is_rebuild ? "bucket plan (rebuilt)" : "bucket plan",
                      "bucket_plan");
     if (span.active()) {
@@ -90,10 +196,19 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     }
   }
 
-  // Parameter i's slot in its bucket.
-  at::Tensor slot_of(size_t i) {
-    return buffers[static_cast<size_t>(bucket_of[i])].narrow(0, offset_of[i], params[i].numel());
+  // Due -> done. Every rank must pack alike: rank 0's order of readiness is the law.
+  void rebuild_plan_locked() {
+    at::Tensor order = at::tensor(std::vector<int64_t>(rebuild.order.begin(), rebuild.order.end()), at::kLong);
+    order = order.to(comm.device());
+    comm.native_broadcast(order, 0);
+    order = order.cpu();
+    transition(rebuild.stage, Rebuild::kDue, Rebuild::kDone, "DDP's plan rebuild");
+    set_plan(std::vector<int>(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel()), true);
   }
+
+  GradBucket& bucket_of(size_t i) { return buckets[place[i].first]; }
+  at::Tensor& slot_of(size_t i) { return bucket_of(i).slot(place[i].second); }
+  bool has_grad(size_t i) { return bucket_of(i).has_grad(place[i].second); }
 
   // Puts grad / world_size into `slot` in one pass, as PyTorch's reducer
   // does (a multiply by the wrapped scalar 1/world_size, so its rounding is
@@ -112,6 +227,17 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
       slot.mul_(factor);
     else
       at::mul_out(slot, flat, factor);
+  }
+
+  // Parameter i's gradient into its slot (zero if it has none, or if `zero`).
+  GradBucket& add_grad_locked(size_t i, bool zero) {
+    const at::Tensor& grad = params[i].grad();
+    if (grad.defined() && !zero)
+      scale_into(slot_of(i), grad);
+    else
+      slot_of(i).zero_();
+    bucket_of(i).add_grad(place[i].second);
+    return bucket_of(i);
   }
 
   // The averaged gradient of parameter i, back in .grad: a copy, or with
@@ -135,128 +261,98 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
       p.mutable_grad() = averaged.to(p.scalar_type()).clone();
   }
 
-  void reset_step() {
-    pending.clear();
-    for (const Bucket& b : plan.buckets) pending.push_back(static_cast<int>(b.params.size()));
-    works.assign(plan.buckets.size(), nullptr);
-    ready.assign(params.size(), false);
-    next_launch = 0;
-    reducing = false;
+  // Launches the ready buckets in bucket order, up to the first one still filling.
+  void launch_ready_locked() {
+    for (GradBucket& bucket : buckets) {
+      if (bucket.state() == BucketState::kFilling) return;
+      if (bucket.state() != BucketState::kReady) continue;  // launched already
+      ++stats.all_reduces;
+      stats.bytes += static_cast<int64_t>(bucket.buffer().nbytes());
+      bucket.launch(comm_thread, options.algorithm, options.tag, stats.synced_steps);
+    }
   }
 
-  void launch_ready_locked() {
-    while (next_launch < static_cast<int>(plan.buckets.size()) && pending[static_cast<size_t>(next_launch)] == 0) {
-      const int b = next_launch++;
-      at::Tensor buffer = buffers[static_cast<size_t>(b)];
-      ++stats.all_reduces;
-      stats.bytes += static_cast<int64_t>(buffer.nbytes());
-      const auto algorithm = options.algorithm;
-      const int tag = options.tag;
-      const int64_t step = stats.synced_steps;
-      const size_t count = plan.buckets[static_cast<size_t>(b)].params.size();
-      comm::Communicator& c = comm;
-      works[static_cast<size_t>(b)] = comm_thread.submit(
-          c.self() + ": all-reduce of DDP bucket " + std::to_string(b),
-          [&c, buffer, algorithm, tag, b, step, count]() mutable {
-            trace::Span span(c.recorder(), c.world_rank(), kLaneDdp, "bucket", "bucket");
-            if (span.active()) {
-              c.label(span);
-              span.set_name("all-reduce bucket " + std::to_string(b))
-                  .set_bytes(static_cast<int64_t>(buffer.nbytes()))
-                  .arg("bucket", b)
-                  .arg("params", count)
-                  .arg("step", step)
-                  .arg("algorithm", collectives::to_string(algorithm));
-            }
-            collectives::all_reduce(c, buffer, comm::ReduceOp::kSum, algorithm, tag);
-          });
-    }
+  // Armed -> reducing; finalize() is queued to run when the whole backward is
+  // done, on the thread that called it.
+  void start_reducing_locked() {
+    transition(phase, Phase::kArmed, Phase::kReducing, "DDP's reducer");
+    std::weak_ptr<ReducerState> weak = shared_from_this();
+    torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+      if (auto self = weak.lock()) self->finalize();
+    });
   }
 
   // The post hook of parameter i's gradient accumulator.
-  void on_grad_ready(int i) {
+  void on_grad_ready(size_t i) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!expect_sync) return;  // no_sync: the gradient stays in .grad, summed with the next ones
-    if (!reducing) {
-      reducing = true;
-      // Runs when the whole backward is done, on the thread that called it.
-      std::weak_ptr<ReducerState> weak = shared_from_this();
-      torch::autograd::Engine::get_default_engine().queue_callback([weak] {
-        if (auto self = weak.lock()) self->finalize();
-      });
-    }
-    if (ready[static_cast<size_t>(i)]) return;  // a second call (e.g. reentrant backward): already in its bucket
-    ready[static_cast<size_t>(i)] = true;
-    if (!rebuilt) ready_order.push_back(i);
-    const int b = bucket_of[static_cast<size_t>(i)];
-    at::Tensor slot = slot_of(static_cast<size_t>(i));
-    const at::Tensor& grad = params[static_cast<size_t>(i)].grad();
-    if (grad.defined())
-      scale_into(slot, grad);
-    else
-      slot.zero_();
+    if (phase == Phase::kLocal) return;  // no_sync: the gradient stays in .grad, summed with the next ones
+    if (phase == Phase::kArmed) start_reducing_locked();
+    if (has_grad(i)) return;  // a second call (e.g. reentrant backward): already in its bucket
+    rebuild.record(i);
+    GradBucket& bucket = add_grad_locked(i, /*zero=*/false);
     trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, "grad ready", "grad_ready");
     if (span.active()) {
       comm.label(span);
-      span.set_name("grad " + names[static_cast<size_t>(i)]).arg("param", i).arg("bucket", b).arg("step", stats.synced_steps);
+      span.set_name("grad " + names[i]).arg("param", i).arg("bucket", bucket.index()).arg("step", stats.synced_steps);
     }
-    if (--pending[static_cast<size_t>(b)] == 0) launch_ready_locked();
+    if (bucket.state() == BucketState::kReady) launch_ready_locked();
+  }
+
+  // Parameters whose hook did not fire in this backward are reduced all the
+  // same, so that the other ranks' all-reduces complete: with what .grad
+  // holds (earlier no_sync steps may have accumulated a gradient there:
+  // pytorch#69031 lost exactly that), or zero. An error unless expected:
+  // returns their names.
+  std::string add_missing_locked() {
+    std::string unused;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (has_grad(i)) continue;
+      add_grad_locked(i, /*zero=*/!options.find_unused_parameters);
+      if (!options.find_unused_parameters) unused += (unused.empty() ? "'" : ", '") + names[i] + "'";
+    }
+    return unused;
+  }
+
+  void wait_for(const std::vector<comm::WorkPtr>& launched) const {
+    for (size_t b = 0; b < launched.size(); ++b) {
+      try {
+        launched[b]->wait();
+      } catch (const comm::TimeoutError& e) {
+        throw comm::TimeoutError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) +
+                                 " (" + std::to_string(plan.buckets[b].params.size()) + " parameters): " + e.what());
+      } catch (const comm::CommError& e) {
+        throw comm::CommError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) + ": " +
+                              e.what());
+      }
+    }
   }
 
   void finalize();
 };
 
+// Reducing -> armed: every bucket launched, waited for (without the lock),
+// its gradients handed back. A no-op in any other phase.
 void ReducerState::finalize() {
   std::unique_lock<std::mutex> lock(mutex);
-  if (!reducing) return;
+  if (phase != Phase::kReducing) return;
   trace::Span span(comm.recorder(), comm.world_rank(), kLaneDdp, "wait for buckets", "ddp_wait");
   if (span.active()) {
     comm.label(span);
     span.arg("step", stats.synced_steps);
   }
-  // Parameters whose hook did not fire in this backward are reduced all the
-  // same, so that the other ranks' all-reduces complete: with what .grad
-  // holds (earlier no_sync steps may have accumulated a gradient there:
-  // pytorch#69031 lost exactly that), or zero. An error unless expected.
-  std::string unused;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (ready[i]) continue;
-    ready[i] = true;
-    const int b = bucket_of[i];
-    at::Tensor slot = slot_of(i);
-    const at::Tensor& grad = params[i].grad();
-    if (grad.defined() && options.find_unused_parameters)
-      scale_into(slot, grad);
-    else
-      slot.zero_();
-    if (!options.find_unused_parameters) unused += (unused.empty() ? "'" : ", '") + names[i] + "'";
-    --pending[static_cast<size_t>(b)];
-  }
+  const std::string unused = add_missing_locked();
   launch_ready_locked();
-  std::vector<comm::WorkPtr> launched = works;
+  std::vector<comm::WorkPtr> launched;
+  for (const GradBucket& bucket : buckets) launched.push_back(bucket.work());
   lock.unlock();
-  for (size_t b = 0; b < launched.size(); ++b) {
-    try {
-      launched[b]->wait();
-    } catch (const comm::TimeoutError& e) {
-      throw comm::TimeoutError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) +
-                               " (" + std::to_string(plan.buckets[b].params.size()) + " parameters): " + e.what());
-    } catch (const comm::CommError& e) {
-      throw comm::CommError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) + ": " +
-                            e.what());
-    }
-  }
+  wait_for(launched);
   lock.lock();
+  for (GradBucket& bucket : buckets) bucket.reduced();
   for (size_t i = 0; i < params.size(); ++i) hand_back(i);
+  for (GradBucket& bucket : buckets) bucket.reset();
   ++stats.synced_steps;
-  reset_step();
-  if (!rebuilt && options.rebuild_buckets && !options.find_unused_parameters &&
-      static_cast<int>(ready_order.size()) == static_cast<int>(params.size()))
-    rebuild_due = true;
-  // Without a rebuild to come (rebuild_buckets off, find_unused_parameters,
-  // or a step that missed some gradients) the order is of no use: dropped,
-  // or it would grow by one entry per parameter every step.
-  if (!rebuild_due) ready_order.clear();
+  transition(phase, Phase::kReducing, Phase::kArmed, "DDP's reducer");
+  rebuild.step_done(params.size());
   if (!unused.empty())
     throw comm::CommError(
         comm.self() + ": DistributedDataParallel: parameter(s) " + unused +
@@ -265,41 +361,27 @@ void ReducerState::finalize() {
         "contribute to the loss, or exclude it from the module (requires_grad false).");
 }
 
-
 Reducer::Reducer(comm::Communicator& comm, std::vector<at::Tensor> params, std::vector<std::string> names,
                  ReducerOptions options)
-    : state_(std::make_shared<ReducerState>(comm, options)) {
-  state_->params = std::move(params);
-  state_->names = std::move(names);
+    : state_(std::make_shared<ReducerState>(comm, std::move(params), std::move(names), options)) {
   std::weak_ptr<ReducerState> weak = state_;
   hooks_ = std::make_unique<GradReadyHooks>(state_->params, [weak](size_t i) {
-    if (auto state = weak.lock()) state->on_grad_ready(static_cast<int>(i));
+    if (auto state = weak.lock()) state->on_grad_ready(i);
   });
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->set_plan(reverse_registration_order(static_cast<int>(state_->params.size())), /*is_rebuild=*/false);
 }
 
 Reducer::~Reducer() = default;
 
+// Local or armed -> local or armed, rebuilding the plan when due.
 void Reducer::prepare_for_backward(bool sync) {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  if (state_->reducing)
+  if (state_->phase == Phase::kReducing)
     throw comm::CommError(state_->comm.self() +
                           ": DistributedDataParallel: the previous backward started reducing gradients but never "
                           "finished (was backward interrupted, or run with autograd::grad?); call finalize() or run "
                           "a full backward before the next forward");
-  if (state_->rebuild_due) {
-    // Every rank must pack alike: rank 0's order of readiness is the law.
-    std::vector<int64_t> mine(state_->ready_order.begin(), state_->ready_order.end());
-    at::Tensor order = at::tensor(mine, at::kLong).to(state_->comm.device());
-    state_->comm.native_broadcast(order, 0);
-    order = order.cpu();
-    std::vector<int> agreed(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
-    state_->rebuild_due = false;
-    state_->rebuilt = true;
-    state_->set_plan(agreed, /*is_rebuild=*/true);
-  }
-  state_->expect_sync = sync;
+  if (state_->rebuild.stage == Rebuild::kDue) state_->rebuild_plan_locked();
+  state_->phase = sync ? Phase::kArmed : Phase::kLocal;
   if (!sync) ++state_->stats.local_steps;
 }
 
@@ -309,7 +391,9 @@ const BucketPlan& Reducer::plan() const { return state_->plan; }
 
 std::vector<at::Tensor> Reducer::bucket_buffers() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->buffers;
+  std::vector<at::Tensor> out;
+  for (const GradBucket& bucket : state_->buckets) out.push_back(bucket.buffer());
+  return out;
 }
 
 ReducerStats Reducer::stats() const {
