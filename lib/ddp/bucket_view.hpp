@@ -1,7 +1,7 @@
 // A gradient that lives in a bucket: DDP's gradient_as_bucket_view
-// (reducer.hpp) makes a parameter's .grad share the memory of its slot in
-// a flat buffer, so that backward accumulates straight into the bucket and
-// nothing is copied.
+// (reducer.hpp) and ZeRO-1's gradient buffers (zero/zero1.hpp) both make a
+// parameter's .grad share the memory of its slot in a flat buffer, so that
+// backward accumulates straight into the bucket and nothing is copied.
 #pragma once
 
 #include <ATen/ATen.h>
