@@ -383,7 +383,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     std::printf("  DDP > ZeRO-1 > ZeRO-2 > ZeRO-3: %s\n", decreasing ? "yes" : "NO");
     ok = ok && decreasing;
     std::printf("  Look: DDP's buffers are its buckets, a second copy of the gradients (unless\n"
-                "  gradient_as_bucket_view). ZeRO-1 keeps whole gradients plus the reduced 1/p it steps.\n"
+                "  gradient_as_bucket_view). ZeRO-1 keeps one gradient: the 1/p it steps is a view of it.\n"
                 "  ZeRO shards model states, not activations: those grow with the batch.\n");
   }
 

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <c10/util/Exception.h>
-#include <c10/util/strides.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -13,6 +12,7 @@
 
 #include "collectives/async.hpp"
 #include "collectives/collectives.hpp"
+#include "ddp/bucket_view.hpp"
 
 namespace distlab::ddp {
 
@@ -247,11 +247,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     const at::Tensor slot = slot_of(i);
     if (options.gradient_as_bucket_view && slot.scalar_type() == p.scalar_type()) {
       if (p.grad().defined() && p.grad().data_ptr() == slot.data_ptr()) return;  // already the slot
-      // A tensor over the bucket's storage, not an autograd view of it: the
-      // optimizer's zero_grad may detach_() it, which a view refuses.
-      at::Tensor grad = at::empty({0}, slot.options());
-      grad.set_(slot.storage(), slot.storage_offset(), p.sizes(), c10::contiguous_strides(p.sizes()));
-      p.mutable_grad() = grad;
+      p.mutable_grad() = bucket_view(slot, p.sizes());
       return;
     }
     const at::Tensor averaged = slot.view(p.sizes());

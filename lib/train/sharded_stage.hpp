@@ -64,7 +64,9 @@ class ShardedStage {
                pipeline::Schedule schedule, pipeline::ExecutorOptions executor_options, int zero,
                const zero::OptimizerFactory& make_optimizer);
 
-  // Drops the parameters' .grad and zeroes the shard's.
+  // Zeroes the gradients: ZeRO-1's buffers (the parameters' .grad and the
+  // shard's are views of them); ZeRO-2 drops the parameters' .grad and
+  // zeroes the shard's.
   void zero_grad();
   // The microbatches' forwards and backwards and the stage's one
   // reduce-scatter; returns with this rank's chunk of the replicas' average

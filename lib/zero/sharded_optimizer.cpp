@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "collectives/collectives.hpp"
+#include "ddp/bucket_view.hpp"
 #include "ddp/replicas.hpp"
 
 namespace distlab::zero {
@@ -254,6 +255,58 @@ void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const 
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
   label_bucket_span(span, bucket, name, flat);
   target.add_(collectives::reduce_scatter(comm_, flat, comm::ReduceOp::kSum, options_.algorithm, options_.tag));
+}
+
+void ShardedOptimizer::use_gradient_buffers() {
+  torch::NoGradGuard no_grad;
+  const std::vector<int64_t> offset_of = layout_.plan.offset_of();
+  grad_slots_.assign(params_.size(), at::Tensor());
+  for (int b = 0; b < layout_.buckets(); ++b) {
+    const ddp::Bucket& bucket = layout_.plan.buckets[static_cast<size_t>(b)];
+    at::Tensor buffer = at::zeros({bucket.numel}, options_of_);  // (bucket numel,)
+    for (int i : bucket.params) {
+      grad_slots_[static_cast<size_t>(i)] =
+          buffer.narrow(0, offset_of[static_cast<size_t>(i)], params_[static_cast<size_t>(i)].numel());
+      point_grad_at_slot(static_cast<size_t>(i));
+    }
+    const collectives::Range mine = layout_.chunk(b, comm_.rank());
+    const at::Tensor my_range = buffer.narrow(0, mine.offset, mine.count);
+    chunks_[static_cast<size_t>(b)].mutable_grad() = ddp::bucket_view(my_range, my_range.sizes());
+    grad_buffers_.push_back(buffer);
+  }
+}
+
+void ShardedOptimizer::point_grad_at_slot(size_t i) {
+  const at::Tensor& p = params_[i];
+  p.mutable_grad() = ddp::bucket_view(grad_slots_[i], p.sizes());
+}
+
+void ShardedOptimizer::zero_gradient_buffers() {
+  for (const at::Tensor& buffer : grad_buffers_) buffer.zero_();
+  for (size_t i = 0; i < grad_slots_.size(); ++i) {
+    const at::Tensor& grad = params_[i].grad();
+    if (!grad.defined() || grad.data_ptr() != grad_slots_[i].data_ptr()) point_grad_at_slot(i);
+  }
+}
+
+void ShardedOptimizer::reduce_scatter_gradient_buffer(int bucket, const std::string& name) {
+  torch::NoGradGuard no_grad;
+  at::Tensor buffer = grad_buffers_.at(static_cast<size_t>(bucket));
+  for (int i : layout_.plan.buckets[static_cast<size_t>(bucket)].params) {
+    const at::Tensor& slot = grad_slots_[static_cast<size_t>(i)];
+    const at::Tensor& grad = params_[static_cast<size_t>(i)].grad();
+    if (grad.defined() && grad.data_ptr() == slot.data_ptr()) continue;  // backward accumulated into the slot
+    if (grad.defined())
+      slot.copy_(grad.reshape({-1}));
+    else
+      slot.zero_();
+    point_grad_at_slot(static_cast<size_t>(i));
+  }
+  if (comm_.size() > 1) buffer.mul_(1.0 / comm_.size());  // summed over the ranks: the average
+  trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
+  label_bucket_span(span, bucket, name, buffer);
+  // My chunk of the buffer, which the shard's .grad already is, holds the sum.
+  collectives::reduce_scatter(comm_, buffer, comm::ReduceOp::kSum, options_.algorithm, options_.tag);
 }
 
 void ShardedOptimizer::gather_parameters() {

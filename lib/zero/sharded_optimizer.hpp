@@ -5,8 +5,11 @@
 //
 //   shard        (shard_numel,) leaf tensor: this rank's chunks of every
 //                bucket of parameters (shard_layout.hpp)
-//   shard.grad   (shard_numel,) this rank's chunks of the averaged gradient,
-//                written by Zero1's / Zero2's reduce-scatters
+//   shard.grad   (shard_numel,) this rank's chunks of the averaged gradient.
+//                Zero2's and Zero3's reduce-scatters add into a .grad of the
+//                chunks' own; Zero1's gradient buffers (use_gradient_buffers)
+//                hold the whole gradient, and my chunk's .grad is its range
+//                of them, which the reduce-scatter fills in place
 //   step()       optimizer.step() on the shard, then bucket by bucket: put
 //                my chunk in a flat buffer, all-gather it, copy the buffer
 //                back into the parameters
@@ -112,10 +115,29 @@ class ShardedOptimizer {
   // comm thread may do this while backward goes on. Same order on every rank.
   void reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name);
 
+  // ZeRO-1's whole gradient, kept once: one flat (bucket numel,) buffer per
+  // bucket, laid out as the parameters' buffer. Every parameter's .grad
+  // becomes its slot of it (a tensor over the buffer's memory:
+  // ddp/bucket_view.hpp), so backward accumulates straight into the buffer;
+  // my chunk's .grad becomes the chunk's range of it, for good.
+  void use_gradient_buffers();
+  // (bucket numel,) per bucket after use_gradient_buffers(); empty before.
+  const std::vector<at::Tensor>& gradient_buffers() const { return grad_buffers_; }
+  // Zeroes the gradient buffers; every parameter's .grad is its slot again.
+  void zero_gradient_buffers();
+  // Bucket `bucket`'s gradient buffer averaged over the ranks, in place:
+  // each .grad that is not its slot is put there first (undefined: the slot
+  // is zeroed; replaced by user code: copied in, and .grad is the slot
+  // again), the buffer is divided by p and reduce-scattered where it is.
+  // My chunk of it, the shard's .grad, then holds the average; the rest holds
+  // what the reduce-scatter left there (partial sums). Traced as `name`.
+  void reduce_scatter_gradient_buffer(int bucket, const std::string& name);
+
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   // The bytes this rank holds now (memory.hpp): the model's parameters and
-  // the shard (counted once where it is a view of them), their gradients,
-  // the optimizer's state.
+  // the shard (counted once where it is a view of them), their gradients
+  // (counted once where they share ZeRO-1's gradient buffers), the
+  // optimizer's state.
   MemoryUse memory() const;
   // What the ZeRO paper says this rank holds: accounting() of memory.hpp
   // for this stage, the model's parameter count, the ranks, the parameters'
@@ -133,6 +155,8 @@ class ShardedOptimizer {
  private:
   // A bucket's all-gather or reduce-scatter span: its name, bytes, stage, bucket, step, algorithm.
   void label_bucket_span(trace::Span& span, int bucket, const std::string& name, const at::Tensor& flat) const;
+  // Parameter i's .grad becomes its slot of the gradient buffers.
+  void point_grad_at_slot(size_t i);
 
   comm::Communicator& comm_;
   ZeroOptions options_;
@@ -145,6 +169,8 @@ class ShardedOptimizer {
   at::TensorOptions options_of_;
   std::vector<at::Tensor> flats_;   // kViewsOfParameters: per bucket (numel,), the parameters are views into it
   std::vector<at::Tensor> chunks_;  // per bucket (chunk count,)
+  std::vector<at::Tensor> grad_buffers_;  // use_gradient_buffers: per bucket (numel,), the whole gradient
+  std::vector<at::Tensor> grad_slots_;    // use_gradient_buffers: per parameter (numel,), its range of them
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   int64_t steps_ = 0;
 };

@@ -1,29 +1,25 @@
 #include "zero/zero1.hpp"
 
-#include <ATen/ATen.h>
-#include <torch/csrc/autograd/grad_mode.h>
-
+#include <string>
 
 namespace distlab::zero {
 
 Zero1::Zero1(comm::Communicator& comm, torch::nn::Module& module, const OptimizerFactory& make_optimizer,
              ZeroOptions options)
     : sharded_(comm, module, make_optimizer, options, Stage::kZero1, pack_by_size(options, BucketOrder::kRegistration),
-               ShardStorage::kViewsOfParameters) {}
+               ShardStorage::kViewsOfParameters) {
+  sharded_.use_gradient_buffers();
+}
 
 void Zero1::zero_grad() {
-  for (const at::Tensor& p : sharded_.params()) p.mutable_grad() = at::Tensor();
-  sharded_.zero_shard_grad();
+  sharded_.zero_gradient_buffers();
   reduced_ = false;
 }
 
 void Zero1::reduce_gradients() {
   if (reduced_) return;
-  torch::NoGradGuard no_grad;
-  const ShardLayout& layout = sharded_.layout();
-  for (int b = 0; b < layout.buckets(); ++b)  // (bucket numel,) local gradients / p: summed over ranks, the average
-    sharded_.reduce_scatter_bucket(b, flat_gradients(layout, b, sharded_.params(), 1.0 / sharded_.comm().size()),
-                                   "reduce-scatter bucket " + std::to_string(b));
+  for (int b = 0; b < sharded_.layout().buckets(); ++b)
+    sharded_.reduce_scatter_gradient_buffer(b, "reduce-scatter bucket " + std::to_string(b));
   reduced_ = true;
 }
 

@@ -2,6 +2,7 @@
 // on 2, 3 and 4 ranks and on a group; what ZeRO-2 keeps and drops; the
 // trace events a timeline draws; ZeRO-2's overlap with backward.
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -10,6 +11,7 @@
 
 #include <mutex>
 
+#include "collectives/plan.hpp"
 #include "comm/threads_backend.hpp"
 #include "models/square_mlp.hpp"
 #include "trace/recorder.hpp"
@@ -93,6 +95,79 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientAndOptimizerState) {
     model->forward(at::ones({2, 8})).sum().backward();
     zero.step();
     for (const auto& p : model->parameters()) EXPECT_TRUE(p.grad().defined());
+  });
+}
+
+// ZeRO-1 keeps one gradient: each bucket's parameters have their .grad side
+// by side in one storage, in the bucket's layout, and the shard's .grad is my
+// chunk of that same storage, so the gradients take exactly Psi elements.
+// Two backwards accumulate there; a .grad that user code replaced is reduced
+// with its new values, and a dropped one as zeros: my chunk then holds the
+// average over the ranks of what each rank's .grads said, computed here
+// with autograd::grad and an all-reduce.
+TEST(Zero1, KeepsOneGradientAndReducesItInPlace) {
+  comm::run_thread_ranks(3, [&](Communicator& comm) {
+    auto model = small_model();  // 229 elements
+    ZeroOptions options;
+    options.bucket_cap_bytes = options.first_bucket_bytes = 256;
+    Zero1 zero(comm, *model, sgd(torch::optim::SGDOptions(0.1)), options);
+    const ShardLayout& layout = zero.layout();
+    const std::vector<at::Tensor>& params = zero.sharded().params();
+    ASSERT_GT(layout.buckets(), 1);
+    ASSERT_EQ(params.size(), 4u);
+    const at::Tensor x = at::randn({2, 8}).mul_(comm.rank() + 1);  // every rank its own data
+
+    // The reference: each rank's .grads as the test leaves them, averaged.
+    std::vector<at::Tensor> local =
+        torch::autograd::grad({model->forward(x).pow(2).sum() + model->forward(x * 2).pow(2).sum()}, params);
+    local[1] = at::full_like(params[1], 0.5 * (comm.rank() + 1));  // replaced below
+    local[2] = at::zeros_like(params[2]);                         // dropped below
+    std::vector<at::Tensor> expected;  // per bucket (numel,)
+    for (const ddp::Bucket& bucket : layout.plan.buckets) {
+      std::vector<at::Tensor> pieces;
+      for (int i : bucket.params) pieces.push_back(local[static_cast<size_t>(i)].reshape({-1}));
+      at::Tensor sum = at::cat(pieces);
+      comm.native_all_reduce(sum);
+      expected.push_back(sum / comm.size());
+    }
+
+    zero.zero_grad();
+    model->forward(x).pow(2).sum().backward();
+    model->forward(x * 2).pow(2).sum().backward();
+    const std::vector<int> bucket_of = layout.plan.bucket_of();
+    const std::vector<int64_t> offset_of = layout.plan.offset_of();
+    auto base_of = [&](int b) {  // where bucket b's gradient starts: its first parameter's .grad
+      return params[static_cast<size_t>(layout.plan.buckets[static_cast<size_t>(b)].params.front())]
+          .grad()
+          .data_ptr<float>();
+    };
+    for (size_t i = 0; i < params.size(); ++i) {
+      const at::Tensor& grad = params[i].grad();
+      const int b = bucket_of[i];
+      EXPECT_EQ(grad.data_ptr<float>(), base_of(b) + offset_of[i]) << "parameter " << i;
+      EXPECT_TRUE(grad.is_alias_of(zero.sharded().gradient_buffers()[static_cast<size_t>(b)])) << "parameter " << i;
+    }
+    params[1].mutable_grad() = at::full_like(params[1], 0.5 * (comm.rank() + 1));
+    params[2].mutable_grad() = at::Tensor();
+
+    zero.reduce_gradients();
+    for (int b = 0; b < layout.buckets(); ++b) {
+      const collectives::Range mine = layout.chunk(b, comm.rank());
+      const at::Tensor& chunk_grad = zero.sharded().shard()[static_cast<size_t>(b)].grad();
+      EXPECT_EQ(chunk_grad.data_ptr<float>(), base_of(b) + mine.offset) << "bucket " << b;
+      EXPECT_TRUE(at::allclose(chunk_grad, expected[static_cast<size_t>(b)].narrow(0, mine.offset, mine.count),
+                               1e-5, 1e-6))
+          << "bucket " << b << ": " << chunk_grad << " vs " << expected[static_cast<size_t>(b)];
+    }
+    for (size_t i = 0; i < params.size(); ++i)  // the replaced and the dropped .grad are their slots again
+      EXPECT_EQ(params[i].grad().data_ptr<float>(), base_of(bucket_of[i]) + offset_of[i]) << "parameter " << i;
+    EXPECT_EQ(zero.sharded().memory().gradients, 229 * 4);
+    EXPECT_EQ(zero.sharded().memory().gradients, zero.sharded().accounting().gradients);
+
+    zero.step();
+    EXPECT_NO_THROW(zero.sharded().optimizer().zero_grad());  // detach_() works: .grad is not a view
+    zero.zero_grad();
+    for (const at::Tensor& p : params) EXPECT_EQ(p.grad().abs().sum().item<double>(), 0.0);
   });
 }
 
