@@ -106,17 +106,17 @@ struct Run {
 
 // The element-wise largest of every rank's use.
 MemoryUse largest_over_ranks(comm::Communicator& comm, const MemoryUse& mine) {
-  at::Tensor t = at::tensor({static_cast<double>(mine.parameters), static_cast<double>(mine.gradients),
-                             static_cast<double>(mine.optimizer_state), static_cast<double>(mine.buffers)},
-                            at::kDouble)
-                     .to(comm.device());
+  std::vector<double> values;
+  for (const auto& [category, bytes] : mine.series()) values.push_back(static_cast<double>(bytes));
+  at::Tensor t = at::tensor(values, at::kDouble).to(comm.device());
   comm.native_all_reduce(t, comm::ReduceOp::kMax);
   t = t.cpu();
-  MemoryUse out;
+  MemoryUse out;  // series() order: parameters, gradients, optimizer state, buffers, activations
   out.parameters = static_cast<int64_t>(t[0].item<double>());
   out.gradients = static_cast<int64_t>(t[1].item<double>());
   out.optimizer_state = static_cast<int64_t>(t[2].item<double>());
   out.buffers = static_cast<int64_t>(t[3].item<double>());
+  out.activations = static_cast<int64_t>(t[4].item<double>());
   return out;
 }
 
@@ -144,6 +144,7 @@ double median(std::vector<double> v) {
 class Lesson {
  public:
   Lesson(comm::Communicator& comm, const Options& o) : comm_(comm), o_(o), p_(comm.size()) {
+    if (comm.backend() != "threads") meter_ = &zero::AllocatorMeter::install();
     memory_ = std::make_shared<trace::MemorySink>();
     if (comm.rank() == 0) comm.recorder_ptr()->add_sink(memory_);  // thread ranks share one recorder
     comm.barrier();
@@ -179,6 +180,17 @@ class Lesson {
     comm_.barrier();
   }
   int64_t activations() const { return activations_; }
+
+  // Runs `forward` and notes into `peaks` what it left for backward (this
+  // process's allocator: bytes after less bytes before). Only with a
+  // process per rank (gloo): thread ranks share one allocator, and note nothing.
+  template <typename Forward>
+  at::Tensor forward_noting(zero::StepPeaks& peaks, Forward&& forward) {
+    const int64_t before = meter_ != nullptr ? meter_->allocated() : 0;
+    at::Tensor loss = forward();
+    if (meter_ != nullptr) peaks.note_activations(meter_->allocated() - before);
+    return loss;
+  }
 
   // Runs `stage`: one untimed step, then o.steps timed ones (the first of
   // them traced for its bytes); `step(s)` does forward, backward and the
@@ -218,9 +230,12 @@ class Lesson {
     options.algorithm = collectives::Algorithm::kRing;  // the library's ring: its steps carry the bytes sent
     ddp::DistributedDataParallel ddp(comm_, model.ptr(), options);
     torch::optim::Adam adam(model->parameters(), adam_options(o_));
+    zero::StepPeaks peaks;
     auto step = [&](int s) {
       adam.zero_grad();
-      at::Tensor loss = ddp.forward([&] { return loss_of(model->forward(mine_.x), mine_.y); });
+      at::Tensor loss = forward_noting(peaks, [&] {
+        return ddp.forward([&] { return loss_of(model->forward(mine_.x), mine_.y); });
+      });
       traced_backward(comm_, loss, s);
       adam.step();
     };
@@ -234,6 +249,7 @@ class Lesson {
         counted.add(t.grad());
       }
       for (const auto& b : ddp.reducer().bucket_buffers()) m.buffers += counted.add(b);
+      m.activations = peaks.activations();
       const MemoryUse formula = zero::accounting(Stage::kDdp, psi_, p_, 4, 8);
       zero::record_memory(comm_.recorder(), comm_.world_rank(), "DDP", m, formula);
       return std::make_pair(m, formula);
@@ -247,7 +263,9 @@ class Lesson {
     Zero zero(comm_, *model, zero::adam(adam_options(o_)));
     auto step = [&](int) {
       zero.zero_grad();
-      traced_backward(comm_, loss_of(model->forward(mine_.x), mine_.y), zero.sharded().steps());
+      const at::Tensor loss =
+          forward_noting(zero.sharded().peaks(), [&] { return loss_of(model->forward(mine_.x), mine_.y); });
+      traced_backward(comm_, loss, zero.sharded().steps());
       zero.step();
     };
     auto memory = [&] { return std::make_pair(zero.sharded().memory(), zero.sharded().accounting()); };
@@ -262,7 +280,9 @@ class Lesson {
     auto step = [&](int s) {
       if (s == 1) traced = zero.sharded().steps();
       zero.zero_grad();
-      traced_backward(comm_, loss_of(zero.forward(mine_.x), mine_.y), zero.sharded().steps());
+      const at::Tensor loss =
+          forward_noting(zero.sharded().peaks(), [&] { return loss_of(zero.forward(mine_.x), mine_.y); });
+      traced_backward(comm_, loss, zero.sharded().steps());
       zero.step();
     };
     auto memory = [&] { return std::make_pair(zero.sharded().memory(), zero.sharded().accounting()); };
@@ -280,6 +300,7 @@ class Lesson {
   lessons::Data whole_, mine_;
   int64_t psi_ = 0;
   int64_t activations_ = 0;
+  zero::AllocatorMeter* meter_ = nullptr;  // gloo: this rank's process
   std::vector<at::Tensor> reference_;  // rank 0
 };
 
@@ -375,8 +396,18 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
                   mb_number(r.measured.buffers).c_str(), mb_number(r.measured.model_states()).c_str(),
                   mb_number(r.formula.model_states()).c_str(), ratio);
     }
-    std::printf("  states = params + grads + optimizer; activations (rank 0's forward, measured): %s\n",
-                mb(lesson.activations()).c_str());
+    std::printf("  states = params + grads + optimizer; buffers: DDP's buckets, ZeRO's most at once\n");
+    if (runs.front().measured.activations > 0) {  // a process per rank: each forward measured
+      int64_t least = runs.front().measured.activations, most = least;
+      for (const Run& r : runs) {
+        least = std::min(least, r.measured.activations);
+        most = std::max(most, r.measured.activations);
+      }
+      std::printf("  activations kept by each stage's forward, measured: %s .. %s\n", mb(least).c_str(),
+                  mb(most).c_str());
+    } else {
+      std::printf("  activations (rank 0's forward, measured): %s\n", mb(lesson.activations()).c_str());
+    }
     bool decreasing = true;
     for (size_t i = 1; i < 4; ++i)
       decreasing = decreasing && runs[i].measured.model_states() < runs[i - 1].measured.model_states();
@@ -384,6 +415,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     ok = ok && decreasing;
     std::printf("  Look: DDP's buffers are its buckets, a second copy of the gradients (unless\n"
                 "  gradient_as_bucket_view). ZeRO-1 keeps one gradient: the 1/p it steps is a view of it.\n"
+                "  ZeRO-2's buckets and ZeRO-3's unit gradients live only until reduce-scattered.\n"
                 "  ZeRO shards model states, not activations: those grow with the batch.\n");
   }
 

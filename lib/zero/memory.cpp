@@ -91,6 +91,23 @@ MemoryUse measure_memory(const std::vector<at::Tensor>& parameters, const torch:
   return m;
 }
 
+namespace {
+void raise_to(std::atomic<int64_t>& peak, int64_t value) {
+  int64_t seen = peak.load();
+  while (value > seen && !peak.compare_exchange_weak(seen, value)) {
+  }
+}
+}  // namespace
+
+void StepPeaks::buffer_allocated(int64_t bytes) { raise_to(buffers_peak_, buffers_now_ += bytes); }
+
+void StepPeaks::note_activations(int64_t bytes) { raise_to(activations_peak_, bytes); }
+
+void StepPeaks::reset() {
+  buffers_peak_ = buffers_now_.load();
+  activations_peak_ = 0;
+}
+
 // ---- the counting allocator ----
 
 namespace {
@@ -126,12 +143,7 @@ class CountingAllocator final : public c10::Allocator {
 
 }  // namespace
 
-void AllocatorMeter::on_allocate(int64_t bytes) {
-  const int64_t now = allocated_ += bytes;
-  int64_t peak = peak_.load();
-  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-  }
-}
+void AllocatorMeter::on_allocate(int64_t bytes) { raise_to(peak_, allocated_ += bytes); }
 
 AllocatorMeter& AllocatorMeter::install() {
   static AllocatorMeter meter;

@@ -81,6 +81,27 @@ class StorageCounter {
 // Parameters and their .grad, and the optimizer's state (optimizer may be null).
 MemoryUse measure_memory(const std::vector<at::Tensor>& parameters, const torch::optim::Optimizer* optimizer);
 
+// What lives only during part of a step, at its most since the last
+// reset(): communication buffers that come and go (ZeRO-2's bucket from
+// its first gradient to its reduce-scatter, ZeRO-3's flattened unit
+// gradient), counted as they are allocated and freed, and the activations
+// a forward left for backward, as the caller measured them (note_activations:
+// e.g. an AllocatorMeter's bytes before and after forward). Thread-safe:
+// the comm thread frees buffers while backward allocates more.
+class StepPeaks {
+ public:
+  void buffer_allocated(int64_t bytes);
+  void buffer_freed(int64_t bytes) { buffers_now_ -= bytes; }
+  void note_activations(int64_t bytes);
+  int64_t buffers() const { return buffers_peak_.load(); }
+  int64_t activations() const { return activations_peak_.load(); }
+  // Peaks from here on start from what is held now.
+  void reset();
+
+ private:
+  std::atomic<int64_t> buffers_now_{0}, buffers_peak_{0}, activations_peak_{0};
+};
+
 // The process's CPU allocations, counted: install() puts a counting
 // allocator in front of LibTorch's CPU allocator (once per process; what was
 // allocated before is not seen, so call it before building the model).

@@ -155,7 +155,10 @@ ShardedOptimizer::ShardedOptimizer(comm::Communicator& comm, torch::nn::Module& 
 MemoryUse ShardedOptimizer::memory() const {
   std::vector<at::Tensor> tensors = params_;
   tensors.insert(tensors.end(), chunks_.begin(), chunks_.end());
-  return measure_memory(tensors, optimizer_.get());
+  MemoryUse m = measure_memory(tensors, optimizer_.get());
+  m.buffers = peaks_.buffers();
+  m.activations = peaks_.activations();
+  return m;
 }
 
 MemoryUse ShardedOptimizer::accounting() const {

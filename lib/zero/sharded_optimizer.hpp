@@ -134,11 +134,16 @@ class ShardedOptimizer {
   void reduce_scatter_gradient_buffer(int bucket, const std::string& name);
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
-  // The bytes this rank holds now (memory.hpp): the model's parameters and
+  // The bytes this rank holds (memory.hpp): now, the model's parameters and
   // the shard (counted once where it is a view of them), their gradients
   // (counted once where they share ZeRO-1's gradient buffers), the
-  // optimizer's state.
+  // optimizer's state; at their most since peaks().reset() (or since it
+  // was built), the communication buffers that come and go and the
+  // activations.
   MemoryUse memory() const;
+  // The passing bytes: ZeRO-2 and ZeRO-3 count their buffers here; the
+  // caller may note the activations its forward kept.
+  StepPeaks& peaks() const { return peaks_; }
   // What the ZeRO paper says this rank holds: accounting() of memory.hpp
   // for this stage, the model's parameter count, the ranks, the parameters'
   // element size and the optimizer's state bytes (OptimizerFactory).
@@ -173,6 +178,7 @@ class ShardedOptimizer {
   std::vector<at::Tensor> grad_slots_;    // use_gradient_buffers: per parameter (numel,), its range of them
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   int64_t steps_ = 0;
+  mutable StepPeaks peaks_;
 };
 
 // Bucket `bucket` as one flat (numel,) buffer: the parameters' gradients

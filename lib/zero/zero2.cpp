@@ -56,8 +56,10 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
   void take_locked(size_t i) {
     const at::Tensor& p = sharded.params()[i];
     const auto b = static_cast<size_t>(bucket_of[i]);
-    if (!buffers[b].defined())
+    if (!buffers[b].defined()) {
       buffers[b] = at::empty({sharded.layout().plan.buckets[b].numel}, p.options());  // (bucket numel,)
+      sharded.peaks().buffer_allocated(static_cast<int64_t>(buffers[b].nbytes()));
+    }
     at::Tensor slot = buffers[b].narrow(0, offset_of[i], p.numel());
     const at::Tensor& grad = p.grad();
     if (grad.defined())
@@ -80,7 +82,9 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
       // The bucket's memory goes back as soon as its chunk is taken.
       works[static_cast<size_t>(b)] = comm_thread.submit(
           comm.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b), [target, buffer, b]() mutable {
+            const auto bytes = static_cast<int64_t>(buffer.nbytes());
             target->reduce_scatter_bucket(b, std::move(buffer), "reduce-scatter bucket " + std::to_string(b));
+            target->peaks().buffer_freed(bytes);
           });
     }
   }

@@ -188,10 +188,13 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
         sharded.params()[static_cast<size_t>(i)].mutable_grad() = at::Tensor();
       ++stats.reduce_scatters;
       stats.reduced_bytes += static_cast<int64_t>(flat.nbytes());
+      sharded.peaks().buffer_allocated(static_cast<int64_t>(flat.nbytes()));
       ShardedOptimizer* target = &sharded;
       const std::string name = "reduce-scatter unit " + std::to_string(u);
       reductions.emplace_back(u, comm_thread.submit(comm.self() + ": " + name, [target, flat, u, name]() mutable {
+        const auto bytes = static_cast<int64_t>(flat.nbytes());
         target->reduce_scatter_bucket(u, std::move(flat), name);
+        target->peaks().buffer_freed(bytes);
       }));
     }
     if (held[static_cast<size_t>(u)] != Held::kFreed) free(lock, u);

@@ -50,13 +50,15 @@ void expect_lesson_12_right(const Outcome& r, int width, int layers, int p) {
   ASSERT_EQ(r.status, 0) << r.output;
   const double psi = static_cast<double>(layers) * (width * width + width);
   const double mb = 1e6, shard = psi / p;
-  // What each stage should hold, in MB: (parameters, gradients, optimizer state, buffers).
+  // What each stage should hold, in MB: (parameters, gradients, optimizer state, buffers). Buffers
+  // -1: ZeRO-2's buckets and ZeRO-3's unit gradients, which come and go: at their most at least
+  // one layer's gradient (a bucket holds whole layers, a unit is one) and at most all of them.
   const std::map<std::string, Numbers> expected = {
       {"DDP", {4 * psi / mb, 4 * psi / mb, 8 * psi / mb, 4 * psi / mb}},            // buffers: the buckets
       {"ZeRO-1", {4 * psi / mb, 4 * psi / mb, 8 * shard / mb, 0}},  // the reduced shard is a view of the whole
-      {"ZeRO-2", {4 * psi / mb, 4 * shard / mb, 8 * shard / mb, 0}},
-      {"ZeRO-3", {4 * shard / mb, 4 * shard / mb, 8 * shard / mb, 0}},
-      {"ZeRO-3 no prefetch", {4 * shard / mb, 4 * shard / mb, 8 * shard / mb, 0}},
+      {"ZeRO-2", {4 * psi / mb, 4 * shard / mb, 8 * shard / mb, -1}},
+      {"ZeRO-3", {4 * shard / mb, 4 * shard / mb, 8 * shard / mb, -1}},
+      {"ZeRO-3 no prefetch", {4 * shard / mb, 4 * shard / mb, 8 * shard / mb, -1}},
   };
   const auto rows = memory_rows(r.output);
   ASSERT_EQ(rows.size(), expected.size()) << r.output;
@@ -66,7 +68,12 @@ void expect_lesson_12_right(const Outcome& r, int width, int layers, int p) {
     EXPECT_NEAR(got.params, want.params, kPrinted) << stage;
     EXPECT_NEAR(got.grads, want.grads, kPrinted) << stage;
     EXPECT_NEAR(got.optimizer, want.optimizer, kPrinted) << stage;
-    EXPECT_NEAR(got.buffers, want.buffers, kPrinted) << stage;
+    if (want.buffers >= 0) {
+      EXPECT_NEAR(got.buffers, want.buffers, kPrinted) << stage;
+    } else {
+      EXPECT_GE(got.buffers, 4 * psi / layers / mb - kPrinted) << stage;
+      EXPECT_LE(got.buffers, 4 * psi / mb + kPrinted) << stage;
+    }
   }
   EXPECT_GT(rows.at("DDP").states, rows.at("ZeRO-1").states);
   EXPECT_GT(rows.at("ZeRO-1").states, rows.at("ZeRO-2").states);

@@ -96,6 +96,52 @@ TEST(ZeroMemory, MeasuredAgainstTheAccountingOnFourRanks) {
   }
 }
 
+// The buffers that come and go during a step, at their most: ZeRO-2's
+// buckets (here one per layer) and ZeRO-3's flattened unit gradients live
+// from backward to their reduce-scatter, so the peak is at least the
+// largest one and at most all of them at once; ZeRO-1 reduces in place and
+// has none. Noted activations are kept at their largest; reset() starts
+// again from what is held now (nothing).
+TEST(ZeroMemory, PassingBuffersAndActivationsAtTheirPeak) {
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    const at::Tensor x = at::ones({4, 64});
+    const auto adam = zero::adam(torch::optim::AdamOptions(1e-3));
+    const int64_t layer = (64 * 64 + 64) * 4;
+    {
+      auto model = model_of_three_units();
+      Zero1 zero(comm, *model, adam);
+      model->forward(x).sum().backward();
+      zero.step();
+      EXPECT_EQ(zero.sharded().memory().buffers, 0);
+    }
+    {
+      auto model = model_of_three_units();
+      ZeroOptions options;
+      options.bucket_cap_bytes = options.first_bucket_bytes = layer;
+      Zero2 zero(comm, *model, adam, options);
+      ASSERT_EQ(zero.layout().buckets(), 3);
+      model->forward(x).sum().backward();
+      zero.step();
+      EXPECT_GE(zero.sharded().memory().buffers, layer);
+      EXPECT_LE(zero.sharded().memory().buffers, 3 * layer);
+      zero.sharded().peaks().note_activations(5000);
+      zero.sharded().peaks().note_activations(3000);
+      EXPECT_EQ(zero.sharded().memory().activations, 5000);
+      zero.sharded().peaks().reset();
+      EXPECT_EQ(zero.sharded().memory().buffers, 0);
+      EXPECT_EQ(zero.sharded().memory().activations, 0);
+    }
+    {
+      auto model = model_of_three_units();
+      Zero3 zero(comm, model, adam);
+      zero.forward(x).sum().backward();
+      zero.step();
+      EXPECT_GE(zero.sharded().memory().buffers, layer);
+      EXPECT_LE(zero.sharded().memory().buffers, 3 * layer);
+    }
+  });
+}
+
 TEST(ZeroMemory, StorageCounterCountsSharedStorageOnce) {
   const at::Tensor flat = at::zeros({100});
   StorageCounter counter;
