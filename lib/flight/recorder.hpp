@@ -25,6 +25,7 @@
 // trace file when tracing to a file, else the working directory).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -54,7 +55,9 @@ class Ring {
   Ring(int rank, int world_size, size_t capacity);
 
   int rank() const { return rank_; }
-  bool on() const { return capacity_ > 0; }
+  bool on() const { return capacity_ > 0 && !paused_; }
+  // Stops and resumes recording (distlab-bench flight times a step both ways).
+  void set_paused(bool paused) { paused_ = paused; }
   // Records a new operation; sets its id and entered_us. Returns the id.
   uint64_t enter(Entry entry);
   // Moves operation `id` on, if the ring still holds it.
@@ -76,6 +79,7 @@ class Ring {
   const int rank_;
   const int world_size_;
   const size_t capacity_;
+  std::atomic<bool> paused_{false};
   mutable std::mutex mutex_;
   std::vector<Entry> slots_;  // grows to capacity_, then entry id lives in slots_[id % capacity_]
   uint64_t next_id_ = 0;
