@@ -1,10 +1,12 @@
 // distlab-trace: what to do with the traces a job wrote.
 //
 //   distlab-trace merge -o all.json out.rank0.json out.rank1.json ...
+//   distlab-trace why flight.rank*.json          (or the directory holding them)
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
+#include "flight/why.hpp"
 #include "trace/merge.hpp"
 #include "trace/reader.hpp"
 
@@ -17,7 +19,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   merge->add_option("-o,--output", output, "the merged trace")->required();
   merge->add_option("inputs", inputs, "trace files, e.g. out.rank*.json")->required()->check(CLI::ExistingFile);
+  CLI::App* why = app.add_subcommand(
+      "why", "read every rank's flight recorder file (flight.rank<N>.json) and say why the job hangs or stopped");
+  std::vector<std::string> dumps;
+  why->add_option("files", dumps, "flight files, or directories holding them")->required();
   CLI11_PARSE(app, argc, argv);
+  if (why->parsed()) {
+    // A missing or damaged file is one line of the report, never a crash;
+    // the exit status is 1 when no file could be read at all.
+    const distlab::flight::Diagnosis diagnosis = distlab::flight::diagnose_files(dumps);
+    std::cout << distlab::flight::to_text(diagnosis) << std::flush;
+    return diagnosis.summary.rfind("read 0 ", 0) == 0 ? 1 : 0;
+  }
   try {
     const auto report = distlab::trace::merge_trace_files(inputs, output);
     std::cout << "distlab-trace: wrote " << report.events << " events from " << inputs.size() << " file(s) to "

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "collectives/collectives.hpp"
+#include "flight/site.hpp"
 
 namespace distlab::collectives {
 
@@ -70,7 +71,13 @@ CommThread::~CommThread() {
 comm::WorkPtr CommThread::submit(std::string what, std::function<void()> run) {
   auto job = std::make_shared<AsyncJob>();
   job->what = std::move(what);
-  job->run = std::move(run);
+  // The submitter's call site (flight/site.hpp) goes with the work to the
+  // communication thread, so the flight recorder names the DDP bucket or
+  // ZeRO unit that asked for the collective.
+  job->run = [site = flight::current_site(), run = std::move(run)] {
+    flight::Site here(site);
+    run();
+  };
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(job);

@@ -8,6 +8,7 @@
 
 #include "collectives/executor.hpp"
 #include "collectives/tags.hpp"
+#include "comm/flight_op.hpp"
 
 namespace distlab::collectives {
 namespace {
@@ -71,11 +72,16 @@ void in_place(Communicator& comm, at::Tensor& tensor, Collective collective, Alg
               ReduceOp op, int tag, Native&& native) {
   check_defined(comm, to_string(collective), tensor, "tensor");
   check_collective_tag(tag);
-  on_flat(tensor, [&](at::Tensor& flat) {
-    if (algorithm == Algorithm::kNative)
-      native(flat);
-    else
-      run(comm, collective, algorithm, flat, root, op, tag);
+  // One flight record for the call, in the caller's shape; the messages of
+  // its plan, or the backend call, are part of it (comm/flight_op.hpp).
+  const bool rooted = collective == Collective::kBroadcast || collective == Collective::kReduce;
+  comm::FlightOp::collective(comm, to_string(collective), to_string(algorithm), tensor, rooted ? root : -1).run([&] {
+    on_flat(tensor, [&](at::Tensor& flat) {
+      if (algorithm == Algorithm::kNative)
+        native(flat);
+      else
+        run(comm, collective, algorithm, flat, root, op, tag);
+    });
   });
 }
 

@@ -83,10 +83,10 @@ struct Landing {
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag) {
   const int me = comm.rank();
   if (plan.world_size != comm.size())
-    throw comm::CommError("rank " + std::to_string(me) + ": a plan for " + std::to_string(plan.world_size) +
+    throw comm::CommError(comm.self() + ": a plan for " + std::to_string(plan.world_size) +
                           " ranks cannot run on a communicator of " + std::to_string(comm.size()));
   if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() != plan.count)
-    throw comm::CommError("rank " + std::to_string(me) + ": run_plan needs a contiguous 1-D tensor of " +
+    throw comm::CommError(comm.self() + ": run_plan needs a contiguous 1-D tensor of " +
                           std::to_string(plan.count) + " elements, got " + std::to_string(flat.numel()));
   check_collective_tag(tag);
 
@@ -127,11 +127,10 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
         else
           landing.target.copy_(landing.data);
       }
-    } catch (const comm::TimeoutError& e) {
-      throw comm::TimeoutError(where(plan, s, flat) + e.what());
     } catch (const comm::CommError& e) {
-      throw comm::CommError(where(plan, s, flat) + e.what() +
-                            " (every rank must call the same collective with the same element count and dtype)");
+      // The inner message names this rank and its peer already.
+      comm::rethrow_with_context(where(plan, s, flat), e,
+                                 " (every rank must call the same collective with the same element count and dtype)");
     }
   }
 

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <sstream>
 
+#include "comm/flight_op.hpp"
+#include "flight/recorder.hpp"
 #include "trace/clock.hpp"
 
 namespace distlab::comm {
@@ -57,6 +60,15 @@ Communicator::Communicator(int rank, int size, CommOptions options)
   // the group's name joins the tag so that two groups over the same pair of
   // processes never share an id.
   if (!is_world()) flow_salt_ = std::hash<std::string>{}(options_.group) << 24;
+  // One ring per job-wide rank: a group's communicator finds its world's.
+  if (!options_.flight) options_.flight = make_flight_recorder();
+  flight_ring_ = options_.flight->ring_of(world_rank(), size_);
+  std::vector<int> members = options_.world_ranks;
+  if (is_world()) {
+    members.resize(static_cast<size_t>(size_));
+    std::iota(members.begin(), members.end(), 0);
+  }
+  flight_ring_->add_group(options_.group, members);
 }
 
 int Communicator::world_rank_of(int rank) const {
@@ -119,19 +131,35 @@ WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
   check_tensor("send", tensor);
   // Counted even when tracing is off so that flow ids stay in step if a
   // recorder is attached later.
-  const uint64_t flow = trace::flow_id(world_rank(), world_rank_of(peer), static_cast<int64_t>(tag + flow_salt_),
-                                       next_seq(send_seq_, peer, tag));
+  const uint64_t n = next_seq(send_seq_, peer, tag);
+  const uint64_t flow = trace::flow_id(world_rank(), world_rank_of(peer), static_cast<int64_t>(tag + flow_salt_), n);
   const int64_t begin = trace::now_us();
-  return traced("send", tensor, peer, tag, flow, begin, do_isend(tensor, peer, tag));
+  FlightOp flight = FlightOp::p2p(*this, "send", tensor, peer, tag, n);
+  WorkPtr work;
+  try {
+    work = do_isend(tensor, peer, tag);
+  } catch (const std::exception& e) {
+    flight.fail(e);
+    throw;
+  }
+  return flight_work(traced("send", tensor, peer, tag, flow, begin, std::move(work)), std::move(flight));
 }
 
 WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
   check_peer("recv", peer, tag);
   check_tensor("recv", tensor);
-  const uint64_t flow = trace::flow_id(world_rank_of(peer), world_rank(), static_cast<int64_t>(tag + flow_salt_),
-                                       next_seq(recv_seq_, peer, tag));
+  const uint64_t n = next_seq(recv_seq_, peer, tag);
+  const uint64_t flow = trace::flow_id(world_rank_of(peer), world_rank(), static_cast<int64_t>(tag + flow_salt_), n);
   const int64_t begin = trace::now_us();
-  return traced("recv", tensor, peer, tag, flow, begin, do_irecv(tensor, peer, tag));
+  FlightOp flight = FlightOp::p2p(*this, "recv", tensor, peer, tag, n);
+  WorkPtr work;
+  try {
+    work = do_irecv(tensor, peer, tag);
+  } catch (const std::exception& e) {
+    flight.fail(e);
+    throw;
+  }
+  return flight_work(traced("recv", tensor, peer, tag, flow, begin, std::move(work)), std::move(flight));
 }
 
 WorkPtr Communicator::traced(const char* op, const at::Tensor& tensor, int peer, int tag, uint64_t flow,
@@ -144,35 +172,43 @@ WorkPtr Communicator::traced(const char* op, const at::Tensor& tensor, int peer,
 }
 
 void Communicator::barrier() {
-  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "barrier", "collective");
-  label(span);
-  do_barrier();
+  FlightOp::collective(*this, "barrier", "native", at::Tensor(), -1).run([&] {
+    trace::Span span(recorder(), world_rank(), trace::kLaneComm, "barrier", "collective");
+    label(span);
+    do_barrier();
+  });
 }
 
 void Communicator::native_broadcast(at::Tensor& tensor, int root) {
   check_tensor("broadcast", tensor);
   check_root("broadcast", root);
-  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native broadcast", "collective");
-  label(span);
-  span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("root", root).arg("algorithm", "native");
-  if (size_ > 1) do_broadcast(tensor, root);
+  FlightOp::collective(*this, "broadcast", "native", tensor, root).run([&] {
+    trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native broadcast", "collective");
+    label(span);
+    span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("root", root).arg("algorithm", "native");
+    if (size_ > 1) do_broadcast(tensor, root);
+  });
 }
 
 void Communicator::native_reduce(at::Tensor& tensor, int root, ReduceOp op) {
   check_tensor("reduce", tensor);
   check_root("reduce", root);
-  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native reduce", "collective");
-  label(span);
-  span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("root", root).arg("op", to_string(op));
-  if (size_ > 1) do_reduce(tensor, root, op);
+  FlightOp::collective(*this, "reduce", "native", tensor, root).run([&] {
+    trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native reduce", "collective");
+    label(span);
+    span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("root", root).arg("op", to_string(op));
+    if (size_ > 1) do_reduce(tensor, root, op);
+  });
 }
 
 void Communicator::native_all_reduce(at::Tensor& tensor, ReduceOp op) {
   check_tensor("all_reduce", tensor);
-  trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native all_reduce", "collective");
-  label(span);
-  span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("op", to_string(op));
-  if (size_ > 1) do_all_reduce(tensor, op);
+  FlightOp::collective(*this, "all_reduce", "native", tensor, -1).run([&] {
+    trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native all_reduce", "collective");
+    label(span);
+    span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("op", to_string(op));
+    if (size_ > 1) do_all_reduce(tensor, op);
+  });
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, const std::string& name) {

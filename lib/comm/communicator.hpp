@@ -17,6 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -28,6 +29,11 @@
 #include "comm/errors.hpp"
 #include "comm/reduce_op.hpp"
 #include "trace/recorder.hpp"
+
+namespace distlab::flight {
+class Recorder;
+class Ring;
+}  // namespace distlab::flight
 
 namespace distlab::comm {
 
@@ -67,6 +73,9 @@ struct CommOptions {
   // rank in the group) and the group's name. Empty / "world" for the job.
   std::vector<int> world_ranks;
   std::string group = "world";
+  // The flight recorder (flight/recorder.hpp), shared like `recorder`; null =
+  // a new one from DISTLAB_FLIGHT_ENTRIES / DISTLAB_FLIGHT_DIR. On by default.
+  std::shared_ptr<flight::Recorder> flight;
 };
 
 class Communicator {
@@ -92,6 +101,15 @@ class Communicator {
   at::Device device() const { return options_.device; }
   trace::Recorder* recorder() const { return options_.recorder.get(); }
   const std::shared_ptr<trace::Recorder>& recorder_ptr() const { return options_.recorder; }
+  // This rank's ring of its last operations (comm/flight_op.hpp records into
+  // it), shared with the groups this rank belongs to, and the recorder that
+  // writes it out.
+  flight::Ring* flight_ring() const { return flight_ring_.get(); }
+  const std::shared_ptr<flight::Ring>& flight_ring_ptr() const { return flight_ring_; }
+  flight::Recorder* flight_recorder() const { return options_.flight.get(); }
+  // The sequence number of this group's next collective: every member counts
+  // the same collectives, so #42 is the same call on all of them.
+  uint64_t next_collective_seq() { return collective_seq_++; }
 
   // Point to point. tag >= 0.
   WorkPtr isend(const at::Tensor& tensor, int peer, int tag = 0);
@@ -161,6 +179,8 @@ class Communicator {
   std::mutex seq_mutex_;
   std::map<std::pair<int, int>, uint64_t> send_seq_;
   std::map<std::pair<int, int>, uint64_t> recv_seq_;
+  std::shared_ptr<flight::Ring> flight_ring_;
+  std::atomic<uint64_t> collective_seq_{0};
   int splits_ = 0;          // split() calls so far: every rank counts alike
   uint64_t flow_salt_ = 0;  // keeps flow ids of different groups apart
 };

@@ -11,10 +11,12 @@
 #include "comm/clock_sync.hpp"
 #include "comm/env.hpp"
 #include "comm/error_file.hpp"
+#include "comm/flight_op.hpp"
 #include "comm/gloo_backend.hpp"
 #include "comm/intra_op_threads.hpp"
 #include "comm/nccl_backend.hpp"
 #include "comm/threads_backend.hpp"
+#include "flight/recorder.hpp"
 
 namespace distlab::comm {
 
@@ -50,8 +52,18 @@ JobOptions with_env_defaults(JobOptions options) {
 }
 
 namespace {
-void run_job_unrecorded(const JobOptions& options, const std::function<void(Communicator&)>& body) {
+// The flight recorder's files go next to the trace file when there is one
+// (DISTLAB_FLIGHT_DIR overrides), else into the working directory.
+std::string flight_dir_for(const trace::Config& trace) {
+  const size_t slash = trace.file.rfind('/');
+  if (trace.file.empty() || slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : trace.file.substr(0, slash);
+}
+
+void run_job_unrecorded(const JobOptions& options, const std::shared_ptr<flight::Recorder>& flight,
+                        const std::function<void(Communicator&)>& body) {
   CommOptions comm_options;
+  comm_options.flight = flight;
   comm_options.timeout = options.timeout;
   comm_options.connect_timeout = options.connect_timeout;
   if (options.backend == "threads") {
@@ -99,6 +111,8 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
   // error is written before the communicator closes its connections: once
   // they close, the other ranks fail at once and torchrun may stop this
   // process before it gets to write.
+  const auto flight = make_flight_recorder(flight_dir_for(options.trace));
+  flight::dump_on_signals();  // SIGUSR1: dump and go on; SIGTERM: dump, then stop
   std::mutex mutex;
   bool recorded = false;
   auto record_once = [&](const std::exception& e) {
@@ -115,6 +129,8 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
       // that failed because a peer did (the peer closed its connection, or
       // never answered) writes a second later, so that the peer's own error
       // comes first; torchrun usually stops this rank before then.
+      comm.flight_ring()->set_exit(std::string("failed: ") + e.what());
+      flight->dump(std::string("failed exit: ") + e.what());
       const auto* comm_error = dynamic_cast<const CommError*>(&e);
       if (comm_error && !dynamic_cast<const SetupError*>(&e) && std::getenv("TORCHELASTIC_ERROR_FILE"))
         std::this_thread::sleep_for(kPeerFailureDelay);
@@ -123,7 +139,7 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
     }
   };
   try {
-    run_job_unrecorded(options, recording_body);
+    run_job_unrecorded(options, flight, recording_body);
   } catch (const std::exception& e) {
     record_once(e);  // set-up errors: flags, environment, connecting
     throw;

@@ -5,6 +5,7 @@ list(APPEND DISTLAB_BASE_SOURCES
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/reduce_op.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/flight_op.cpp
   ${CMAKE_CURRENT_LIST_DIR}/threads_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/store.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gloo_backend.cpp

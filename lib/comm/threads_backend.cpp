@@ -13,6 +13,9 @@
 #include <tuple>
 #include <vector>
 
+#include "comm/flight_op.hpp"
+#include "flight/recorder.hpp"
+
 namespace distlab::comm {
 
 // ------------------------------------------------------------------ state
@@ -336,6 +339,9 @@ class ThreadsCommunicator : public Communicator {
 
 std::shared_ptr<ThreadWorld> make_thread_world(int world_size, CommOptions options) {
   if (world_size < 1) throw SetupError("threads backend: --ranks must be at least 1, got " + std::to_string(world_size));
+  // One flight recorder for the job's thread ranks: a dump writes every
+  // rank's file, the ones that never failed included.
+  if (!options.flight) options.flight = make_flight_recorder();
   return std::make_shared<ThreadWorld>(world_size, std::move(options));
 }
 
@@ -362,7 +368,9 @@ void run_thread_ranks(int world_size, const std::function<void(Communicator&)>& 
       try {
         auto comm = make_thread_communicator(world, r);
         body(*comm);
+        comm->flight_ring()->set_exit("returned");
       } catch (const std::exception& e) {
+        world->options().flight->ring_of(r, world_size)->set_exit(std::string("failed: ") + e.what());
         std::string reason = "rank " + std::to_string(r) + " failed: " + e.what();
         {
           std::lock_guard<std::mutex> lock(failure_mutex);

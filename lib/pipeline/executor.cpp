@@ -5,12 +5,21 @@
 
 #include <utility>
 
+#include "flight/site.hpp"
 #include "pipeline/checker.hpp"
 #include "pipeline/simulator.hpp"
 
 namespace distlab::pipeline {
 
 namespace {
+
+// "rank 3 (stage1 rank 1)" in a group, "rank 3" in the world: the job-wide
+// rank first, as Communicator::self() names this rank.
+std::string peer_name(const comm::Communicator& comm, int peer) {
+  std::string text = "rank " + std::to_string(comm.world_rank_of(peer));
+  if (!comm.is_world()) text += " (" + comm.group() + " rank " + std::to_string(peer) + ")";
+  return text;
+}
 
 constexpr int kMaxTag = 1 << 20;  // the user's tag range (collectives/tags.hpp)
 constexpr int64_t kHeaderLength = 10;  // dtype, ndim, up to 8 sizes
@@ -30,7 +39,7 @@ struct PipelineExecutor::State {
 PipelineExecutor::PipelineExecutor(comm::Communicator& comm, Schedule schedule, std::vector<StageModule> stages,
                                    ExecutorOptions options)
     : comm_(comm), schedule_(std::move(schedule)), stages_(std::move(stages)), options_(std::move(options)) {
-  const std::string who = "rank " + std::to_string(comm.rank()) + ": " + schedule_.describe() + ": ";
+  const std::string who = comm.self() + ": " + schedule_.describe() + ": ";
   if (schedule_.ranks != comm.size())
     throw ScheduleError(who + "built for " + std::to_string(schedule_.ranks) + " ranks but the communicator has " +
                         std::to_string(comm.size()) + "; build it with make_schedule(kind, comm.size(), m, v)");
@@ -53,7 +62,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
   const int64_t target_dim = options_.target_split_dim >= 0 ? options_.target_split_dim : options_.split_dim;
   auto split = [&](const at::Tensor& t, int64_t dim, const char* what) {
     if (!t.defined() || t.dim() <= dim || t.size(dim) < m)
-      throw ScheduleError("rank " + std::to_string(me) + ": cannot cut the " + what + " into " + std::to_string(m) +
+      throw ScheduleError(comm_.self() + ": cannot cut the " + what + " into " + std::to_string(m) +
                           " microbatches along dim " + std::to_string(dim) +
                           (t.defined() ? " of shape " + std::string(c10::str(t.sizes())) : " (undefined)") +
                           "; give a larger batch or fewer microbatches");
@@ -86,6 +95,9 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
     span.arg("microbatch", i).arg("stage", s).arg("schedule", kind_name(sch.kind)).arg("step", step_text);
     if (span.active()) comm_.label(span);
     if (peer >= 0) span.set_peer(comm_.world_rank_of(peer));
+    // The flight recorder names the action behind each message.
+    flight::Site site("pipeline " + to_string(a) + " (stage " + std::to_string(s) + ", microbatch " +
+                      std::to_string(i) + ", step " + step_text + ")");
     // The output of this (c, i) as autograd sees it: the scaled loss on the
     // last stage, the activation elsewhere; and the gradient to start from.
     auto root = [&]() { return s == S - 1 ? st.root[c][i] : st.output[c][i]; };
@@ -174,11 +186,9 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
         }
       }
     } catch (const comm::CommError& e) {
-      const std::string where = "rank " + std::to_string(me) + ", pipeline action " + to_string(a) + " (" +
-                                sch.describe() + ", peer rank " + std::to_string(peer) + "): ";
-      if (dynamic_cast<const comm::TimeoutError*>(&e)) throw comm::TimeoutError(where + e.what());
-      if (dynamic_cast<const comm::JobAborted*>(&e)) throw comm::JobAborted(where + e.what());
-      throw comm::CommError(where + e.what());
+      comm::rethrow_with_context(comm_.self() + ", pipeline action " + to_string(a) + " (" + sch.describe() +
+                                     (peer >= 0 ? ", peer " + peer_name(comm_, peer) : std::string()) + "): ",
+                                 e);
     }
   }
   // Sends were posted without waiting (schedule.hpp); they must be done
@@ -187,10 +197,9 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
     try {
       st.sends[k].first->wait();
     } catch (const comm::CommError& e) {
-      const std::string where = "rank " + std::to_string(me) + ", pipeline action " + st.send_names[k] +
-                                " (waiting at the end of the step): ";
-      if (dynamic_cast<const comm::TimeoutError*>(&e)) throw comm::TimeoutError(where + e.what());
-      throw comm::CommError(where + e.what());
+      comm::rethrow_with_context(comm_.self() + ", pipeline action " + st.send_names[k] +
+                                     " (waiting at the end of the step): ",
+                                 e);
     }
   }
   ++options_.step;

@@ -11,6 +11,7 @@
 #include "collectives/collectives.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/replicas.hpp"
+#include "flight/site.hpp"
 
 namespace distlab::zero {
 namespace {
@@ -246,6 +247,7 @@ void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, con
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
   label_bucket_span(span, bucket, name, flat);
   at::Tensor target = flat;
+  flight::Site site("ZeRO " + name);  // the flight recorder's call site: which bucket or unit
   collectives::all_gather(comm_, target, options_.algorithm, options_.tag);
 }
 
@@ -257,6 +259,7 @@ void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const 
               mine.count);
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
   label_bucket_span(span, bucket, name, flat);
+  flight::Site site("ZeRO " + name);
   target.add_(collectives::reduce_scatter(comm_, flat, comm::ReduceOp::kSum, options_.algorithm, options_.tag));
 }
 

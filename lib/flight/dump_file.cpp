@@ -1,0 +1,123 @@
+#include "flight/dump_file.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace distlab::flight {
+
+using nlohmann::json;
+
+std::string dump_path(const std::string& dir, int rank) {
+  return (dir.empty() ? std::string(".") : dir) + "/flight.rank" + std::to_string(rank) + ".json";
+}
+
+namespace {
+
+json to_json(const Entry& e) {
+  json j = {{"id", e.id},       {"group", e.group}, {"group_rank", e.group_rank}, {"kind", e.kind},
+            {"seq", e.seq},     {"op", e.op},       {"algorithm", e.algorithm},   {"peer", e.peer},
+            {"root", e.root},   {"tag", e.tag},     {"dtype", e.dtype},           {"shape", e.shape},
+            {"bytes", e.bytes}, {"site", e.site},   {"state", to_string(e.state)}, {"entered_us", e.entered_us},
+            {"started_us", e.started_us}, {"ended_us", e.ended_us}};
+  if (!e.error.empty()) j["error"] = e.error;
+  return j;
+}
+
+Entry entry_from(const json& j) {
+  Entry e;
+  e.id = j.at("id").get<uint64_t>();
+  e.group = j.at("group").get<std::string>();
+  e.group_rank = j.at("group_rank").get<int>();
+  e.kind = j.at("kind").get<std::string>();
+  if (e.kind != "collective" && e.kind != "p2p") throw std::invalid_argument("kind '" + e.kind + "' is unknown");
+  e.seq = j.at("seq").get<uint64_t>();
+  e.op = j.at("op").get<std::string>();
+  e.algorithm = j.at("algorithm").get<std::string>();
+  e.peer = j.at("peer").get<int>();
+  e.root = j.at("root").get<int>();
+  e.tag = j.at("tag").get<int>();
+  e.dtype = j.at("dtype").get<std::string>();
+  e.shape = j.at("shape").get<std::vector<int64_t>>();
+  e.bytes = j.at("bytes").get<int64_t>();
+  e.site = j.at("site").get<std::string>();
+  e.state = state_from_string(j.at("state").get<std::string>());
+  e.entered_us = j.at("entered_us").get<int64_t>();
+  e.started_us = j.at("started_us").get<int64_t>();
+  e.ended_us = j.at("ended_us").get<int64_t>();
+  e.error = j.value("error", "");
+  return e;
+}
+
+}  // namespace
+
+void write_dump(const Dump& dump, const std::string& path) {
+  json groups = json::array();
+  for (const Group& g : dump.groups) groups.push_back({{"name", g.name}, {"ranks", g.ranks}});
+  json entries = json::array();
+  for (const Entry& e : dump.entries) entries.push_back(to_json(e));
+  const json j = {{"format", "distlab-flight"}, {"version", dump.version},   {"rank", dump.rank},
+                  {"world_size", dump.world_size}, {"pid", dump.pid},     {"host", dump.host},
+                  {"reason", dump.reason},        {"dumped_us", dump.dumped_us}, {"dumped_unix_us", dump.dumped_unix_us},
+                  {"capacity", dump.capacity},    {"recorded", dump.recorded},   {"exit", dump.exit},          {"groups", groups},
+                  {"entries", entries}};
+  // Written beside its final name, then renamed over it: rename() within a
+  // directory is atomic, so a reader finds the old file or the new one.
+  const std::string temporary = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << j.dump(1) << '\n';
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw std::runtime_error("cannot write " + path + " (is its directory there and writable? DISTLAB_FLIGHT_DIR)");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error("cannot rename " + temporary + " to " + path);
+  }
+}
+
+Dump read_dump(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw BadDump(path + ": cannot be read (missing?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  Dump dump;
+  try {
+    const json j = json::parse(text.str());
+    if (!j.is_object() || j.value("format", "") != "distlab-flight")
+      throw BadDump(path + ": not a flight recorder file (no \"format\": \"distlab-flight\")");
+    dump.version = j.at("version").get<int>();
+    if (dump.version != kDumpVersion)
+      throw BadDump(path + ": flight recorder version " + std::to_string(dump.version) + ", this tool reads version " +
+                    std::to_string(kDumpVersion));
+    dump.rank = j.at("rank").get<int>();
+    dump.world_size = j.at("world_size").get<int>();
+    if (dump.world_size < 1 || dump.rank < 0 || dump.rank >= dump.world_size)
+      throw BadDump(path + ": rank " + std::to_string(dump.rank) + " of world size " + std::to_string(dump.world_size));
+    dump.pid = j.at("pid").get<int>();
+    dump.host = j.at("host").get<std::string>();
+    dump.reason = j.at("reason").get<std::string>();
+    dump.dumped_us = j.at("dumped_us").get<int64_t>();
+    dump.dumped_unix_us = j.at("dumped_unix_us").get<int64_t>();
+    dump.capacity = j.at("capacity").get<uint64_t>();
+    dump.recorded = j.at("recorded").get<uint64_t>();
+    dump.exit = j.at("exit").get<std::string>();
+    for (const json& g : j.at("groups")) dump.groups.push_back({g.at("name"), g.at("ranks").get<std::vector<int>>()});
+    for (const json& e : j.at("entries")) dump.entries.push_back(entry_from(e));
+  } catch (const BadDump&) {
+    throw;
+  } catch (const json::parse_error& e) {
+    throw BadDump(path + ": damaged (not complete JSON: " + std::string(e.what()).substr(0, 120) + ")");
+  } catch (const std::exception& e) {
+    throw BadDump(path + ": damaged (" + std::string(e.what()).substr(0, 160) + ")");
+  }
+  return dump;
+}
+
+}  // namespace distlab::flight

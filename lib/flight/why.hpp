@@ -1,0 +1,59 @@
+// distlab-trace why: reads every rank's flight file and says, in a few
+// lines, why the job hangs or stopped.
+//
+// A hang seen from one rank is a wait that timed out; its cause is usually
+// on another rank. Lined up by sequence number (entry.hpp), the ranks'
+// records show it:
+//
+//   dead   a rank left no file (killed, or exited before it could write):
+//          "rank 3 left the job without a flight file ...; rank 2 waits for
+//          it in recv #9 from rank 3 (tag 0)"
+//   order  at one sequence number of a group, a rank called another
+//          collective: "collective mismatch at #17 of group world: ranks 0-2
+//          all_reduce float32 [1024], rank 3 broadcast float32 [16]"
+//   shape  the same collective with another dtype or element count
+//   skip   the others are in #42 and a rank never entered it: "ranks 0, 1, 3
+//          are in all_reduce #42 (site) of group world; rank 2 never entered
+//          it: its last operation in world was broadcast #41, completed at ..."
+//   p2p    a recv (send) whose peer never sent (received) that message
+//   stuck  the members all entered a collective and some never finished it
+//
+// Checked in that order; a later finding is often an echo of an earlier one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flight/dump_file.hpp"
+
+namespace distlab::flight {
+
+struct Finding {
+  std::string cause;           // dead, order, shape, mismatch, skip, p2p, stuck, none
+  std::string group;           // the collective's group ("" for p2p)
+  uint64_t seq = 0;            // the sequence number it is about
+  std::string op;              // the operation the others are in
+  std::vector<int> culprits;   // the ranks it blames
+  std::vector<int> waiting;    // the ranks that wait because of them
+  std::string text;            // the finding in plain words, one to three lines
+};
+
+struct Diagnosis {
+  std::string summary;                // "read 3 flight files: ranks 0-2 of 4 ..."
+  std::vector<std::string> refused;   // one line per missing or damaged file
+  std::vector<Finding> findings;      // most telling first
+};
+
+// The analysis of dumps already read.
+Diagnosis diagnose(const std::vector<Dump>& dumps);
+// Reads `paths` (files, or directories holding flight.rank*.json) and
+// diagnoses what could be read; an unreadable file is one line of `refused`.
+Diagnosis diagnose_files(const std::vector<std::string>& paths);
+
+// Summary, refused files, findings: what distlab-trace why prints.
+std::string to_text(const Diagnosis& diagnosis);
+
+// "rank 3", "ranks 0, 1, 3", "ranks 0-2"
+std::string ranks_text(std::vector<int> ranks);
+
+}  // namespace distlab::flight

@@ -1,0 +1,47 @@
+#include "faults.hpp"
+
+#include <signal.h>
+#include <torch/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "collectives/collectives.hpp"
+#include "flight/site.hpp"
+
+namespace distlab::flight_test {
+
+using collectives::Algorithm;
+
+void run_fault(comm::Communicator& comm, const std::string& fault, int culprit) {
+  flight::Site lesson("flight test " + fault);
+  auto weights = torch::ones({16});
+  collectives::broadcast(comm, weights, /*root=*/0, Algorithm::kTree);  // #0
+  auto grads = torch::ones({1024});
+  for (int step = 0; step < 3; ++step) {  // #1-#3
+    flight::Site site("step " + std::to_string(step));
+    collectives::all_reduce(comm, grads, comm::ReduceOp::kSum, Algorithm::kRing);
+  }
+  const bool me = comm.rank() == culprit;
+  flight::Site site("step 3");
+  if (fault == "skip" && me) return;
+  if (fault == "dead" && me) {
+    // Long enough for the others to be inside #4 and for #3's last bytes to
+    // have reached them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (comm.backend() == "threads") throw std::runtime_error("injected: rank " + std::to_string(culprit) + " stops");
+    kill(getpid(), SIGKILL);
+  }
+  if (fault == "order" && me) {
+    collectives::broadcast(comm, weights, 0, Algorithm::kTree);
+    collectives::all_reduce(comm, grads, comm::ReduceOp::kSum, Algorithm::kRing);
+    return;
+  }
+  auto last = fault == "shape" && me ? torch::ones({256}) : grads;
+  collectives::all_reduce(comm, last, comm::ReduceOp::kSum, Algorithm::kRing);  // #4
+  if (fault == "order") collectives::broadcast(comm, weights, 0, Algorithm::kTree);
+}
+
+}  // namespace distlab::flight_test

@@ -1,0 +1,233 @@
+// The flight recorder on thread ranks: each injected fault (faults.hpp) ends
+// within the timeout, and the diagnosis names the rank, the operation, the
+// sequence number and the cause; the ring keeps the last N; damaged files
+// are refused with a line; SIGUSR1 writes the files.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <torch/types.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "collectives/collectives.hpp"
+#include "comm/threads_backend.hpp"
+#include "faults.hpp"
+#include "flight/recorder.hpp"
+#include "flight/why.hpp"
+#include "launcher_process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using distlab::comm::CommOptions;
+using distlab::comm::Communicator;
+using distlab::launcher::testing::fresh_dir;
+using distlab::launcher::testing::read_file;
+namespace flight = distlab::flight;
+
+struct Outcome {
+  std::string dir;
+  std::string error;  // what run_thread_ranks threw
+  double seconds = 0;
+  flight::Diagnosis diagnosis;
+};
+
+// Four thread ranks, a 500 ms timeout, `fault` done by `culprit`.
+Outcome inject(const std::string& fault, int culprit, size_t entries = flight::kDefaultEntries) {
+  Outcome o;
+  o.dir = fresh_dir("flight_" + fault);
+  CommOptions options;
+  options.timeout = 500ms;
+  options.flight = flight::Recorder::create({entries, o.dir});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    distlab::comm::run_thread_ranks(
+        4, [&](Communicator& comm) { distlab::flight_test::run_fault(comm, fault, culprit); }, options);
+  } catch (const distlab::comm::CommError& e) {
+    o.error = e.what();
+  }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  o.diagnosis = flight::diagnose_files({o.dir});
+  return o;
+}
+
+std::string text_of(const Outcome& o) { return flight::to_text(o.diagnosis) + "\nerror: " + o.error; }
+
+void expect_finding(const Outcome& o, const std::string& cause, std::vector<int> culprits, uint64_t seq,
+                    const std::string& op) {
+  ASSERT_FALSE(o.error.empty()) << "the fault must make the job fail";
+  EXPECT_LT(o.seconds, 5.0) << "the job must end within its timeout, not hang";
+  ASSERT_FALSE(o.diagnosis.findings.empty());
+  const flight::Finding& f = o.diagnosis.findings.front();
+  EXPECT_EQ(f.cause, cause) << text_of(o);
+  EXPECT_EQ(f.culprits, culprits) << text_of(o);
+  EXPECT_EQ(f.seq, seq) << text_of(o);
+  EXPECT_EQ(f.op, op) << text_of(o);
+  EXPECT_TRUE(o.diagnosis.refused.empty()) << text_of(o);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(FlightThreads, SkippedCollectiveNamesTheRankThatNeverEnteredIt) {
+  const Outcome o = inject("skip", 2);
+  expect_finding(o, "skip", {2}, distlab::flight_test::kFaultSeq, "all_reduce");
+  const std::string& text = o.diagnosis.findings.front().text;
+  EXPECT_TRUE(contains(text, "ranks 0, 1, 3 are in all_reduce #4 (flight test skip / step 3) of group world")) << text;
+  EXPECT_TRUE(contains(text, "rank 2 never entered it: its last operation in world was all_reduce #3 "
+                             "(flight test skip / step 2), completed at "))
+      << text;
+  EXPECT_TRUE(contains(text, "then it returned from its work")) << text;
+  std::printf("%s", flight::to_text(o.diagnosis).c_str());
+}
+
+TEST(FlightThreads, CollectivesInAnotherOrderAreAMismatchAtTheirNumber) {
+  const Outcome o = inject("order", 3);
+  expect_finding(o, "order", {3}, distlab::flight_test::kFaultSeq, "all_reduce");
+  const std::string& text = o.diagnosis.findings.front().text;
+  EXPECT_TRUE(contains(text, "collective mismatch at #4 of group world: ranks 0-2 all_reduce float32 [1024] (ring), "
+                             "rank 3 broadcast float32 [16] root 0 (tree)"))
+      << text;
+  std::printf("%s", flight::to_text(o.diagnosis).c_str());
+}
+
+TEST(FlightThreads, AnotherShapeIsNamedWithBothShapes) {
+  const Outcome o = inject("shape", 3);
+  expect_finding(o, "shape", {3}, distlab::flight_test::kFaultSeq, "all_reduce");
+  const std::string& text = o.diagnosis.findings.front().text;
+  EXPECT_TRUE(contains(text, "ranks 0-2 all_reduce float32 [1024] (ring), rank 3 all_reduce float32 [256] (ring)"))
+      << text;
+  EXPECT_TRUE(contains(text, "rank 3 passed another dtype or shape to all_reduce #4")) << text;
+  std::printf("%s", flight::to_text(o.diagnosis).c_str());
+}
+
+TEST(FlightThreads, ARankThatStopsIsTheCauseOfTheOthersWait) {
+  const Outcome o = inject("dead", 1);
+  expect_finding(o, "dead", {1}, distlab::flight_test::kFaultSeq, "all_reduce");
+  const std::string& text = o.diagnosis.findings.front().text;
+  EXPECT_TRUE(contains(text, "rank 1 left the job (failed: injected: rank 1 stops) after all_reduce #3 of group world"))
+      << text;
+  EXPECT_EQ(o.diagnosis.findings.front().waiting, (std::vector<int>{0, 2, 3})) << text;
+  std::printf("%s", flight::to_text(o.diagnosis).c_str());
+}
+
+TEST(FlightThreads, EveryRankNumbersTheSameCollectivesAlike) {
+  const Outcome o = inject("skip", 2);
+  for (int r = 0; r < 4; ++r) {
+    const flight::Dump dump = flight::read_dump(flight::dump_path(o.dir, r));
+    EXPECT_EQ(dump.rank, r);
+    ASSERT_GE(dump.entries.size(), 4u);
+    for (uint64_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(dump.entries[k].seq, k);
+      EXPECT_EQ(dump.entries[k].op, k == 0 ? "broadcast" : "all_reduce");
+      EXPECT_EQ(dump.entries[k].state, flight::State::kCompleted);
+    }
+  }
+}
+
+// The built tool prints what the library says.
+TEST(FlightThreads, DistlabTraceWhyPrintsTheDiagnosis) {
+  const Outcome o = inject("shape", 3);
+  FILE* pipe = popen((std::string(DISTLAB_TRACE_PATH) + " why " + o.dir + " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_EQ(out, flight::to_text(o.diagnosis));
+  EXPECT_TRUE(contains(out, "read 4 flight file(s): ranks 0-3 of 4")) << out;
+  EXPECT_TRUE(contains(out, "collective mismatch at #4 of group world")) << out;
+}
+
+TEST(FlightRing, KeepsTheLastNInOrder) {
+  flight::Ring ring(/*rank=*/0, /*world_size=*/1, /*capacity=*/5);
+  for (int k = 0; k < 12; ++k) {
+    flight::Entry e;
+    e.kind = "collective";
+    e.op = "all_reduce";
+    e.seq = static_cast<uint64_t>(k);
+    const uint64_t id = ring.enter(e);
+    if (k != 11) ring.end(id, flight::State::kCompleted);
+  }
+  ring.end(3, flight::State::kFailed);  // long gone: ignored
+  const flight::Dump dump = ring.snapshot();
+  EXPECT_EQ(dump.recorded, 12u);
+  ASSERT_EQ(dump.entries.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(dump.entries[i].id, 7 + i);
+    EXPECT_EQ(dump.entries[i].seq, 7 + i);
+  }
+  EXPECT_EQ(dump.entries.back().state, flight::State::kEntered);
+}
+
+// 20 collectives into rings of 8: each rank keeps #12-#19 (plus the fault's
+// #20, here every rank's), numbered alike after wrapping.
+TEST(FlightRing, SequenceNumbersStayRightAfterWrapping) {
+  const std::string dir = fresh_dir("flight_wrap");
+  CommOptions options;
+  options.flight = flight::Recorder::create({/*entries=*/8, dir});
+  distlab::comm::run_thread_ranks(
+      3,
+      [&](Communicator& comm) {
+        auto t = torch::ones({64});
+        for (int k = 0; k < 20; ++k) distlab::collectives::all_reduce(comm, t);
+      },
+      options);
+  options.flight->dump("test");
+  for (int r = 0; r < 3; ++r) {
+    const flight::Dump dump = flight::read_dump(flight::dump_path(dir, r));
+    EXPECT_EQ(dump.recorded, 20u);
+    ASSERT_EQ(dump.entries.size(), 8u);
+    for (size_t i = 0; i < 8; ++i) EXPECT_EQ(dump.entries[i].seq, 12 + i) << "rank " << r;
+    EXPECT_EQ(dump.exit, "returned");
+  }
+  const auto d = flight::diagnose_files({dir});
+  EXPECT_EQ(d.findings.front().cause, "none") << flight::to_text(d);
+}
+
+TEST(FlightFiles, DamagedFilesAreRefusedWithOneLineEach) {
+  const Outcome o = inject("skip", 2);
+  const std::string good = read_file(flight::dump_path(o.dir, 0));
+  const std::string dir = fresh_dir("flight_damaged");
+  std::ofstream(dir + "/flight.rank0.json") << good.substr(0, good.size() / 2);  // truncated
+  std::string newer = good;
+  newer.replace(newer.find("\"version\": 1"), 12, "\"version\": 7");
+  std::ofstream(dir + "/flight.rank1.json") << newer;
+  std::ofstream(dir + "/flight.rank2.json") << "{\"format\": \"distlab-flight\", \"version\": 1, \"rank\": \"two\"}";
+  std::ofstream(dir + "/flight.rank3.json") << "\x01\x02 not json";
+  const auto d = flight::diagnose_files({dir, dir + "/flight.rank9.json"});
+  const std::string text = flight::to_text(d);
+  ASSERT_EQ(d.refused.size(), 5u) << text;
+  EXPECT_TRUE(contains(d.refused[0], dir + "/flight.rank0.json: damaged (not complete JSON")) << text;
+  EXPECT_TRUE(contains(d.refused[1], "flight.rank1.json: flight recorder version 7, this tool reads version 1")) << text;
+  EXPECT_TRUE(contains(d.refused[2], "flight.rank2.json: damaged (")) << text;
+  EXPECT_TRUE(contains(d.refused[3], "flight.rank3.json: damaged (not complete JSON")) << text;
+  EXPECT_TRUE(contains(d.refused[4], "flight.rank9.json: cannot be read (missing?)")) << text;
+  for (const auto& line : d.refused) EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+
+  FILE* pipe = popen((std::string(DISTLAB_TRACE_PATH) + " why " + dir + " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;  // nothing readable
+  EXPECT_TRUE(contains(out, "refused " + dir + "/flight.rank1.json: flight recorder version 7")) << out;
+}
+
+TEST(FlightFiles, SigusrOneWritesEveryRanksFile) {
+  const std::string dir = fresh_dir("flight_sigusr1");
+  auto recorder = flight::Recorder::create({flight::kDefaultEntries, dir});
+  for (int r = 0; r < 2; ++r) recorder->ring_of(r, 2)->add_group("world", {0, 1});
+  flight::dump_on_signals();
+  kill(getpid(), SIGUSR1);
+  for (int r = 0; r < 2; ++r) {
+    const std::string path = flight::dump_path(dir, r);
+    ASSERT_TRUE(distlab::launcher::testing::wait_for_file(path, 5s)) << path;
+    // The file appears by rename: whole, or not at all.
+    EXPECT_EQ(flight::read_dump(path).reason, "SIGUSR1");
+  }
+}
+
+}  // namespace
