@@ -12,6 +12,8 @@
 
 #include "collectives/async.hpp"
 #include "collectives/collectives.hpp"
+#include "comm/errors.hpp"
+#include "flight/site.hpp"
 #include "ddp/bucket_view.hpp"
 
 namespace distlab::ddp {
@@ -77,6 +79,8 @@ class GradBucket {
   void launch(collectives::CommThread& thread, collectives::Algorithm algorithm, int tag, int64_t step) {
     transition(state_, BucketState::kReady, BucketState::kLaunched, "DDP bucket ", index_);
     comm::Communicator& c = thread.comm();
+    // The flight recorder's call site of this all-reduce (the comm thread takes it along).
+    flight::Site site("DDP bucket " + std::to_string(index_) + ", step " + std::to_string(step));
     work_ = thread.submit(c.self() + ": all-reduce of DDP bucket " + std::to_string(index_),
                           [&c, buffer = buffer_, b = index_, count = slots_.size(), algorithm, tag, step]() mutable {
       trace::Span span(c.recorder(), c.world_rank(), kLaneDdp, "bucket", "bucket");
@@ -313,12 +317,10 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     for (size_t b = 0; b < launched.size(); ++b) {
       try {
         launched[b]->wait();
-      } catch (const comm::TimeoutError& e) {
-        throw comm::TimeoutError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) +
-                                 " (" + std::to_string(plan.buckets[b].params.size()) + " parameters): " + e.what());
-      } catch (const comm::CommError& e) {
-        throw comm::CommError("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) + ": " +
-                              e.what());
+      } catch (const comm::CommError& e) {  // the type kept: a timeout stays a timeout, an abort an abort
+        comm::rethrow_with_context("DDP bucket " + std::to_string(b) + " of " + std::to_string(launched.size()) +
+                                       " (" + std::to_string(plan.buckets[b].params.size()) + " parameters): ",
+                                   e);
       }
     }
   }

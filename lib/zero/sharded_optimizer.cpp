@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "collectives/collectives.hpp"
+#include "comm/errors.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/replicas.hpp"
 #include "flight/site.hpp"
@@ -230,10 +231,8 @@ void ShardedOptimizer::label_bucket_span(trace::Span& span, int bucket, const st
 void ShardedOptimizer::wait_naming(const comm::WorkPtr& work, const std::string& which) {
   try {
     work->wait();
-  } catch (const comm::TimeoutError& e) {
-    throw comm::TimeoutError(which + ": " + e.what());
   } catch (const comm::CommError& e) {
-    throw comm::CommError(which + ": " + e.what());
+    comm::rethrow_with_context(which + ": ", e);
   }
 }
 
