@@ -117,6 +117,8 @@ AttemptOutcome Attempt::run() {
     for (int sig : signals_.take()) {
       if (sig == SIGCHLD)
         reap();
+      else if (sig == SIGUSR1)
+        ask_for_flight_records();
       else
         on_signal(sig);
     }
@@ -142,6 +144,14 @@ void Attempt::on_signal(int sig) {
     say("second signal, killing all workers now");
     kill_stragglers();
   }
+}
+
+// SIGUSR1: every worker writes its flight recorder's file and goes on
+// (lib/flight): one `kill -USR1` to the launcher asks the whole node why it hangs.
+void Attempt::ask_for_flight_records() {
+  say("got SIGUSR1, asking every worker to write its flight recorder (flight.rank<N>.json)");
+  for (auto& w : workers_)
+    if (w.running) signal_worker(w.child.pid, SIGUSR1);
 }
 
 void Attempt::reap() {

@@ -45,6 +45,7 @@ class Attempt {
   };
 
   void start_all();
+  void ask_for_flight_records();
   void on_signal(int sig);
   void reap();
   void on_exit(Worker& w, int wait_status);

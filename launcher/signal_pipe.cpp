@@ -10,10 +10,11 @@
 namespace distlab::launcher {
 namespace {
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1};
+constexpr int kCount = sizeof kSignals / sizeof kSignals[0];
 // The handler can reach only globals.
 int g_write_fd = -1;
-struct sigaction g_old[4];
+struct sigaction g_old[kCount];
 struct sigaction g_old_pipe;
 
 void on_signal(int sig) {
@@ -36,7 +37,7 @@ SignalPipe::SignalPipe() {
   action.sa_handler = on_signal;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (int i = 0; i < 4; ++i) ::sigaction(kSignals[i], &action, &g_old[i]);
+  for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &action, &g_old[i]);
   // A reader that went away must not kill the launcher while workers run;
   // writes then fail with EPIPE, which write_all ignores.
   struct sigaction ignore {};
@@ -45,7 +46,7 @@ SignalPipe::SignalPipe() {
 }
 
 SignalPipe::~SignalPipe() {
-  for (int i = 0; i < 4; ++i) ::sigaction(kSignals[i], &g_old[i], nullptr);
+  for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &g_old[i], nullptr);
   ::sigaction(SIGPIPE, &g_old_pipe, nullptr);
   ::close(g_write_fd);
   ::close(read_fd_);

@@ -1,4 +1,4 @@
-// SIGINT, SIGTERM, SIGHUP and SIGCHLD turned into bytes on a pipe, so the
+// SIGINT, SIGTERM, SIGHUP, SIGCHLD and SIGUSR1 turned into bytes on a pipe, so the
 // launcher's one poll() loop sees signals and worker output alike, and no
 // work happens inside a signal handler (the self-pipe trick).
 #pragma once

@@ -3,8 +3,11 @@
 // whose peers' files still tell what happened.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "flight/why.hpp"
 #include "launcher_process.hpp"
@@ -43,6 +46,35 @@ TEST(FlightGloo, SkippedCollectiveIsFoundAcrossProcesses) {
   EXPECT_NE(text.find("read 3 flight file(s): ranks 0-2 of 3"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 1 never entered it: its last operation in world was all_reduce #3"), std::string::npos)
       << text;
+  std::printf("%s", text.c_str());
+}
+
+// A job that hangs (a rank skipped a collective; a 60 s timeout: nothing
+// has failed yet): SIGUSR1 to distlab-run makes every worker write its
+// flight file and go on, and the files already tell why it is stuck.
+TEST(FlightGloo, SigusrToTheLauncherAsksEveryRankWhileTheJobHangs) {
+  namespace t = distlab::launcher::testing;
+  const std::string dir = t::fresh_dir("flight_gloo_usr1");
+  setenv("DISTLAB_FLIGHT_DIR", dir.c_str(), 1);
+  t::LauncherProcess job({"--nproc-per-node", "3", "--master-port", "0", "--timeout-ms", "60000", "--grace-ms", "2000",
+                          FLIGHT_WORKER_PATH, "--fault", "skip", "--culprit", "1"},
+                         dir);
+  unsetenv("DISTLAB_FLIGHT_DIR");
+  std::this_thread::sleep_for(3s);  // the ranks are in #4 by now (they reach it in well under a second)
+  kill(job.pid(), SIGUSR1);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(t::wait_for_file(dir + "/flight.rank" + std::to_string(r) + ".json", 20s)) << "rank " << r;
+  std::this_thread::sleep_for(500ms);  // renamed into place whole; let the last one land
+  const auto d = flight::diagnose_files({dir});
+  const std::string text = flight::to_text(d);
+  kill(job.pid(), SIGTERM);
+  const Finished f = job.wait(30s);
+  EXPECT_NE((f.out + f.err).find("got SIGUSR1, asking every worker"), std::string::npos) << f.out << f.err;
+  EXPECT_LT(f.seconds, 50) << "ended by the SIGTERM, long before the 60 s timeout";
+  ASSERT_FALSE(d.findings.empty()) << text;
+  EXPECT_EQ(d.findings.front().cause, "skip") << text;
+  EXPECT_EQ(d.findings.front().culprits, std::vector<int>{1}) << text;
+  EXPECT_EQ(d.findings.front().seq, 4u) << text;
   std::printf("%s", text.c_str());
 }
 
