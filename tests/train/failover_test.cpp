@@ -223,5 +223,52 @@ TEST(CapstoneFailover, KilledRankUnderTorchrunResumesOnItsOwn) {
   expect_capstone_resumed_bit_for_bit(r, dir);
 }
 
+// The last line of the test loss ("| End of training | test loss  7.22 | ...").
+std::string test_line(const std::string& output) {
+  const size_t at = output.find("| End of training |");
+  return at == std::string::npos ? std::string("(none)") : output.substr(at, output.find('\n', at) - at);
+}
+
+// Two torchrun agents of two workers each form one job through the c10d
+// rendezvous (--nnodes 1:2); after the checkpoint of step 4 one agent and
+// its workers are SIGKILLed. The other agent's workers fail, are restarted
+// on a world of 2, fit the layout to it (2 stages x 1 replica: the stages
+// kept) and resume from the newest checkpoint of the 2 x 2 job; with
+// dropout 0 they end with the uninterrupted 2 x 2 run's test loss, the 8
+// steps run once each.
+TEST(CapstoneElastic, TorchrunAgentLostGoesOnAsTwoByOne) {
+  const std::string dir = fresh_dir("capstone_elastic");
+  const std::string flags = kCapstoneTraining + " --dropout 0 --elastic --checkpoint-dir " + dir + "/ckpt";
+  const Outcome uninterrupted = run_on_free_port(
+      [&](const std::string& port) {
+        return kRun + " --nproc-per-node 4 --master-port " + port + " -- " + kCapstone + kCapstoneTraining +
+               " --dropout 0 --checkpoint-dir " + emptied(fresh_dir("capstone_elastic_whole"));
+      },
+      120);
+  ASSERT_EQ(uninterrupted.status, 0) << uninterrupted.output;
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        emptied(dir);
+        const std::string agent = "/usr/bin/torchrun --nnodes 1:2 --nproc_per_node 2 --rdzv_backend c10d "
+                                  "--rdzv_endpoint 127.0.0.1:" + port + " --rdzv_id elastic" + port +
+                                  " --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 --no_python ";
+        return "cd " + dir + " && (" + agent + "--log_dir " + dir + "/logs_a " + kCapstone + flags +
+               " > a.log 2>&1 & echo $! > a.pid) && sleep 1 && (" + agent + "--log_dir " + dir + "/logs_b " +
+               kCapstone + flags + " > b.log 2>&1 & echo $! > b.pid) && " +
+               "for i in $(seq 1 900); do [ -d ckpt/step_000000004 ] && break; sleep 0.1; done; "
+               "B=$(cat b.pid); kill -9 $(pgrep -P $B) $B; echo killed agent b and its workers; "
+               "while kill -0 $(cat a.pid) 2>/dev/null; do sleep 0.5; done; cat a.log";
+      },
+      240);
+  EXPECT_TRUE(contains(r.output, "killed agent b and its workers")) << r.output;
+  EXPECT_TRUE(contains(r.output, "elastic: 2 stages x 1 replica on 2 rank(s): the 2 stages kept")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Lesson 11: the capstone, 2 stages x 1 replica on 2 gloo ranks")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(written by rank 0 of 2 stages x 2 replicas)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "final parameters digest")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(2 stages x 1 replica, 8 steps)")) << r.output;
+  EXPECT_EQ(test_line(r.output), test_line(uninterrupted.output)) << r.output;
+  EXPECT_NE(test_line(r.output), "(none)");
+}
+
 }  // namespace
 }  // namespace distlab::train
