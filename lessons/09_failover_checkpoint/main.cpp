@@ -15,6 +15,12 @@
 // is bit-for-bit the one of a run that was never interrupted (CPU, one
 // thread per rank): --expect-digest checks it.
 //
+// When the lost ranks do not come back, the job goes on with the others:
+// run it again on fewer processes and it resumes from the same checkpoint
+// (each rank then trains on more rows of the same global batch), and on
+// more when they return; the sums then add in another order, so the
+// result is the uninterrupted run's to float rounding, not bit for bit.
+//
 //   distlab-run --nproc-per-node 2 --max-restarts 1 -- \
 //     lesson_09_failover_checkpoint --backend gloo --kill-rank 1 --kill-at-step 25
 #include <ATen/ATen.h>
@@ -96,12 +102,13 @@ struct TrainState {
   std::int64_t step = 0;  // steps done
 };
 
-train::CheckpointPart to_part(TrainState& s, const Options& o, const Place& p) {
+train::CheckpointPart to_part(TrainState& s, const Options& o, const Place& p, int world_size) {
   train::CheckpointPart part;
   part.model = train::named_state(s.net);
   for (const auto& [name, buffer] : s.momentum) part.tensors["optimizer/momentum/" + name] = buffer;
   part.tensors["rng/data"] = s.data.get_state();
-  part.ints = {{"step", s.step}, {"epoch", s.step / o.steps_per_epoch}, {"data_position", s.step * o.batch}};
+  part.ints = {{"step", s.step}, {"epoch", s.step / o.steps_per_epoch}, {"data_position", s.step * o.batch},
+               {"world_size", world_size}};
   part.reals = {{"optimizer/lr", o.lr}, {"optimizer/momentum", o.momentum}};
   part.texts = {{"written_by", "rank " + std::to_string(p.rank) + " (local rank " + std::to_string(p.local_rank) +
                                    ", node " + std::to_string(p.node) + "), restart " + std::to_string(p.restart)}};
@@ -117,7 +124,8 @@ void from_part(TrainState& s, const train::CheckpointPart& part) {
 
 // Rank 0 picks the checkpoint and tells everybody, so that all ranks resume
 // from the same one even if the folder changes under them.
-void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& checkpoints, const Place& p) {
+void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& checkpoints, const Place& p,
+            int64_t batch) {
   at::Tensor chosen = at::full({1}, -1, at::kLong);
   if (p.rank == 0) {
     auto latest = checkpoints.latest_complete([](const std::string& line) { std::printf("[RANK 0] %s\n", line.c_str()); });
@@ -135,6 +143,15 @@ void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& 
               checkpoints.folder(step).c_str(), static_cast<long long>(step),
               static_cast<long long>(part.ints.at("epoch")), static_cast<long long>(part.ints.at("data_position")),
               part.texts.at("written_by").c_str());
+  // Fewer ranks (or more) than wrote it: nothing to convert. The model and
+  // momentum are whole in the checkpoint, every rank draws the whole batch
+  // from the saved generator, and the averaged gradient is the whole
+  // batch's mean whatever the world size: only the rows per rank change.
+  const auto written = part.ints.find("world_size");
+  if (p.rank == 0 && written != part.ints.end() && written->second != comm.size())
+    std::printf("[RANK 0] the checkpoint was written by %lld ranks; %d go on, %lld of the %lld rows each (was %lld)\n",
+                static_cast<long long>(written->second), comm.size(), static_cast<long long>(batch / comm.size()),
+                static_cast<long long>(batch), static_cast<long long>(batch / written->second));
 }
 
 // One step: this rank's slice of the global batch, gradients averaged over
@@ -189,7 +206,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   for (const auto& item : s.net.named_parameters()) s.momentum[item.key()] = at::zeros_like(item.value());
   const train::Checkpointer checkpoints(o.checkpoint_dir, /*num_stages=*/1, o.keep);
   parts.begin(comm, "Resume from the newest checkpoint");
-  resume(comm, s, checkpoints, p);
+  resume(comm, s, checkpoints, p, o.batch);
 
   parts.begin(comm, "Train and save checkpoints");
   while (s.step < o.steps) {
@@ -204,7 +221,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     const double loss = train_step(comm, s, o);
     if (s.step % o.save_every == 0 || s.step == o.steps) {
       if (p.rank == 0) {
-        const std::string folder = checkpoints.save(s.step, 0, to_part(s, o, p));
+        const std::string folder = checkpoints.save(s.step, 0, to_part(s, o, p, comm.size()));
         std::printf("[RANK 0] step %3lld  epochs done %lld  loss %.6f  saved %s\n", static_cast<long long>(s.step),
                     static_cast<long long>(s.step / o.steps_per_epoch), loss, folder.c_str());
       }

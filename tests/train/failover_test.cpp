@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 
 #include "run_command.hpp"
@@ -134,6 +136,54 @@ TEST(Failover, KillAndResumeUnderTorchrun) {
 
 // A bit flipped in the newest checkpoint: the resumed run says so in one
 // line, goes back one checkpoint, and still ends bit for bit.
+// The lines "step  30  epochs done 1  loss 0.456372  saved ..." by step.
+std::map<std::string, std::string> saved_losses(const std::string& output) {
+  static const std::regex line(R"(step +(\d+) +epochs done \d+ +loss ([\d.]+) +saved)");
+  std::map<std::string, std::string> losses;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line); it != std::sregex_iterator(); ++it)
+    losses[(*it)[1]] = (*it)[2];
+  return losses;
+}
+
+// Half the ranks lost for good: 4 processes, rank 3 killed at step 25, no
+// restart; the job goes on with 2 processes from step 20's checkpoint to
+// step 40, then the others come back and 4 go on to 60. Every loss saved
+// after the loss equals the uninterrupted 4-process run's to the 6 printed
+// decimals (the gradient is the whole batch's mean whatever the world size).
+TEST(Failover, HalfTheRanksGoOnThenComeBack) {
+  const std::string dir = fresh_dir("lesson09_elastic"), whole = fresh_dir("lesson09_elastic_whole");
+  auto run = [&](int nproc, int steps, const std::string& folder, const std::string& extra) {
+    return run_on_free_port(
+        [&](const std::string& port) {
+          return kRun + " --nproc-per-node " + std::to_string(nproc) + " --master-port " + port + " -- " + kLesson +
+                 " --backend gloo --steps " + std::to_string(steps) + " --save-every 10 --timeout-ms 20000" +
+                 " --checkpoint-dir " + folder + extra;
+        },
+        90);
+  };
+  const Outcome uninterrupted = run(4, 60, emptied(whole), "");
+  ASSERT_EQ(uninterrupted.status, 0) << uninterrupted.output;
+  const Outcome lost = run(4, 60, emptied(dir), " --kill-rank 3 --kill-at-step 25");
+  EXPECT_NE(lost.status, 0) << lost.output;
+  const Outcome half = run(2, 40, dir, "");
+  ASSERT_EQ(half.status, 0) << half.output;
+  EXPECT_TRUE(contains(half.output, "resumed from " + dir + "/step_000000020")) << half.output;
+  EXPECT_TRUE(contains(half.output, "the checkpoint was written by 4 ranks; 2 go on, 16 of the 32 rows each (was 8)"))
+      << half.output;
+  const Outcome back = run(4, 60, dir, "");
+  ASSERT_EQ(back.status, 0) << back.output;
+  EXPECT_TRUE(contains(back.output, "resumed from " + dir + "/step_000000040")) << back.output;
+  EXPECT_TRUE(contains(back.output, "the checkpoint was written by 2 ranks; 4 go on, 8 of the 32 rows each (was 16)"))
+      << back.output;
+  const auto reference = saved_losses(uninterrupted.output);
+  auto resumed = saved_losses(half.output);
+  for (const auto& [step, loss] : saved_losses(back.output)) resumed[step] = loss;
+  for (const std::string step : {"30", "40", "50", "60"}) {
+    ASSERT_TRUE(resumed.count(step) && reference.count(step)) << step << half.output << back.output;
+    EXPECT_EQ(resumed.at(step), reference.at(step)) << "step " << step;
+  }
+}
+
 TEST(Failover, CorruptNewestCheckpointIsSkippedOnResume) {
   const std::string dir = fresh_dir("corrupt");
   Outcome r = run_on_free_port(
