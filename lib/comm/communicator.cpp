@@ -46,6 +46,18 @@ class TracedWork : public Work {
 
 std::string type_name(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
 
+// Starts a send or recv under its flight record: a backend that throws
+// marks the record failed before the error goes on.
+template <typename Start>
+WorkPtr started_under(FlightOp& flight, Start&& start) {
+  try {
+    return start();
+  } catch (const std::exception& e) {
+    flight.fail(e);
+    throw;
+  }
+}
+
 }  // namespace
 
 Communicator::Communicator(int rank, int size, CommOptions options)
@@ -135,13 +147,7 @@ WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
   const uint64_t flow = trace::flow_id(world_rank(), world_rank_of(peer), static_cast<int64_t>(tag + flow_salt_), n);
   const int64_t begin = trace::now_us();
   FlightOp flight = FlightOp::p2p(*this, "send", tensor, peer, tag, n);
-  WorkPtr work;
-  try {
-    work = do_isend(tensor, peer, tag);
-  } catch (const std::exception& e) {
-    flight.fail(e);
-    throw;
-  }
+  WorkPtr work = started_under(flight, [&] { return do_isend(tensor, peer, tag); });
   return flight_work(traced("send", tensor, peer, tag, flow, begin, std::move(work)), std::move(flight));
 }
 
@@ -152,13 +158,7 @@ WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
   const uint64_t flow = trace::flow_id(world_rank_of(peer), world_rank(), static_cast<int64_t>(tag + flow_salt_), n);
   const int64_t begin = trace::now_us();
   FlightOp flight = FlightOp::p2p(*this, "recv", tensor, peer, tag, n);
-  WorkPtr work;
-  try {
-    work = do_irecv(tensor, peer, tag);
-  } catch (const std::exception& e) {
-    flight.fail(e);
-    throw;
-  }
+  WorkPtr work = started_under(flight, [&] { return do_irecv(tensor, peer, tag); });
   return flight_work(traced("recv", tensor, peer, tag, flow, begin, std::move(work)), std::move(flight));
 }
 
