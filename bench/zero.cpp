@@ -241,8 +241,11 @@ void part_memory(comm::Communicator& comm, const StepOptions& o, std::vector<Var
                   measured[v].*categories[c].bytes / 1e6, accounted[v].*categories[c].bytes / 1e6,
                   percent_off(measured[v].*categories[c].bytes, accounted[v].*categories[c].bytes), w);
     }
-  std::printf("%-20s %-16s %12.2f %14s   (DDP's bucket buffers; ZeRO's are freed after each step)\n", "DDP",
-              "buffers", measured[0].buffers / 1e6, "-");
+  // Buffers are not in the accounting: DDP's buckets stay, ZeRO-2's buckets and ZeRO-3's unit
+  // gradients come and go (their most at once since the variant was built); rank 0's.
+  for (size_t v = 0; v < variants.size(); ++v)
+    std::printf("%-20s %-16s %12.2f %14s   (%s)\n", variants[v].name.c_str(), "buffers", measured[v].buffers / 1e6,
+                "-", v == 0 ? "the buckets" : "the most at once during a step");
   std::printf("# target every category within 5 %% of the accounting:");
   for (size_t v = 0; v < variants.size(); ++v) std::printf(" %s %s;", variants[v].name.c_str(), verdict(within[v]));
   std::printf("\n");
