@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace distlab::train {
+#include "train/trainer_state.hpp"
 
-namespace {
-const std::string kBest = "best/";
-}
+namespace distlab::train {
 
 FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages) {
   if (world_size < 1) throw std::invalid_argument("fit_layout: a world of " + std::to_string(world_size) + " ranks");
@@ -41,16 +39,16 @@ CheckpointPart recut(const std::vector<CheckpointPart>& parts, const std::set<st
     for (const auto& [name, tensor] : part.model)
       if (names.count(name)) out.model[name] = tensor;
     for (const auto& [key, tensor] : part.tensors) {
-      if (key.rfind(kBest, 0) != 0) continue;
+      if (key.rfind(kBestPrefix, 0) != 0) continue;
       has_best = true;
-      if (names.count(key.substr(kBest.size()))) out.tensors[key] = tensor;
+      if (names.count(key.substr(kBestPrefix.size()))) out.tensors[key] = tensor;
     }
   }
   for (const std::string& name : names) {
     if (!out.model.count(name))
       throw CheckpointError("checkpoint: no part of the " + std::to_string(parts.size()) + "-stage checkpoint holds '" +
                             name + "' (written by another model?)");
-    if (has_best && !out.tensors.count(kBest + name))
+    if (has_best && !out.tensors.count(kBestPrefix + name))
       throw CheckpointError("checkpoint: the best model saved with it lacks '" + name + "'");
   }
   return out;

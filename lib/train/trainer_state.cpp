@@ -7,15 +7,11 @@
 
 namespace distlab::train {
 
-namespace {
-const std::string kBest = "best/";
-}
-
 CheckpointPart to_part(const std::map<std::string, at::Tensor>& model, const TrainerState& state,
                        const std::string& written_by) {
   CheckpointPart part;
   for (const auto& [name, tensor] : model) part.model[name] = tensor.detach().cpu();
-  for (const auto& [name, tensor] : state.best) part.tensors[kBest + name] = tensor.cpu();
+  for (const auto& [name, tensor] : state.best) part.tensors[kBestPrefix + name] = tensor.cpu();
   {
     at::Generator cpu = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(cpu.mutex());
@@ -35,7 +31,7 @@ std::map<std::string, at::Tensor> from_part(const CheckpointPart& part, TrainerS
   state.best_valid_loss = part.reals.at("best_valid_loss");
   state.best.clear();
   for (const auto& [name, tensor] : part.tensors)
-    if (name.rfind(kBest, 0) == 0) state.best[name.substr(kBest.size())] = tensor;
+    if (name.rfind(kBestPrefix, 0) == 0) state.best[name.substr(kBestPrefix.size())] = tensor;
   if (auto rng = part.tensors.find("rng/cpu"); rng != part.tensors.end()) {
     at::Generator cpu = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(cpu.mutex());

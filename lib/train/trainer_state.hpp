@@ -23,6 +23,9 @@
 
 namespace distlab::train {
 
+// The best model's tensors in a part: "best/" + the tensor's name.
+inline const std::string kBestPrefix = "best/";
+
 struct TrainerState {
   int64_t epoch = 1;          // next epoch to run
   int64_t data_position = 0;  // its next batch

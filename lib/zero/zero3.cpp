@@ -320,6 +320,11 @@ void Zero3::check_idle(const char* what) const {
                           "it interrupted?); run a full backward first");
 }
 
+void Zero3::refuse_inside_whole(const std::string& why) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->whole) throw std::logic_error(sharded_.comm().self() + ": ZeRO-3: " + why);
+}
+
 void Zero3::zero_grad() {
   check_idle("zero_grad");
   for (const at::Tensor& p : sharded_.params()) p.mutable_grad() = at::Tensor();
@@ -341,23 +346,14 @@ Zero3::WholeParameters::~WholeParameters() {
 
 Zero3::WholeParameters Zero3::whole_parameters() {
   check_idle("whole_parameters");
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->whole)
-      throw std::logic_error(sharded_.comm().self() + ": ZeRO-3: whole_parameters() while its guard already lives");
-  }
+  refuse_inside_whole("whole_parameters() while its guard already lives");
   return WholeParameters(state_);
 }
 
 void Zero3::step() {
   check_idle("step");
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->whole)
-      throw std::logic_error(sharded_.comm().self() +
-                             ": ZeRO-3: step() inside whole_parameters(): its end would write the old values back "
-                             "over the step; end the guard first");
-  }
+  refuse_inside_whole(
+      "step() inside whole_parameters(): its end would write the old values back over the step; end the guard first");
   for (size_t i = 0; i < sharded_.params().size(); ++i)
     if (sharded_.params()[i].grad().defined())
       throw comm::CommError(sharded_.comm().self() + ": ZeRO-3: parameter '" + sharded_.names()[i] +

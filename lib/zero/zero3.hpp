@@ -127,6 +127,8 @@ class Zero3 {
 
  private:
   void check_idle(const char* what) const;
+  // Throws std::logic_error when a WholeParameters guard lives; `why` says what it would break.
+  void refuse_inside_whole(const std::string& why) const;
 
   torch::nn::Sequential model_;
   std::vector<int> unit_of_child_;  // per child of the Sequential: its unit, or -1 (no trainable parameters)
