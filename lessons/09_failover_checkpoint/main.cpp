@@ -30,11 +30,13 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "comm/env.hpp"
 #include "comm/job.hpp"
@@ -61,6 +63,7 @@ struct Options {
   int kill_at_step = -1;
   std::string fail_how = "kill";
   std::string expect_digest;
+  int pause_ms = 0;  // after each step: time to kill a launcher by hand mid-run
 };
 
 struct Net : torch::nn::Module {
@@ -219,6 +222,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
                                std::to_string(s.step) + " (--fail-how throw)");
     }
     const double loss = train_step(comm, s, o);
+    if (o.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.pause_ms));
     if (s.step % o.save_every == 0 || s.step == o.steps) {
       if (p.rank == 0) {
         const std::string folder = checkpoints.save(s.step, 0, to_part(s, o, p, comm.size()));
@@ -269,6 +273,10 @@ int main(int argc, char** argv) {
   app.add_option("--kill-at-step", o.kill_at_step, "the step at which --kill-rank fails")->capture_default_str();
   app.add_option("--fail-how", o.fail_how, "kill: SIGKILL itself; throw: an exception (torchrun's error file)")
       ->check(CLI::IsMember({"kill", "throw"}))
+      ->capture_default_str();
+  app.add_option("--pause-ms", o.pause_ms,
+                 "sleep this long after each step: time to kill a rank or a whole launcher by hand mid-run")
+      ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   app.add_option("--expect-digest", o.expect_digest,
                  "the digest an uninterrupted run printed; exit 1 when the final parameters differ");

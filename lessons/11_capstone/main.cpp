@@ -37,9 +37,7 @@
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
 #include "lesson.hpp"
-#include "models/transformer_lm.hpp"
 #include "pipeline/schedule.hpp"
-#include "train/elastic.hpp"
 #include "train/sharded_stage.hpp"
 #include "train/trainer.hpp"
 
@@ -94,9 +92,8 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
          const Options& o, lessons::Parts& parts) {
   train::TrainerOptions t = o.trainer;
   parts.begin(comm, "The layout and the data");
-  if (t.elastic) {  // the layout follows the ranks there are (lib/train/elastic.hpp)
-    const int layers = static_cast<int>(models::transformer_lm_preset(t.preset, corpus.vocab.size()).nlayers);
-    const train::FittedLayout fitted = train::fit_layout(comm.size(), t.layout, layers);
+  if (t.elastic) {  // the layout follows the ranks there are: train() decides, we print it first
+    const train::FittedLayout fitted = train::layout_for(comm.size(), t, static_cast<int64_t>(corpus.vocab.size()));
     t.layout = fitted.layout;
     if (comm.rank() == 0) std::printf("[RANK 0]: elastic: %s\n", fitted.reason.c_str());
   }
@@ -128,7 +125,7 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
                 t.dropout < 0 ? "0.2 (preset)" : std::to_string(t.dropout).c_str());
     std::fflush(stdout);
   }
-  train::TrainerOptions options = t;  // elastic: already fitted, so train() keeps it
+  train::TrainerOptions options = t;  // elastic: the layout train() fits to (layout_for), so it keeps it
   options.after_step = killer(comm, o);
   parts.begin(comm, "Training");
   const train::TrainResult r = train::train(comm, corpus, options);

@@ -211,7 +211,11 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   if (world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
 
   const int64_t columns = run.train_data.size(1);
-  const int64_t chunks = std::min(o.chunks, columns);
+  // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
+  // microbatch, so the replicas of a stage must agree on m even when their
+  // columns do not (an uneven split: the last replica has the fewest).
+  const int64_t fewest = data::replica_columns(o.batch_size, R - 1, R).count;
+  const int64_t chunks = std::min(o.chunks, fewest);
   pipeline::ExecutorOptions exec;
   exec.split_dim = 1;  // (S, N): microbatches are columns
   // This replica's share of the batch's columns (uneven when R does not divide the batch).
@@ -232,7 +236,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
     run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
   }
   if (world.rank() == 0 && chunks != o.chunks)
-    run.print("chunks " + std::to_string(chunks) + " (a replica has " + std::to_string(columns) + " columns)");
+    run.print("chunks " + std::to_string(chunks) + " (the smallest replica has " + std::to_string(fewest) + " columns)");
 
   TrainerState state;
   state.lr = o.lr;
@@ -345,12 +349,16 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
 
 }  // namespace
 
+FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t vocab_size) {
+  if (!options.elastic) return {options.layout, "the layout asked for: " + options.layout.text()};
+  const models::TransformerLmOptions model = models::transformer_lm_preset(options.preset, vocab_size);
+  return fit_layout(world_size, options.layout, static_cast<int>(model.nlayers));
+}
+
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {
   check_zero_stage(options.zero);  // before any collective: every rank fails alike
-  if (!options.elastic) return train_on_layout(world, corpus, options);
   TrainerOptions fitted = options;
-  const models::TransformerLmOptions model = models::transformer_lm_preset(options.preset, corpus.vocab.size());
-  const FittedLayout layout = fit_layout(world.size(), options.layout, static_cast<int>(model.nlayers));
+  const FittedLayout layout = layout_for(world.size(), options, static_cast<int64_t>(corpus.vocab.size()));
   fitted.layout = layout.layout;
   if (world.rank() == 0 && !options.quiet && fitted.layout.text() != options.layout.text()) {
     const std::string line = "[RANK 0]: elastic: " + layout.reason + "\n";

@@ -29,6 +29,7 @@
 #include "ddp/reducer.hpp"
 #include "data/corpus.hpp"
 #include "pipeline/schedule.hpp"
+#include "train/elastic.hpp"
 #include "train/layout.hpp"
 
 namespace distlab::train {
@@ -92,6 +93,12 @@ struct TrainResult {
   int64_t zero_synced_steps = 0;         // --zero: this stage's reduce-scatter rounds, one per step run here
   std::map<std::string, at::Tensor> final_state;  // this stage's parameters by full name (keep_final_state)
 };
+
+// The layout train() trains on with `world_size` ranks: `options.layout`,
+// or with `options.elastic` the one fit_layout (elastic.hpp) picks for the
+// preset's layers, with its reason. The one place that decides it: a
+// program that prints the layout before training asks here.
+FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t vocab_size);
 
 // Every rank of `world` calls it; `corpus` may be shared by thread ranks.
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options);

@@ -99,6 +99,7 @@ struct Move {
   Layout before;
   int ranks_after;
   std::string expected_after;
+  int zero = 0;  // 0: DDP; 1-3: each stage's replicas shard (ZeRO), resharded for the new replica count
 };
 
 class ElasticResume : public ::testing::TestWithParam<Move> {};
@@ -110,7 +111,8 @@ class ElasticResume : public ::testing::TestWithParam<Move> {};
 TEST_P(ElasticResume, EndsWhereTheUninterruptedRunEnds) {
   const Move move = GetParam();
   const std::string dir = ::testing::TempDir() + "elastic_" + text(move.before) + "_" +
-                          std::to_string(move.ranks_after) + "_" + std::to_string(::getpid());
+                          std::to_string(move.ranks_after) + "_zero" + std::to_string(move.zero) + "_" +
+                          std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(2, 2);
   o.epochs = 2;
@@ -119,6 +121,7 @@ TEST_P(ElasticResume, EndsWhereTheUninterruptedRunEnds) {
 
   o.layout = move.before;
   o.elastic = true;
+  o.zero = move.zero;
   const auto [first, resumed] = tests::stop_and_resume(o, dir, 3, move.ranks_after);
   ASSERT_EQ(resumed.size(), static_cast<size_t>(move.ranks_after));
   for (const auto& r : resumed) {
@@ -130,8 +133,9 @@ TEST_P(ElasticResume, EndsWhereTheUninterruptedRunEnds) {
   const double worst = largest_difference(resumed, uninterrupted);
   EXPECT_LT(worst, 2e-5) << text(move.before) << " -> " << move.expected_after;
   EXPECT_NEAR(resumed.back().test_loss, uninterrupted.back().test_loss, 2e-5 * uninterrupted.back().test_loss);
-  std::printf("  %s for 3 steps, then %s for 5: largest difference from the uninterrupted 2x2 run %.3g\n",
-              text(move.before).c_str(), move.expected_after.c_str(), worst);
+  std::printf("  %s for 3 steps, then %s for 5 (%s): largest difference from the uninterrupted 2x2 DDP run %.3g\n",
+              text(move.before).c_str(), move.expected_after.c_str(),
+              move.zero ? ("ZeRO-" + std::to_string(move.zero)).c_str() : "DDP", worst);
   std::filesystem::remove_all(dir);
 }
 
@@ -139,9 +143,16 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ElasticResume,
                          ::testing::Values(Move{{2, 2}, 2, "2x1"},   // lost a replica
                                            Move{{1, 4}, 3, "1x3"},   // lost one of four, columns 7/7/6
                                            Move{{2, 2}, 3, "1x3"},   // the stages re-cut
-                                           Move{{2, 1}, 4, "2x2"}),  // back up
+                                           Move{{2, 1}, 4, "2x2"},   // back up
+                                           // Sharded: the shards are cut again for the new replica count
+                                           // (the capstone's SGD keeps no state; the parameters are whole
+                                           // in the checkpoint, zero::ShardedCheckpointer re-shards Adam's).
+                                           Move{{2, 2}, 3, "1x3", 3},
+                                           Move{{1, 4}, 3, "1x3", 1},
+                                           Move{{2, 1}, 4, "2x2", 2}),
                          [](const auto& info) {
-                           return text(info.param.before) + "_to_" + info.param.expected_after;
+                           return text(info.param.before) + "_to_" + info.param.expected_after +
+                                  (info.param.zero ? "_zero" + std::to_string(info.param.zero) : "");
                          });
 
 }  // namespace
