@@ -95,7 +95,9 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
   if (t.elastic) {  // the layout follows the ranks there are: train() decides, we print it first
     const train::FittedLayout fitted = train::layout_for(comm.size(), t, static_cast<int64_t>(corpus.vocab.size()));
     t.layout = fitted.layout;
-    if (comm.rank() == 0) std::printf("[RANK 0]: elastic: %s\n", fitted.reason.c_str());
+    if (comm.rank() == 0)
+      std::printf("[RANK 0]: elastic: asked %s, %d rank(s) here: %s\n[RANK 0]:   %s\n", o.trainer.layout.text().c_str(),
+                  comm.size(), fitted.layout.text().c_str(), fitted.why.c_str());
   }
   if (comm.rank() == 0) {
     std::printf("[RANK 0]: Lesson 11: the capstone, %s on %d %s ranks (%s)\n", t.layout.text().c_str(), comm.size(),

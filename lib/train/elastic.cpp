@@ -12,17 +12,20 @@ FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages) {
   const int most = std::max(1, std::min(wanted.pipeline, max_stages));
   int stages = most;
   while (world_size % stages != 0) --stages;  // 1 always divides
-  FittedLayout fitted{{stages, world_size / stages}, ""};
+  FittedLayout fitted{{stages, world_size / stages}, "", ""};
   const std::string world = std::to_string(world_size) + " rank(s)";
   if (fitted.layout.pipeline == wanted.pipeline && fitted.layout.replicas == wanted.replicas)
-    fitted.reason = fitted.layout.text() + ", as asked";
+    fitted.why = "as asked";
   else if (stages == wanted.pipeline)
-    fitted.reason = fitted.layout.text() + " on " + world + ": the " + std::to_string(stages) +
-                    " stages kept, the replicas follow the world (asked " + wanted.text() + ")";
+    fitted.why = "the " + std::to_string(stages) + " stages kept, the replicas follow the world";
+  else if (stages == most)  // the world would split, the model does not: it has fewer layers
+    fitted.why = "the model cuts into at most " + std::to_string(most) + " stages: it is re-cut";
   else
-    fitted.reason = fitted.layout.text() + " on " + world + ": " + std::to_string(world_size) + " is not a multiple of " +
-                    std::to_string(wanted.pipeline) + " stages, and " + std::to_string(stages) +
-                    " is the most stages that divides it (asked " + wanted.text() + "; the model is re-cut)";
+    fitted.why = std::to_string(world_size) + " ranks do not split into " + std::to_string(most) + " stages; " +
+                 std::to_string(stages) + (stages == 1 ? " stage does" : " stages do") + ": the model is re-cut";
+  fitted.reason = fitted.why == "as asked" ? fitted.layout.text() + ", as asked"
+                                           : fitted.layout.text() + " on " + world + ": " + fitted.why +
+                                                 " (asked " + wanted.text() + ")";
   return fitted;
 }
 

@@ -33,6 +33,7 @@ namespace distlab::train {
 struct FittedLayout {
   Layout layout;
   std::string reason;  // one line: what was chosen and why
+  std::string why;     // the why alone: "the 2 stages kept, the replicas follow the world"
 };
 
 // `max_stages`: the most stages the model can be cut into (its layers).

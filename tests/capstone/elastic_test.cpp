@@ -45,7 +45,8 @@ TEST(FitLayout, KeepsTheStagesWhenItCanElseTheMostThatDivide) {
     EXPECT_EQ(fitted.layout.world_size(), c.world);
     EXPECT_NE(fitted.reason.find(fitted.layout.text()), std::string::npos) << fitted.reason;
   }
-  EXPECT_NE(train::fit_layout(3, {2, 2}, 2).reason.find("not a multiple of 2"), std::string::npos);
+  EXPECT_NE(train::fit_layout(3, {2, 2}, 2).reason.find("3 ranks do not split into 2 stages"), std::string::npos);
+  EXPECT_NE(train::fit_layout(8, {4, 2}, 2).why.find("at most 2 stages"), std::string::npos);
   EXPECT_THROW(train::fit_layout(0, {2, 2}, 2), std::invalid_argument);
 }
 

@@ -325,7 +325,9 @@ TEST(CapstoneElastic, TorchrunAgentLostGoesOnAsTwoByOne) {
       [&](const std::string& port) { return two_agents_one_lost(emptied(dir), port, program, "ckpt/step_000000004"); },
       240);
   EXPECT_TRUE(contains(r.output, "killed agent b and its workers")) << r.output;
-  EXPECT_TRUE(contains(r.output, "elastic: 2 stages x 1 replica on 2 rank(s): the 2 stages kept")) << r.output;
+  EXPECT_TRUE(contains(r.output, "elastic: asked 2 stages x 2 replicas, 2 rank(s) here: 2 stages x 1 replica"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "the 2 stages kept, the replicas follow the world")) << r.output;
   EXPECT_TRUE(contains(r.output, "Lesson 11: the capstone, 2 stages x 1 replica on 2 gloo ranks")) << r.output;
   EXPECT_TRUE(contains(r.output, "(written by rank 0 of 2 stages x 2 replicas)")) << r.output;
   EXPECT_TRUE(contains(r.output, "(2 stages x 1 replica, 8 steps)")) << r.output;
@@ -354,6 +356,8 @@ TEST(CapstoneElastic, DistlabRunWithFewerProcessesReCutsTheStages) {
   const Outcome rest = run(3, " --resume");
   ASSERT_EQ(rest.status, 0) << rest.output;
   EXPECT_TRUE(contains(rest.output, "Lesson 11: the capstone, 1 stage x 3 replicas on 3 gloo ranks")) << rest.output;
+  EXPECT_TRUE(contains(rest.output, "3 ranks do not split into 2 stages; 1 stage does: the model is re-cut"))
+      << rest.output;
   EXPECT_TRUE(contains(rest.output, "re-cutting the 2-stage checkpoint of step 4 into 1 stage(s)")) << rest.output;
   EXPECT_TRUE(contains(rest.output, "(written by rank 0 of 2 stages x 2 replicas)")) << rest.output;
   EXPECT_TRUE(contains(rest.output, "(1 stage x 3 replicas, 8 steps)")) << rest.output;
