@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "collectives/collectives.hpp"
+#include "flight/site.hpp"
 
 namespace distlab::ddp {
 
@@ -56,6 +57,7 @@ void verify_same_parameters(comm::Communicator& comm, const NamedTensors& named,
                             const std::function<std::string(size_t index)>& where) {
   const int p = comm.size();
   if (p == 1) return;
+  flight::Site site(who + " set-up: every rank's parameters compared");
   const auto on_device = at::TensorOptions().dtype(at::kLong).device(comm.device());
   // How many parameters the longest list has, then everyone's fingerprints
   // (the list's length first, zero-padded to the longest), gathered.
@@ -96,6 +98,7 @@ void verify_same_parameters(comm::Communicator& comm, const NamedTensors& named,
 void broadcast_from_rank0(comm::Communicator& comm, const std::vector<at::Tensor>& tensors) {
   if (comm.size() == 1) return;
   torch::NoGradGuard no_grad;
+  flight::Site site("rank 0's values broadcast");
   for (const at::Tensor& t : tensors) {
     at::Tensor work = t.is_contiguous() ? t : t.contiguous();
     comm.native_broadcast(work, 0);

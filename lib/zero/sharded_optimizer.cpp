@@ -311,6 +311,7 @@ void ShardedOptimizer::reduce_scatter_gradient_buffer(int bucket, const std::str
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
   label_bucket_span(span, bucket, name, buffer);
   // My chunk of the buffer, which the shard's .grad already is, holds the sum.
+  flight::Site site("ZeRO " + name);
   collectives::reduce_scatter(comm_, buffer, comm::ReduceOp::kSum, options_.algorithm, options_.tag);
 }
 

@@ -9,10 +9,12 @@
 #include <torch/optim/adam.h>
 #include <torch/types.h>
 
+#include <map>
 #include <mutex>
 
 #include "collectives/plan.hpp"
 #include "comm/threads_backend.hpp"
+#include "flight/recorder.hpp"
 #include "models/square_mlp.hpp"
 #include "trace/recorder.hpp"
 #include "zero/zero1.hpp"
@@ -204,6 +206,57 @@ TEST(ZeroTrace, BucketEventsOnTheZeroLane) {
   EXPECT_EQ(layouts, 2);
   EXPECT_EQ(reduce_scatters, 2 * buckets);
   EXPECT_EQ(all_gathers, 2 * buckets);
+}
+
+// The flight recorder names each ZeRO collective's bucket (lib/flight/site.hpp),
+// ZeRO-1's in-place reduce-scatter of its gradient buffers included: a hang
+// in step N then says which bucket the ranks were in.
+TEST(ZeroFlight, EveryCollectiveNamesItsBucket) {
+  for (const int stage : {1, 2}) {
+    comm::CommOptions options;
+    options.flight = flight::Recorder::create({1000, ::testing::TempDir()});
+    int buckets = 0;
+    std::vector<flight::Dump> dumps(2);
+    comm::run_thread_ranks(
+        2,
+        [&](Communicator& comm) {
+          auto model = small_model();
+          ZeroOptions zo;
+          zo.bucket_cap_bytes = zo.first_bucket_bytes = 256;
+          auto run = [&](auto& zero) {
+            model->forward(at::ones({2, 8})).sum().backward();
+            zero.step();
+            if (comm.rank() == 0) buckets = zero.layout().buckets();
+          };
+          if (stage == 1) {
+            Zero1 zero(comm, *model, sgd(torch::optim::SGDOptions(0.1)), zo);
+            run(zero);
+          } else {
+            Zero2 zero(comm, *model, sgd(torch::optim::SGDOptions(0.1)), zo);
+            run(zero);
+          }
+          dumps[static_cast<size_t>(comm.rank())] = options.flight->ring_of(comm.rank(), comm.size())->snapshot();
+        },
+        options);
+    ASSERT_GT(buckets, 1);
+    for (const flight::Dump& dump : dumps) {
+      std::map<std::string, int> per_op;
+      for (const flight::Entry& e : dump.entries) {
+        if (e.op != "reduce_scatter" && e.op != "all_gather") continue;
+        const std::string what = "ZeRO-" + std::to_string(stage) + " " + e.op + " #" + std::to_string(e.seq) + ": '" +
+                                 e.site + "'";
+        if (e.site.find("set-up") != std::string::npos) {  // the constructor's check of the parameters
+          EXPECT_EQ(e.site.rfind("ZeRO-" + std::to_string(stage) + " set-up", 0), 0u) << what;
+          continue;
+        }
+        ++per_op[e.op];
+        EXPECT_EQ(e.site.rfind("ZeRO ", 0), 0u) << what;
+        EXPECT_NE(e.site.find("bucket"), std::string::npos) << what;
+      }
+      EXPECT_EQ(per_op["reduce_scatter"], buckets) << "ZeRO-" << stage;
+      EXPECT_EQ(per_op["all_gather"], buckets) << "ZeRO-" << stage;
+    }
+  }
 }
 
 // Overlap really happens: ZeRO-2's first bucket (the last layer) is
