@@ -3,6 +3,8 @@
 #include <imgui.h>
 #include <sys/stat.h>
 
+#include <stdexcept>
+
 #include "trace_loader.hpp"
 
 namespace distlab::viz {
@@ -40,6 +42,19 @@ App::App(const Options& options)
     : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options) {
   // The Trace panel holds the trace; the Memory panel draws its memory samples.
   if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
+  // Flight-recorder files: those asked for, else any beside the trace.
+  if (!options.flight_paths.empty()) {
+    trace_.open_flight(options.flight_paths);
+    // Without a trace they are all there is to show.
+    const FlightModel& flight = trace_.flight().model();
+    if (options.trace_files.empty() && flight.file_count() == 0) {
+      std::string why;
+      for (const std::string& line : flight.diagnosis().refused) why += (why.empty() ? "" : "; ") + line;
+      throw std::runtime_error("no flight file could be read: " + why);
+    }
+  } else if (!options.trace_files.empty()) {
+    trace_.open_flight_beside(options.trace_files);
+  }
   if (!options.trace_files.empty() && options.panel == "memory" && trace_.memory().empty())
     messages_.push_back("no memory samples in the trace (counters named \"memory STAGE\" or \"accounting STAGE\")");
   // The Pipeline and DDP panels read the same files for what they show:

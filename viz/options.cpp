@@ -43,12 +43,16 @@ std::pair<double, double> parse_range(const std::string& text) {
 }
 
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
-  CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live), pipeline "
-               "schedules, DDP buckets, and memory per rank under DDP and ZeRO"};
+  CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live) with "
+               "flight-recorder files, pipeline schedules, DDP buckets, and memory per rank under DDP and ZeRO"};
   CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen "
-                                          "(default: trace with --trace or --listen, else collectives)")
+                                          "(default: trace with --trace, --flight or --listen, else collectives)")
                            ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "memory"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
+  app.add_option("--flight", o.flight_paths,
+                 "Flight-recorder files, or directories of flight.rank*.json: each rank's last operations on the "
+                 "Trace panel, the finding of distlab-trace why marked where the ranks part ways (without --trace: "
+                 "the flight files alone; with --trace and no --flight, those beside the trace file are opened)");
   app.add_option("--listen", o.listen_port, "Receive live events on this TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--bind", o.bind, "Address the live listener binds to (loopback unless told otherwise)");
@@ -86,7 +90,8 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   try {
     app.parse(argc, argv);
     // Opening a trace means looking at it: the Trace panel, unless told.
-    if (panel->count() == 0 && (!o.trace_files.empty() || o.listen_port >= 0)) o.panel = "trace";
+    if (panel->count() == 0 && (!o.trace_files.empty() || !o.flight_paths.empty() || o.listen_port >= 0))
+      o.panel = "trace";
     apply_preset(o);
     if (!o.view_ms.empty()) parse_range(o.view_ms);
     if (o.collective == "all-reduce") o.collective = "all_reduce";

@@ -1,6 +1,6 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory] [--trace FILE...] [--listen PORT]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory] [--trace FILE...] [--flight PATH...] [--listen PORT]
 //     [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
 //     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]
@@ -19,10 +19,13 @@
 namespace distlab::viz {
 
 struct Options {
-  std::string panel = "collectives";  // "trace" when --trace or --listen is given without --panel
+  std::string panel = "collectives";  // "trace" when --trace, --flight or --listen is given without --panel
 
   // Trace panel.
   std::vector<std::string> trace_files;  // one per rank, or one for all
+  // Flight-recorder files or directories of flight.rank*.json; empty: those
+  // beside the trace files, if any.
+  std::vector<std::string> flight_paths;
   int listen_port = -1;                  // -1: not listening; 0: any free port
   std::string bind = "127.0.0.1";
   std::string view_ms;                   // "A:B": the visible window, ms after the first event

@@ -130,7 +130,10 @@ TimelineContext begin_timeline(const char* id, TimelineView& view, const std::ve
     if (!ctx.row_visible(int(i))) continue;
     const float top = ctx.row_tops[i];
     const float bottom = top + ctx.row_heights[i];
-    if (i % 2 == 1) d->AddRectFilled(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 1, bottom), kRowAltColor);
+    if (const Color fill = rows[i]->label_background(); fill != 0)
+      d->AddRectFilled(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 1, bottom), fill);
+    else if (i % 2 == 1)
+      d->AddRectFilled(ImVec2(origin.x, top), ImVec2(ctx.area_min.x - 1, bottom), kRowAltColor);
     d->AddLine(ImVec2(origin.x, bottom - 0.5f), ImVec2(ctx.area_max.x, bottom - 0.5f), kRowLineColor);
     const std::string label = rows[i]->label();
     clipped_text(d, ImVec2(origin.x + 6, top + 3), kTextColor, label.c_str(),

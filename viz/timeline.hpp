@@ -87,6 +87,9 @@ class TimelineRow {
   virtual float height() const = 0;
   // Draws between ctx.row_top and ctx.row_bottom, clipped to the track area.
   virtual void draw(const TimelineContext& ctx) const = 0;
+  // The label cell's fill; 0: the usual (every other row slightly lighter).
+  // A row that must stand out (the rank a diagnosis blames) returns its colour.
+  virtual Color label_background() const { return 0; }
 };
 
 // Where rows go: tops relative to the first row, stacked with no gap.

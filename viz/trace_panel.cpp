@@ -120,7 +120,9 @@ class TracePanel::Row : public TimelineRow {
     TracePanel& p = panel_;
     const TraceModel& model = p.model_;
     const TraceRowData& row = model.rows()[index_];
-    const bool mouse_here = ctx.hovered && ctx.hovered_row == static_cast<int>(index_);
+    // (Not ctx.hovered_row: with flight rows among them, timeline rows are
+    // not the model's.)
+    const bool mouse_here = ctx.hovered && ctx.mouse.y >= ctx.row_top && ctx.mouse.y < ctx.row_bottom;
     for (uint32_t level = 0; level < row.levels.size(); ++level) {
       const float band = static_cast<float>(std::min<uint32_t>(level, kMaxLevelsShown - 1));
       const float y0 = ctx.row_top + (kRowPadding + band * kLevelHeight) * p.scale_ + 1.0f;
@@ -150,6 +152,10 @@ class TracePanel::Row : public TimelineRow {
     }
   }
 
+  Color label_background() const override {
+    return panel_.flight_.label_background(panel_.model_.rows()[index_].rank);
+  }
+
  private:
   TracePanel& panel_;
   uint32_t index_;
@@ -165,12 +171,16 @@ void TracePanel::open_files(const std::vector<std::string>& paths) {
   // Straight from the files into the model: no events vector in between.
   TraceModel model;
   std::vector<std::string> warnings;
+  std::map<int, trace::ClockOffset> offsets;
   for (const std::string& path : paths) {
     LoadReport report = load_trace_into(path, model);
     warnings.insert(warnings.end(), report.warnings.begin(), report.warnings.end());
+    offsets.insert(report.info.clock_offsets.begin(), report.info.clock_offsets.end());
   }
   model.finalize();
   model_ = std::move(model);
+  clock_offsets_ = std::move(offsets);
+  flight_.model().set_clock_offsets(clock_offsets_);
   memory_.clear();
   memory_seen_ = 0;
   sync_memory();
@@ -205,6 +215,41 @@ void TracePanel::set_events(const std::vector<trace::Event>& events) {
   fitted_ = false;
 }
 
+void TracePanel::open_flight(const std::vector<std::string>& paths) {
+  FlightModel& flight = flight_.model();
+  flight.clear();
+  flight.set_clock_offsets(clock_offsets_);
+  flight.open(paths);
+  for (const std::string& line : flight.diagnosis().refused) messages_.push_back("refused " + line);
+  messages_.push_back("flight recorder: " + flight.diagnosis().summary);
+  fitted_ = false;
+}
+
+bool TracePanel::open_flight_beside(const std::vector<std::string>& trace_paths) {
+  const std::vector<std::string> dirs = flight_dirs_beside(trace_paths);
+  if (dirs.empty()) return false;
+  std::string names;
+  for (const std::string& dir : dirs) names += (names.empty() ? "" : ", ") + dir + "/flight.rank*.json";
+  messages_.push_back("flight files beside the trace: " + names + " opened too (--flight chooses others)");
+  open_flight(dirs);
+  return true;
+}
+
+void TracePanel::focus_flight() {
+  const auto range = flight_.model().focus_range();
+  if (!range) return;
+  const int64_t origin = origin_us();
+  view_.begin_s = (static_cast<double>(range->first) - static_cast<double>(origin)) * 1e-6;
+  view_.end_s = (static_cast<double>(range->second) - static_cast<double>(origin)) * 1e-6;
+  fitted_ = true;
+  follow_live_ = false;
+}
+
+int64_t TracePanel::origin_us() const {
+  const bool no_trace = model_.empty() && model_.counter_count() == 0;
+  return no_trace && flight_.active() ? flight_.model().begin_us() : model_.origin_us();
+}
+
 void TracePanel::listen(int port, const std::string& bind_host) {
   live_ = std::make_unique<LiveFeed>(port, bind_host);
   live_errors_seen_ = 0;
@@ -222,10 +267,20 @@ void TracePanel::set_view_ms(double begin_ms, double end_ms) {
 }
 
 void TracePanel::fit_all() {
-  if (model_.empty())
-    view_.fit(0.0, 1e-3);
-  else
-    view_.fit(0.0, model_.seconds_of(model_.end_us()));
+  double begin = 0.0;
+  double end = model_.empty() ? 1e-3 : model_.seconds_of(model_.end_us());
+  // The flight files' operations too: a hang's last ones may lie past the
+  // trace's last event.
+  const FlightModel& flight = flight_.model();
+  if (flight_.active() && flight.end_us() > flight.begin_us()) {
+    const double origin = static_cast<double>(origin_us());
+    const double flight_begin = (static_cast<double>(flight.begin_us()) - origin) * 1e-6;
+    const double flight_end = (static_cast<double>(flight.end_us()) - origin) * 1e-6;
+    const bool no_trace = model_.empty() && model_.counter_count() == 0;
+    begin = no_trace ? flight_begin : std::min(begin, flight_begin);
+    end = no_trace ? flight_end : std::max(end, flight_end);
+  }
+  view_.fit(begin, end);
   fitted_ = true;
 }
 
@@ -259,9 +314,15 @@ void TracePanel::update() {
 }
 
 void TracePanel::draw() {
-  if (!fitted_) fit_all();
+  // A flight finding is what the user came for: shown first ("Fit" shows all).
+  if (!fitted_ && flight_.model().has_marker())
+    focus_flight();
+  else if (!fitted_)
+    fit_all();
   while (messages_.size() > kMaxMessages) messages_.erase(messages_.begin());
   draw_toolbar();
+  flight_.begin_frame();
+  if (flight_.active() && flight_.draw_banner(scale_)) focus_flight();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float stats_height = show_stats_ && !model_.rows().empty()
                                  ? std::min(avail.y * 0.35f, 60.0f + 20.0f * model_.rows().size())
@@ -288,7 +349,10 @@ void TracePanel::draw_toolbar() {
   ImGui::SameLine();
   if ((ImGui::Button("Open") || enter) && !path_input_.empty()) {
     try {
-      open_files(split_paths(path_input_));
+      const std::vector<std::string> paths = split_paths(path_input_);
+      open_files(paths);
+      flight_.model().clear();
+      open_flight_beside(paths);
     } catch (const std::exception& e) {
       messages_.push_back(std::string("error: ") + e.what());
     }
@@ -340,7 +404,7 @@ void TracePanel::draw_toolbar() {
   }
   for (const std::string& m : messages_) {
     const bool bad = m.rfind("error", 0) == 0 || m.rfind("live receiver", 0) == 0;
-    const bool warn = m.rfind("warning", 0) == 0;
+    const bool warn = m.rfind("warning", 0) == 0 || m.rfind("refused", 0) == 0;
     ImGui::TextColored(bad ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f) : warn ? ImVec4(1.0f, 0.8f, 0.3f, 1.0f)
                                                                : ImVec4(0.6f, 0.62f, 0.68f, 1.0f),
                        "%s", m.c_str());
@@ -348,11 +412,20 @@ void TracePanel::draw_toolbar() {
 }
 
 void TracePanel::draw_timeline(ImVec2 size) {
+  // Rows by rank: the rank's trace rows, then its flight row.
+  const int64_t origin = origin_us();
   std::vector<Row> rows;
   rows.reserve(model_.rows().size());
   for (uint32_t i = 0; i < model_.rows().size(); ++i) rows.emplace_back(*this, i);
+  std::vector<int> row_ranks;
+  for (const TraceRowData& r : model_.rows()) row_ranks.push_back(r.rank);
+  const std::vector<int> flight_ranks = flight_.active() ? flight_.model().ranks() : std::vector<int>{};
+  std::vector<FlightOverlay::Row> flight_rows;
+  for (int rank : flight_ranks) flight_rows.emplace_back(flight_, rank, origin, scale_);
+  const std::vector<RowSlot> slots = interleave_rows(row_ranks, flight_ranks);
   std::vector<const TimelineRow*> pointers;
-  for (const Row& r : rows) pointers.push_back(&r);
+  for (const RowSlot& s : slots)
+    pointers.push_back(s.flight ? static_cast<const TimelineRow*>(&flight_rows[s.index]) : &rows[s.index]);
 
   hover_ = Hover{};
   TimelineStyle style;
@@ -364,8 +437,11 @@ void TracePanel::draw_timeline(ImVec2 size) {
   layout_.axis = ctx.axis;
   layout_.area_min = ctx.area_min;
   layout_.area_max = ctx.area_max;
-  layout_.row_tops = ctx.row_tops;
+  layout_.row_tops.assign(rows.size(), 0.0f);  // by model row
+  for (size_t t = 0; t < slots.size(); ++t)
+    if (!slots[t].flight) layout_.row_tops[slots[t].index] = ctx.row_tops[t];
   draw_arrows(ctx);
+  flight_.draw_marker(ctx, origin);
   if (cursor_s_) draw_time_cursor(ctx, *cursor_s_);
   end_timeline(ctx);
 
@@ -377,6 +453,7 @@ void TracePanel::draw_timeline(ImVec2 size) {
     cursor_s_ = ctx.clicked_time_s;
   }
   if (hover_.count > 0 && !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) draw_tooltip(hover_);
+  else if (!ImGui::IsMouseDragging(ImGuiMouseButton_Left)) flight_.draw_tooltip(origin);
 }
 
 void TracePanel::draw_memory_track(ImVec2 size) {

@@ -12,9 +12,15 @@
 // (memory_model.hpp), a memory track: per rank, the total of its latest
 // sample as a step area over time, on the rows' time axis (it zooms and
 // pans with them), all ranks to one scale.
+//
+// With flight-recorder files (flight_overlay.hpp), each rank gets a row of
+// its last communication operations under its trace rows, the diagnosis'
+// finding is marked where the ranks part ways, and a banner says why; with
+// no trace at all the flight rows alone make the timeline.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -22,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flight_overlay.hpp"
 #include "live_feed.hpp"
 #include "memory_model.hpp"
 #include "timeline.hpp"
@@ -85,6 +92,15 @@ class TracePanel {
   void open_files(const std::vector<std::string>& paths);
   // Shows these events (tests, the benchmark).
   void set_events(const std::vector<trace::Event>& events);
+  // Reads flight-recorder files (files, or directories of flight.rank*.json)
+  // and diagnoses them; unreadable ones become "refused ..." messages, as
+  // distlab-trace why prints them. Never throws.
+  void open_flight(const std::vector<std::string>& paths);
+  // Opens the flight.rank*.json files lying beside these trace files, if
+  // any, and says so in messages(). Returns whether there were some.
+  bool open_flight_beside(const std::vector<std::string>& trace_paths);
+  // Shows the window around the flight finding's marker, when there is one.
+  void focus_flight();
   // Starts the live listener; throws std::runtime_error when it cannot.
   void listen(int port, const std::string& bind_host);
   void set_view_ms(double begin_ms, double end_ms);
@@ -100,6 +116,10 @@ class TracePanel {
   void draw();
 
   const TraceModel& model() const { return model_; }
+  const FlightOverlay& flight() const { return flight_; }
+  // Time 0 of the axis: the trace's first event, or the first flight
+  // operation when there is no trace.
+  int64_t origin_us() const;
   // The memory counter samples among the model's (the Memory panel shows them too).
   const MemoryModel& memory() const { return memory_; }
   const TraceFrameLayout& last_layout() const { return layout_; }
@@ -130,6 +150,8 @@ class TracePanel {
   Color color_of(uint32_t category);
 
   TraceModel model_;
+  FlightOverlay flight_;
+  std::map<int, trace::ClockOffset> clock_offsets_;  // from the trace files, applied to the flight files too
   MemoryModel memory_;
   size_t memory_seen_ = 0;  // model_'s counter samples given to memory_
   TimelineView memory_view_;  // the track's: times copied from view_ (its scroll is its own)
