@@ -1,0 +1,9 @@
+# Tensor and sequence parallelism (Megatron-LM): the f/g pair and its
+# sequence-parallel form as autograd functions, the column- and row-parallel
+# linears cut from unsplit ones, and their naive reference.
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/split.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/regions.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/linear.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/naive.cpp
+)
