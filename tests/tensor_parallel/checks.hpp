@@ -1,0 +1,36 @@
+// The tensor-parallel checks, written once and run on thread ranks
+// (*_test.cpp) and on gloo processes (gloo_worker.cpp): each builds the
+// unsplit module from a fixed seed on every rank, cuts its parallel form
+// over `group`, and returns the largest difference between what this rank
+// computed (outputs and every gradient, its slice of them) and the unsplit
+// module's.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "comm/communicator.hpp"
+
+namespace distlab::tensor_parallel::testing {
+
+struct Check {
+  std::string name;                                       // "mlp", "mlp_sp", ...
+  double tolerance;                                       // float32 rounding for this computation
+  std::function<double(comm::Communicator& group)> run;  // every rank of `group` calls it
+  // Group sizes it accepts (a head count or vocabulary that must split).
+  std::function<bool(int group_size)> accepts = [](int) { return true; };
+};
+
+// Every check of every file, in a fixed order.
+std::vector<Check> all_checks();
+
+// Each file's own (all_checks() joins them).
+std::vector<Check> mlp_checks();
+
+// The largest |a - b| (a and b of the same shape; else +infinity).
+double largest_difference(const at::Tensor& a, const at::Tensor& b);
+
+}  // namespace distlab::tensor_parallel::testing
