@@ -48,7 +48,8 @@ Attempt::Attempt(const LaunchOptions& options, std::string program, int restart_
       program_(std::move(program)),
       restart_count_(restart_count),
       master_port_(master_port),
-      signals_(signals) {}
+      signals_(signals),
+      exit_records_(options, restart_count) {}
 
 Attempt::~Attempt() {
   for (auto& w : workers_) {
@@ -64,6 +65,7 @@ Attempt::~Attempt() {
 void Attempt::start_all() {
   std::vector<std::string> argv = options_.command;
   const bool forward_stdin = stdin_is_foreground_terminal();
+  exit_records_.forget_earlier();
   for (int local = 0; local < options_.nproc_per_node; ++local) {
     Worker w;
     w.rank = options_.rank_of(local);
@@ -170,6 +172,7 @@ void Attempt::on_exit(Worker& w, int wait_status) {
   for (auto [fd, lines] : streams_of(w))
     if (*fd >= 0) read_available(*fd, *lines, kDrainReads);
   if (running_count() == 0) drain_deadline_ = Clock::now() + kDrainTime;
+  exit_records_.record(w.rank, w.child.pid, wait_status, /*asked_to_stop=*/stopping_);
   // Once stopping, the others' ends are the launcher's doing, not failures.
   if (wait_status_ok(wait_status) || stopping_) return;
   outcome_.kind = AttemptOutcome::Kind::kFailed;

@@ -1,7 +1,8 @@
 // One start of all workers on this node, watched until every one has ended:
 //   start all -> poll(output, signals, the terminal for rank 0) -> first
 //   failure or Ctrl-C: stop all (SIGTERM or the forwarded signal, SIGKILL
-//   after the grace period).
+//   after the grace period). Every abnormal end is written down for
+//   distlab-trace why (exit_records.hpp).
 #pragma once
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "child_process.hpp"
+#include "exit_records.hpp"
 #include "line_prefixer.hpp"
 #include "options.hpp"
 #include "signal_pipe.hpp"
@@ -63,6 +65,7 @@ class Attempt {
   int restart_count_;
   int master_port_;
   SignalPipe& signals_;
+  ExitRecords exit_records_;  // flight.rank<N>.exit.json for distlab-trace why
   std::vector<Worker> workers_;
 
   AttemptOutcome outcome_;

@@ -130,6 +130,8 @@ std::string signal_name(int sig) {
     case SIGFPE: return "SIGFPE";
     case SIGKILL: return "SIGKILL";
     case SIGSEGV: return "SIGSEGV";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
     case SIGPIPE: return "SIGPIPE";
     case SIGALRM: return "SIGALRM";
     case SIGTERM: return "SIGTERM";

@@ -52,14 +52,6 @@ JobOptions with_env_defaults(JobOptions options) {
 }
 
 namespace {
-// The flight recorder's files go next to the trace file when there is one
-// (DISTLAB_FLIGHT_DIR overrides), else into the working directory.
-std::string flight_dir_for(const trace::Config& trace) {
-  const size_t slash = trace.file.rfind('/');
-  if (trace.file.empty() || slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : trace.file.substr(0, slash);
-}
-
 void run_job_unrecorded(const JobOptions& options, const std::shared_ptr<flight::Recorder>& flight,
                         const std::function<void(Communicator&)>& body) {
   CommOptions comm_options;
@@ -111,7 +103,7 @@ void run_job(const JobOptions& options, const std::function<void(Communicator&)>
   // error is written before the communicator closes its connections: once
   // they close, the other ranks fail at once and torchrun may stop this
   // process before it gets to write.
-  const auto flight = make_flight_recorder(flight_dir_for(options.trace));
+  const auto flight = make_flight_recorder(flight::files_dir(options.trace.file));
   flight::dump_on_signals();  // SIGUSR1: dump and go on; SIGTERM: dump, then stop
   std::mutex mutex;
   bool recorded = false;

@@ -64,12 +64,16 @@ void write_dump(const Dump& dump, const std::string& path) {
                   {"reason", dump.reason},        {"dumped_us", dump.dumped_us}, {"dumped_unix_us", dump.dumped_unix_us},
                   {"capacity", dump.capacity},    {"recorded", dump.recorded},   {"exit", dump.exit},          {"groups", groups},
                   {"entries", entries}};
+  write_whole(path, j.dump(1) + "\n");
+}
+
+void write_whole(const std::string& path, const std::string& text) {
   // Written beside its final name, then renamed over it: rename() within a
   // directory is atomic, so a reader finds the old file or the new one.
   const std::string temporary = path + ".tmp" + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
-    out << j.dump(1) << '\n';
+    out << text;
     out.close();
     if (!out) {
       std::remove(temporary.c_str());

@@ -38,8 +38,9 @@ struct Dump {
   std::vector<Entry> entries;  // oldest first
 };
 
-// A file that is not a flight dump of this version, or is damaged. The
-// message names the file and what is wrong, in one line.
+// A file that is not a flight dump (or exit record, exit_file.hpp) of this
+// version, or is damaged. The message names the file and what is wrong, in
+// one line.
 class BadDump : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -50,6 +51,8 @@ std::string dump_path(const std::string& dir, int rank);
 // Writes `dump` atomically (temporary file, then rename). Throws
 // std::runtime_error naming the path when it cannot.
 void write_dump(const Dump& dump, const std::string& path);
+// `text` into `path` the same way (exit_file.cpp writes through it too).
+void write_whole(const std::string& path, const std::string& text);
 // Throws BadDump.
 Dump read_dump(const std::string& path);
 

@@ -11,6 +11,13 @@
 
 namespace distlab::flight {
 
+std::string files_dir(const std::string& trace_file) {
+  if (const char* where = std::getenv("DISTLAB_FLIGHT_DIR"); where != nullptr && *where != '\0') return where;
+  const size_t slash = trace_file.rfind('/');
+  if (trace_file.empty() || slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : trace_file.substr(0, slash);
+}
+
 RecorderOptions RecorderOptions::from_env(const std::string& dir) {
   RecorderOptions options;
   options.dir = dir;

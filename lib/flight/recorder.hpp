@@ -16,7 +16,8 @@
 //   record is marked first, then the files are written);
 // - a rank's body threw (run_job: a failed exit);
 // - the process got SIGUSR1 (dump and go on) or SIGTERM (dump, then die of
-//   it as before), once dump_on_signals() was called. distlab-run's
+//   it as before), or an exception reached std::terminate, once
+//   dump_on_signals() was called. distlab-run's
 //   survivors get SIGTERM when a peer dies, so their files tell what they
 //   were waiting for even when the peer was SIGKILLed.
 //
@@ -40,6 +41,13 @@
 namespace distlab::flight {
 
 inline constexpr size_t kDefaultEntries = 2000;
+
+// Where a job's flight files go: DISTLAB_FLIGHT_DIR when set, else the
+// directory of `trace_file` (the --trace flag or DISTLAB_TRACE, as given,
+// "{rank}" and all) when it names one, else ".". run_job (comm/job.cpp) and
+// distlab-run (its exit records, exit_file.hpp) both follow this rule, so
+// the launcher's files land beside the workers'.
+std::string files_dir(const std::string& trace_file);
 
 struct RecorderOptions {
   size_t entries = kDefaultEntries;  // per rank; 0 = off
@@ -113,7 +121,10 @@ std::vector<std::string> dump_all(const std::string& reason);
 // From now on SIGUSR1 dumps every recorder (and the process goes on), and
 // SIGTERM dumps them and then ends the process by SIGTERM as before. The
 // handler only writes a byte to a pipe; a watcher thread does the dumping
-// (file I/O and locks are not allowed in a signal handler). Idempotent.
+// (file I/O and locks are not allowed in a signal handler). An exception
+// nobody catches dumps them too, before std::terminate's abort (gloo's I/O
+// threads throw one for a message longer than its recv). Nothing is dumped
+// once the process has begun to exit. Idempotent.
 void dump_on_signals();
 
 }  // namespace distlab::flight

@@ -7,5 +7,10 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/recorder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/signals.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dump_file.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/exit_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/why.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/why_job.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/why_dead.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/why_collectives.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/why_p2p.cpp
 )

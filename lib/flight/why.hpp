@@ -5,26 +5,35 @@
 // on another rank. Lined up by sequence number (entry.hpp), the ranks'
 // records show it:
 //
-//   dead   a rank left no file (killed, or exited before it could write):
-//          "rank 3 left the job without a flight file ...; rank 2 waits for
-//          it in recv #9 from rank 3 (tag 0)"
 //   order  at one sequence number of a group, a rank called another
 //          collective: "collective mismatch at #17 of group world: ranks 0-2
 //          all_reduce float32 [1024], rank 3 broadcast float32 [16]"
 //   shape  the same collective with another dtype or element count
+//   dead   a rank left no file (killed, or exited before it could write),
+//          or left outside communication: "rank 3 left the job (killed by
+//          SIGKILL, exit 137) without a flight file: rank 2 waits for it in
+//          recv #9 from rank 3 (tag 0)"; the exit status comes from
+//          distlab-run's exit records (exit_file.hpp), when there are any
 //   skip   the others are in #42 and a rank never entered it: "ranks 0, 1, 3
 //          are in all_reduce #42 (site) of group world; rank 2 never entered
 //          it: its last operation in world was broadcast #41, completed at ..."
-//   p2p    a recv (send) whose peer never sent (received) that message
+//   p2p    a recv (send) whose peer never sent (received) that message:
+//          "rank 0 is in recv #2 from rank 3 (tag 0) ...; rank 3 never sent
+//          it", with rank 3's last operation (and its send to rank 0 under
+//          another tag, if any)
 //   stuck  the members all entered a collective and some never finished it
 //
 // Checked in that order; a later finding is often an echo of an earlier one.
+// A mismatch comes first because it is never an echo: both sides' files
+// show it, and it is often why a rank left (gloo aborts a process that
+// receives a longer message than it asked for).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "flight/dump_file.hpp"
+#include "flight/exit_file.hpp"
 
 namespace distlab::flight {
 
@@ -40,17 +49,21 @@ struct Finding {
 
 struct Diagnosis {
   std::string summary;                // "read 3 flight files: ranks 0-2 of 4 ..."
-  std::vector<std::string> refused;   // one line per missing or damaged file
+  std::vector<std::string> refused;   // one line per missing or damaged file, or exit record not used
+  std::string exits;                  // "exits seen by distlab-run: rank 2 (killed by SIGKILL, exit 137); ..." or ""
   std::vector<Finding> findings;      // most telling first
 };
 
-// The analysis of dumps already read.
-Diagnosis diagnose(const std::vector<Dump>& dumps);
-// Reads `paths` (files, or directories holding flight.rank*.json) and
-// diagnoses what could be read; an unreadable file is one line of `refused`.
+// The analysis of dumps (and distlab-run's exit records) already read. An
+// exit record whose pid differs from its rank's flight file, or whose world
+// size differs from theirs, is left out with a line of `refused`.
+Diagnosis diagnose(const std::vector<Dump>& dumps, const std::vector<ExitRecord>& exits = {});
+// Reads `paths` (files, or directories holding flight.rank<N>.json and
+// flight.rank<N>.exit.json) and diagnoses what could be read; an unreadable
+// file is one line of `refused`.
 Diagnosis diagnose_files(const std::vector<std::string>& paths);
 
-// Summary, refused files, findings: what distlab-trace why prints.
+// Summary, refused files, exits, findings: what distlab-trace why prints.
 std::string to_text(const Diagnosis& diagnosis);
 
 // "rank 3", "ranks 0, 1, 3", "ranks 0-2"

@@ -26,6 +26,19 @@ void run_fault(comm::Communicator& comm, const std::string& fault, int culprit) 
   }
   const bool me = comm.rank() == culprit;
   flight::Site site("step 3");
+  if (fault == "p2p") {
+    const int next = (comm.rank() + 1) % comm.size();
+    const int previous = (comm.rank() + comm.size() - 1) % comm.size();
+    auto out = torch::full({8}, static_cast<float>(comm.rank()));
+    auto in = torch::empty({8});
+    for (int round = 0; round < kP2pRounds; ++round) {
+      const int tag = me && round == kP2pRounds - 1 ? kP2pWrongTag : 0;
+      auto sent = comm.isend(out, next, tag);
+      comm.recv(in, previous, /*tag=*/0);
+      sent->wait();
+    }
+    return;
+  }
   if (fault == "skip" && me) return;
   if (fault == "dead" && me) {
     // Long enough for the others to be inside #4 and for #3's last bytes to

@@ -1,25 +1,28 @@
 // The faults the flight recorder tests inject, the same on thread ranks and
-// on gloo processes. Every rank runs five collectives of group "world" that
-// match (#0 broadcast, #1-#3 all_reduce float32 [1024], ring), then #4,
-// where `culprit` does something else:
+// on gloo processes. Every rank runs four collectives of group "world" that
+// match (#0 broadcast, #1-#3 all_reduce float32 [1024], ring), then the
+// fault, done by `culprit`:
 //
 //   skip   the culprit returns without calling all_reduce #4
 //   order  the culprit calls broadcast [16] then all_reduce; the others
 //          all_reduce then broadcast
 //   shape  the culprit passes float32 [256] to all_reduce #4
 //   dead   the culprit stops: throws (threads) or SIGKILLs itself (gloo)
+//   p2p    no collective #4: a message goes round the ranks (send to
+//          rank + 1, recv from rank - 1, tag 0) three times, and the third
+//          time the culprit sends with tag 1; the rank after it waits in
+//          recv #2 from the culprit (tag 0), which never comes
 //
-// The others' wait in #4 ends with the communicator's timeout or the job's
+// The others' wait ends with the communicator's timeout or the job's
 // abort, and the flight files tell what happened.
 #pragma once
 
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "fault_numbers.hpp"
 
 namespace distlab::flight_test {
-
-inline constexpr int kFaultSeq = 4;
 
 void run_fault(comm::Communicator& comm, const std::string& fault, int culprit);
 

@@ -1,7 +1,8 @@
 // The flight recorder on thread ranks: each injected fault (faults.hpp) ends
 // within the timeout, and the diagnosis names the rank, the operation, the
-// sequence number and the cause; the ring keeps the last N; damaged files
-// are refused with a line; SIGUSR1 writes the files.
+// sequence number and the cause (fault_checks.hpp); the ring keeps the last
+// N; damaged files are refused with a line; SIGUSR1 writes the files. The
+// launcher's exit records are in exits_test.cpp.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,10 +14,12 @@
 
 #include "collectives/collectives.hpp"
 #include "comm/threads_backend.hpp"
+#include "fault_checks.hpp"
 #include "faults.hpp"
 #include "flight/recorder.hpp"
 #include "flight/why.hpp"
 #include "launcher_process.hpp"
+#include "run_why.hpp"
 
 namespace {
 
@@ -26,6 +29,7 @@ using distlab::comm::Communicator;
 using distlab::launcher::testing::fresh_dir;
 using distlab::launcher::testing::read_file;
 namespace flight = distlab::flight;
+using namespace distlab::flight_test;
 
 struct Outcome {
   std::string dir;
@@ -55,60 +59,49 @@ Outcome inject(const std::string& fault, int culprit, size_t entries = flight::k
 
 std::string text_of(const Outcome& o) { return flight::to_text(o.diagnosis) + "\nerror: " + o.error; }
 
-void expect_finding(const Outcome& o, const std::string& cause, std::vector<int> culprits, uint64_t seq,
-                    const std::string& op) {
-  ASSERT_FALSE(o.error.empty()) << "the fault must make the job fail";
+// The fault made the job fail, within its timeout rather than hanging.
+void expect_ended(const Outcome& o) {
+  EXPECT_FALSE(o.error.empty()) << "the fault must make the job fail";
   EXPECT_LT(o.seconds, 5.0) << "the job must end within its timeout, not hang";
-  ASSERT_FALSE(o.diagnosis.findings.empty());
-  const flight::Finding& f = o.diagnosis.findings.front();
-  EXPECT_EQ(f.cause, cause) << text_of(o);
-  EXPECT_EQ(f.culprits, culprits) << text_of(o);
-  EXPECT_EQ(f.seq, seq) << text_of(o);
-  EXPECT_EQ(f.op, op) << text_of(o);
-  EXPECT_TRUE(o.diagnosis.refused.empty()) << text_of(o);
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(FlightThreads, SkippedCollectiveNamesTheRankThatNeverEnteredIt) {
   const Outcome o = inject("skip", 2);
-  expect_finding(o, "skip", {2}, distlab::flight_test::kFaultSeq, "all_reduce");
-  const std::string& text = o.diagnosis.findings.front().text;
-  EXPECT_TRUE(contains(text, "ranks 0, 1, 3 are in all_reduce #4 (flight test skip / step 3) of group world")) << text;
-  EXPECT_TRUE(contains(text, "rank 2 never entered it: its last operation in world was all_reduce #3 "
-                             "(flight test skip / step 2), completed at "))
-      << text;
-  EXPECT_TRUE(contains(text, "then it returned from its work")) << text;
+  expect_ended(o);
+  expect_skip(o.diagnosis, 2, "ranks 0, 1, 3");
+  EXPECT_TRUE(contains(o.diagnosis.findings.front().text, "then it returned from its work")) << text_of(o);
   std::printf("%s", flight::to_text(o.diagnosis).c_str());
 }
 
 TEST(FlightThreads, CollectivesInAnotherOrderAreAMismatchAtTheirNumber) {
   const Outcome o = inject("order", 3);
-  expect_finding(o, "order", {3}, distlab::flight_test::kFaultSeq, "all_reduce");
-  const std::string& text = o.diagnosis.findings.front().text;
-  EXPECT_TRUE(contains(text, "collective mismatch at #4 of group world: ranks 0-2 all_reduce float32 [1024] (ring), "
-                             "rank 3 broadcast float32 [16] root 0 (tree)"))
-      << text;
+  expect_ended(o);
+  expect_order(o.diagnosis, 3, "ranks 0-2");
   std::printf("%s", flight::to_text(o.diagnosis).c_str());
 }
 
 TEST(FlightThreads, AnotherShapeIsNamedWithBothShapes) {
   const Outcome o = inject("shape", 3);
-  expect_finding(o, "shape", {3}, distlab::flight_test::kFaultSeq, "all_reduce");
-  const std::string& text = o.diagnosis.findings.front().text;
-  EXPECT_TRUE(contains(text, "ranks 0-2 all_reduce float32 [1024] (ring), rank 3 all_reduce float32 [256] (ring)"))
-      << text;
-  EXPECT_TRUE(contains(text, "rank 3 passed another dtype or shape to all_reduce #4")) << text;
+  expect_ended(o);
+  expect_shape(o.diagnosis, 3, "ranks 0-2");
   std::printf("%s", flight::to_text(o.diagnosis).c_str());
 }
 
 TEST(FlightThreads, ARankThatStopsIsTheCauseOfTheOthersWait) {
   const Outcome o = inject("dead", 1);
-  expect_finding(o, "dead", {1}, distlab::flight_test::kFaultSeq, "all_reduce");
-  const std::string& text = o.diagnosis.findings.front().text;
-  EXPECT_TRUE(contains(text, "rank 1 left the job (failed: injected: rank 1 stops) after all_reduce #3 of group world"))
-      << text;
-  EXPECT_EQ(o.diagnosis.findings.front().waiting, (std::vector<int>{0, 2, 3})) << text;
+  expect_ended(o);
+  expect_dead(o.diagnosis, 1, {0, 2, 3});
+  EXPECT_TRUE(contains(o.diagnosis.findings.front().text,
+                       "rank 1 left the job (failed: injected: rank 1 stops) after all_reduce #3 of group world"))
+      << text_of(o);
+  EXPECT_EQ(o.diagnosis.exits, "") << "no launcher, no exit records";
+  std::printf("%s", flight::to_text(o.diagnosis).c_str());
+}
+
+TEST(FlightThreads, ARecvWhoseMessageNeverComesNamesTheSilentPeer) {
+  const Outcome o = inject("p2p", 3);
+  expect_ended(o);
+  expect_p2p(o.diagnosis, 3, 4);
   std::printf("%s", flight::to_text(o.diagnosis).c_str());
 }
 
@@ -129,12 +122,8 @@ TEST(FlightThreads, EveryRankNumbersTheSameCollectivesAlike) {
 // The built tool prints what the library says.
 TEST(FlightThreads, DistlabTraceWhyPrintsTheDiagnosis) {
   const Outcome o = inject("shape", 3);
-  FILE* pipe = popen((std::string(DISTLAB_TRACE_PATH) + " why " + o.dir + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  const auto [out, exit_code] = run_why(o.dir);
+  EXPECT_EQ(exit_code, 0) << out;
   EXPECT_EQ(out, flight::to_text(o.diagnosis));
   EXPECT_TRUE(contains(out, "read 4 flight file(s): ranks 0-3 of 4")) << out;
   EXPECT_TRUE(contains(out, "collective mismatch at #4 of group world")) << out;
@@ -206,13 +195,8 @@ TEST(FlightFiles, DamagedFilesAreRefusedWithOneLineEach) {
   EXPECT_TRUE(contains(d.refused[4], "flight.rank9.json: cannot be read (missing?)")) << text;
   for (const auto& line : d.refused) EXPECT_EQ(line.find('\n'), std::string::npos) << line;
 
-  FILE* pipe = popen((std::string(DISTLAB_TRACE_PATH) + " why " + dir + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 1) << out;  // nothing readable
+  const auto [out, exit_code] = run_why(dir);
+  EXPECT_EQ(exit_code, 1) << out;  // nothing readable
   EXPECT_TRUE(contains(out, "refused " + dir + "/flight.rank1.json: flight recorder version 7")) << out;
 }
 

@@ -1,12 +1,15 @@
 // distlab-run's pieces without starting a process: flags, the variables a
-// worker gets (read back through the same parser a worker uses), and the
-// cutting of output into prefixed lines.
+// worker gets (read back through the same parser a worker uses), the
+// cutting of output into prefixed lines, and where the exit records go.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "comm/env.hpp"
+#include "exit_records.hpp"
 #include "line_prefixer.hpp"
 #include "options.hpp"
 
@@ -193,6 +196,37 @@ TEST(LinePrefixer, AnEndlessLineIsHandedOnInPieces) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "p " + std::string(LinePrefixer::kMaxLine, 'x') + "\n");
   EXPECT_EQ(lines[2], "p " + std::string(10, 'x') + "\n");
+}
+
+// The workers' flight directory, as comm/job.cpp picks it: DISTLAB_FLIGHT_DIR,
+// else the directory of the program's --trace (flag over DISTLAB_TRACE).
+TEST(ExitRecords, TheLauncherPicksTheWorkersFlightDirectory) {
+  struct Saved {
+    const char* name;
+    std::optional<std::string> value;
+  };
+  std::vector<Saved> saved;
+  for (const char* name : {"DISTLAB_FLIGHT_DIR", "DISTLAB_TRACE"}) {
+    const char* v = std::getenv(name);
+    saved.push_back({name, v ? std::optional<std::string>(v) : std::nullopt});
+    ::unsetenv(name);
+  }
+  EXPECT_EQ(workers_flight_dir({"prog", "--backend", "gloo"}), ".");
+  EXPECT_EQ(workers_flight_dir({"prog", "--trace", "out/t.json"}), "out");
+  EXPECT_EQ(workers_flight_dir({"prog", "--trace=/tmp/run/t.json", "--steps", "3"}), "/tmp/run");
+  EXPECT_EQ(workers_flight_dir({"prog", "--trace", "t.json"}), ".");
+  EXPECT_EQ(workers_flight_dir({"prog", "--trace", "/t.json"}), "/");
+  EXPECT_EQ(workers_flight_dir({"--trace", "out/t.json"}), ".") << "the program's name is not its flag";
+  ::setenv("DISTLAB_TRACE", "env/dir/t.json", 1);
+  EXPECT_EQ(workers_flight_dir({"prog"}), "env/dir");
+  EXPECT_EQ(workers_flight_dir({"prog", "--trace", "flag/t.json"}), "flag");
+  ::setenv("DISTLAB_FLIGHT_DIR", "flights", 1);
+  EXPECT_EQ(workers_flight_dir({"prog", "--trace", "flag/t.json"}), "flights");
+  for (const auto& s : saved)
+    if (s.value)
+      ::setenv(s.name, s.value->c_str(), 1);
+    else
+      ::unsetenv(s.name);
 }
 
 }  // namespace

@@ -1,0 +1,84 @@
+// The exit record's JSON form (exit_file.hpp), written and read like the
+// flight dumps (dump_file.cpp): whole or not at all, refused in one line.
+#include "flight/exit_file.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "flight/dump_file.hpp"
+
+namespace distlab::flight {
+
+using nlohmann::json;
+
+std::string describe(const ExitRecord& r) {
+  const std::string code = "exit " + std::to_string(r.exit_code);
+  return r.signal.empty() ? code : "killed by " + r.signal + ", " + code;
+}
+
+std::string exit_path(const std::string& dir, int rank) {
+  return (dir.empty() ? std::string(".") : dir) + "/flight.rank" + std::to_string(rank) + ".exit.json";
+}
+
+bool is_exit_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  int rank = -1;
+  int consumed = 0;
+  return std::sscanf(name.c_str(), "flight.rank%d.exit.json%n", &rank, &consumed) == 1 && rank >= 0 &&
+         static_cast<size_t>(consumed) == name.size();
+}
+
+void write_exit(const ExitRecord& r, const std::string& path) {
+  const json j = {{"format", "distlab-flight-exit"},
+                  {"version", r.version},
+                  {"rank", r.rank},
+                  {"world_size", r.world_size},
+                  {"pid", r.pid},
+                  {"host", r.host},
+                  {"restart", r.restart},
+                  {"exit_code", r.exit_code},
+                  {"signal", r.signal},
+                  {"asked_to_stop", r.asked_to_stop},
+                  {"unix_us", r.unix_us}};
+  write_whole(path, j.dump(1) + "\n");
+}
+
+ExitRecord read_exit(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw BadDump(path + ": cannot be read (missing?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  ExitRecord r;
+  try {
+    const json j = json::parse(text.str());
+    if (!j.is_object() || j.value("format", "") != "distlab-flight-exit")
+      throw BadDump(path + ": not an exit record (no \"format\": \"distlab-flight-exit\")");
+    r.version = j.at("version").get<int>();
+    if (r.version != kExitVersion)
+      throw BadDump(path + ": exit record version " + std::to_string(r.version) + ", this tool reads version " +
+                    std::to_string(kExitVersion));
+    r.rank = j.at("rank").get<int>();
+    r.world_size = j.at("world_size").get<int>();
+    if (r.world_size < 1 || r.rank < 0 || r.rank >= r.world_size)
+      throw BadDump(path + ": rank " + std::to_string(r.rank) + " of world size " + std::to_string(r.world_size));
+    r.pid = j.at("pid").get<int>();
+    r.host = j.at("host").get<std::string>();
+    r.restart = j.at("restart").get<int>();
+    r.exit_code = j.at("exit_code").get<int>();
+    r.signal = j.at("signal").get<std::string>();
+    r.asked_to_stop = j.at("asked_to_stop").get<bool>();
+    r.unix_us = j.at("unix_us").get<int64_t>();
+  } catch (const BadDump&) {
+    throw;
+  } catch (const json::parse_error& e) {
+    throw BadDump(path + ": damaged (not complete JSON: " + std::string(e.what()).substr(0, 120) + ")");
+  } catch (const std::exception& e) {
+    throw BadDump(path + ": damaged (" + std::string(e.what()).substr(0, 160) + ")");
+  }
+  return r;
+}
+
+}  // namespace distlab::flight
