@@ -2,19 +2,11 @@
 // reads them, diagnosing them with flight::diagnose, and placing the marker.
 #include "flight_model.hpp"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
 
 namespace distlab::viz {
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 void shift(flight::Dump& dump, int64_t offset_us) {
   auto move = [offset_us](int64_t& t) {
@@ -63,60 +55,27 @@ std::optional<size_t> culprit_entry(const flight::Dump& dump, const flight::Find
 
 }  // namespace
 
-std::vector<std::string> flight_files_in(const std::string& dir) {
-  std::map<int, std::string> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* entry = readdir(d)) {
-      int rank = -1;
-      char tail[8] = {};
-      if (std::sscanf(entry->d_name, "flight.rank%d.%5s", &rank, tail) == 2 && std::string(tail) == "json" &&
-          rank >= 0)
-        files[rank] = dir + "/" + entry->d_name;
-    }
-    closedir(d);
-  }
-  std::vector<std::string> out;
-  for (auto& [rank, path] : files) out.push_back(path);
-  return out;
-}
 
 std::vector<std::string> flight_dirs_beside(const std::vector<std::string>& trace_paths) {
   std::vector<std::string> dirs;
   for (const std::string& path : trace_paths) {
     const auto slash = path.find_last_of('/');
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end() && !flight_files_in(dir).empty()) dirs.push_back(dir);
+    const bool seen = std::find(dirs.begin(), dirs.end(), dir) != dirs.end();
+    if (!seen && !flight::flight_files_in(dir).empty()) dirs.push_back(dir);
   }
   return dirs;
 }
 
 void FlightModel::open(const std::vector<std::string>& paths) {
-  // As flight::diagnose_files reads them, keeping the dumps to draw.
-  std::vector<std::string> files, refused;
-  for (const std::string& p : paths) {
-    if (!is_directory(p)) {
-      files.push_back(p);
-      continue;
-    }
-    std::vector<std::string> found = flight_files_in(p);
-    if (found.empty()) refused.push_back(p + ": no flight.rank<N>.json files in this directory");
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  std::vector<flight::Dump> dumps;
-  for (const std::string& f : files) {
-    try {
-      dumps.push_back(flight::read_dump(f));
-    } catch (const flight::BadDump& e) {
-      refused.push_back(e.what());
-    }
-  }
-  set_dumps(std::move(dumps), std::move(refused));
+  flight::FlightFiles read = flight::read_flight_files(paths);  // as distlab-trace why reads them
+  set_dumps(std::move(read.dumps), std::move(read.refused), std::move(read.exits));
 }
 
-void FlightModel::set_dumps(std::vector<flight::Dump> dumps, std::vector<std::string> refused) {
+void FlightModel::set_dumps(std::vector<flight::Dump> dumps, std::vector<std::string> refused,
+                            std::vector<flight::ExitRecord> exits) {
   files_ = std::move(dumps);
-  diagnosis_ = flight::diagnose(files_);
-  diagnosis_.refused = std::move(refused);
+  diagnosis_ = flight::diagnose(flight::FlightFiles{files_, std::move(exits), std::move(refused)});
   loaded_ = true;
   rebuild();
 }

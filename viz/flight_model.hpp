@@ -49,9 +49,6 @@ struct FlightMarker {
   int64_t culprit_us = 0;                    // the latest culprit operation's time
 };
 
-// The flight.rank<N>.json files in `dir`, by rank: what distlab-trace why
-// reads from a directory.
-std::vector<std::string> flight_files_in(const std::string& dir);
 // The directories of these trace files that hold flight.rank<N>.json files
 // (where a job traced to a file writes them by default), each once.
 std::vector<std::string> flight_dirs_beside(const std::vector<std::string>& trace_paths);
@@ -63,8 +60,9 @@ class FlightModel {
   // throws: a file that cannot be read is a line of diagnosis().refused,
   // worded as why words it.
   void open(const std::vector<std::string>& paths);
-  // The same from dumps already read (tests).
-  void set_dumps(std::vector<flight::Dump> dumps, std::vector<std::string> refused = {});
+  // The same from dumps (and distlab-run's exit records) already read.
+  void set_dumps(std::vector<flight::Dump> dumps, std::vector<std::string> refused = {},
+                 std::vector<flight::ExitRecord> exits = {});
   // Moves each rank's times by its clock offset (the trace files'); the
   // diagnosis and its text stay those of the files.
   void set_clock_offsets(const std::map<int, trace::ClockOffset>& offsets);

@@ -94,6 +94,7 @@ Diagnosis diagnose(const std::vector<Dump>& dumps, const std::vector<ExitRecord>
     job.world_size = std::max(job.world_size, dump.world_size);
     for (const Group& g : dump.groups) job.groups[g.name] = g.ranks;
   }
+  job.index();
   for (const ExitRecord& record : exits) {
     auto dump = job.by_rank.find(record.rank);
     const std::string whose = "exit record of rank " + std::to_string(record.rank) + " (pid " +
@@ -180,8 +181,15 @@ void flight_files_in(const std::string& dir, std::vector<std::string>& dumps, st
 }
 }  // namespace
 
-Diagnosis diagnose_files(const std::vector<std::string>& paths) {
-  std::vector<std::string> files, exit_files, refused;
+std::vector<std::string> flight_files_in(const std::string& dir) {
+  std::vector<std::string> dumps, exits;
+  if (!dir.empty()) flight_files_in(dir, dumps, exits);
+  return dumps;
+}
+
+FlightFiles read_flight_files(const std::vector<std::string>& paths) {
+  FlightFiles out;
+  std::vector<std::string> files, exit_files;
   for (const std::string& p : paths) {
     if (!is_directory(p)) {
       (is_exit_path(p) ? exit_files : files).push_back(p);
@@ -189,29 +197,34 @@ Diagnosis diagnose_files(const std::vector<std::string>& paths) {
     }
     const size_t before = files.size();
     flight_files_in(p, files, exit_files);
-    if (files.size() == before) refused.push_back(p + ": no flight.rank<N>.json files in this directory");
+    if (files.size() == before) out.refused.push_back(p + ": no flight.rank<N>.json files in this directory");
   }
-  std::vector<Dump> dumps;
   for (const std::string& f : files) {
     try {
-      dumps.push_back(read_dump(f));
+      out.dumps.push_back(read_dump(f));
     } catch (const BadDump& e) {
-      refused.push_back(e.what());
+      out.refused.push_back(e.what());
     }
   }
-  std::vector<ExitRecord> exits;
   for (const std::string& f : exit_files) {
     try {
-      exits.push_back(read_exit(f));
+      out.exits.push_back(read_exit(f));
     } catch (const BadDump& e) {
-      refused.push_back(e.what());
+      out.refused.push_back(e.what());
     }
   }
-  Diagnosis d = diagnose(dumps, exits);
+  return out;
+}
+
+Diagnosis diagnose(const FlightFiles& files) {
+  Diagnosis d = diagnose(files.dumps, files.exits);
+  std::vector<std::string> refused = files.refused;
   refused.insert(refused.end(), d.refused.begin(), d.refused.end());
-  d.refused = refused;
+  d.refused = std::move(refused);
   return d;
 }
+
+Diagnosis diagnose_files(const std::vector<std::string>& paths) { return diagnose(read_flight_files(paths)); }
 
 std::string to_text(const Diagnosis& d) {
   std::ostringstream out;

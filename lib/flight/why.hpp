@@ -54,13 +54,25 @@ struct Diagnosis {
   std::vector<Finding> findings;      // most telling first
 };
 
+// What a set of paths holds: files, or directories holding
+// flight.rank<N>.json and flight.rank<N>.exit.json (by rank); every file
+// that could not be read is one line of `refused`, never an exception.
+struct FlightFiles {
+  std::vector<Dump> dumps;
+  std::vector<ExitRecord> exits;
+  std::vector<std::string> refused;
+};
+FlightFiles read_flight_files(const std::vector<std::string>& paths);
+// The flight.rank<N>.json files in `dir`, by rank ("" dir: none).
+std::vector<std::string> flight_files_in(const std::string& dir);
+
 // The analysis of dumps (and distlab-run's exit records) already read. An
 // exit record whose pid differs from its rank's flight file, or whose world
 // size differs from theirs, is left out with a line of `refused`.
 Diagnosis diagnose(const std::vector<Dump>& dumps, const std::vector<ExitRecord>& exits = {});
-// Reads `paths` (files, or directories holding flight.rank<N>.json and
-// flight.rank<N>.exit.json) and diagnoses what could be read; an unreadable
-// file is one line of `refused`.
+// diagnose() of what read_flight_files(paths) read, its refused lines first:
+// what distlab-trace why and the visualizer show.
+Diagnosis diagnose(const FlightFiles& files);
 Diagnosis diagnose_files(const std::vector<std::string>& paths);
 
 // Summary, refused files, exits, findings: what distlab-trace why prints.

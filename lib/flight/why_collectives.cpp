@@ -97,7 +97,7 @@ void find_skip(const Job& job, const std::string& group, const std::vector<int>&
   uint64_t front = 0;
   bool any = false;
   for (int r : members)
-    if (auto mine = job.collectives(r, group); !mine.empty()) {
+    if (const auto& mine = job.collectives(r, group); !mine.empty()) {
       front = any ? std::max(front, mine.back()->seq) : mine.back()->seq;
       any = true;
     }
@@ -106,7 +106,7 @@ void find_skip(const Job& job, const std::string& group, const std::vector<int>&
   const Entry* example = nullptr;
   for (int r : members) {
     if (job.dead.count(r)) continue;  // find_dead speaks of it
-    auto mine = job.collectives(r, group);
+    const auto& mine = job.collectives(r, group);
     if (mine.empty() || mine.back()->seq < front) {
       behind.push_back(r);
     } else if (mine.back()->state != State::kCompleted) {
@@ -132,7 +132,7 @@ void find_skip(const Job& job, const std::string& group, const std::vector<int>&
     f.culprits = behind;
     for (int r : behind) {
       const Dump& dump = *job.by_rank.at(r);
-      auto mine = job.collectives(r, group);
+      const auto& mine = job.collectives(r, group);
       text += "; rank " + std::to_string(r) + " never entered it: ";
       text += mine.empty() ? "it has no collective of " + group + " on record"
                            : "its last operation in " + group + " was " + name_of(*mine.back()) +

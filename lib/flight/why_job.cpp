@@ -7,19 +7,28 @@
 
 namespace distlab::flight::why {
 
-std::vector<const Entry*> Job::collectives(int rank, const std::string& group) const {
-  std::vector<const Entry*> out;
-  auto it = by_rank.find(rank);
-  if (it == by_rank.end()) return out;
-  for (const Entry& e : it->second->entries)
-    if (e.kind == "collective" && e.group == group) out.push_back(&e);
-  return out;
+void Job::index() {
+  collectives_.clear();
+  by_seq_.clear();
+  for (const auto& [rank, dump] : by_rank)
+    for (const Entry& e : dump->entries) {
+      if (e.kind != "collective") continue;
+      collectives_[{rank, e.group}].push_back(&e);
+      by_seq_[{rank, e.group}][e.seq] = &e;
+    }
+}
+
+const std::vector<const Entry*>& Job::collectives(int rank, const std::string& group) const {
+  static const std::vector<const Entry*> none;
+  auto it = collectives_.find({rank, group});
+  return it == collectives_.end() ? none : it->second;
 }
 
 const Entry* Job::collective_at(int rank, const std::string& group, uint64_t seq) const {
-  for (const Entry* e : collectives(rank, group))
-    if (e->seq == seq) return e;
-  return nullptr;
+  auto it = by_seq_.find({rank, group});
+  if (it == by_seq_.end()) return nullptr;
+  auto at = it->second.find(seq);
+  return at == it->second.end() ? nullptr : at->second;
 }
 
 const Entry* Job::last_entry(int rank) const {

@@ -27,11 +27,19 @@ struct Job {
   // nobody asked for (why.cpp, left_on_its_own).
   std::set<int> dead;
 
+  // Indexes every rank's collectives by group and sequence number, once the
+  // dumps are in by_rank: the lookups below are then a map's, not a scan of
+  // the ring (2,000 entries x 16 ranks took a second scanned).
+  void index();
   // rank's collectives in `group`, oldest first.
-  std::vector<const Entry*> collectives(int rank, const std::string& group) const;
+  const std::vector<const Entry*>& collectives(int rank, const std::string& group) const;
   const Entry* collective_at(int rank, const std::string& group, uint64_t seq) const;
   const Entry* last_entry(int rank) const;
   const ExitRecord* exit_of(int rank) const;
+
+ private:
+  std::map<std::pair<int, std::string>, std::vector<const Entry*>> collectives_;
+  std::map<std::pair<int, std::string>, std::map<uint64_t, const Entry*>> by_seq_;
 };
 
 // "14:03:07.412": an entry's time on the wall clock of the rank that wrote it.
