@@ -29,6 +29,7 @@ std::vector<Check> all_checks();
 
 // Each file's own (all_checks() joins them).
 std::vector<Check> mlp_checks();
+std::vector<Check> layer_checks();
 
 // The largest |a - b| (a and b of the same shape; else +infinity).
 double largest_difference(const at::Tensor& a, const at::Tensor& b);

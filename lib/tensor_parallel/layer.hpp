@@ -1,0 +1,76 @@
+// A tensor-parallel Transformer encoder layer, cut from an unsplit
+// torch::nn::TransformerEncoderLayer (the capstone's TransformerLm is a
+// stack of them) and computing what it computes (post-norm, LibTorch's
+// order):
+//
+//   x = norm1(src + dropout1(self_attn(src, src, src, mask)))
+//   y = norm2(x + dropout2(linear2(dropout(activation(linear1(x))))))
+//
+// self_attn is ParallelAttention (heads split), linear1 column-parallel,
+// linear2 row-parallel: two all-reduces forward and two backward per layer.
+// The LayerNorms, the residuals and the dropouts between the regions are
+// replicated: every rank computes them on the whole (S, N, E) tensor.
+//
+// With sequence parallelism each rank computes them on its S/t rows
+// instead, and the all-reduces become all-gathers on the way in and
+// reduce-scatters on the way out (regions.hpp): the same bytes, the
+// activations of the replicated part divided by t (Korthikanti et al. 2022:
+// per layer sbh(10 + 24/t + 5as/(ht)) bytes with tensor parallelism,
+// sbh/t (34 + 5as/h) with both). The replicated parameters (the norms, the
+// row-parallel biases) then see only this rank's rows: their gradients are
+// partial sums, which sync_sequence_parallel_grads() adds up over the group
+// after backward (Megatron does the same).
+//
+// Dropout: a rank draws its masks from its own generator; equality with
+// the unsplit layer is checked with dropout 0.
+#pragma once
+
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/transformerlayer.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tensor_parallel/attention.hpp"
+
+namespace distlab::tensor_parallel {
+
+class ParallelEncoderLayerImpl : public torch::nn::Module {
+ public:
+  ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
+                           ParallelOptions options = {});
+  // src (S, N, E) whole (sequence parallel: my rows, (S/t, N, E)); src_mask
+  // (S, S) over the whole sequence, or undefined. Returns src's shape.
+  at::Tensor forward(const at::Tensor& src, const at::Tensor& src_mask = {});
+
+  // The parameters every rank holds whole (the norms, the row-parallel
+  // biases): partial gradients under sequence parallelism.
+  std::vector<at::Tensor> replicated_parameters() const;
+  // The unsplit layer's parameters (its names: self_attn.in_proj_weight,
+  // ...), gathered from every rank's part, or with `gradients` their .grad
+  // (undefined ones as zeros); every rank of the group calls it.
+  std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+
+  ParallelAttention self_attn{nullptr};
+  ColumnParallelLinear linear1{nullptr};
+  RowParallelLinear linear2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+
+ private:
+  Communicator& group_;
+  ParallelOptions options_;
+  double dropout_ = 0;
+  bool gelu_ = false;  // else relu, the default
+};
+TORCH_MODULE(ParallelEncoderLayer);
+
+// Under sequence parallelism, every rank's gradients of `replicated` summed
+// over the group (in place; one all-reduce per tensor). A no-op otherwise.
+void sync_sequence_parallel_grads(Communicator& group, const std::vector<at::Tensor>& replicated,
+                                  const ParallelOptions& options);
+
+// A copy of an unsplit LayerNorm (the same shape, eps and values).
+torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full);
+
+}  // namespace distlab::tensor_parallel
