@@ -31,7 +31,8 @@ ParallelAttentionImpl::ParallelAttentionImpl(Communicator& group, const torch::n
   q_bias = register_parameter("q_bias", b[0]);
   k_bias = register_parameter("k_bias", b[1]);
   v_bias = register_parameter("v_bias", b[2]);
-  out_proj = register_module("out_proj", RowParallelLinear(group, full->out_proj->weight, full->out_proj->bias, options));
+  out_proj = register_module("out_proj",
+                             RowParallelLinear(group, full->out_proj->weight, full->out_proj->bias, options));
   dropout_ = full->options.dropout();
 }
 

@@ -10,6 +10,62 @@
 
 namespace distlab::tensor_parallel {
 
+namespace {
+
+// relu or gelu, as LibTorch stores it: a variant of kReLU, kGELU or a
+// function (index() reads it alike in LibTorch 1.13 and 2.x).
+template <typename Options>
+bool uses_gelu(const Options& options, const std::string& who) {
+  const size_t activation = options.activation().index();
+  if (activation > 1) throw std::invalid_argument(who + ": a custom activation function cannot be cut; relu or gelu");
+  return activation == 1;
+}
+
+// linear2(dropout(activation(linear1(x)))): one region, in and out.
+at::Tensor feed_forward(const at::Tensor& x, ColumnParallelLinear& linear1, RowParallelLinear& linear2, bool gelu,
+                        double dropout, bool train) {
+  const at::Tensor hidden = gelu ? at::gelu(linear1(x)) : at::relu(linear1(x));
+  return linear2(at::dropout(hidden, dropout, train));
+}
+
+// Gathers the unsplit layer's tensors (or their gradients) by its names.
+class WholeState {
+ public:
+  WholeState(Communicator& group, bool gradients) : group_(group), gradients_(gradients) {}
+  void attention(const std::string& prefix, const ParallelAttentionImpl& a) {
+    state_[prefix + ".in_proj_weight"] = at::cat({rows(a.q_weight), rows(a.k_weight), rows(a.v_weight)});
+    state_[prefix + ".in_proj_bias"] = at::cat({rows(a.q_bias), rows(a.k_bias), rows(a.v_bias)});
+    state_[prefix + ".out_proj.weight"] = columns(a.out_proj->weight);
+    state_[prefix + ".out_proj.bias"] = whole(a.out_proj->bias);
+  }
+  void feed_forward(const ColumnParallelLinear& linear1, const RowParallelLinear& linear2) {
+    state_["linear1.weight"] = rows(linear1->weight);
+    state_["linear1.bias"] = rows(linear1->bias);
+    state_["linear2.weight"] = columns(linear2->weight);
+    state_["linear2.bias"] = whole(linear2->bias);
+  }
+  void norm(const std::string& name, const torch::nn::LayerNorm& norm) {
+    state_[name + ".weight"] = whole(norm->weight);
+    state_[name + ".bias"] = whole(norm->bias);
+  }
+  std::map<std::string, at::Tensor> take() { return std::move(state_); }
+
+ private:
+  at::Tensor of(const at::Tensor& p) const {
+    if (!gradients_) return p.detach();
+    return p.grad().defined() ? p.grad().detach() : at::zeros_like(p);
+  }
+  at::Tensor rows(const at::Tensor& p) { return gather_parts(group_, of(p), 0); }     // column-parallel
+  at::Tensor columns(const at::Tensor& p) { return gather_parts(group_, of(p), 1); }  // row-parallel
+  at::Tensor whole(const at::Tensor& p) const { return of(p).clone(); }              // replicated
+
+  Communicator& group_;
+  const bool gradients_;
+  std::map<std::string, at::Tensor> state_;
+};
+
+}  // namespace
+
 torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full) {
   torch::nn::LayerNorm norm(full->options);
   at::NoGradGuard no_grad;
@@ -21,16 +77,13 @@ torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full) {
 ParallelEncoderLayerImpl::ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
                                                    ParallelOptions options)
     : group_(group), options_(options) {
-  // The activation as LibTorch stores it: a variant of kReLU, kGELU or a
-  // function (index() reads it alike in LibTorch 1.13 and 2.x).
-  const size_t activation = full->options.activation().index();
-  if (activation > 1)
-    throw std::invalid_argument("ParallelEncoderLayer: a custom activation function cannot be cut; relu or gelu");
-  gelu_ = activation == 1;
+  gelu_ = uses_gelu(full->options, "ParallelEncoderLayer");
   dropout_ = full->options.dropout();
   self_attn = register_module("self_attn", ParallelAttention(group, full->self_attn, options));
-  linear1 = register_module("linear1", ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
-  linear2 = register_module("linear2", RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
+  linear1 = register_module("linear1",
+                            ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
+  linear2 = register_module("linear2",
+                            RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
   norm1 = register_module("norm1", copy_layer_norm(full->norm1));
   norm2 = register_module("norm2", copy_layer_norm(full->norm2));
 }
@@ -39,8 +92,7 @@ at::Tensor ParallelEncoderLayerImpl::forward(const at::Tensor& src, const at::Te
   const bool train = is_training() && dropout_ > 0;
   const at::Tensor attended = self_attn(src, src, src_mask);
   const at::Tensor x = norm1(src + at::dropout(attended, dropout_, train));
-  const at::Tensor hidden = gelu_ ? at::gelu(linear1(x)) : at::relu(linear1(x));
-  const at::Tensor y = linear2(at::dropout(hidden, dropout_, train));
+  const at::Tensor y = feed_forward(x, linear1, linear2, gelu_, dropout_, train);
   return norm2(x + at::dropout(y, dropout_, train));
 }
 
@@ -49,28 +101,53 @@ std::vector<at::Tensor> ParallelEncoderLayerImpl::replicated_parameters() const 
 }
 
 std::map<std::string, at::Tensor> ParallelEncoderLayerImpl::whole_state(bool gradients) {
-  auto of = [gradients](const at::Tensor& p) {
-    if (!gradients) return p.detach();
-    return p.grad().defined() ? p.grad().detach() : at::zeros_like(p);
-  };
-  auto rows = [&](const at::Tensor& p) { return gather_parts(group_, of(p), 0); };     // column-parallel
-  auto columns = [&](const at::Tensor& p) { return gather_parts(group_, of(p), 1); };  // row-parallel
-  auto whole = [&](const at::Tensor& p) { return of(p).clone(); };                      // replicated
-  const ParallelAttentionImpl& a = *self_attn;
-  std::map<std::string, at::Tensor> state;
-  state["self_attn.in_proj_weight"] = at::cat({rows(a.q_weight), rows(a.k_weight), rows(a.v_weight)});
-  state["self_attn.in_proj_bias"] = at::cat({rows(a.q_bias), rows(a.k_bias), rows(a.v_bias)});
-  state["self_attn.out_proj.weight"] = columns(a.out_proj->weight);
-  state["self_attn.out_proj.bias"] = whole(a.out_proj->bias);
-  state["linear1.weight"] = rows(linear1->weight);
-  state["linear1.bias"] = rows(linear1->bias);
-  state["linear2.weight"] = columns(linear2->weight);
-  state["linear2.bias"] = whole(linear2->bias);
-  state["norm1.weight"] = whole(norm1->weight);
-  state["norm1.bias"] = whole(norm1->bias);
-  state["norm2.weight"] = whole(norm2->weight);
-  state["norm2.bias"] = whole(norm2->bias);
-  return state;
+  WholeState state(group_, gradients);
+  state.attention("self_attn", *self_attn);
+  state.feed_forward(linear1, linear2);
+  state.norm("norm1", norm1);
+  state.norm("norm2", norm2);
+  return state.take();
+}
+
+ParallelDecoderLayerImpl::ParallelDecoderLayerImpl(Communicator& group, const torch::nn::TransformerDecoderLayer& full,
+                                                   ParallelOptions options)
+    : group_(group), options_(options) {
+  gelu_ = uses_gelu(full->options, "ParallelDecoderLayer");
+  dropout_ = full->options.dropout();
+  self_attn = register_module("self_attn", ParallelAttention(group, full->self_attn, options));
+  multihead_attn = register_module("multihead_attn", ParallelAttention(group, full->multihead_attn, options));
+  linear1 = register_module("linear1",
+                            ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
+  linear2 = register_module("linear2",
+                            RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
+  norm1 = register_module("norm1", copy_layer_norm(full->norm1));
+  norm2 = register_module("norm2", copy_layer_norm(full->norm2));
+  norm3 = register_module("norm3", copy_layer_norm(full->norm3));
+}
+
+at::Tensor ParallelDecoderLayerImpl::forward(const at::Tensor& tgt, const at::Tensor& memory,
+                                             const at::Tensor& tgt_mask, const at::Tensor& memory_mask) {
+  const bool train = is_training() && dropout_ > 0;
+  at::Tensor x = norm1(tgt + at::dropout(self_attn(tgt, tgt, tgt_mask), dropout_, train));
+  x = norm2(x + at::dropout(multihead_attn(x, memory, memory_mask), dropout_, train));
+  const at::Tensor y = feed_forward(x, linear1, linear2, gelu_, dropout_, train);
+  return norm3(x + at::dropout(y, dropout_, train));
+}
+
+std::vector<at::Tensor> ParallelDecoderLayerImpl::replicated_parameters() const {
+  return {norm1->weight, norm1->bias, norm2->weight, norm2->bias, norm3->weight, norm3->bias,
+          self_attn->out_proj->bias, multihead_attn->out_proj->bias, linear2->bias};
+}
+
+std::map<std::string, at::Tensor> ParallelDecoderLayerImpl::whole_state(bool gradients) {
+  WholeState state(group_, gradients);
+  state.attention("self_attn", *self_attn);
+  state.attention("multihead_attn", *multihead_attn);
+  state.feed_forward(linear1, linear2);
+  state.norm("norm1", norm1);
+  state.norm("norm2", norm2);
+  state.norm("norm3", norm3);
+  return state.take();
 }
 
 void sync_sequence_parallel_grads(Communicator& group, const std::vector<at::Tensor>& replicated,

@@ -1,4 +1,4 @@
-// A tensor-parallel Transformer encoder layer, cut from an unsplit
+// Tensor-parallel Transformer layers. The encoder layer, cut from an unsplit
 // torch::nn::TransformerEncoderLayer (the capstone's TransformerLm is a
 // stack of them) and computing what it computes (post-norm, LibTorch's
 // order):
@@ -64,6 +64,42 @@ class ParallelEncoderLayerImpl : public torch::nn::Module {
   bool gelu_ = false;  // else relu, the default
 };
 TORCH_MODULE(ParallelEncoderLayer);
+
+// Seed 002's GPT layer: a torch::nn::TransformerDecoderLayer, called as
+// layer(h, h) (memory = the layer's own input):
+//
+//   x = norm1(tgt + dropout1(self_attn(tgt, tgt, tgt, tgt_mask)))
+//   x = norm2(x + dropout2(multihead_attn(x, memory, memory, memory_mask)))
+//   y = norm3(x + dropout3(linear2(dropout(activation(linear1(x))))))
+//
+// cut the same way: both attentions by heads (the cross-attention's query
+// and memory enter the region separately), the MLP column- then
+// row-parallel; three all-reduces forward, three (plus memory's) backward.
+class ParallelDecoderLayerImpl : public torch::nn::Module {
+ public:
+  ParallelDecoderLayerImpl(Communicator& group, const torch::nn::TransformerDecoderLayer& full,
+                           ParallelOptions options = {});
+  // tgt (L, N, E), memory (S, N, E): whole, or my rows under sequence
+  // parallelism; the masks over the whole sequences, or undefined.
+  at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory, const at::Tensor& tgt_mask = {},
+                     const at::Tensor& memory_mask = {});
+
+  std::vector<at::Tensor> replicated_parameters() const;
+  // The unsplit layer's parameters by its names, or their gradients.
+  std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+
+  ParallelAttention self_attn{nullptr}, multihead_attn{nullptr};
+  ColumnParallelLinear linear1{nullptr};
+  RowParallelLinear linear2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+
+ private:
+  Communicator& group_;
+  ParallelOptions options_;
+  double dropout_ = 0;
+  bool gelu_ = false;
+};
+TORCH_MODULE(ParallelDecoderLayer);
 
 // Under sequence parallelism, every rank's gradients of `replicated` summed
 // over the group (in place; one all-reduce per tensor). A no-op otherwise.

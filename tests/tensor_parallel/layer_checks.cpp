@@ -1,11 +1,11 @@
-// The tensor-parallel encoder layer against the unsplit
-// torch::nn::TransformerEncoderLayer it was cut from (the capstone's layer:
-// post-norm, relu, a causal mask), dropout 0: E=24, 12 heads, feed-forward
-// 48, (S=12, N=2) inputs, so that t = 1, 2, 3 and 4 all split it. Output,
-// input gradient and every parameter's gradient (gathered whole by
-// whole_state(true)) equal the unsplit layer's to float32 rounding, with
-// and without sequence parallelism; whole_state() gives back the unsplit
-// weights bit for bit.
+// The tensor-parallel layers against the unsplit torch layers they were cut
+// from, dropout 0: the encoder layer (the capstone's: post-norm, relu, a
+// causal mask) and the decoder layer (seed 002's GPT: called as layer(h, h),
+// no mask). E=24, 12 heads, feed-forward 48, (S=12, N=2) inputs, so that
+// t = 1, 2, 3 and 4 all split them. Output, input gradient and every
+// parameter's gradient (gathered whole by whole_state(true)) equal the
+// unsplit layer's to float32 rounding, with and without sequence
+// parallelism; whole_state() gives back the unsplit weights bit for bit.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/transformerlayer.h>
@@ -22,11 +22,11 @@ namespace {
 
 constexpr int64_t kSeq = 12, kBatch = 2, kDim = 24, kHeads = 12, kFfn = 48;
 
-// The unsplit layer, its weights drawn from a generator of its own (thread
-// ranks build it at once; the global generator would give each another).
-torch::nn::TransformerEncoderLayer unsplit_layer() {
-  torch::nn::TransformerEncoderLayer layer(
-      torch::nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0));
+// The unsplit layers, their weights drawn from a generator of their own
+// (thread ranks build them at once; the global generator would give each
+// another).
+template <typename Layer>
+Layer with_weights(Layer layer) {
   at::Generator g = at::detail::createCPUGenerator(5);
   at::NoGradGuard no_grad;
   for (auto& item : layer->named_parameters()) {
@@ -38,29 +38,39 @@ torch::nn::TransformerEncoderLayer unsplit_layer() {
   return layer;
 }
 
+torch::nn::TransformerEncoderLayer unsplit_encoder() {
+  return with_weights(torch::nn::TransformerEncoderLayer(
+      torch::nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0)));
+}
+
+torch::nn::TransformerDecoderLayer unsplit_decoder() {
+  return with_weights(torch::nn::TransformerDecoderLayer(
+      torch::nn::TransformerDecoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0)));
+}
+
 at::Tensor causal(int64_t s) {
   return at::triu(at::full({s, s}, -std::numeric_limits<float>::infinity()), 1);
 }
 
-double check_encoder(comm::Communicator& group, bool sequence_parallel) {
-  torch::nn::TransformerEncoderLayer full = unsplit_layer();
+// `forward(layer, x)` runs a layer (unsplit or parallel) on x.
+template <typename Full, typename Parallel, typename Forward>
+double check_layer(comm::Communicator& group, bool sequence_parallel, Full full, Forward forward) {
   at::Generator g = at::detail::createCPUGenerator(13);
   const at::Tensor x_whole = at::randn({kSeq, kBatch, kDim}, g), probe = at::randn({kSeq, kBatch, kDim}, g);
-  const at::Tensor mask = causal(kSeq);
-
   at::Tensor x_ref = x_whole.clone().requires_grad_(true);
-  const at::Tensor y_ref = full(x_ref, mask);
+  const at::Tensor y_ref = forward(full, x_ref);
   (y_ref * probe).sum().backward();
 
   const ParallelOptions options{sequence_parallel};
-  ParallelEncoderLayer layer(group, full, options);
+  Parallel layer(group, full, options);
   auto mine = [&](const at::Tensor& whole) { return sequence_parallel ? my_sequence_rows(group, whole) : whole; };
   at::Tensor x = mine(x_whole).clone().requires_grad_(true);
-  const at::Tensor y = layer(x, mask);
+  const at::Tensor y = forward(layer, x);
   (y * mine(probe)).sum().backward();
   sync_sequence_parallel_grads(group, layer->replicated_parameters(), options);
 
-  double worst = std::max(largest_difference(y, mine(y_ref.detach())), largest_difference(x.grad(), mine(x_ref.grad())));
+  double worst =
+      std::max(largest_difference(y, mine(y_ref.detach())), largest_difference(x.grad(), mine(x_ref.grad())));
   const std::map<std::string, at::Tensor> grads = layer->whole_state(/*gradients=*/true);
   for (const auto& item : full->named_parameters())
     worst = std::max(worst, grads.count(item.key()) ? largest_difference(grads.at(item.key()), item.value().grad())
@@ -68,10 +78,21 @@ double check_encoder(comm::Communicator& group, bool sequence_parallel) {
   return worst;
 }
 
+double check_encoder(comm::Communicator& group, bool sequence_parallel) {
+  const at::Tensor mask = causal(kSeq);
+  return check_layer<torch::nn::TransformerEncoderLayer, ParallelEncoderLayer>(
+      group, sequence_parallel, unsplit_encoder(), [&](auto& layer, const at::Tensor& x) { return layer(x, mask); });
+}
+
+double check_decoder(comm::Communicator& group, bool sequence_parallel) {
+  return check_layer<torch::nn::TransformerDecoderLayer, ParallelDecoderLayer>(
+      group, sequence_parallel, unsplit_decoder(), [](auto& layer, const at::Tensor& x) { return layer(x, x); });
+}
+
 // Cut and gathered back: the unsplit weights, bit for bit.
-double check_round_trip(comm::Communicator& group) {
-  torch::nn::TransformerEncoderLayer full = unsplit_layer();
-  ParallelEncoderLayer layer(group, full);
+template <typename Parallel, typename Full>
+double check_round_trip(comm::Communicator& group, Full full) {
+  Parallel layer(group, full);
   const std::map<std::string, at::Tensor> state = layer->whole_state();
   double worst = state.size() == full->named_parameters().size() ? 0 : std::numeric_limits<double>::infinity();
   for (const auto& item : full->named_parameters())
@@ -84,9 +105,18 @@ double check_round_trip(comm::Communicator& group) {
 
 std::vector<Check> layer_checks() {
   auto splits = [](int t) { return kHeads % t == 0 && kFfn % t == 0 && kSeq % t == 0; };
+  auto encoder_round_trip = [](comm::Communicator& g) {
+    return check_round_trip<ParallelEncoderLayer>(g, unsplit_encoder());
+  };
+  auto decoder_round_trip = [](comm::Communicator& g) {
+    return check_round_trip<ParallelDecoderLayer>(g, unsplit_decoder());
+  };
   return {{"encoder", 2e-5, [](comm::Communicator& g) { return check_encoder(g, false); }, splits},
           {"encoder_sp", 2e-5, [](comm::Communicator& g) { return check_encoder(g, true); }, splits},
-          {"encoder_round_trip", 1e-30, check_round_trip, splits}};
+          {"encoder_round_trip", 1e-30, encoder_round_trip, splits},
+          {"decoder", 2e-5, [](comm::Communicator& g) { return check_decoder(g, false); }, splits},
+          {"decoder_sp", 2e-5, [](comm::Communicator& g) { return check_decoder(g, true); }, splits},
+          {"decoder_round_trip", 1e-30, decoder_round_trip, splits}};
 }
 
 }  // namespace distlab::tensor_parallel::testing
