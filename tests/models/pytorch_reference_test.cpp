@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "model_test_util.hpp"
+#include "support/python_torch.hpp"
 #include "models/gpt.hpp"
 #include "models/transformer_lm.hpp"
 
@@ -29,18 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::max_abs_diff;
 
-constexpr const char* kPython = "/usr/bin/python3";  // Debian's, with python3-torch
-
-void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
-
-std::vector<char> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test_support::have_python_torch;
+using test_support::kPython;
 
 struct Reference {
   at::Tensor output;
@@ -60,21 +51,20 @@ Reference run_reference(const torch::nn::Module& model, const at::Tensor& tokens
   c10::Dict<std::string, at::Tensor> state;
   for (const auto& item : model.named_parameters()) state.insert(item.key(), item.value().detach());
   for (const auto& item : model.named_buffers()) state.insert(item.key(), item.value());
-  write_bytes(dir / "state.pt", torch::pickle_save(state));
-  write_bytes(dir / "input.pt", torch::pickle_save(tokens));
-  write_bytes(dir / "targets.pt", torch::pickle_save(targets));
+  test_support::save_pickle(dir / "state.pt", state);
+  test_support::save_pickle(dir / "input.pt", tokens);
+  test_support::save_pickle(dir / "targets.pt", targets);
 
   const fs::path script = fs::path(DISTLAB_SOURCE_DIR) / "tests" / "models" / "reference_models.py";
-  const std::string command =
-      std::string(kPython) + " " + script.string() + " " + args + " " + dir.string() + " > " + (dir / "log").string() + " 2>&1";
-  const int status = std::system(command.c_str());
-  std::ifstream log_file(dir / "log");
+  const std::string command = script.string() + " " + args + " " + dir.string();
+  const test_support::PythonRun run = test_support::run_python(command, dir / "log");
+  const int status = run.status;
   std::stringstream log;
-  log << log_file.rdbuf();
+  log << run.log;
   Reference reference;
   EXPECT_EQ(status, 0) << command << "\n" << log.str();
   if (status != 0) return reference;
-  const c10::Dict<c10::IValue, c10::IValue> result = torch::pickle_load(read_bytes(dir / "reference.pt")).toGenericDict();
+  const c10::Dict<c10::IValue, c10::IValue> result = test_support::load_pickle(dir / "reference.pt").toGenericDict();
   reference.output = result.at("output").toTensor();
   reference.loss = result.at("loss").toTensor();
   for (const auto& item : result.at("grads").toGenericDict())
@@ -84,10 +74,6 @@ Reference run_reference(const torch::nn::Module& model, const at::Tensor& tokens
   std::cout << case_name << ": " << log.str();
   fs::remove_all(dir);
   return reference;
-}
-
-bool have_python_torch() {
-  return fs::exists(kPython) && std::system((std::string(kPython) + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
 }
 
 // Forward, cross-entropy and backward in eval mode (dropout off), compared

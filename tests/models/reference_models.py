@@ -4,6 +4,7 @@ Run by pytorch_reference_test.cpp with /usr/bin/python3 (python3-torch):
 
     reference_models.py gpt --dim 32 --n-layers 2 --n-heads 4 --vocab-size 50 DIR
     reference_models.py lm --ntokens 50 --emsize 32 --nhid 64 --nlayers 2 --nhead 2 [--causal] DIR
+    reference_models.py gpt_layer --dim 32 --n-heads 4 DIR
 
 DIR holds state.pt (a state_dict that DistLab wrote with torch::pickle_save),
 input.pt and targets.pt. The script builds the model, loads the state dict
@@ -12,6 +13,12 @@ input in eval mode (dropout off), takes the cross-entropy against the
 targets, backpropagates, and writes DIR/reference.pt: {"output": logits,
 "loss": loss, "grads": {name: gradient}, "trainable": number of trainable
 parameters, "pe_max_diff": |own positional table - DistLab's| (lm only)}.
+
+gpt_layer is one layer of seed 002's model, nn.TransformerDecoderLayer(dim,
+n_heads) called as layer(h, h) (tests/tensor_parallel holds the
+tensor-parallel layer against it): input.pt is h (A, B, dim), targets.pt a
+probe of the same shape, the loss sum(layer(h, h) * probe), and "grads"
+holds the input's gradient as "input" besides every parameter's.
 """
 import argparse
 import math
@@ -122,9 +129,26 @@ class TransformerLm(nn.Module):
         return self.decoder(h).permute(1, 0, 2)
 
 
+def gpt_layer(args, state):
+    layer = nn.TransformerDecoderLayer(args.dim, args.n_heads)  # as seed 002's Transformer builds each
+    layer.load_state_dict(state, strict=True)
+    layer.eval()
+    h = torch.load(os.path.join(args.dir, 'input.pt')).requires_grad_()
+    probe = torch.load(os.path.join(args.dir, 'targets.pt'))
+    output = layer(h, h)
+    loss = (output * probe).sum()
+    loss.backward()
+    grads = {name: p.grad for name, p in layer.named_parameters()}
+    grads['input'] = h.grad
+    result = {'output': output.detach().contiguous(), 'loss': loss.detach(), 'grads': grads,
+              'trainable': torch.tensor(sum(p.numel() for p in layer.parameters()))}
+    torch.save(result, os.path.join(args.dir, 'reference.pt'))
+    print('reference: gpt layer output', tuple(output.shape), 'loss %.6f' % loss.item())
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('model', choices=['gpt', 'lm'])
+    parser.add_argument('model', choices=['gpt', 'lm', 'gpt_layer'])
     parser.add_argument('dir')
     for name in ['dim', 'n-layers', 'n-heads', 'vocab-size', 'ntokens', 'emsize', 'nhid', 'nlayers', 'nhead']:
         parser.add_argument('--' + name, type=int)
@@ -133,6 +157,8 @@ def main():
 
     torch.manual_seed(0)
     state = torch.load(os.path.join(args.dir, 'state.pt'))
+    if args.model == 'gpt_layer':
+        return gpt_layer(args, state)
     tokens = torch.load(os.path.join(args.dir, 'input.pt'))
     targets = torch.load(os.path.join(args.dir, 'targets.pt'))
     result = {}
