@@ -15,6 +15,7 @@
 #include "collectives/collectives.hpp"
 #include "checks.hpp"
 #include "comm/threads_backend.hpp"
+#include "tensor_parallel/attention.hpp"
 #include "tensor_parallel/linear.hpp"
 #include "tensor_parallel/naive.hpp"
 
@@ -125,6 +126,13 @@ TEST(TensorParallelRefusals, SizesThatDoNotSplitAreNamedWithSizesThatWould) {
           << e.what();
     }
     EXPECT_THROW(my_sequence_rows(group, at::zeros({6, 2})), std::invalid_argument);
+    try {  // 6 heads among 4 ranks
+      ParallelAttention attention(group, torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(12, 6)));
+      ADD_FAILURE() << "6 heads on 4 ranks accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "ParallelAttention: 6 heads do not split among 4 tensor ranks; tensor sizes that would: 1, 2, 3, 6");
+    }
   });
 }
 
