@@ -52,7 +52,9 @@ void run(Communicator& comm, Collective collective, Algorithm algorithm, at::Ten
   trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "collective", "collective");
   if (span.active()) {
     comm.label(span);
-    span.set_name(std::string(to_string(collective)) + " " + to_string(algorithm))
+    // A group's collective says which group: "all_reduce ring [tensor]".
+    span.set_name(std::string(to_string(collective)) + " " + to_string(algorithm) +
+                  (comm.is_world() ? std::string() : " [" + comm.group() + "]"))
         .set_bytes(static_cast<int64_t>(flat.nbytes()))
         .arg("collective", to_string(collective))
         .arg("algorithm", to_string(algorithm))

@@ -7,6 +7,7 @@
 
 #include "collectives/collectives.hpp"
 #include "tensor_parallel/naive.hpp"
+#include "trace/recorder.hpp"
 
 namespace distlab::tensor_parallel {
 
@@ -89,6 +90,9 @@ ParallelEncoderLayerImpl::ParallelEncoderLayerImpl(Communicator& group, const to
 }
 
 at::Tensor ParallelEncoderLayerImpl::forward(const at::Tensor& src, const at::Tensor& src_mask) {
+  // On the trace, the layer's forward around its two tensor-group collectives.
+  trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
+                   "forward");
   const bool train = is_training() && dropout_ > 0;
   const at::Tensor attended = self_attn(src, src, src_mask);
   const at::Tensor x = norm1(src + at::dropout(attended, dropout_, train));
@@ -127,6 +131,8 @@ ParallelDecoderLayerImpl::ParallelDecoderLayerImpl(Communicator& group, const to
 
 at::Tensor ParallelDecoderLayerImpl::forward(const at::Tensor& tgt, const at::Tensor& memory,
                                              const at::Tensor& tgt_mask, const at::Tensor& memory_mask) {
+  trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
+                   "forward");
   const bool train = is_training() && dropout_ > 0;
   at::Tensor x = norm1(tgt + at::dropout(self_attn(tgt, tgt, tgt_mask), dropout_, train));
   x = norm2(x + at::dropout(multihead_attn(x, memory, memory_mask), dropout_, train));
