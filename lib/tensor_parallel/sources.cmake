@@ -1,9 +1,11 @@
 # Tensor and sequence parallelism (Megatron-LM): the f/g pair and its
 # sequence-parallel form as autograd functions, the column- and row-parallel
-# linears cut from unsplit ones, and their naive reference.
+# linears cut from unsplit ones, and their naive reference; the
+# vocabulary-parallel embedding and cross-entropy.
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/regions.cpp
   ${CMAKE_CURRENT_LIST_DIR}/linear.cpp
   ${CMAKE_CURRENT_LIST_DIR}/naive.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/vocab.cpp
 )
