@@ -17,10 +17,10 @@
 namespace distlab::tensor_parallel::testing {
 
 struct Check {
-  std::string name;                                       // "mlp", "mlp_sp", ...
+  std::string name;                                       // "mlp", "mlp_sp", "embedding", ...
   double tolerance;                                       // float32 rounding for this computation
   std::function<double(comm::Communicator& group)> run;  // every rank of `group` calls it
-  // Group sizes it accepts (a head count or vocabulary that must split).
+  // Group sizes it accepts (a head count or sequence that must split).
   std::function<bool(int group_size)> accepts = [](int) { return true; };
 };
 
@@ -30,6 +30,7 @@ std::vector<Check> all_checks();
 // Each file's own (all_checks() joins them).
 std::vector<Check> mlp_checks();
 std::vector<Check> layer_checks();
+std::vector<Check> vocab_checks();
 
 // The largest |a - b| (a and b of the same shape; else +infinity).
 double largest_difference(const at::Tensor& a, const at::Tensor& b);

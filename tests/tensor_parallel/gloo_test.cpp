@@ -22,8 +22,10 @@ TEST_P(GlooTensorParallel, EveryCheckEqualsTheUnsplitModule) {
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
   for (int r = 0; r < ranks; ++r)
-    for (const std::string check : {"mlp", "mlp_sp", "encoder", "encoder_sp", "encoder_round_trip", "decoder", "decoder_sp",
-                                      "decoder_round_trip"}) {
+    for (const std::string check :
+         {"mlp", "mlp_sp", "encoder", "encoder_sp", "encoder_round_trip", "decoder", "decoder_sp", "decoder_round_trip",
+          "embedding", "embedding_sp", "embedding_v10", "embedding_v10_sp", "cross_entropy", "cross_entropy_v10",
+          "cross_entropy_all_ignored"}) {
       const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + " (tensor rank " +
                                std::to_string(r) + "): " + check + " equals";
       EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;

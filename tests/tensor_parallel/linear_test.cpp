@@ -38,7 +38,7 @@ TEST_P(OnThreadRanks, EveryCheckEqualsTheUnsplitModule) {
       worst = std::max(worst, d);
     });
     EXPECT_LT(worst, check.tolerance) << check.name << " on " << t << " thread ranks";
-    std::printf("  %-14s t=%d  largest difference from the unsplit module %.3g\n", check.name.c_str(), t, worst);
+    std::printf("  %-25s t=%d  largest difference from the unsplit module %.3g\n", check.name.c_str(), t, worst);
   }
 }
 

@@ -91,7 +91,7 @@ std::vector<Check> mlp_checks() {
 
 std::vector<Check> all_checks() {
   std::vector<Check> checks;
-  for (auto part : {mlp_checks, layer_checks}) {
+  for (auto part : {mlp_checks, layer_checks, vocab_checks}) {
     auto more = part();
     checks.insert(checks.end(), more.begin(), more.end());
   }
