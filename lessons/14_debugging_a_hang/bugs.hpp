@@ -15,6 +15,7 @@
 //          process (nothing it could write survives).
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,15 +38,16 @@ inline Bug bug_from_name(const std::string& name) {
 
 inline const char* to_string(Bug bug) { return bug_names()[static_cast<size_t>(bug)].c_str(); }
 
-// What the culprit does, in a few words, for the job's description.
-inline std::string what_it_does(Bug bug, int step) {
-  const std::string k = std::to_string(step);
+// What the culprit does at `step`, whose gradient all-reduce is #`seq`, in
+// a few words, for the job's description.
+inline std::string what_it_does(Bug bug, int step, uint64_t seq) {
+  const std::string k = std::to_string(step), n = "#" + std::to_string(seq);
   switch (bug) {
     case Bug::kNone: return "no bug: every rank calls the same collectives in the same order";
-    case Bug::kSkip: return "leaves its loop before step " + k + "'s gradient all-reduce (its data ran out early)";
-    case Bug::kOrder: return "reduces step " + k + "'s loss before all-reducing its gradients";
-    case Bug::kShape: return "all-reduces 160 of step " + k + "'s 161 gradient elements";
-    case Bug::kDead: return "dies at step " + k + ", before the gradient all-reduce";
+    case Bug::kSkip: return "leaves its loop before step " + k + "'s gradient all-reduce " + n + " (its data ran out)";
+    case Bug::kOrder: return "reduces step " + k + "'s loss before all-reducing its gradients: reduce at " + n;
+    case Bug::kShape: return "all-reduces 160 of step " + k + "'s 161 gradient elements at " + n;
+    case Bug::kDead: return "dies at step " + k + ", before the gradient all-reduce " + n;
   }
   return "";
 }

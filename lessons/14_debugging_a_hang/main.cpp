@@ -34,11 +34,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "ask_for_records.hpp"
 #include "bugs.hpp"
 #include "lesson.hpp"
 #include "on_sigterm.hpp"
@@ -58,8 +60,10 @@ using lesson14::Bug;
 namespace {
 
 constexpr const char* kProgram = "lesson_14_debugging_a_hang";
-// How long the reporting process waits for the other ranks' files: they
-// come within milliseconds of the failure, or never (a SIGKILLed rank).
+// How long the reporting process waits for the other ranks' files to come
+// by themselves (they come within milliseconds of their own failure), then
+// for those it asked for (ask_for_records.hpp).
+constexpr std::chrono::milliseconds kOwnFilesWait{500};
 constexpr std::chrono::milliseconds kFilesWait{2000};
 // A dying rank first lets its last collective's bytes reach the others, so
 // that they are all inside the next one when it goes.
@@ -134,14 +138,19 @@ void named(const std::string& site, F&& collective) {
   }
 }
 
-// "waiting in all_reduce #5 (lesson 14 step 3 gradients)": where this rank stands, from its own record.
+// "waiting in all_reduce #5 (lesson 14 step 3 gradients)", "after reduce #4
+// (lesson 14 step 2 loss) completed, ...": where this rank stands, from its own record.
 std::string where_it_stands(const flight::Ring* ring) {
   if (ring == nullptr) return "(no flight record)";
   const flight::Dump d = ring->snapshot();
   for (auto it = d.entries.rbegin(); it != d.entries.rend(); ++it)
     if (!it->done()) return "waiting in " + flight::name_of(*it) + " (" + it->site + ")";
   if (d.entries.empty()) return "before any collective";
-  return "after " + flight::name_of(d.entries.back()) + " (" + d.entries.back().site + "), in no collective";
+  const flight::Entry& last = d.entries.back();
+  const std::string how = last.state == flight::State::kCompleted ? "completed, in no collective since"
+                          : last.state == flight::State::kTimedOut ? "timed out"
+                                                                    : "failed";
+  return "after " + flight::name_of(last) + " (" + last.site + ") " + how;
 }
 
 // The single-process run of the same steps: rank 0's weights, the whole batch.
@@ -253,8 +262,8 @@ void describe(const comm::Communicator& comm, const Options& o, const Setup& s) 
   if (s.bug == Bug::kNone)
     std::printf("  no bug (--bug skip, order, shape or dead puts one into a rank)\n");
   else
-    std::printf("  --bug %s: rank %d %s, all_reduce #%llu\n", o.bug.c_str(), s.culprit,
-                lesson14::what_it_does(s.bug, s.step).c_str(), static_cast<unsigned long long>(s.seq));
+    std::printf("  --bug %s: rank %d %s\n", o.bug.c_str(), s.culprit,
+                lesson14::what_it_does(s.bug, s.step, s.seq).c_str());
   std::printf("  flight files: %s/flight.rank<N>.json, written on a timeout, a failure, SIGTERM or SIGUSR1\n",
               o.flight_dir.c_str());
   std::fflush(stdout);
@@ -277,14 +286,34 @@ int conclude(const Options& o, const Setup& s, const flight::Diagnosis& d, bool 
   return failed || first.cause != "none" ? 1 : 0;
 }
 
-// Part 3 on processes, by the reporting rank: the others' files, then the diagnosis.
+// Part 3 on processes, by the reporting rank: the others' files (asking a
+// silent rank for its own), then the diagnosis.
 int report_on_processes(const Options& o, const Setup& s, int p, int me, lessons::Parts& parts, bool failed) {
   parts.begin_after_job(me, "The diagnosis", /*may_wait=*/false);
   std::printf("\n3. The diagnosis: rank %d reads every rank's flight file\n", me);
-  const std::vector<int> missing = lesson14::wait_for_files(o.flight_dir, p, kFilesWait);
+  std::vector<int> all(static_cast<size_t>(p)), awaited;
+  std::iota(all.begin(), all.end(), 0);
+  for (int r : lesson14::wait_for_files(o.flight_dir, all, kOwnFilesWait)) {
+    long pid = 0;
+    switch (lesson14::ask_for_record(o.flight_dir, r, pid)) {
+      case lesson14::Asked::kAsked:
+        std::printf("  rank %d has written no file: asked it for one (SIGUSR1 to its pid %ld, as kill -USR1 would)\n",
+                    r, pid);
+        awaited.push_back(r);
+        break;
+      case lesson14::Asked::kGone:
+        std::printf("  rank %d's process (pid %ld) is gone: no file will come from it\n", r, pid);
+        break;
+      case lesson14::Asked::kUnknown:
+        std::printf("  rank %d has written no file, and is no process of this machine to ask\n", r);
+        awaited.push_back(r);
+        break;
+    }
+  }
+  const std::vector<int> missing = lesson14::wait_for_files(o.flight_dir, awaited, kFilesWait);
   if (!missing.empty())
-    std::printf("  waited %.1f s; still none from %s (a rank that was SIGKILLed writes none)\n",
-                static_cast<double>(kFilesWait.count()) / 1000, flight::ranks_text(missing).c_str());
+    std::printf("  waited %.1f s more; still none from %s\n", static_cast<double>(kFilesWait.count()) / 1000,
+                flight::ranks_text(missing).c_str());
   return conclude(o, s, lesson14::print_records_and_diagnosis(o.flight_dir, p), failed);
 }
 
@@ -322,6 +351,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts, Shar
   if (process) {
     // The files of an earlier run would be read as this one's.
     lesson14::remove_old_files(o.flight_dir, [&](int r) { return r != me && (me != 0 || r < p); });
+    lesson14::write_pid_file(o.flight_dir, me);
     std::shared_ptr<flight::Ring> ring = comm.flight_ring_ptr();
     lesson14::on_sigterm([o, &parts, &shared, ring, s, p, me] {
       // The reporting rank: whichever of its threads claims the report first prints it.

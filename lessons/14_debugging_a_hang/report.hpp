@@ -6,7 +6,8 @@
 // On thread ranks the program reads the files after the job, when every
 // rank's is written. On processes the rank that reports waits a moment for
 // the others' files: a rank writes its own when its wait times out, when it
-// fails, or when the launcher stops it (SIGTERM); a SIGKILLed rank never does.
+// fails, when the launcher stops it (SIGTERM) or when asked (SIGUSR1,
+// ask_for_records.hpp); a SIGKILLed rank never does.
 #pragma once
 
 #include <algorithm>
@@ -23,39 +24,42 @@
 
 namespace distlab::lesson14 {
 
-// The ranks of a world of `world_size` whose flight.rank<r>.json is not in `dir`.
-inline std::vector<int> missing_files(const std::string& dir, int world_size) {
+// Those of `ranks` whose flight.rank<r>.json is not in `dir`.
+inline std::vector<int> missing_files(const std::string& dir, const std::vector<int>& ranks) {
   std::vector<int> missing;
-  for (int r = 0; r < world_size; ++r)
+  for (int r : ranks)
     if (!std::filesystem::exists(flight::dump_path(dir, r))) missing.push_back(r);
   return missing;
 }
 
-// Waits until every rank's file is in `dir`, at most `limit`; returns the
-// ranks still without one.
-inline std::vector<int> wait_for_files(const std::string& dir, int world_size, std::chrono::milliseconds limit) {
+// Waits until each of `ranks` has its file in `dir`, at most `limit`;
+// returns the ranks still without one.
+inline std::vector<int> wait_for_files(const std::string& dir, const std::vector<int>& ranks,
+                                       std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
-  std::vector<int> missing = missing_files(dir, world_size);
+  std::vector<int> missing = missing_files(dir, ranks);
   while (!missing.empty() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    missing = missing_files(dir, world_size);
+    missing = missing_files(dir, missing);
   }
   return missing;
 }
 
-// Removes `dir`/flight.rank<r>.json for every r with keep(r) false: an
-// earlier run's files would be read as this one's.
+// Removes `dir`/flight.rank<r>.json (and .pid, ask_for_records.hpp) for
+// every r with keep(r) false: an earlier run's files would be read as this one's.
 template <typename Keep>
 void remove_old_files(const std::string& dir, Keep&& keep) {
   std::error_code ignored;
+  std::vector<std::filesystem::path> old;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
     int rank = -1;
     char tail[8] = {};
     const std::string name = entry.path().filename().string();
-    if (std::sscanf(name.c_str(), "flight.rank%d.%5s", &rank, tail) == 2 && std::string(tail) == "json" && rank >= 0 &&
-        !keep(rank))
-      std::filesystem::remove(entry.path(), ignored);
+    if (std::sscanf(name.c_str(), "flight.rank%d.%5s", &rank, tail) == 2 && rank >= 0 && !keep(rank) &&
+        (std::string(tail) == "json" || std::string(tail) == "pid"))
+      old.push_back(entry.path());
   }
+  for (const auto& path : old) std::filesystem::remove(path, ignored);
 }
 
 // "done", "waiting", ...: a collective's state in a few letters.

@@ -52,6 +52,14 @@ LessonRun run_lesson(const std::string& name, int ranks, bool gloo, const std::s
   return r;
 }
 
+// The lines that start with `prefix`, without it.
+std::string lines_with(const std::string& output, const std::string& prefix) {
+  std::string mine;
+  for (const auto& line : lines_of(output))
+    if (line.rfind(prefix, 0) == 0) mine += line.substr(prefix.size()) + "\n";
+  return mine;
+}
+
 // What `rank` printed (distlab-run prefixes each line with "[rank R] ").
 std::string lines_of_rank(const std::string& output, int rank) {
   const std::string prefix = "[rank " + std::to_string(rank) + "] ";
@@ -270,10 +278,39 @@ TEST(Lesson14, DeadOnGlooProcessesIsFoundFromTheSurvivorsFiles) {
   EXPECT_TRUE(contains(r.outcome.output, "was killed by SIGKILL")) << r.outcome.output;
   EXPECT_TRUE(contains(printed, "read 2 flight file(s): ranks 1, 2 of 3; none from rank 0")) << printed;
   EXPECT_TRUE(contains(printed, "rank 0 left the job")) << printed;  // the wording may gain the exit code
+  // Reaped by the launcher (or a zombie): rank 1 did not wait for its file.
+  EXPECT_TRUE(contains(rank1.outcome.output, "rank 0's process (pid ")) << rank1.outcome.output;
+  EXPECT_TRUE(contains(rank1.outcome.output, ") is gone: no file will come from it")) << rank1.outcome.output;
   for (int w : {1, 2})
     EXPECT_TRUE(contains(printed, "rank " + std::to_string(w) + " waits for it in all_reduce #5 of group world "
                                                                "(lesson 14 step 3 gradients)"))
         << printed;
+}
+
+// torchrun's agent looks at its workers every 5 s (--monitor_interval), so
+// the skipping rank is stopped, and writes its file, long after the others
+// failed: rank 0 asks it for its file with SIGUSR1.
+TEST(Lesson14, SkipUnderTorchrunIsFoundByAskingTheSilentRank) {
+  const std::string torchrun = "/usr/bin/torchrun";
+  if (!std::filesystem::exists(torchrun)) GTEST_SKIP() << torchrun << " is not installed (apt-get install python3-torch)";
+  const int ranks = 3, culprit = 2, k = 1;
+  LessonRun r;
+  r.dir = testing::TempDir() + "distlab_hang_torchrun";
+  std::filesystem::remove_all(r.dir);
+  const auto start = std::chrono::steady_clock::now();
+  r.outcome = distlab::lessons::testing::run(torchrun + " --standalone --nproc_per_node 3 --redirects 1 --tee 1 "
+                                             "--no_python " + LESSON_14 + " --backend gloo --flight-dir " + r.dir +
+                                             " --bug skip --culprit 2 --at-step 1 --batch 24",
+                                             "< /dev/null");
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  LessonRun rank0 = r;
+  rank0.outcome.output = lines_with(r.outcome.output, "[default0]:");
+  const std::string printed = printed_diagnosis(rank0.outcome.output);
+  expect_found(rank0, printed, "skip", culprit, k);
+  EXPECT_TRUE(contains(rank0.outcome.output, "rank 2 has written no file: asked it for one (SIGUSR1 to its pid "))
+      << r.outcome.output;
+  EXPECT_TRUE(contains(printed, "ranks 0, 1 are in all_reduce #1 (lesson 14 step 1 gradients) of group world"))
+      << printed;
 }
 
 TEST(Lesson14, NoBugOnGlooProcessesTrainsAsOneProcess) {
