@@ -208,7 +208,9 @@ void train(comm::Communicator& comm, const Options& o, const Setup& s) {
   {
     std::vector<at::Tensor> pieces;
     for (const auto& t : model->parameters()) pieces.push_back(t.detach().reshape({-1}));
-    at::Tensor weights = at::cat(pieces);
+    // The model stays on the CPU; what the collectives carry goes where the
+    // backend keeps its tensors (comm.device(): a GPU under nccl).
+    at::Tensor weights = at::cat(pieces).to(comm.device());
     named("lesson 14 initial weights", [&] { collectives::broadcast(comm, weights, /*root=*/0, Algorithm::kTree); });
     torch::NoGradGuard no_grad;
     int64_t offset = 0;
@@ -224,8 +226,9 @@ void train(comm::Communicator& comm, const Options& o, const Setup& s) {
     loss.backward();
     const bool culprit = me == s.culprit && step == s.step;
     if (culprit && strike(comm, s)) return;
-    at::Tensor grads = lesson14::flat_gradients(model, /*drop_last=*/culprit && s.bug == Bug::kShape);
-    at::Tensor total = loss.detach().reshape({1}).clone();
+    at::Tensor grads =
+        lesson14::flat_gradients(model, /*drop_last=*/culprit && s.bug == Bug::kShape).to(comm.device());
+    at::Tensor total = loss.detach().reshape({1}).to(comm.device(), /*non_blocking=*/false, /*copy=*/true);
     auto gradients = [&] {
       named(site_of(step, "gradients"), [&] { collectives::all_reduce(comm, grads, comm::ReduceOp::kSum); });
     };
@@ -239,7 +242,7 @@ void train(comm::Communicator& comm, const Options& o, const Setup& s) {
       gradients();
       losses();
     }
-    lesson14::sgd_step(model, grads.div_(p), o.lr);
+    lesson14::sgd_step(model, grads.div_(p).cpu(), o.lr);
     if (me == 0) {
       char line[128];
       std::snprintf(line, sizeof line, "  step %d  loss %.6f   one process, whole batch %.6f", step,
@@ -328,11 +331,6 @@ class ReportOnce {
     claimed_ = true;
     return true;
   }
-  bool claimed() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return claimed_;
-  }
-
  private:
   std::mutex mutex_;
   bool claimed_ = false;
