@@ -78,28 +78,42 @@ class Parts {
   // --step, rank 0 prints the part and may wait for Enter, and the other
   // ranks wait for rank 0.
   void begin(comm::Communicator& comm, const std::string& title) {
-    size_t index = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      index = next_[comm.rank()];
-      if (index >= titles_.size() || titles_[index] != title)
-        throw std::logic_error(
-            "rank " + std::to_string(comm.rank()) + ": part \"" + title + "\" begins, but the next part declared is " +
-            (index < titles_.size() ? "\"" + numbered(index) + "\"" : "none (all " + std::to_string(titles_.size()) +
-                                                                          " parts are done)") +
-            ": begin the parts in the order lessons::Parts lists them");
-      next_[comm.rank()] = index + 1;
-    }
+    const size_t index = take_next(comm.rank(), title);
     if (!stepping_) return;
-    if (comm.rank() == 0) prompt(index);
+    if (comm.rank() == 0) prompt(index, /*may_wait=*/true);
     comm::wait_for_rank(comm, /*root=*/0, collectives::kLessonStepTag);
+  }
+
+  // A part that runs after the job has ended or stopped, on one rank of it,
+  // with no other rank to hold (lesson 14's diagnosis, read from the files
+  // the failed ranks left). The same order check and --step line; rank 0
+  // waits for Enter only when `may_wait`: not while a launcher is stopping
+  // the job, whose SIGKILL would not wait for a person.
+  void begin_after_job(int rank, const std::string& title, bool may_wait) {
+    const size_t index = take_next(rank, title);
+    if (stepping_) prompt(index, may_wait && rank == 0);
   }
 
  private:
   std::string numbered(size_t i) const { return std::to_string(first_ + static_cast<int>(i)) + ". " + titles_[i]; }
 
-  // Rank 0: the part's line, then (when a person can answer) one line from stdin.
-  void prompt(size_t index) {
+  // The index of `title` for `rank`, which must be its next part.
+  size_t take_next(int rank, const std::string& title) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t index = next_[rank];
+    if (index >= titles_.size() || titles_[index] != title)
+      throw std::logic_error(
+          "rank " + std::to_string(rank) + ": part \"" + title + "\" begins, but the next part declared is " +
+          (index < titles_.size() ? "\"" + numbered(index) + "\"" : "none (all " + std::to_string(titles_.size()) +
+                                                                        " parts are done)") +
+          ": begin the parts in the order lessons::Parts lists them");
+    next_[rank] = index + 1;
+    return index;
+  }
+
+  // Rank 0: the part's line, then (when a person can answer and `may_wait`)
+  // one line from stdin.
+  void prompt(size_t index, bool may_wait) {
     const std::string part = "--step: " + numbered(index) + " (part " + std::to_string(index + 1) + " of " +
                              std::to_string(titles_.size()) + ")";
     if (index == 0) {
@@ -109,7 +123,7 @@ class Parts {
         std::printf("--step: stdin is not a terminal, so the parts follow without waiting "
                     "(DISTLAB_STEP_WAIT=1 waits anyway)\n");
     }
-    if (!waiting_) {
+    if (!waiting_ || !may_wait) {
       std::printf("%s\n", part.c_str());
       std::fflush(stdout);
       return;

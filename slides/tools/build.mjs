@@ -40,8 +40,9 @@ class BuildError extends Error {}
 const previous = reuse && fs.existsSync(path.join(out, 'manifest.json')) ? read_json(path.join(out, 'manifest.json')) : null;
 
 // Runs one command (words already split) in the deck's work folder; returns
-// what it printed on stdout and stderr, interleaved as written.
-function run_command(deck, name, command) {
+// what it printed on stdout and stderr, interleaved as written. It must end
+// with status `exit` (0 unless the deck declares `run NAME exit=N:`).
+function run_command(deck, name, command, exit = 0) {
   const words = split_words(command).map((w) => map_to_build(w, build_dir));
   const work = path.join(out, 'work', deck);
   fs.mkdirSync(work, { recursive: true });
@@ -56,8 +57,9 @@ function run_command(deck, name, command) {
   fs.closeSync(fd);
   const seconds = (Date.now() - start) / 1000;
   const output = fs.readFileSync(log_file, 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
-  if (result.error || result.status !== 0) {
-    const why = result.error ? result.error.message : result.signal ? `killed by ${result.signal}` : `exit ${result.status}`;
+  if (result.error || result.status !== exit) {
+    const why = result.error ? result.error.message : result.signal ? `killed by ${result.signal}` :
+      `exit ${result.status}${exit ? `, not the ${exit} the deck declares` : ''}`;
     throw new BuildError(`${deck}: '${name}' failed (${why}): ${command}\n${output.split('\n').slice(-15).join('\n')}`);
   }
   return { output, seconds };
@@ -69,19 +71,20 @@ function make_artefacts(deck, artefacts, manifest) {
   fs.mkdirSync(figures, { recursive: true });
   for (const a of artefacts.values()) {
     if (a.kind === 'run') {
-      const old = previous?.artefacts.find((e) => e.deck === deck && e.name === a.name && e.kind === 'run' && e.command === a.command);
+      const old = previous?.artefacts.find((e) => e.deck === deck && e.name === a.name && e.kind === 'run' && e.command === a.command &&
+                                                 (e.exit ?? 0) === a.exit);
       let output, seconds, reused = false;
       if (old && fs.existsSync(path.join(out, old.file))) {
         output = fs.readFileSync(path.join(out, old.file), 'utf8');
         seconds = old.seconds;
         reused = true;
       } else {
-        ({ output, seconds } = run_command(deck, a.name, a.command));
+        ({ output, seconds } = run_command(deck, a.name, a.command, a.exit));
       }
       const file = `runs/${deck}.${a.name}.txt`;
       fs.writeFileSync(path.join(out, file), output);
       made.set(a.name, { ...a, output });
-      manifest.artefacts.push({ deck, name: a.name, kind: 'run', command: a.command, file, sha256: sha256(output),
+      manifest.artefacts.push({ deck, name: a.name, kind: 'run', command: a.command, exit: a.exit, file, sha256: sha256(output),
                                 seconds, reused });
       log(`${deck}: run ${a.name} (${reused ? 'reused' : `${seconds.toFixed(1)} s`})`);
     } else if (a.kind === 'viz') {

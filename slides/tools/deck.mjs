@@ -6,6 +6,7 @@
 //   ---
 //   <!-- artefacts                        what the build makes for this deck
 //   run main: build/lessons/lesson_03_broadcast --backend threads --ranks 8
+//   run hang exit=1: build/lessons/...        (a run that must end with that status)
 //   viz friends: build/viz/distlab-viz --preset friends --time 12.5
 //   plot sweep: main /^ +(\d+) MiB +([\d.]+) ms/ x=1 y=2 xlabel="cap (MiB)" ylabel="ms"
 //   -->
@@ -42,9 +43,12 @@ export function parse_options(words) {
 }
 
 function parse_artefact(file, line_no, text) {
-  const m = text.match(/^(run|viz|plot)\s+([a-z0-9_]+)\s*:\s*(.+)$/);
+  const m = text.match(/^(run|viz|plot)\s+([a-z0-9_]+)(?:\s+exit=(\d+))?\s*:\s*(.+)$/);
   if (!m) fail(file, line_no, `an artefact is "run|viz|plot NAME: ...", not "${text}"`);
-  const [, kind, name, rest] = m;
+  const [, kind, name, exit, rest] = m;
+  // `run NAME exit=N:` a run that must end with status N (a lesson that shows a failure).
+  if (exit !== undefined && kind !== 'run') fail(file, line_no, `only a run declares its exit status, not a ${kind}`);
+  if (kind === 'run') return { kind, name, command: rest.trim(), exit: Number(exit ?? 0), line: line_no };
   if (kind !== 'plot') return { kind, name, command: rest.trim(), line: line_no };
   // plot NAME: RUN /regex/ x=1 y=2,3 xlabel=".." ylabel=".." legend="a,b" logx
   // The regex ends at the last '/' before the options (a label may hold a '/').

@@ -106,3 +106,13 @@ test('a deck without notes, with its own image or fenced block, is refused with 
   // A Marp directive in a comment is not a note.
   assert.throws(() => parse_deck('d.md', `${head}<!-- _class: title -->\n# A\n`), /has no speaker notes/);
 });
+
+test('a run may declare the exit status it must end with; only a run', () => {
+  const head = '---\ntitle: T\n---\n';
+  const deck = parse_deck('d.md', `${head}<!-- artefacts\nrun ok: build/x --a\nrun hang exit=1: build/x --bug skip\n-->\n# A\n<!-- n -->\n`);
+  assert.equal(deck.artefacts.get('ok').exit, 0);
+  assert.equal(deck.artefacts.get('hang').exit, 1);
+  assert.equal(deck.artefacts.get('hang').command, 'build/x --bug skip');
+  assert.throws(() => parse_deck('d.md', `${head}<!-- artefacts\nviz v exit=1: build/y\n-->\n# A\n<!-- n -->\n`),
+                /d.md:5: only a run declares its exit status, not a viz/);
+});

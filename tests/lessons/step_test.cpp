@@ -7,7 +7,8 @@
 // part until Enter, and the other ranks wait for it with the communicator's
 // timeout off: on thread ranks, and as gloo processes under distlab-run
 // (which forwards its terminal to rank 0) with a timeout shorter than the
-// pause.
+// pause; lesson 14's last part, which runs after its job has failed, waits
+// for Enter too.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -49,6 +50,7 @@ struct Lesson {
 std::vector<Lesson> lessons() {
   const std::string checkpoints = testing::TempDir() + "distlab_step_test_checkpoints";
   std::filesystem::remove_all(checkpoints);
+  const std::string flight = testing::TempDir() + "distlab_step_test_flight";
   return {
       {LESSON_01, 1,
        {"A step after every item", "Accumulate the same two items",
@@ -85,6 +87,8 @@ std::vector<Lesson> lessons() {
        {"The accounting", "Memory per rank", "Bytes per step", "Step time", "The same parameters",
         "ZeRO-3 in the trace"},
        "--backend threads --ranks 2 --width 32 --layers 2 --rows 2 --steps 1", true},
+      {LESSON_14, 1, {"The job", "Training", "The diagnosis"},
+       "--backend threads --ranks 2 --steps 2 --flight-dir " + flight, true},
   };
 }
 
@@ -195,6 +199,29 @@ TEST(LessonStep, OnATerminalRankZeroWaitsForEnterBeforeEachPart) {
   EXPECT_NE(lesson.output().find("--step: 4. Initial weights from the root (part 4 of 4)\n"), std::string::npos)
       << lesson.output();
   EXPECT_NE(lesson.output().find("\n4. Initial weights from the root (linear"), std::string::npos) << lesson.output();
+}
+
+// Lesson 14's last part runs after its job has failed, on the program's own
+// thread: rank 0's terminal holds it too, until Enter.
+TEST(LessonStep, APartAfterTheJobWaitsForEnterToo) {
+  const std::string dir = testing::TempDir() + "distlab_step_test_flight_tty";
+  TerminalProcess lesson({LESSON_14, "--backend", "threads", "--ranks", "2", "--step", "--bug", "dead", "--culprit",
+                          "1", "--at-step", "1", "--steps", "1", "--flight-dir", dir});
+  for (const auto& [title, part] : {std::pair<std::string, int>{"1. The job", 1}, {"2. Training", 2}}) {
+    ASSERT_TRUE(lesson.wait_for(prompt(title, part, 3), 60s)) << lesson.output();
+    lesson.type("\n");
+  }
+  ASSERT_TRUE(lesson.wait_for(prompt("3. The diagnosis", 3, 3), 60s)) << lesson.output();
+  EXPECT_NE(lesson.output().find("rank 1: --bug dead: dies at step 1"), std::string::npos) << lesson.output();
+  lesson.read_for(1500ms);
+  EXPECT_TRUE(lesson.running()) << lesson.output();
+  EXPECT_EQ(lesson.output().find("\n3. The diagnosis:"), std::string::npos) << "part 3 ran before Enter\n"
+                                                                           << lesson.output();
+  lesson.type("\n");
+  EXPECT_EQ(lesson.wait_exit(60s), 1) << lesson.output();  // a bug was injected and found
+  EXPECT_NE(lesson.output().find("\n3. The diagnosis:"), std::string::npos) << lesson.output();
+  EXPECT_NE(lesson.output().find("Run it yourself: build/launcher/distlab-trace why " + dir), std::string::npos)
+      << lesson.output();
 }
 
 // Two gloo processes, a communicator timeout of 500 ms, and 1.5 s before
