@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "flight/json_file.hpp"
+
 namespace distlab::flight {
 
 using nlohmann::json;
@@ -87,19 +89,9 @@ void write_whole(const std::string& path, const std::string& text) {
 }
 
 Dump read_dump(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw BadDump(path + ": cannot be read (missing?)");
-  std::stringstream text;
-  text << in.rdbuf();
   Dump dump;
-  try {
-    const json j = json::parse(text.str());
-    if (!j.is_object() || j.value("format", "") != "distlab-flight")
-      throw BadDump(path + ": not a flight recorder file (no \"format\": \"distlab-flight\")");
-    dump.version = j.at("version").get<int>();
-    if (dump.version != kDumpVersion)
-      throw BadDump(path + ": flight recorder version " + std::to_string(dump.version) + ", this tool reads version " +
-                    std::to_string(kDumpVersion));
+  dump.version = kDumpVersion;
+  read_json_file(path, "distlab-flight", kDumpVersion, "a", "flight recorder file", [&](const json& j) {
     dump.rank = j.at("rank").get<int>();
     dump.world_size = j.at("world_size").get<int>();
     if (dump.world_size < 1 || dump.rank < 0 || dump.rank >= dump.world_size)
@@ -114,13 +106,7 @@ Dump read_dump(const std::string& path) {
     dump.exit = j.at("exit").get<std::string>();
     for (const json& g : j.at("groups")) dump.groups.push_back({g.at("name"), g.at("ranks").get<std::vector<int>>()});
     for (const json& e : j.at("entries")) dump.entries.push_back(entry_from(e));
-  } catch (const BadDump&) {
-    throw;
-  } catch (const json::parse_error& e) {
-    throw BadDump(path + ": damaged (not complete JSON: " + std::string(e.what()).substr(0, 120) + ")");
-  } catch (const std::exception& e) {
-    throw BadDump(path + ": damaged (" + std::string(e.what()).substr(0, 160) + ")");
-  }
+  });
   return dump;
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "flight/dump_file.hpp"
+#include "flight/json_file.hpp"
 
 namespace distlab::flight {
 
@@ -47,19 +48,9 @@ void write_exit(const ExitRecord& r, const std::string& path) {
 }
 
 ExitRecord read_exit(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw BadDump(path + ": cannot be read (missing?)");
-  std::stringstream text;
-  text << in.rdbuf();
   ExitRecord r;
-  try {
-    const json j = json::parse(text.str());
-    if (!j.is_object() || j.value("format", "") != "distlab-flight-exit")
-      throw BadDump(path + ": not an exit record (no \"format\": \"distlab-flight-exit\")");
-    r.version = j.at("version").get<int>();
-    if (r.version != kExitVersion)
-      throw BadDump(path + ": exit record version " + std::to_string(r.version) + ", this tool reads version " +
-                    std::to_string(kExitVersion));
+  r.version = kExitVersion;
+  read_json_file(path, "distlab-flight-exit", kExitVersion, "an", "exit record", [&](const json& j) {
     r.rank = j.at("rank").get<int>();
     r.world_size = j.at("world_size").get<int>();
     if (r.world_size < 1 || r.rank < 0 || r.rank >= r.world_size)
@@ -71,13 +62,7 @@ ExitRecord read_exit(const std::string& path) {
     r.signal = j.at("signal").get<std::string>();
     r.asked_to_stop = j.at("asked_to_stop").get<bool>();
     r.unix_us = j.at("unix_us").get<int64_t>();
-  } catch (const BadDump&) {
-    throw;
-  } catch (const json::parse_error& e) {
-    throw BadDump(path + ": damaged (not complete JSON: " + std::string(e.what()).substr(0, 120) + ")");
-  } catch (const std::exception& e) {
-    throw BadDump(path + ": damaged (" + std::string(e.what()).substr(0, 160) + ")");
-  }
+  });
   return r;
 }
 

@@ -22,13 +22,6 @@ bool uses_gelu(const Options& options, const std::string& who) {
   return activation == 1;
 }
 
-// linear2(dropout(activation(linear1(x)))): one region, in and out.
-at::Tensor feed_forward(const at::Tensor& x, ColumnParallelLinear& linear1, RowParallelLinear& linear2, bool gelu,
-                        double dropout, bool train) {
-  const at::Tensor hidden = gelu ? at::gelu(linear1(x)) : at::relu(linear1(x));
-  return linear2(at::dropout(hidden, dropout, train));
-}
-
 // Gathers the unsplit layer's tensors (or their gradients) by its names.
 class WholeState {
  public:
@@ -75,11 +68,10 @@ torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full) {
   return norm;
 }
 
-ParallelEncoderLayerImpl::ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
-                                                   ParallelOptions options)
-    : group_(group), options_(options) {
-  gelu_ = uses_gelu(full->options, "ParallelEncoderLayer");
-  dropout_ = full->options.dropout();
+template <typename Full>
+ParallelLayerBase::ParallelLayerBase(Communicator& group, const Full& full, ParallelOptions options,
+                                     const std::string& who)
+    : group_(group), options_(options), dropout_(full->options.dropout()), gelu_(uses_gelu(full->options, who)) {
   self_attn = register_module("self_attn", ParallelAttention(group, full->self_attn, options));
   linear1 = register_module("linear1",
                             ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
@@ -89,22 +81,20 @@ ParallelEncoderLayerImpl::ParallelEncoderLayerImpl(Communicator& group, const to
   norm2 = register_module("norm2", copy_layer_norm(full->norm2));
 }
 
-at::Tensor ParallelEncoderLayerImpl::forward(const at::Tensor& src, const at::Tensor& src_mask) {
-  // On the trace, the layer's forward around its two tensor-group collectives.
-  trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
-                   "forward");
-  const bool train = is_training() && dropout_ > 0;
-  const at::Tensor attended = self_attn(src, src, src_mask);
-  const at::Tensor x = norm1(src + at::dropout(attended, dropout_, train));
-  const at::Tensor y = feed_forward(x, linear1, linear2, gelu_, dropout_, train);
-  return norm2(x + at::dropout(y, dropout_, train));
+at::Tensor ParallelLayerBase::feed_forward(const at::Tensor& x) {
+  const at::Tensor hidden = gelu_ ? at::gelu(linear1(x)) : at::relu(linear1(x));
+  return linear2(dropped(hidden));
 }
 
-std::vector<at::Tensor> ParallelEncoderLayerImpl::replicated_parameters() const {
+at::Tensor ParallelLayerBase::dropped(const at::Tensor& x) {
+  return dropout_ > 0 && is_training() ? at::dropout(x, dropout_, /*train=*/true) : x;
+}
+
+std::vector<at::Tensor> ParallelLayerBase::replicated_parameters() const {
   return {norm1->weight, norm1->bias, norm2->weight, norm2->bias, self_attn->out_proj->bias, linear2->bias};
 }
 
-std::map<std::string, at::Tensor> ParallelEncoderLayerImpl::whole_state(bool gradients) {
+std::map<std::string, at::Tensor> ParallelLayerBase::whole_state(bool gradients) {
   WholeState state(group_, gradients);
   state.attention("self_attn", *self_attn);
   state.feed_forward(linear1, linear2);
@@ -113,19 +103,22 @@ std::map<std::string, at::Tensor> ParallelEncoderLayerImpl::whole_state(bool gra
   return state.take();
 }
 
+ParallelEncoderLayerImpl::ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
+                                                   ParallelOptions options)
+    : ParallelLayerBase(group, full, options, "ParallelEncoderLayer") {}
+
+at::Tensor ParallelEncoderLayerImpl::forward(const at::Tensor& src, const at::Tensor& src_mask) {
+  // On the trace, the layer's forward around its two tensor-group collectives.
+  trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
+                   "forward");
+  const at::Tensor x = norm1(src + dropped(self_attn(src, src, src_mask)));
+  return norm2(x + dropped(feed_forward(x)));
+}
+
 ParallelDecoderLayerImpl::ParallelDecoderLayerImpl(Communicator& group, const torch::nn::TransformerDecoderLayer& full,
                                                    ParallelOptions options)
-    : group_(group), options_(options) {
-  gelu_ = uses_gelu(full->options, "ParallelDecoderLayer");
-  dropout_ = full->options.dropout();
-  self_attn = register_module("self_attn", ParallelAttention(group, full->self_attn, options));
+    : ParallelLayerBase(group, full, options, "ParallelDecoderLayer") {
   multihead_attn = register_module("multihead_attn", ParallelAttention(group, full->multihead_attn, options));
-  linear1 = register_module("linear1",
-                            ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
-  linear2 = register_module("linear2",
-                            RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
-  norm1 = register_module("norm1", copy_layer_norm(full->norm1));
-  norm2 = register_module("norm2", copy_layer_norm(full->norm2));
   norm3 = register_module("norm3", copy_layer_norm(full->norm3));
 }
 
@@ -133,27 +126,24 @@ at::Tensor ParallelDecoderLayerImpl::forward(const at::Tensor& tgt, const at::Te
                                              const at::Tensor& tgt_mask, const at::Tensor& memory_mask) {
   trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
                    "forward");
-  const bool train = is_training() && dropout_ > 0;
-  at::Tensor x = norm1(tgt + at::dropout(self_attn(tgt, tgt, tgt_mask), dropout_, train));
-  x = norm2(x + at::dropout(multihead_attn(x, memory, memory_mask), dropout_, train));
-  const at::Tensor y = feed_forward(x, linear1, linear2, gelu_, dropout_, train);
-  return norm3(x + at::dropout(y, dropout_, train));
+  at::Tensor x = norm1(tgt + dropped(self_attn(tgt, tgt, tgt_mask)));
+  x = norm2(x + dropped(multihead_attn(x, memory, memory_mask)));
+  return norm3(x + dropped(feed_forward(x)));
 }
 
 std::vector<at::Tensor> ParallelDecoderLayerImpl::replicated_parameters() const {
-  return {norm1->weight, norm1->bias, norm2->weight, norm2->bias, norm3->weight, norm3->bias,
-          self_attn->out_proj->bias, multihead_attn->out_proj->bias, linear2->bias};
+  std::vector<at::Tensor> out = ParallelLayerBase::replicated_parameters();
+  for (const at::Tensor& p : {norm3->weight, norm3->bias, multihead_attn->out_proj->bias}) out.push_back(p);
+  return out;
 }
 
 std::map<std::string, at::Tensor> ParallelDecoderLayerImpl::whole_state(bool gradients) {
-  WholeState state(group_, gradients);
-  state.attention("self_attn", *self_attn);
-  state.attention("multihead_attn", *multihead_attn);
-  state.feed_forward(linear1, linear2);
-  state.norm("norm1", norm1);
-  state.norm("norm2", norm2);
-  state.norm("norm3", norm3);
-  return state.take();
+  std::map<std::string, at::Tensor> state = ParallelLayerBase::whole_state(gradients);
+  WholeState more(group_, gradients);
+  more.attention("multihead_attn", *multihead_attn);
+  more.norm("norm3", norm3);
+  state.merge(more.take());
+  return state;
 }
 
 void sync_sequence_parallel_grads(Communicator& group, const std::vector<at::Tensor>& replicated,

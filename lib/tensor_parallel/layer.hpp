@@ -36,32 +36,45 @@
 
 namespace distlab::tensor_parallel {
 
-class ParallelEncoderLayerImpl : public torch::nn::Module {
+// What both layers hold: the self-attention, the feed-forward (linear1,
+// the activation, dropout, linear2), norm1 and norm2, cut from the unsplit
+// layer `full` (a TransformerEncoderLayer or TransformerDecoderLayer).
+class ParallelLayerBase : public torch::nn::Module {
  public:
-  ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
-                           ParallelOptions options = {});
-  // src (S, N, E) whole (sequence parallel: my rows, (S/t, N, E)); src_mask
-  // (S, S) over the whole sequence, or undefined. Returns src's shape.
-  at::Tensor forward(const at::Tensor& src, const at::Tensor& src_mask = {});
-
   // The parameters every rank holds whole (the norms, the row-parallel
   // biases): partial gradients under sequence parallelism.
-  std::vector<at::Tensor> replicated_parameters() const;
+  virtual std::vector<at::Tensor> replicated_parameters() const;
   // The unsplit layer's parameters (its names: self_attn.in_proj_weight,
   // ...), gathered from every rank's part, or with `gradients` their .grad
   // (undefined ones as zeros); every rank of the group calls it.
-  std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+  virtual std::map<std::string, at::Tensor> whole_state(bool gradients = false);
 
   ParallelAttention self_attn{nullptr};
   ColumnParallelLinear linear1{nullptr};
   RowParallelLinear linear2{nullptr};
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
 
- private:
+ protected:
+  template <typename Full>
+  ParallelLayerBase(Communicator& group, const Full& full, ParallelOptions options, const std::string& who);
+  // linear2(dropout(activation(linear1(x)))): one region, in and out.
+  at::Tensor feed_forward(const at::Tensor& x);
+  // The unsplit layer's dropout, in training.
+  at::Tensor dropped(const at::Tensor& x);
+
   Communicator& group_;
   ParallelOptions options_;
   double dropout_ = 0;
   bool gelu_ = false;  // else relu, the default
+};
+
+class ParallelEncoderLayerImpl : public ParallelLayerBase {
+ public:
+  ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
+                           ParallelOptions options = {});
+  // src (S, N, E) whole (sequence parallel: my rows, (S/t, N, E)); src_mask
+  // (S, S) over the whole sequence, or undefined. Returns src's shape.
+  at::Tensor forward(const at::Tensor& src, const at::Tensor& src_mask = {});
 };
 TORCH_MODULE(ParallelEncoderLayer);
 
@@ -75,7 +88,7 @@ TORCH_MODULE(ParallelEncoderLayer);
 // cut the same way: both attentions by heads (the cross-attention's query
 // and memory enter the region separately), the MLP column- then
 // row-parallel; three all-reduces forward, three (plus memory's) backward.
-class ParallelDecoderLayerImpl : public torch::nn::Module {
+class ParallelDecoderLayerImpl : public ParallelLayerBase {
  public:
   ParallelDecoderLayerImpl(Communicator& group, const torch::nn::TransformerDecoderLayer& full,
                            ParallelOptions options = {});
@@ -84,20 +97,11 @@ class ParallelDecoderLayerImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory, const at::Tensor& tgt_mask = {},
                      const at::Tensor& memory_mask = {});
 
-  std::vector<at::Tensor> replicated_parameters() const;
-  // The unsplit layer's parameters by its names, or their gradients.
-  std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+  std::vector<at::Tensor> replicated_parameters() const override;
+  std::map<std::string, at::Tensor> whole_state(bool gradients = false) override;
 
-  ParallelAttention self_attn{nullptr}, multihead_attn{nullptr};
-  ColumnParallelLinear linear1{nullptr};
-  RowParallelLinear linear2{nullptr};
-  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
-
- private:
-  Communicator& group_;
-  ParallelOptions options_;
-  double dropout_ = 0;
-  bool gelu_ = false;
+  ParallelAttention multihead_attn{nullptr};
+  torch::nn::LayerNorm norm3{nullptr};
 };
 TORCH_MODULE(ParallelDecoderLayer);
 
