@@ -91,7 +91,7 @@ void write_whole(const std::string& path, const std::string& text) {
 Dump read_dump(const std::string& path) {
   Dump dump;
   dump.version = kDumpVersion;
-  read_json_file(path, "distlab-flight", kDumpVersion, "a", "flight recorder file", [&](const json& j) {
+  read_json_file(path, "distlab-flight", kDumpVersion, "a flight recorder file", "flight recorder", [&](const json& j) {
     dump.rank = j.at("rank").get<int>();
     dump.world_size = j.at("world_size").get<int>();
     if (dump.world_size < 1 || dump.rank < 0 || dump.rank >= dump.world_size)

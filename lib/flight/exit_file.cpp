@@ -50,7 +50,7 @@ void write_exit(const ExitRecord& r, const std::string& path) {
 ExitRecord read_exit(const std::string& path) {
   ExitRecord r;
   r.version = kExitVersion;
-  read_json_file(path, "distlab-flight-exit", kExitVersion, "an", "exit record", [&](const json& j) {
+  read_json_file(path, "distlab-flight-exit", kExitVersion, "an exit record", "exit record", [&](const json& j) {
     r.rank = j.at("rank").get<int>();
     r.world_size = j.at("world_size").get<int>();
     if (r.world_size < 1 || r.rank < 0 || r.rank >= r.world_size)

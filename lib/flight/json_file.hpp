@@ -13,11 +13,11 @@
 namespace distlab::flight {
 
 // Reads `path`, checks "format" is `format` and "version" is `version`, and
-// hands the object to fill(json). `article` and `name` word the refusals:
-// "not a flight recorder file", "flight recorder version 2, this tool reads
+// hands the object to fill(json). `what` and `name` word the refusals: "not
+// a flight recorder file", "flight recorder version 2, this tool reads
 // version 1".
 template <typename Fill>
-void read_json_file(const std::string& path, const std::string& format, int version, const std::string& article,
+void read_json_file(const std::string& path, const std::string& format, int version, const std::string& what,
                     const std::string& name, Fill fill) {
   using nlohmann::json;
   std::ifstream in(path);
@@ -27,7 +27,7 @@ void read_json_file(const std::string& path, const std::string& format, int vers
   try {
     const json j = json::parse(text.str());
     if (!j.is_object() || j.value("format", "") != format)
-      throw BadDump(path + ": not " + article + " " + name + " (no \"format\": \"" + format + "\")");
+      throw BadDump(path + ": not " + what + " (no \"format\": \"" + format + "\")");
     const int found = j.at("version").get<int>();
     if (found != version)
       throw BadDump(path + ": " + name + " version " + std::to_string(found) + ", this tool reads version " +
