@@ -22,41 +22,18 @@ bool uses_gelu(const Options& options, const std::string& who) {
   return activation == 1;
 }
 
-// Gathers the unsplit layer's tensors (or their gradients) by its names.
-class WholeState {
- public:
-  WholeState(Communicator& group, bool gradients) : group_(group), gradients_(gradients) {}
-  void attention(const std::string& prefix, const ParallelAttentionImpl& a) {
-    state_[prefix + ".in_proj_weight"] = at::cat({rows(a.q_weight), rows(a.k_weight), rows(a.v_weight)});
-    state_[prefix + ".in_proj_bias"] = at::cat({rows(a.q_bias), rows(a.k_bias), rows(a.v_bias)});
-    state_[prefix + ".out_proj.weight"] = columns(a.out_proj->weight);
-    state_[prefix + ".out_proj.bias"] = whole(a.out_proj->bias);
-  }
-  void feed_forward(const ColumnParallelLinear& linear1, const RowParallelLinear& linear2) {
-    state_["linear1.weight"] = rows(linear1->weight);
-    state_["linear1.bias"] = rows(linear1->bias);
-    state_["linear2.weight"] = columns(linear2->weight);
-    state_["linear2.bias"] = whole(linear2->bias);
-  }
-  void norm(const std::string& name, const torch::nn::LayerNorm& norm) {
-    state_[name + ".weight"] = whole(norm->weight);
-    state_[name + ".bias"] = whole(norm->bias);
-  }
-  std::map<std::string, at::Tensor> take() { return std::move(state_); }
+// Where each piece of the unsplit layer lives on this rank.
+void attention_pieces(const std::string& prefix, const ParallelAttentionImpl& a, std::vector<Piece>& out) {
+  out.push_back({prefix + ".in_proj_weight", {a.q_weight, a.k_weight, a.v_weight}, Cut::kRows});
+  out.push_back({prefix + ".in_proj_bias", {a.q_bias, a.k_bias, a.v_bias}, Cut::kRows});
+  out.push_back({prefix + ".out_proj.weight", {a.out_proj->weight}, Cut::kColumns});
+  out.push_back({prefix + ".out_proj.bias", {a.out_proj->bias}, Cut::kWhole});
+}
 
- private:
-  at::Tensor of(const at::Tensor& p) const {
-    if (!gradients_) return p.detach();
-    return p.grad().defined() ? p.grad().detach() : at::zeros_like(p);
-  }
-  at::Tensor rows(const at::Tensor& p) { return gather_parts(group_, of(p), 0); }     // column-parallel
-  at::Tensor columns(const at::Tensor& p) { return gather_parts(group_, of(p), 1); }  // row-parallel
-  at::Tensor whole(const at::Tensor& p) const { return of(p).clone(); }              // replicated
-
-  Communicator& group_;
-  const bool gradients_;
-  std::map<std::string, at::Tensor> state_;
-};
+void norm_pieces(const std::string& name, const torch::nn::LayerNorm& norm, std::vector<Piece>& out) {
+  out.push_back({name + ".weight", {norm->weight}, Cut::kWhole});
+  out.push_back({name + ".bias", {norm->bias}, Cut::kWhole});
+}
 
 }  // namespace
 
@@ -91,16 +68,53 @@ at::Tensor ParallelLayerBase::dropped(const at::Tensor& x) {
 }
 
 std::vector<at::Tensor> ParallelLayerBase::replicated_parameters() const {
-  return {norm1->weight, norm1->bias, norm2->weight, norm2->bias, self_attn->out_proj->bias, linear2->bias};
+  std::vector<at::Tensor> out;
+  for (const Piece& piece : pieces())
+    if (piece.cut == Cut::kWhole) out.insert(out.end(), piece.parts.begin(), piece.parts.end());
+  return out;
+}
+
+std::vector<Piece> ParallelLayerBase::pieces() const {
+  std::vector<Piece> out;
+  attention_pieces("self_attn", *self_attn, out);
+  out.push_back({"linear1.weight", {linear1->weight}, Cut::kRows});
+  out.push_back({"linear1.bias", {linear1->bias}, Cut::kRows});
+  out.push_back({"linear2.weight", {linear2->weight}, Cut::kColumns});
+  out.push_back({"linear2.bias", {linear2->bias}, Cut::kWhole});
+  norm_pieces("norm1", norm1, out);
+  norm_pieces("norm2", norm2, out);
+  return out;
 }
 
 std::map<std::string, at::Tensor> ParallelLayerBase::whole_state(bool gradients) {
-  WholeState state(group_, gradients);
-  state.attention("self_attn", *self_attn);
-  state.feed_forward(linear1, linear2);
-  state.norm("norm1", norm1);
-  state.norm("norm2", norm2);
-  return state.take();
+  auto of = [gradients](const at::Tensor& p) {
+    if (!gradients) return p.detach();
+    return p.grad().defined() ? p.grad().detach() : at::zeros_like(p);
+  };
+  std::map<std::string, at::Tensor> state;
+  for (const Piece& piece : pieces()) {
+    std::vector<at::Tensor> blocks;  // in_proj: q, k, v, each gathered by rows
+    for (const at::Tensor& part : piece.parts)
+      blocks.push_back(piece.cut == Cut::kWhole ? of(part).clone()
+                                                : gather_parts(group_, of(part), piece.cut == Cut::kRows ? 0 : 1));
+    state[piece.name] = blocks.size() == 1 ? blocks.front() : at::cat(blocks);
+  }
+  return state;
+}
+
+void ParallelLayerBase::load_whole_state(const std::map<std::string, at::Tensor>& whole) {
+  at::NoGradGuard no_grad;
+  for (const Piece& piece : pieces()) {
+    const auto found = whole.find(piece.name);
+    if (found == whole.end())
+      throw std::invalid_argument("tensor-parallel layer: the whole state has no '" + piece.name + "'");
+    const std::vector<at::Tensor> blocks = found->second.chunk(static_cast<int64_t>(piece.parts.size()), 0);
+    for (size_t k = 0; k < piece.parts.size(); ++k) {
+      at::Tensor part = piece.parts[k];
+      const std::string what = "tensor-parallel layer: " + piece.name;
+      part.copy_(piece.cut == Cut::kWhole ? blocks[k] : my_part(group_, blocks[k], piece.cut == Cut::kRows ? 0 : 1, what));
+    }
+  }
 }
 
 ParallelEncoderLayerImpl::ParallelEncoderLayerImpl(Communicator& group, const torch::nn::TransformerEncoderLayer& full,
@@ -131,19 +145,11 @@ at::Tensor ParallelDecoderLayerImpl::forward(const at::Tensor& tgt, const at::Te
   return norm3(x + dropped(feed_forward(x)));
 }
 
-std::vector<at::Tensor> ParallelDecoderLayerImpl::replicated_parameters() const {
-  std::vector<at::Tensor> out = ParallelLayerBase::replicated_parameters();
-  for (const at::Tensor& p : {norm3->weight, norm3->bias, multihead_attn->out_proj->bias}) out.push_back(p);
+std::vector<Piece> ParallelDecoderLayerImpl::pieces() const {
+  std::vector<Piece> out = ParallelLayerBase::pieces();
+  attention_pieces("multihead_attn", *multihead_attn, out);
+  norm_pieces("norm3", norm3, out);
   return out;
-}
-
-std::map<std::string, at::Tensor> ParallelDecoderLayerImpl::whole_state(bool gradients) {
-  std::map<std::string, at::Tensor> state = ParallelLayerBase::whole_state(gradients);
-  WholeState more(group_, gradients);
-  more.attention("multihead_attn", *multihead_attn);
-  more.norm("norm3", norm3);
-  state.merge(more.take());
-  return state;
 }
 
 void sync_sequence_parallel_grads(Communicator& group, const std::vector<at::Tensor>& replicated,

@@ -36,6 +36,16 @@
 
 namespace distlab::tensor_parallel {
 
+// How a piece of the unsplit layer is kept on this rank: my rows of it
+// (column-parallel), my columns (row-parallel), or whole (replicated).
+// in_proj's piece has three parts, q, k and v: my rows of each third.
+enum class Cut { kRows, kColumns, kWhole };
+struct Piece {
+  std::string name;               // the unsplit layer's: "self_attn.in_proj_weight"
+  std::vector<at::Tensor> parts;  // this rank's parameters holding it
+  Cut cut;
+};
+
 // What both layers hold: the self-attention, the feed-forward (linear1,
 // the activation, dropout, linear2), norm1 and norm2, cut from the unsplit
 // layer `full` (a TransformerEncoderLayer or TransformerDecoderLayer).
@@ -43,11 +53,17 @@ class ParallelLayerBase : public torch::nn::Module {
  public:
   // The parameters every rank holds whole (the norms, the row-parallel
   // biases): partial gradients under sequence parallelism.
-  virtual std::vector<at::Tensor> replicated_parameters() const;
+  std::vector<at::Tensor> replicated_parameters() const;
   // The unsplit layer's parameters (its names: self_attn.in_proj_weight,
   // ...), gathered from every rank's part, or with `gradients` their .grad
   // (undefined ones as zeros); every rank of the group calls it.
-  virtual std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+  std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+  // The reverse: this rank's parts cut from the unsplit layer's state (a
+  // checkpoint written by any tensor size). Throws std::invalid_argument
+  // naming a missing name or a size that does not split.
+  void load_whole_state(const std::map<std::string, at::Tensor>& whole);
+  // Every piece of the unsplit layer and where it lives here.
+  virtual std::vector<Piece> pieces() const;
 
   ParallelAttention self_attn{nullptr};
   ColumnParallelLinear linear1{nullptr};
@@ -97,8 +113,7 @@ class ParallelDecoderLayerImpl : public ParallelLayerBase {
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory, const at::Tensor& tgt_mask = {},
                      const at::Tensor& memory_mask = {});
 
-  std::vector<at::Tensor> replicated_parameters() const override;
-  std::map<std::string, at::Tensor> whole_state(bool gradients = false) override;
+  std::vector<Piece> pieces() const override;
 
   ParallelAttention multihead_attn{nullptr};
   torch::nn::LayerNorm norm3{nullptr};

@@ -24,6 +24,7 @@ TEST_P(GlooTensorParallel, EveryCheckEqualsTheUnsplitModule) {
   for (int r = 0; r < ranks; ++r)
     for (const std::string check :
          {"mlp", "mlp_sp", "encoder", "encoder_sp", "encoder_round_trip", "decoder", "decoder_sp", "decoder_round_trip",
+          "encoder_load", "decoder_load",
           "embedding", "embedding_sp", "embedding_v10", "embedding_v10_sp", "cross_entropy", "cross_entropy_v10",
           "cross_entropy_all_ignored"}) {
       const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + " (tensor rank " +

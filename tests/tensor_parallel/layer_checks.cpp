@@ -26,8 +26,8 @@ constexpr int64_t kSeq = 12, kBatch = 2, kDim = 24, kHeads = 12, kFfn = 48;
 // (thread ranks build them at once; the global generator would give each
 // another).
 template <typename Layer>
-Layer with_weights(Layer layer) {
-  at::Generator g = at::detail::createCPUGenerator(5);
+Layer with_weights(Layer layer, uint64_t seed = 5) {
+  at::Generator g = at::detail::createCPUGenerator(seed);
   at::NoGradGuard no_grad;
   for (auto& item : layer->named_parameters()) {
     at::Tensor p = item.value();
@@ -38,14 +38,16 @@ Layer with_weights(Layer layer) {
   return layer;
 }
 
-torch::nn::TransformerEncoderLayer unsplit_encoder() {
+torch::nn::TransformerEncoderLayer unsplit_encoder(uint64_t seed = 5) {
   return with_weights(torch::nn::TransformerEncoderLayer(
-      torch::nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0)));
+                          torch::nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0)),
+                      seed);
 }
 
-torch::nn::TransformerDecoderLayer unsplit_decoder() {
+torch::nn::TransformerDecoderLayer unsplit_decoder(uint64_t seed = 5) {
   return with_weights(torch::nn::TransformerDecoderLayer(
-      torch::nn::TransformerDecoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0)));
+                          torch::nn::TransformerDecoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(0.0)),
+                      seed);
 }
 
 at::Tensor causal(int64_t s) {
@@ -101,6 +103,22 @@ double check_round_trip(comm::Communicator& group, Full full) {
   return worst;
 }
 
+// Cut from one unsplit layer, loaded with another's state (a checkpoint of
+// the unsplit model): gathered back, that state bit for bit.
+template <typename Parallel, typename Full>
+double check_load(comm::Communicator& group, Full cut_from, Full loaded) {
+  Parallel layer(group, cut_from);
+  std::map<std::string, at::Tensor> state;
+  for (const auto& item : loaded->named_parameters()) state[item.key()] = item.value().detach();
+  layer->load_whole_state(state);
+  const std::map<std::string, at::Tensor> back = layer->whole_state();
+  double worst = back.size() == state.size() ? 0 : std::numeric_limits<double>::infinity();
+  for (const auto& [name, value] : state)
+    worst = std::max(worst, back.count(name) ? largest_difference(back.at(name), value)
+                                             : std::numeric_limits<double>::infinity());
+  return worst;
+}
+
 }  // namespace
 
 std::vector<Check> layer_checks() {
@@ -116,7 +134,17 @@ std::vector<Check> layer_checks() {
           {"encoder_round_trip", 1e-30, encoder_round_trip, splits},
           {"decoder", 2e-5, [](comm::Communicator& g) { return check_decoder(g, false); }, splits},
           {"decoder_sp", 2e-5, [](comm::Communicator& g) { return check_decoder(g, true); }, splits},
-          {"decoder_round_trip", 1e-30, decoder_round_trip, splits}};
+          {"decoder_round_trip", 1e-30, decoder_round_trip, splits},
+          {"encoder_load", 1e-30,
+           [](comm::Communicator& g) {
+             return check_load<ParallelEncoderLayer>(g, unsplit_encoder(5), unsplit_encoder(6));
+           },
+           splits},
+          {"decoder_load", 1e-30,
+           [](comm::Communicator& g) {
+             return check_load<ParallelDecoderLayer>(g, unsplit_decoder(5), unsplit_decoder(6));
+           },
+           splits}};
 }
 
 }  // namespace distlab::tensor_parallel::testing
