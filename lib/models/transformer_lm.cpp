@@ -89,16 +89,26 @@ at::Tensor TransformerLmImpl::check_hidden(const at::Tensor& h) const {
   return h;
 }
 
-at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
-  const at::Tensor mask = options_.causal ? causal_mask(h.size(0), h.options()) : at::Tensor();
-  return layers_[k](h, mask);
+at::Tensor TransformerLmImpl::mask_for(const at::Tensor& h) const {
+  return options_.causal ? causal_mask(h.size(0), h.options()) : at::Tensor();
 }
+
+at::Tensor TransformerLmImpl::decode(const at::Tensor& h) { return decoder_(h); }
+
+std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layers() {
+  unregister_module("layers");
+  std::vector<torch::nn::TransformerEncoderLayer> out = std::move(layers_);
+  layers_.clear();
+  return out;
+}
+
+at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) { return layers_[k](h, mask_for(h)); }
 
 at::Tensor TransformerLmImpl::forward(const at::Tensor& input) {
   at::Tensor h = has_embedding() ? embed(input) : check_hidden(input);
   for (size_t k = 0; k < layers_.size(); ++k) h = run_layer(k, h);
   if (!has_output()) return h;
-  return decoder_(h);  // (S, N, ntokens)
+  return decode(h);  // (S, N, ntokens)
 }
 
 torch::nn::Sequential TransformerLmImpl::units() {

@@ -85,10 +85,20 @@ class TransformerLmImpl : public torch::nn::Module {
   // long as they do.
   torch::nn::Sequential units();
 
+  // The pieces forward() is made of, for stages that run the layers some
+  // other way (train/tensor_stage.hpp cuts them across a tensor group):
+  at::Tensor embed(const at::Tensor& tokens);       // (S, N) int64 -> (S, N, d); first stage
+  at::Tensor check_hidden(const at::Tensor& h) const;  // a later stage's input, checked
+  at::Tensor mask_for(const at::Tensor& h) const;   // (S, S) causal mask, or undefined
+  at::Tensor decode(const at::Tensor& h);           // (S, N, d) -> (S, N, ntokens); last stage
+  const std::vector<torch::nn::TransformerEncoderLayer>& layers() const { return layers_; }
+  // Hands the layers over and forgets them (their parameters are no longer
+  // this module's): a tensor-parallel stage keeps only its cut of them.
+  // forward() then runs no layers.
+  std::vector<torch::nn::TransformerEncoderLayer> release_layers();
+
  private:
-  at::Tensor embed(const at::Tensor& tokens);       // (S, N) int64 -> (S, N, d)
   at::Tensor run_layer(size_t k, const at::Tensor& h);  // the stage's k-th layer, with the causal mask if any
-  at::Tensor check_hidden(const at::Tensor& h) const;
 
   TransformerLmOptions options_;
   int64_t first_layer_ = 0;

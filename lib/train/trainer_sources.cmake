@@ -10,6 +10,7 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pipeline_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_digest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stage_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tensor_stage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/trainer_state.cpp
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
 )

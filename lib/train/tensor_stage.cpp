@@ -1,0 +1,73 @@
+#include "train/tensor_stage.hpp"
+
+#include <torch/nn/modules/container/moduledict.h>
+
+#include <stdexcept>
+
+namespace distlab::train {
+
+TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, models::TransformerLm unsplit)
+    : tensor_(tensor), unsplit_(std::move(unsplit)) {
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> named;
+  int64_t index = unsplit_->first_layer();
+  for (const torch::nn::TransformerEncoderLayer& full : unsplit_->release_layers()) {
+    layers_.emplace_back(tensor, full);
+    indices_.push_back(index);
+    named.emplace_back(std::to_string(index++), layers_.back().ptr());
+  }
+  // The embedding, positional table and decoder as the unsplit stage names them.
+  for (const auto& item : unsplit_->named_children()) register_module(item.key(), item.value());
+  register_module("layers", torch::nn::ModuleDict(named));
+}
+
+at::Tensor TensorParallelStageImpl::forward(const at::Tensor& input) {
+  at::Tensor h = unsplit_->has_embedding() ? unsplit_->embed(input) : unsplit_->check_hidden(input);
+  const at::Tensor mask = unsplit_->mask_for(h);
+  for (auto& layer : layers_) h = layer(h, mask);
+  return unsplit_->has_output() ? unsplit_->decode(h) : h;
+}
+
+std::map<std::string, at::Tensor> TensorParallelStageImpl::whole_state(bool gradients) {
+  std::map<std::string, at::Tensor> state;
+  for (const auto& item : unsplit_->named_parameters()) {
+    const at::Tensor& p = item.value();
+    state[item.key()] = !gradients ? p.detach().clone() : p.grad().defined() ? p.grad().clone() : at::zeros_like(p);
+  }
+  for (size_t k = 0; k < layers_.size(); ++k)
+    for (auto& [name, tensor] : layers_[k]->whole_state(gradients))
+      state["layers." + std::to_string(indices_[k]) + "." + name] = tensor;
+  return state;
+}
+
+void TensorParallelStageImpl::load_whole_state(const std::map<std::string, at::Tensor>& whole) {
+  at::NoGradGuard no_grad;
+  for (auto& item : unsplit_->named_parameters()) {
+    const auto found = whole.find(item.key());
+    if (found == whole.end()) throw std::invalid_argument("tensor-parallel stage: no '" + item.key() + "' to load");
+    item.value().copy_(found->second);
+  }
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const std::string prefix = "layers." + std::to_string(indices_[k]) + ".";
+    std::map<std::string, at::Tensor> mine;
+    for (const auto& [name, tensor] : whole)
+      if (name.rfind(prefix, 0) == 0) mine[name.substr(prefix.size())] = tensor;
+    layers_[k]->load_whole_state(mine);
+  }
+}
+
+std::vector<at::Tensor> TensorParallelStageImpl::replicated_parameters() const {
+  std::vector<at::Tensor> out = unsplit_->parameters();
+  for (const auto& layer : layers_)
+    for (const at::Tensor& p : layer->replicated_parameters()) out.push_back(p);
+  return out;
+}
+
+std::vector<at::Tensor> TensorParallelStageImpl::split_parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& layer : layers_)
+    for (const tensor_parallel::Piece& piece : layer->pieces())
+      if (piece.cut != tensor_parallel::Cut::kWhole) out.insert(out.end(), piece.parts.begin(), piece.parts.end());
+  return out;
+}
+
+}  // namespace distlab::train

@@ -1,0 +1,65 @@
+// A pipeline stage of the capstone's Transformer LM with its layers cut
+// across a tensor group: the third dimension of the capstone's layout
+// (pipeline x data x tensor).
+//
+// Built from the unsplit stage (train/stage_model.hpp's build_stage, the
+// same weights on every rank): each TransformerEncoderLayer becomes a
+// ParallelEncoderLayer (lib/tensor_parallel/layer.hpp: heads and
+// feed-forward split), while the embedding, the positional table and the
+// decoder stay whole on every rank of the group (they are small next to
+// the layers at the capstone's sizes; the vocabulary-parallel pair of
+// tensor_parallel/vocab.hpp is the way to split them). The activations
+// between the layers are whole on every tensor rank, so the pipeline sends
+// them from each tensor rank to the same tensor rank of the next stage.
+//
+// forward() computes what the unsplit stage computes. whole_state() gives
+// the unsplit stage's parameters by its names (the layers gathered), and
+// load_whole_state() cuts them again: a checkpoint is the unsplit model's,
+// whatever the tensor size that wrote it.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/transformer_lm.hpp"
+#include "tensor_parallel/layer.hpp"
+
+namespace distlab::train {
+
+class TensorParallelStageImpl : public torch::nn::Module {
+ public:
+  // `tensor`: this stage's tensor group; `unsplit`: the stage, the same on
+  // every rank of the group (its embedding and decoder are shared, not copied).
+  TensorParallelStageImpl(comm::Communicator& tensor, models::TransformerLm unsplit);
+
+  // As the unsplit stage: tokens (S, N) on the first stage, hidden states
+  // between, logits (S, N, ntokens) from the last.
+  at::Tensor forward(const at::Tensor& input);
+
+  // The unsplit stage's parameters (or their gradients) by its names:
+  // "encoder.weight", "layers.3.self_attn.in_proj_weight", ...; every rank
+  // of the group calls it.
+  std::map<std::string, at::Tensor> whole_state(bool gradients = false);
+  void load_whole_state(const std::map<std::string, at::Tensor>& whole);
+
+  // What the norm of the whole model must count once (replicated on the
+  // group: the embedding, the decoder, the layers' norms and biases) and
+  // what it must sum over the group (the layers' cut matrices).
+  std::vector<at::Tensor> replicated_parameters() const;
+  std::vector<at::Tensor> split_parameters() const;
+
+  const models::TransformerLm& unsplit() const { return unsplit_; }
+
+ private:
+  comm::Communicator& tensor_;
+  models::TransformerLm unsplit_;
+  std::vector<int64_t> indices_;  // the layers' global numbers
+  std::vector<tensor_parallel::ParallelEncoderLayer> layers_;
+};
+TORCH_MODULE(TensorParallelStage);
+
+}  // namespace distlab::train

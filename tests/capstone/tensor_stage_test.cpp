@@ -1,0 +1,101 @@
+// The capstone's stages with their layers cut across a tensor group
+// (train/tensor_stage.hpp), against the unsplit model built from the same
+// seed: the tiny preset (2 layers, 2 heads), causal, dropout 0, as one
+// stage and as two stages chained by hand, on 1 and 2 thread ranks of a
+// tensor group. Logits, and the gradient of every parameter of the whole
+// model (gathered by whole_state(true)), equal the unsplit model's to
+// float32 rounding; whole_state() is the unsplit model's state bit for bit,
+// and load_whole_state() of another model's state gives that one back.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+
+#include "comm/threads_backend.hpp"
+#include "train/stage_model.hpp"
+#include "train/tensor_stage.hpp"
+
+namespace distlab::train {
+namespace {
+
+models::TransformerLmOptions tiny() {
+  models::TransformerLmOptions o = models::transformer_lm_preset("tiny", /*ntokens=*/40);
+  o.dropout = 0;
+  o.causal = true;
+  return o;
+}
+
+double largest(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (const auto& [name, value] : a) {
+    const auto other = b.find(name);
+    if (other == b.end() || other->second.sizes() != value.sizes()) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, (value - other->second).abs().max().item<double>());
+  }
+  return worst;
+}
+
+class TensorStage : public ::testing::TestWithParam<std::pair<int, int>> {};  // (stages, tensor size)
+
+TEST_P(TensorStage, EqualsTheUnsplitModel) {
+  const auto [stages, t] = GetParam();
+  const models::TransformerLmOptions o = tiny();
+  // The reference: the whole model, one process.
+  models::TransformerLm whole = build_stage(o, 0, 1, /*seed=*/3);
+  const at::Tensor tokens = at::randint(o.ntokens, {9, 4}, at::kLong);
+  const at::Tensor targets = at::randint(o.ntokens, {9, 4}, at::kLong);
+  const at::Tensor logits = whole(tokens);
+  at::cross_entropy_loss(logits.reshape({-1, o.ntokens}), targets.reshape({-1})).backward();
+  std::map<std::string, at::Tensor> grads;
+  for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad();
+  std::map<std::string, at::Tensor> weights;  // the parameters (named_state would add the positional buffer)
+  for (const auto& item : whole->named_parameters()) weights[item.key()] = item.value().detach();
+  std::map<std::string, at::Tensor> other;  // another model's state, to load
+  for (const auto& [name, value] : weights) other[name] = value + 0.01;
+
+  std::mutex mutex;
+  double worst_logits = 0, worst_grads = 0, worst_weights = 0, worst_loaded = 0;
+  const int stages_ = stages;
+  comm::run_thread_ranks(t, [&](comm::Communicator& tensor) {
+    std::vector<TensorParallelStage> chain;
+    for (int s = 0; s < stages_; ++s) chain.emplace_back(tensor, build_stage(o, s, stages_, /*seed=*/3));
+    at::Tensor h = tokens;
+    for (auto& stage : chain) h = stage(h);
+    at::cross_entropy_loss(h.reshape({-1, o.ntokens}), targets.reshape({-1})).backward();
+    std::map<std::string, at::Tensor> my_grads, my_weights;
+    for (auto& stage : chain) {
+      my_grads.merge(stage->whole_state(/*gradients=*/true));
+      my_weights.merge(stage->whole_state());
+    }
+    std::map<std::string, at::Tensor> loaded;
+    for (auto& stage : chain) {
+      stage->load_whole_state(other);
+      loaded.merge(stage->whole_state());
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    worst_logits = std::max(worst_logits, (h - logits).abs().max().item<double>());
+    worst_grads = std::max(worst_grads, largest(my_grads, grads));
+    worst_weights = std::max(worst_weights, largest(my_weights, weights));
+    worst_loaded = std::max(worst_loaded, largest(loaded, other));
+  });
+  EXPECT_LT(worst_logits, 1e-5);
+  EXPECT_LT(worst_grads, 1e-5);
+  EXPECT_EQ(worst_weights, 0.0) << "the unsplit state, bit for bit";
+  EXPECT_EQ(worst_loaded, 0.0) << "another model's state loaded and gathered back";
+  std::printf("  %d stage(s) x tensor %d: largest difference from the unsplit model: logits %.3g, gradients %.3g\n",
+              stages, t, worst_logits, worst_grads);
+}
+
+INSTANTIATE_TEST_SUITE_P(Capstone, TensorStage,
+                         ::testing::Values(std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 2}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.first) + "_stages_tensor_" +
+                                  std::to_string(info.param.second);
+                         });
+
+}  // namespace
+}  // namespace distlab::train
