@@ -9,4 +9,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   # Megatron's Transformer layer: heads split, the MLP column- then row-parallel.
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/layer.cpp
+  # Activation memory per layer and rank: the paper's, DistLab's, measured.
+  ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
 )
