@@ -211,13 +211,14 @@ bool two_linears(comm::Communicator& world, const Options& o, Wire& wire) {
   const std::vector<double> held_cols = lessons::one_per_rank(*pair, static_cast<double>(cols));
   const std::vector<double> held_right = lessons::one_per_rank(*pair, my_slices ? 1 : 0);
 
-  const int64_t mine = rows;
   const double out = largest_difference(z, z_ref);
   const double in_grad = largest_difference(x_mine.grad(), x_ref.grad());
-  const double w_grad = std::max({largest_difference(column->weight.grad(), full1->weight.grad().narrow(0, pair->rank() * mine, mine)),
-                                  largest_difference(column->bias.grad(), full1->bias.grad().narrow(0, pair->rank() * mine, mine)),
-                                  largest_difference(row->weight.grad(), full2->weight.grad().narrow(1, pair->rank() * cols, cols)),
-                                  largest_difference(row->bias.grad(), full2->bias.grad())});
+  const int64_t first_row = pair->rank() * rows, first_col = pair->rank() * cols;
+  const double w_grad =
+      std::max({largest_difference(column->weight.grad(), full1->weight.grad().narrow(0, first_row, rows)),
+                largest_difference(column->bias.grad(), full1->bias.grad().narrow(0, first_row, rows)),
+                largest_difference(row->weight.grad(), full2->weight.grad().narrow(1, first_col, cols)),
+                largest_difference(row->bias.grad(), full2->bias.grad())});
   const double worst_out = lessons::max_over_ranks(world, out);
   const double worst_in = lessons::max_over_ranks(world, in_grad);
   const double worst_w = lessons::max_over_ranks(world, w_grad);
@@ -257,7 +258,8 @@ bool two_linears(comm::Communicator& world, const Options& o, Wire& wire) {
   std::printf("  loss = sum(z * probe) / (S N), a mean over the positions; the unsplit values are up to\n"
               "  |z| %.3g, |dL/dx| %.3g, |dL/dW| %.3g\n",
               z_ref.abs().max().item<double>(), x_ref.grad().abs().max().item<double>(),
-              std::max(full1->weight.grad().abs().max().item<double>(), full2->weight.grad().abs().max().item<double>()));
+              std::max(full1->weight.grad().abs().max().item<double>(),
+                       full2->weight.grad().abs().max().item<double>()));
   std::printf("  Look: relu needs no communication: each rank holds whole features of the hidden layer.\n");
   return ok;
 }
@@ -293,7 +295,8 @@ LayerCheck check_layer(comm::Communicator& world, comm::Communicator& group, con
   LayerCheck c{group.size(), sp};
   c.largest_output = y_ref.abs().max().item<double>();
   c.largest_input_grad = x_ref.grad().abs().max().item<double>();
-  for (const auto& p : full->parameters()) c.largest_param_grad = std::max(c.largest_param_grad, p.grad().abs().max().item<double>());
+  for (const auto& p : full->parameters())
+    c.largest_param_grad = std::max(c.largest_param_grad, p.grad().abs().max().item<double>());
   double grads = 0;
   const auto whole = layer->whole_state(/*gradients=*/true);
   for (const auto& item : full->named_parameters())
@@ -319,8 +322,8 @@ bool whole_layer(comm::Communicator& world, const Options& o, const std::vector<
   int64_t unsplit = 0;
   for (const auto& p : unsplit_layer(o, 0.0, world)->parameters()) unsplit += p.numel();
   std::printf("\n2. A tensor-parallel Transformer layer against torch's unsplit one\n"
-              "  the capstone's: E=%lld, %lld heads, ffn %lld, relu, post-norm, causal mask; dropout 0;\n"
-              "  x (%lld, %lld, %lld)\n",
+              "  the capstone's shape: E=%lld, %lld heads, ffn %lld, relu, post-norm, causal mask\n"
+              "  dropout 0; x (%lld, %lld, %lld); loss = sum(y * probe) / (S N)\n",
               static_cast<long long>(o.hidden), static_cast<long long>(o.heads), static_cast<long long>(o.ffn),
               static_cast<long long>(o.seq), static_cast<long long>(o.batch), static_cast<long long>(o.hidden));
   std::printf("  %2s  %-11s %10s %10s %13s %17s\n", "t", "region", "output", "dL/dx", "param grads",
@@ -329,9 +332,9 @@ bool whole_layer(comm::Communicator& world, const Options& o, const std::vector<
     std::printf("  %2d  %-11s %10.3g %10.3g %13.3g %17s\n", c.t, c.t == 1 ? "unsplit" : c.sp ? "tensor+seq" : "tensor",
                 c.output, c.input_grad, c.param_grads, grouped(c.parameters).c_str());
   std::printf("  the largest differences over every rank   %s\n", ok ? "OK" : "DIFFERENT");
-  std::printf("  param grads: all %zu gradients of the unsplit layer (%s parameters), gathered back\n"
-              "  by whole_state(true); loss = sum(y * probe) / (S N); the unsplit values are up to\n"
-              "  |y| %.3g, |dL/dx| %.3g, |param grad| %.3g\n",
+  std::printf("  param grads: all %zu gradients of the unsplit layer (%s parameters), gathered\n"
+              "  back by whole_state(true); the unsplit values are up to |y| %.3g, |dL/dx| %.3g,\n"
+              "  |param grad| %.3g\n",
               unsplit_layer(o, 0.0, world)->named_parameters().size(), grouped(unsplit).c_str(),
               checks.front().largest_output, checks.front().largest_input_grad, checks.front().largest_param_grad);
   std::printf("  Look: two all-reduces forward (attention's g, the MLP's g), two backward (their f).\n"
@@ -406,7 +409,8 @@ void sequence_parallelism(comm::Communicator& world, const Options& o, const std
     const ActivationBytes form = tensor_parallel::distlab_activation_bytes(shape, r.t, r.sp, dropout);
     std::printf("  %2d  %-10s %11s %11s  %11s %11s %11s\n", r.t, r.t == 1 ? "unsplit" : r.sp ? "tensor+seq" : "tensor",
                 grouped(r.sent).c_str(), grouped(counted).c_str(), r.measured < 0 ? "-" : grouped(r.measured).c_str(),
-                grouped(form.total()).c_str(), grouped(tensor_parallel::paper_activation_bytes(shape, r.t, r.sp)).c_str());
+                grouped(form.total()).c_str(),
+                grouped(tensor_parallel::paper_activation_bytes(shape, r.t, r.sp)).c_str());
   }
   std::printf("  counted: 4 all-reduces of sbh floats per layer per step (2 forward, 2 backward), each\n"
               "  sending 2 (t-1)/t x sbh x 4 bytes on the ring; with sequence parallelism 4 all-gathers\n"
@@ -491,5 +495,6 @@ int main(int argc, char** argv) {
                  static_cast<long long>(o.heads), static_cast<long long>(o.hidden));
     return 1;
   }
-  return lessons::run_lesson("lesson_13_tensor_parallel", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
+  return lessons::run_lesson("lesson_13_tensor_parallel", o.job,
+                             [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

@@ -80,7 +80,8 @@ void expect_lesson_13_right(const Outcome& r, const Flags& x, int world) {
     const int64_t rows = x.f / 2;
     const std::string held = "  rank " + std::to_string(rank) + ": linear1 rows " + std::to_string(rank * rows) + "-" +
                              std::to_string((rank + 1) * rows - 1) + ":";
-    const auto line = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(held, 0) == 0; });
+    const auto line =
+        std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(held, 0) == 0; });
     ASSERT_NE(line, lines.end()) << held << "\n" << r.output;
     EXPECT_NE(line->find("weight (" + std::to_string(rows) + ", " + std::to_string(x.h) + "), bias (" +
                          std::to_string(rows) + ")"),
