@@ -78,9 +78,10 @@ TEST(DistlabActivationBytes, SmallLayerWorkedByHand) {
 // The layer of the measurements: E=32, 4 heads, feed-forward 64, (S=16, N=2).
 constexpr int64_t kSeq = 16, kBatch = 2, kDim = 32, kHeads = 4, kFfn = 64;
 
-torch::nn::TransformerEncoderLayer unsplit_layer(double dropout) {
-  torch::nn::TransformerEncoderLayer layer(
-      torch::nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(dropout));
+torch::nn::TransformerEncoderLayer unsplit_layer(double dropout, bool gelu = false) {
+  auto options = torch::nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFfn).dropout(dropout);
+  if (gelu) options.activation(torch::kGELU);
+  torch::nn::TransformerEncoderLayer layer(options);
   at::Generator g = at::detail::createCPUGenerator(3);
   at::NoGradGuard no_grad;
   for (auto& p : layer->parameters()) p.copy_(0.2 * at::randn(p.sizes(), g));
@@ -88,8 +89,8 @@ torch::nn::TransformerEncoderLayer unsplit_layer(double dropout) {
 }
 
 // Rank 0's bytes kept by the forward of the layer cut over t thread ranks.
-int64_t measured(int t, bool sequence_parallel, double dropout) {
-  const torch::nn::TransformerEncoderLayer full = unsplit_layer(dropout);
+int64_t measured(int t, bool sequence_parallel, double dropout, bool gelu = false) {
+  const torch::nn::TransformerEncoderLayer full = unsplit_layer(dropout, gelu);
   const at::Tensor x = at::randn({kSeq, kBatch, kDim}, at::detail::createCPUGenerator(4));
   const at::Tensor mask = at::triu(at::full({kSeq, kSeq}, -std::numeric_limits<float>::infinity()), 1);
   std::mutex mutex;
@@ -146,6 +147,22 @@ TEST(MeasuredActivations, EqualTheDerivationOnOneToFourRanks) {
     const double sp2 = static_cast<double>(got[{2, true, dropout}]) - 2 * u4 - split / 2;
     EXPECT_NEAR(sp2, replicated / 2 - u4 / 2, 0.005 * replicated);
   }
+}
+
+// gelu keeps its input, and without dropout its output is linear2's input
+// too: one more F-sized tensor inside the region than relu; with dropout
+// the same three as relu.
+TEST(MeasuredActivations, GeluKeepsItsInputAndItsOutput) {
+  const LayerShape shape{kSeq, kBatch, kDim, kHeads, kFfn};
+  for (const double dropout : {0.0, 0.1})
+    for (const bool sp : {false, true}) {
+      const int64_t bytes = measured(2, sp, dropout, /*gelu=*/true);
+      const int64_t expected = distlab_activation_bytes(shape, 2, sp, dropout > 0, /*gelu=*/true).total();
+      EXPECT_NEAR(static_cast<double>(bytes), static_cast<double>(expected), 0.005 * static_cast<double>(expected))
+          << "sequence parallel " << sp << " dropout " << dropout;
+      const int64_t relu = distlab_activation_bytes(shape, 2, sp, dropout > 0).total();
+      EXPECT_EQ(expected - relu, dropout > 0 ? 0 : 4 * kSeq * kBatch * kFfn / 2);
+    }
 }
 
 }  // namespace
