@@ -59,7 +59,7 @@
 // row-parallel partial sums and their sums before the bias are freed as
 // soon as the next operation has read them. In bytes (x 4), with r = 6,
 // k = 3 when the dropouts run (p > 0, training), r = 4, k = 1 otherwise
-// (the MLP's k is 2 for gelu):
+// (with gelu and no dropout, the MLP's k is 2):
 //
 //   tensor parallel      4 (r U + 4sb) + 4 (4U + kF + kA)/t
 //   + sequence parallel  4 ((r-1) U + 4sb)/t + 4 (4U + kF + kA)/t + 4 x 2U   (t > 1)
