@@ -12,4 +12,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/layer.cpp
   # The vocabulary split: the embedding and the cross-entropy that never gathers the logits.
   ${CMAKE_CURRENT_LIST_DIR}/vocab.cpp
+  # Activation memory per layer and rank: the paper's, DistLab's, measured.
+  ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
 )

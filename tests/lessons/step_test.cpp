@@ -87,6 +87,8 @@ std::vector<Lesson> lessons() {
        {"The accounting", "Memory per rank", "Bytes per step", "Step time", "The same parameters",
         "ZeRO-3 in the trace"},
        "--backend threads --ranks 2 --width 32 --layers 2 --rows 2 --steps 1", true},
+      {LESSON_13, 1, {"The two linears by hand", "A tensor-parallel Transformer layer", "Sequence parallelism"},
+       "--backend threads --ranks 2 --seq 8 --batch 2 --hidden 16 --heads 2 --ffn 32", true},
       {LESSON_14, 1, {"The job", "Training", "The diagnosis"},
        "--backend threads --ranks 2 --steps 2 --flight-dir " + flight, true},
   };

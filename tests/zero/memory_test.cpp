@@ -1,6 +1,7 @@
 // Memory, measured: what each stage really holds against the ZeRO paper's
 // accounting, and the allocator meter against tensors of known size.
 #include <gtest/gtest.h>
+#include <c10/core/CPUAllocator.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -8,6 +9,7 @@
 #include <torch/types.h>
 
 #include <array>
+#include <cmath>
 #include <mutex>
 
 #include "comm/threads_backend.hpp"
@@ -182,6 +184,29 @@ TEST(ZeroMemory, AllocatorMeterSeesAllocationsAndTheForwardPeak) {
   EXPECT_LE(activations, expected * 11 / 10);
   std::cout << "forward kept " << activations << " bytes; pairs + 1 tensors: " << expected << std::endl;
   loss.backward();
+}
+
+// With the meter installed, raw_allocate() and raw_deallocate() still work
+// (some CPU kernels take scratch through them, gelu's among them) and are
+// counted; gelu gives what it gives without the meter.
+TEST(ZeroMemory, AllocatorMeterKeepsRawAllocationsWorking) {
+  AllocatorMeter& meter = AllocatorMeter::install();
+  const int64_t before = meter.allocated();
+  c10::Allocator* cpu = c10::GetCPUAllocator();
+  void* raw = cpu->raw_allocate(4096);
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(meter.allocated() - before, 4096);
+  static_cast<char*>(raw)[4095] = 1;
+  cpu->raw_deallocate(raw);
+  EXPECT_EQ(meter.allocated(), before);
+
+  {
+    const at::Tensor x = at::linspace(-3, 3, 1 << 16);
+    const at::Tensor by_hand = 0.5 * x * (1 + at::erf(x / std::sqrt(2.0)));
+    EXPECT_LT((at::gelu(x) - by_hand).abs().max().item<double>(), 1e-6);
+    EXPECT_GE(meter.allocated() - before, 2 * (4 << 16));  // x and by_hand, counted
+  }
+  EXPECT_EQ(meter.allocated(), before);  // and freed
 }
 
 }  // namespace
