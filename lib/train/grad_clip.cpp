@@ -44,6 +44,19 @@ double clip_grad_norm_sharded(comm::Communicator& pipeline, comm::Communicator& 
   return norm;
 }
 
+double clip_grad_norm_tensor_parallel(comm::Communicator& pipeline, comm::Communicator& tensor,
+                                      const std::vector<at::Tensor>& replicated, const std::vector<at::Tensor>& split,
+                                      double max_norm) {
+  at::Tensor total = sum_of_squares(split, pipeline.device());  // my parts of the cut matrices
+  if (tensor.size() > 1) tensor.native_all_reduce(total);       // the stage's whole cut matrices
+  total += sum_of_squares(replicated, pipeline.device());        // counted once: every tensor rank holds them
+  if (pipeline.size() > 1) pipeline.native_all_reduce(total);   // the whole model's
+  const double norm = std::sqrt(total.cpu().item<double>());
+  scale(split, norm, max_norm);
+  scale(replicated, norm, max_norm);
+  return norm;
+}
+
 double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm) {
   const at::Device device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
   const double norm = std::sqrt(sum_of_squares(parameters, device).cpu().item<double>());

@@ -27,6 +27,15 @@ double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor
 double clip_grad_norm_sharded(comm::Communicator& pipeline, comm::Communicator& replicas,
                               const std::vector<at::Tensor>& shard, double max_norm);
 
+// The same where each stage's layers are cut across a tensor group
+// (tensor_stage.hpp): `split` holds this rank's parts of the cut matrices,
+// whose squares are summed over `tensor`; `replicated` (the same on every
+// tensor rank: embedding, decoder, norms, biases) count once. Then the
+// stages' sums are added over `pipeline`, and every rank scales both.
+double clip_grad_norm_tensor_parallel(comm::Communicator& pipeline, comm::Communicator& tensor,
+                                      const std::vector<at::Tensor>& replicated, const std::vector<at::Tensor>& split,
+                                      double max_norm);
+
 // The one-process reference: the same on parameters that hold the whole model.
 double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm);
 

@@ -5,16 +5,19 @@
 // tensor group. Logits, and the gradient of every parameter of the whole
 // model (gathered by whole_state(true)), equal the unsplit model's to
 // float32 rounding; whole_state() is the unsplit model's state bit for bit,
-// and load_whole_state() of another model's state gives that one back.
+// and load_whole_state() of another model's state gives that one back; the
+// whole model's gradient norm and the clipped gradients are one process's.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <mutex>
 
 #include "comm/threads_backend.hpp"
+#include "train/grad_clip.hpp"
 #include "train/stage_model.hpp"
 #include "train/tensor_stage.hpp"
 
@@ -51,14 +54,18 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   const at::Tensor logits = whole(tokens);
   at::cross_entropy_loss(logits.reshape({-1, o.ntokens}), targets.reshape({-1})).backward();
   std::map<std::string, at::Tensor> grads;
-  for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad();
+  for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad().clone();
+  // The clipped gradients too: a max norm below the norm, so that clipping scales.
+  const double norm = clip_grad_norm_local(whole->parameters(), /*max_norm=*/0.1);
+  std::map<std::string, at::Tensor> clipped;
+  for (const auto& item : whole->named_parameters()) clipped[item.key()] = item.value().grad();
   std::map<std::string, at::Tensor> weights;  // the parameters (named_state would add the positional buffer)
   for (const auto& item : whole->named_parameters()) weights[item.key()] = item.value().detach();
   std::map<std::string, at::Tensor> other;  // another model's state, to load
   for (const auto& [name, value] : weights) other[name] = value + 0.01;
 
   std::mutex mutex;
-  double worst_logits = 0, worst_grads = 0, worst_weights = 0, worst_loaded = 0;
+  double worst_logits = 0, worst_grads = 0, worst_weights = 0, worst_loaded = 0, worst_norm = 0, worst_clipped = 0;
   const int stages_ = stages;
   comm::run_thread_ranks(t, [&](comm::Communicator& tensor) {
     std::vector<TensorParallelStage> chain;
@@ -71,6 +78,17 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
       my_grads.merge(stage->whole_state(/*gradients=*/true));
       my_weights.merge(stage->whole_state());
     }
+    // The whole model's norm: the chained stages' parameters together, the
+    // pipeline group a group of one (these stages all live on this rank).
+    std::vector<at::Tensor> replicated, split;
+    for (auto& stage : chain) {
+      for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p);
+      for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
+    }
+    auto solo = tensor.split(tensor.rank(), 0, "alone");
+    const double my_norm = clip_grad_norm_tensor_parallel(*solo, tensor, replicated, split, 0.1);
+    std::map<std::string, at::Tensor> my_clipped;
+    for (auto& stage : chain) my_clipped.merge(stage->whole_state(/*gradients=*/true));
     std::map<std::string, at::Tensor> loaded;
     for (auto& stage : chain) {
       stage->load_whole_state(other);
@@ -81,7 +99,11 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
     worst_grads = std::max(worst_grads, largest(my_grads, grads));
     worst_weights = std::max(worst_weights, largest(my_weights, weights));
     worst_loaded = std::max(worst_loaded, largest(loaded, other));
+    worst_norm = std::max(worst_norm, std::abs(my_norm - norm) / norm);
+    worst_clipped = std::max(worst_clipped, largest(my_clipped, clipped));
   });
+  EXPECT_LT(worst_norm, 1e-5) << "the whole model's gradient norm (" << norm << ")";
+  EXPECT_LT(worst_clipped, 1e-6) << "the clipped gradients";
   EXPECT_LT(worst_logits, 1e-5);
   EXPECT_LT(worst_grads, 1e-5);
   EXPECT_EQ(worst_weights, 0.0) << "the unsplit state, bit for bit";
