@@ -4,7 +4,6 @@
 #include <limits>
 #include <map>
 #include <queue>
-#include <set>
 
 namespace distlab::viz {
 namespace {
@@ -82,8 +81,10 @@ void TraceModel::add(const std::vector<trace::Event>& events) {
 
 void TraceModel::reserve(size_t events) {
   records_.reserve(records_.size() + events);
-  // About 4 in 10 events of a training trace are sends or recvs.
-  flow_ends_.reserve(flow_ends_.size() + events / 4);
+  // A flow id is shared by a send and its recv: at most one id per two
+  // events (4 in 10 in the synthetic trace), so the table never moves while
+  // a file of paired sends and recvs is read.
+  flow_ends_.reserve(flow_ends_.size() + events / 2);
 }
 
 void TraceModel::add(const trace::Event& e) {
@@ -108,15 +109,16 @@ void TraceModel::add(const trace::Event& e) {
   r.peer = e.peer;
   r.name = intern_at(0, e.name);
   r.category = intern_at(1, e.category);
-  r.args_begin = static_cast<uint32_t>(args_.size());
-  r.args_count = static_cast<uint32_t>(e.args.size());
+  arg_ids_.clear();
   for (size_t a = 0; a < e.args.size(); ++a) {
     const auto& [key, value] = e.args[a];
     if (a < kCachedArgs)
-      args_.emplace_back(intern_at(2 + 2 * a, key), intern_at(3 + 2 * a, value));
+      arg_ids_.emplace_back(intern_at(2 + 2 * a, key), intern_at(3 + 2 * a, value));
     else
-      args_.emplace_back(strings_.intern(key), strings_.intern(value));
+      arg_ids_.emplace_back(strings_.intern(key), strings_.intern(value));
   }
+  r.args_begin = share_args(rows_[cached_row_]);
+  r.args_count = static_cast<uint32_t>(arg_ids_.size());
   r.row = cached_row_;
   const auto index = static_cast<uint32_t>(records_.size());
   extend_span(r.begin_us, r.end_us);
@@ -180,6 +182,21 @@ uint32_t TraceModel::intern_at(size_t slot, const std::string& text) {
   return id = strings_.intern(text);
 }
 
+uint32_t TraceModel::share_args(TraceRowData& row) {
+  // The row's previous event had the same args (a forward and its backward,
+  // a send and its recv): point at its copy. Compared, not trusted: after a
+  // rollback the range may hold other pairs or be gone.
+  const size_t n = arg_ids_.size();
+  if (n == 0) return 0;
+  if (row.last_args_count == n && size_t{row.last_args_begin} + n <= args_.size() &&
+      std::equal(arg_ids_.begin(), arg_ids_.end(), args_.begin() + row.last_args_begin))
+    return row.last_args_begin;
+  row.last_args_begin = static_cast<uint32_t>(args_.size());
+  row.last_args_count = static_cast<uint32_t>(n);
+  args_.insert(args_.end(), arg_ids_.begin(), arg_ids_.end());
+  return row.last_args_begin;
+}
+
 void TraceModel::rollback(const Checkpoint& mark) {
   if (mark.records >= records_.size() && mark.rows >= rows_.size() && mark.counters >= counters_.size()) return;
   counters_.resize(std::min(mark.counters, counters_.size()));
@@ -198,7 +215,7 @@ void TraceModel::rollback(const Checkpoint& mark) {
     const std::string& category = text(r.category);
     if (category != "send" && category != "recv") continue;
     FlowTable::Entry& ends = flow_ends_.at(r.flow);
-    (category == "send" ? ends.send : ends.recv) = static_cast<int64_t>(i);
+    (category == "send" ? ends.send : ends.recv) = static_cast<uint32_t>(i);
   }
   args_.resize(mark.args);
   if (rows_.size() > mark.rows) {
@@ -253,11 +270,9 @@ std::optional<uint32_t> TraceModel::partner(uint32_t event) const {
   const EventRecord& r = records_[event];
   if (r.flow == 0) return std::nullopt;
   const FlowTable::Entry* ends = flow_ends_.find(r.flow);
-  if (ends == nullptr || ends->send < 0 || ends->recv < 0) return std::nullopt;
-  const auto send = static_cast<uint32_t>(ends->send);
-  const auto recv = static_cast<uint32_t>(ends->recv);
-  if (send == event) return recv;
-  if (recv == event) return send;
+  if (ends == nullptr || ends->send == FlowTable::kNone || ends->recv == FlowTable::kNone) return std::nullopt;
+  if (ends->send == event) return ends->recv;
+  if (ends->recv == event) return ends->send;
   return std::nullopt;
 }
 
@@ -276,32 +291,31 @@ void TraceModel::rebuild_row(TraceRowData& row) {
 
   // Stacking: each event takes the lowest level that is free at its begin,
   // so nested spans draw under their parent and each level never overlaps.
-  row.levels.clear();
+  // Levels are chosen first and the tracks filled after, each reserved to
+  // its size: pushing onto them one by one left up to twice the memory.
   std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> busy;
-  std::set<uint32_t> free_levels;
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> free_levels;  // lowest on top
+  std::vector<size_t> level_sizes;
   LaneStats s;
   s.min_us = std::numeric_limits<int64_t>::max();
   int64_t union_end = std::numeric_limits<int64_t>::min();
   for (uint32_t index : row.events) {
     EventRecord& r = records_[index];
     while (!busy.empty() && busy.top().first <= r.begin_us) {
-      free_levels.insert(busy.top().second);
+      free_levels.push(busy.top().second);
       busy.pop();
     }
     uint32_t level;
     if (!free_levels.empty()) {
-      level = *free_levels.begin();
-      free_levels.erase(free_levels.begin());
+      level = free_levels.top();
+      free_levels.pop();
     } else {
-      level = static_cast<uint32_t>(row.levels.size());
-      row.levels.emplace_back();
+      level = static_cast<uint32_t>(level_sizes.size());
+      level_sizes.push_back(0);
     }
     r.level = level;
+    ++level_sizes[level];
     busy.emplace(r.end_us, level);
-    Track& t = row.levels[level];
-    t.begin_us.push_back(r.begin_us);
-    t.end_us.push_back(r.end_us);
-    t.events.push_back(index);
 
     const int64_t d = r.end_us - r.begin_us;
     if (s.count == 0) {
@@ -323,42 +337,100 @@ void TraceModel::rebuild_row(TraceRowData& row) {
       union_end = r.end_us;
     }
   }
+  row.levels.clear();
+  row.levels.resize(level_sizes.size());
+  for (size_t l = 0; l < level_sizes.size(); ++l) {
+    row.levels[l].begin_us.reserve(level_sizes[l]);
+    row.levels[l].end_us.reserve(level_sizes[l]);
+    row.levels[l].events.reserve(level_sizes[l]);
+  }
+  for (uint32_t index : row.events) {
+    const EventRecord& r = records_[index];
+    Track& t = row.levels[r.level];
+    t.begin_us.push_back(r.begin_us);
+    t.end_us.push_back(r.end_us);
+    t.events.push_back(index);
+  }
   if (s.count == 0) s.min_us = 0;
   row.stats = s;
   row.dirty = false;
 }
 
 void TraceModel::rebuild_flows() {
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<FlowLink>> by_rows;
+  // Two passes over the table: count each pair of rows' arrows, then fill
+  // vectors of exactly that size (growing them one by one kept up to twice
+  // the memory at the moment the model is largest).
+  std::map<std::pair<uint32_t, uint32_t>, size_t> counts;
   flow_count_ = 0;
   clamped_flows_ = 0;
-  flow_ends_.for_each([&](const FlowTable::Entry& ends) {
-    if (ends.send < 0 || ends.recv < 0) return;
-    const auto send = static_cast<uint32_t>(ends.send);
-    const auto recv = static_cast<uint32_t>(ends.recv);
-    by_rows[{records_[send].row, records_[recv].row}].push_back(FlowLink{send, recv});
-    ++flow_count_;
-    if (records_[recv].end_us < records_[send].begin_us) ++clamped_flows_;
-  });
+  auto complete = [](const FlowTable::Entry& ends) {
+    return ends.send != FlowTable::kNone && ends.recv != FlowTable::kNone;
+  };
+  {
+    std::pair<uint32_t, uint32_t> last_key{};
+    size_t* last = nullptr;
+    flow_ends_.for_each([&](const FlowTable::Entry& ends) {
+      if (!complete(ends)) return;
+      const std::pair<uint32_t, uint32_t> key{records_[ends.send].row, records_[ends.recv].row};
+      if (last == nullptr || key != last_key) {
+        last = &counts[key];
+        last_key = key;
+      }
+      ++*last;
+      ++flow_count_;
+      if (records_[ends.recv].end_us < records_[ends.send].begin_us) ++clamped_flows_;
+    });
+  }
   bundles_.clear();
-  for (auto& [rows, links] : by_rows) {
-    FlowBundle bundle;
-    bundle.from_row = rows.first;
-    bundle.to_row = rows.second;
-    bundle.links = std::move(links);
-    bundles_.push_back(std::move(bundle));
+  bundles_.resize(counts.size());
+  std::map<std::pair<uint32_t, uint32_t>, FlowBundle*> bundle_of;
+  {
+    size_t b = 0;
+    for (const auto& [rows, count] : counts) {
+      FlowBundle& bundle = bundles_[b++];
+      bundle.from_row = rows.first;
+      bundle.to_row = rows.second;
+      bundle.links.reserve(count);
+      bundle_of.emplace(rows, &bundle);
+    }
+  }
+  {
+    std::pair<uint32_t, uint32_t> last_key{};
+    FlowBundle* last = nullptr;
+    flow_ends_.for_each([&](const FlowTable::Entry& ends) {
+      if (!complete(ends)) return;
+      const std::pair<uint32_t, uint32_t> key{records_[ends.send].row, records_[ends.recv].row};
+      if (last == nullptr || key != last_key) {
+        last = bundle_of.at(key);
+        last_key = key;
+      }
+      last->links.push_back(FlowLink{ends.send, ends.recv});
+    });
   }
   for (FlowBundle& b : bundles_) {
-    auto left = [this](const FlowLink& l) { return records_[l.send].begin_us; };
-    auto right = [this](const FlowLink& l) { return arrival_us(l); };
-    std::sort(b.links.begin(), b.links.end(), [&](const FlowLink& x, const FlowLink& y) {
-      return left(x) != left(y) ? left(x) < left(y) : x.send < y.send;
+    // Sorted by (left end, send) on keys copied next to each other: the
+    // comparison no longer reaches into the records at random.
+    struct Keyed {
+      int64_t left;
+      FlowLink link;
+    };
+    std::vector<Keyed> keyed;
+    keyed.reserve(b.links.size());
+    for (const FlowLink& l : b.links) keyed.push_back(Keyed{records_[l.send].begin_us, l});
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
+      return x.left != y.left ? x.left < y.left : x.link.send < y.link.send;
     });
+    b.left_us.reserve(keyed.size());
+    b.right_us.reserve(keyed.size());
+    b.right_max_us.reserve(keyed.size());
     int64_t running = std::numeric_limits<int64_t>::min();
-    for (const FlowLink& l : b.links) {
-      running = std::max(running, right(l));
-      b.left_us.push_back(left(l));
-      b.right_us.push_back(right(l));
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      const FlowLink& l = keyed[i].link;
+      b.links[i] = l;
+      const int64_t right = arrival_us(l);
+      running = std::max(running, right);
+      b.left_us.push_back(keyed[i].left);
+      b.right_us.push_back(right);
       b.right_max_us.push_back(running);
     }
   }

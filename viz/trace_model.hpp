@@ -46,7 +46,9 @@ struct EventRecord {
   int32_t peer = -1;
   uint32_t name = 0;      // StringPool ids
   uint32_t category = 0;
-  uint32_t args_begin = 0;  // into the model's argument list
+  // Into the model's argument list; events of a row with the same args one
+  // after the other share one copy.
+  uint32_t args_begin = 0;
   uint32_t args_count = 0;
   uint32_t row = 0;
   uint32_t level = 0;  // stacking level inside the row (nested or overlapping events)
@@ -78,6 +80,10 @@ struct TraceRowData {
   std::vector<Track> levels;
   LaneStats stats;
   bool dirty = true;
+  // The args of the row's latest event that has some (TraceModel::add
+  // shares them with the next event when equal).
+  uint32_t last_args_begin = 0;
+  uint32_t last_args_count = 0;
 };
 
 // One counter sample (trace::Event::is_counter()): its series are
@@ -181,7 +187,7 @@ class TraceModel {
 
   StringPool strings_;
   std::vector<EventRecord> records_;
-  std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids
+  std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids, shared (share_args)
   std::vector<CounterRecord> counters_;
   std::vector<std::pair<uint32_t, uint32_t>> counter_series_;  // (series, value) string ids
   std::vector<TraceRowData> rows_;
@@ -202,6 +208,9 @@ class TraceModel {
   static constexpr size_t kCachedArgs = 4;
   uint32_t last_ids_[2 + 2 * kCachedArgs] = {};
   uint32_t intern_at(size_t slot, const std::string& text);
+  // arg_ids_ (the event being added) stored, or the row's previous copy.
+  uint32_t share_args(TraceRowData& row);
+  std::vector<std::pair<uint32_t, uint32_t>> arg_ids_;  // scratch
   int64_t origin_us_ = 0;
   int64_t end_us_ = 0;
   bool has_span_ = false;  // an event or a counter sample set origin_us_ and end_us_
