@@ -202,7 +202,11 @@ void TraceModel::rollback(const Checkpoint& mark) {
   counters_.resize(std::min(mark.counters, counters_.size()));
   counter_series_.resize(std::min(mark.counter_series, counter_series_.size()));
   for (TraceRowData& row : rows_) {
-    while (!row.events.empty() && row.events.back() >= mark.records) row.events.pop_back();
+    // Anywhere in the row, not only at its end: a finalize() since the mark
+    // sorted them in among the older ones.
+    row.events.erase(std::remove_if(row.events.begin(), row.events.end(),
+                                    [&](uint32_t index) { return index >= mark.records; }),
+                     row.events.end());
     row.dirty = true;
   }
   records_.resize(mark.records);
@@ -286,8 +290,25 @@ void TraceModel::rebuild_row(TraceRowData& row) {
     if (x.end_us != y.end_us) return x.end_us > y.end_us;
     return a < b;
   };
-  if (!std::is_sorted(row.events.begin(), row.events.end(), before))
-    std::sort(row.events.begin(), row.events.end(), before);
+  if (!std::is_sorted(row.events.begin(), row.events.end(), before)) {
+    // Sorted on copies of the keys, side by side: comparing through the
+    // indices reached into the records at random, and a comm row (its
+    // collectives written after their sends and recvs) always needs this.
+    struct Keyed {
+      int64_t begin_us;
+      int64_t end_us;
+      uint32_t index;
+    };
+    std::vector<Keyed> keyed;
+    keyed.reserve(row.events.size());
+    for (uint32_t index : row.events) keyed.push_back(Keyed{records_[index].begin_us, records_[index].end_us, index});
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
+      if (x.begin_us != y.begin_us) return x.begin_us < y.begin_us;
+      if (x.end_us != y.end_us) return x.end_us > y.end_us;
+      return x.index < y.index;
+    });
+    for (size_t i = 0; i < keyed.size(); ++i) row.events[i] = keyed[i].index;
+  }
 
   // Stacking: each event takes the lowest level that is free at its begin,
   // so nested spans draw under their parent and each level never overlaps.
@@ -357,28 +378,39 @@ void TraceModel::rebuild_row(TraceRowData& row) {
 }
 
 void TraceModel::rebuild_flows() {
-  // Two passes over the table: count each pair of rows' arrows, then fill
-  // vectors of exactly that size (growing them one by one kept up to twice
-  // the memory at the moment the model is largest).
+  // The sends in the order added, each looked up in the table: one random
+  // access per arrow (its recv) where walking the table in hash order
+  // reached into the records at random for both ends. Two passes: count
+  // each pair of rows' arrows, then fill vectors of exactly that size
+  // (growing them one by one kept up to twice the memory at the moment the
+  // model is largest). Links come out nearly in time order, as a file's
+  // events are.
+  auto for_each_link = [this](auto&& f) {
+    for (size_t i = 0; i < records_.size(); ++i) {
+      const EventRecord& r = records_[i];
+      if (r.flow == 0) continue;
+      const FlowTable::Entry* ends = flow_ends_.find(r.flow);
+      // The send the table kept for this id (a later send with the same id
+      // replaces an earlier one) and a recv.
+      if (ends == nullptr || ends->send != i || ends->recv == FlowTable::kNone) continue;
+      f(FlowLink{ends->send, ends->recv}, r, records_[ends->recv]);
+    }
+  };
   std::map<std::pair<uint32_t, uint32_t>, size_t> counts;
   flow_count_ = 0;
   clamped_flows_ = 0;
-  auto complete = [](const FlowTable::Entry& ends) {
-    return ends.send != FlowTable::kNone && ends.recv != FlowTable::kNone;
-  };
   {
     std::pair<uint32_t, uint32_t> last_key{};
     size_t* last = nullptr;
-    flow_ends_.for_each([&](const FlowTable::Entry& ends) {
-      if (!complete(ends)) return;
-      const std::pair<uint32_t, uint32_t> key{records_[ends.send].row, records_[ends.recv].row};
+    for_each_link([&](const FlowLink&, const EventRecord& send, const EventRecord& recv) {
+      const std::pair<uint32_t, uint32_t> key{send.row, recv.row};
       if (last == nullptr || key != last_key) {
         last = &counts[key];
         last_key = key;
       }
       ++*last;
       ++flow_count_;
-      if (records_[ends.recv].end_us < records_[ends.send].begin_us) ++clamped_flows_;
+      if (recv.end_us < send.begin_us) ++clamped_flows_;
     });
   }
   bundles_.clear();
@@ -397,14 +429,13 @@ void TraceModel::rebuild_flows() {
   {
     std::pair<uint32_t, uint32_t> last_key{};
     FlowBundle* last = nullptr;
-    flow_ends_.for_each([&](const FlowTable::Entry& ends) {
-      if (!complete(ends)) return;
-      const std::pair<uint32_t, uint32_t> key{records_[ends.send].row, records_[ends.recv].row};
+    for_each_link([&](const FlowLink& link, const EventRecord& send, const EventRecord& recv) {
+      const std::pair<uint32_t, uint32_t> key{send.row, recv.row};
       if (last == nullptr || key != last_key) {
         last = bundle_of.at(key);
         last_key = key;
       }
-      last->links.push_back(FlowLink{ends.send, ends.recv});
+      last->links.push_back(link);
     });
   }
   for (FlowBundle& b : bundles_) {

@@ -152,6 +152,9 @@ class TraceModel {
   const std::string& text(uint32_t id) const { return strings_.at(id); }
   // The event as it was added (for tooltips and round-trip tests).
   trace::Event event(uint32_t i) const;
+  // (key, value) pairs held for all events' args (a row's events with equal
+  // args one after the other share them): what the args cost.
+  size_t arg_pairs_stored() const { return args_.size(); }
   // Counter samples in the order added.
   size_t counter_count() const { return counters_.size(); }
   const CounterRecord& counter(size_t i) const { return counters_[i]; }
