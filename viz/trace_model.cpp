@@ -281,33 +281,42 @@ std::optional<uint32_t> TraceModel::partner(uint32_t event) const {
 }
 
 void TraceModel::rebuild_row(TraceRowData& row) {
-  // Begin order; an enclosing event before the ones it contains. A file's
-  // rows usually arrive in that order already: checking is cheaper.
-  auto before = [this](uint32_t a, uint32_t b) {
-    const EventRecord& x = records_[a];
-    const EventRecord& y = records_[b];
+  // What this needs of each event, copied side by side in one pass over the
+  // records in the order added (reading them in time order, or a level at a
+  // time, reached into them at random and was most of this function's time).
+  struct Keyed {
+    int64_t begin_us;
+    int64_t end_us;
+    int64_t bytes;
+    uint32_t index;
+    uint32_t level;
+  };
+  // Begin order; an enclosing event before the ones it contains.
+  auto less = [](const Keyed& x, const Keyed& y) {
     if (x.begin_us != y.begin_us) return x.begin_us < y.begin_us;
     if (x.end_us != y.end_us) return x.end_us > y.end_us;
-    return a < b;
+    return x.index < y.index;
   };
-  if (!std::is_sorted(row.events.begin(), row.events.end(), before)) {
-    // Sorted on copies of the keys, side by side: comparing through the
-    // indices reached into the records at random, and a comm row (its
-    // collectives written after their sends and recvs) always needs this.
-    struct Keyed {
-      int64_t begin_us;
-      int64_t end_us;
-      uint32_t index;
-    };
-    std::vector<Keyed> keyed;
-    keyed.reserve(row.events.size());
-    for (uint32_t index : row.events) keyed.push_back(Keyed{records_[index].begin_us, records_[index].end_us, index});
-    std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
-      if (x.begin_us != y.begin_us) return x.begin_us < y.begin_us;
-      if (x.end_us != y.end_us) return x.end_us > y.end_us;
-      return x.index < y.index;
-    });
-    for (size_t i = 0; i < keyed.size(); ++i) row.events[i] = keyed[i].index;
+  std::vector<Keyed> keyed;
+  keyed.reserve(row.events.size());
+  // A file's rows usually arrive in order; a comm row nearly (its
+  // collectives are written after their sends and recvs): the events out of
+  // order go aside, are sorted, and are merged back in one pass.
+  std::vector<Keyed> aside;
+  for (uint32_t index : row.events) {
+    const EventRecord& r = records_[index];
+    const Keyed k{r.begin_us, r.end_us, r.bytes, index, 0};
+    if (keyed.empty() || !less(k, keyed.back()))
+      keyed.push_back(k);
+    else
+      aside.push_back(k);
+  }
+  if (!aside.empty()) {
+    std::sort(aside.begin(), aside.end(), less);
+    std::vector<Keyed> merged(keyed.size() + aside.size());
+    std::merge(keyed.begin(), keyed.end(), aside.begin(), aside.end(), merged.begin(), less);
+    keyed = std::move(merged);
+    aside = {};
   }
 
   // Stacking: each event takes the lowest level that is free at its begin,
@@ -320,9 +329,9 @@ void TraceModel::rebuild_row(TraceRowData& row) {
   LaneStats s;
   s.min_us = std::numeric_limits<int64_t>::max();
   int64_t union_end = std::numeric_limits<int64_t>::min();
-  for (uint32_t index : row.events) {
-    EventRecord& r = records_[index];
-    while (!busy.empty() && busy.top().first <= r.begin_us) {
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    Keyed& k = keyed[i];
+    while (!busy.empty() && busy.top().first <= k.begin_us) {
       free_levels.push(busy.top().second);
       busy.pop();
     }
@@ -334,28 +343,30 @@ void TraceModel::rebuild_row(TraceRowData& row) {
       level = static_cast<uint32_t>(level_sizes.size());
       level_sizes.push_back(0);
     }
-    r.level = level;
+    k.level = level;
+    records_[k.index].level = level;
+    row.events[i] = k.index;
     ++level_sizes[level];
-    busy.emplace(r.end_us, level);
+    busy.emplace(k.end_us, level);
 
-    const int64_t d = r.end_us - r.begin_us;
+    const int64_t d = k.end_us - k.begin_us;
     if (s.count == 0) {
-      s.first_us = r.begin_us;
-      s.last_us = r.end_us;
+      s.first_us = k.begin_us;
+      s.last_us = k.end_us;
     }
     ++s.count;
     s.total_us = saturating_add(s.total_us, d);
     s.min_us = std::min(s.min_us, d);
     s.max_us = std::max(s.max_us, d);
-    s.bytes = saturating_add(s.bytes, r.bytes);
-    s.last_us = std::max(s.last_us, r.end_us);
+    s.bytes = saturating_add(s.bytes, k.bytes);
+    s.last_us = std::max(s.last_us, k.end_us);
     // Union of intervals, swept in begin order.
-    if (r.begin_us >= union_end) {
+    if (k.begin_us >= union_end) {
       s.busy_us = saturating_add(s.busy_us, d);
-      union_end = r.end_us;
-    } else if (r.end_us > union_end) {
-      s.busy_us = saturating_add(s.busy_us, r.end_us - union_end);
-      union_end = r.end_us;
+      union_end = k.end_us;
+    } else if (k.end_us > union_end) {
+      s.busy_us = saturating_add(s.busy_us, k.end_us - union_end);
+      union_end = k.end_us;
     }
   }
   row.levels.clear();
@@ -365,12 +376,11 @@ void TraceModel::rebuild_row(TraceRowData& row) {
     row.levels[l].end_us.reserve(level_sizes[l]);
     row.levels[l].events.reserve(level_sizes[l]);
   }
-  for (uint32_t index : row.events) {
-    const EventRecord& r = records_[index];
-    Track& t = row.levels[r.level];
-    t.begin_us.push_back(r.begin_us);
-    t.end_us.push_back(r.end_us);
-    t.events.push_back(index);
+  for (const Keyed& k : keyed) {
+    Track& t = row.levels[k.level];
+    t.begin_us.push_back(k.begin_us);
+    t.end_us.push_back(k.end_us);
+    t.events.push_back(k.index);
   }
   if (s.count == 0) s.min_us = 0;
   row.stats = s;
@@ -378,40 +388,44 @@ void TraceModel::rebuild_row(TraceRowData& row) {
 }
 
 void TraceModel::rebuild_flows() {
-  // The sends in the order added, each looked up in the table: one random
-  // access per arrow (its recv) where walking the table in hash order
-  // reached into the records at random for both ends. Two passes: count
-  // each pair of rows' arrows, then fill vectors of exactly that size
-  // (growing them one by one kept up to twice the memory at the moment the
-  // model is largest). Links come out nearly in time order, as a file's
-  // events are.
-  auto for_each_link = [this](auto&& f) {
-    for (size_t i = 0; i < records_.size(); ++i) {
-      const EventRecord& r = records_[i];
-      if (r.flow == 0) continue;
-      const FlowTable::Entry* ends = flow_ends_.find(r.flow);
-      // The send the table kept for this id (a later send with the same id
-      // replaces an earlier one) and a recv.
-      if (ends == nullptr || ends->send != i || ends->recv == FlowTable::kNone) continue;
-      f(FlowLink{ends->send, ends->recv}, r, records_[ends->recv]);
-    }
+  // The sends in the order added, each looked up in the table: the records
+  // are read in order and only the recv at random, where walking the table
+  // in hash order reached into the records at random for both ends. Links
+  // come out nearly in time order, as a file's events are.
+  struct Found {
+    std::pair<uint32_t, uint32_t> rows;
+    FlowLink link;
   };
-  std::map<std::pair<uint32_t, uint32_t>, size_t> counts;
+  std::vector<Found> found;
+  found.reserve(flow_ends_.size());
   flow_count_ = 0;
   clamped_flows_ = 0;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const EventRecord& r = records_[i];
+    if (r.flow == 0) continue;
+    const FlowTable::Entry* ends = flow_ends_.find(r.flow);
+    // The send the table kept for this id (a later send with the same id
+    // replaces an earlier one), and a recv.
+    if (ends == nullptr || ends->send != i || ends->recv == FlowTable::kNone) continue;
+    const EventRecord& recv = records_[ends->recv];
+    found.push_back(Found{{r.row, recv.row}, FlowLink{ends->send, ends->recv}});
+    ++flow_count_;
+    if (recv.end_us < r.begin_us) ++clamped_flows_;
+  }
+  // Each pair of rows' arrows counted, then put in vectors of exactly that
+  // size (growing them one by one kept up to twice the memory at the moment
+  // the model is largest).
+  std::map<std::pair<uint32_t, uint32_t>, size_t> counts;
   {
     std::pair<uint32_t, uint32_t> last_key{};
     size_t* last = nullptr;
-    for_each_link([&](const FlowLink&, const EventRecord& send, const EventRecord& recv) {
-      const std::pair<uint32_t, uint32_t> key{send.row, recv.row};
-      if (last == nullptr || key != last_key) {
-        last = &counts[key];
-        last_key = key;
+    for (const Found& f : found) {
+      if (last == nullptr || f.rows != last_key) {
+        last = &counts[f.rows];
+        last_key = f.rows;
       }
       ++*last;
-      ++flow_count_;
-      if (recv.end_us < send.begin_us) ++clamped_flows_;
-    });
+    }
   }
   bundles_.clear();
   bundles_.resize(counts.size());
@@ -429,15 +443,15 @@ void TraceModel::rebuild_flows() {
   {
     std::pair<uint32_t, uint32_t> last_key{};
     FlowBundle* last = nullptr;
-    for_each_link([&](const FlowLink& link, const EventRecord& send, const EventRecord& recv) {
-      const std::pair<uint32_t, uint32_t> key{send.row, recv.row};
-      if (last == nullptr || key != last_key) {
-        last = bundle_of.at(key);
-        last_key = key;
+    for (const Found& f : found) {
+      if (last == nullptr || f.rows != last_key) {
+        last = bundle_of.at(f.rows);
+        last_key = f.rows;
       }
-      last->links.push_back(link);
-    });
+      last->links.push_back(f.link);
+    }
   }
+  found = {};
   for (FlowBundle& b : bundles_) {
     // Sorted by (left end, send) on keys copied next to each other: the
     // comparison no longer reaches into the records at random.
