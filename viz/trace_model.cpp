@@ -282,8 +282,9 @@ std::optional<uint32_t> TraceModel::partner(uint32_t event) const {
 
 void TraceModel::rebuild_row(TraceRowData& row) {
   // What this needs of each event, copied side by side in one pass over the
-  // records in the order added (reading them in time order, or a level at a
-  // time, reached into them at random and was most of this function's time).
+  // records in the order added; sorting, stacking and filling the tracks
+  // then read the copies in order instead of reaching into the records
+  // (64 bytes each, 64 MB for a million events) once per pass.
   struct Keyed {
     int64_t begin_us;
     int64_t end_us;
