@@ -30,7 +30,10 @@ namespace distlab::viz {
 
 class StringPool {
  public:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
   uint32_t intern(const std::string& text);
+  // The id of `text`, kAbsent when it was never interned.
+  uint32_t find(const std::string& text) const;
   const std::string& at(uint32_t id) const { return strings_[id]; }
   size_t size() const { return strings_.size(); }
 
@@ -198,7 +201,10 @@ class TraceModel {
   std::vector<TraceRowData> rows_;
   std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
   bool rows_sorted_ = true;
-  FlowTable flow_ends_;  // id -> (send, recv), -1 = not yet
+  FlowTable flow_ends_;  // id -> (send, recv) of records_[0, flows_indexed_)
+  size_t flows_indexed_ = 0;
+  // Enters the sends and recvs added since the last call into flow_ends_.
+  void index_flows();
   std::vector<FlowBundle> bundles_;
   size_t flow_count_ = 0;
   size_t clamped_flows_ = 0;
