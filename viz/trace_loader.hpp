@@ -2,8 +2,9 @@
 // plus what a viewer needs.
 //
 // - Events go straight into the TraceModel (load_trace_into): no vector of
-//   a million trace::Events in between, so a 1 M-event file opens in about
-//   a second and 200 MB (viz/README.md, Performance).
+//   a million trace::Events in between, so a 1 M-event file is in the
+//   model, finalized, in about a second and 125 MB (viz/README.md,
+//   Performance).
 // - A trace cut short (a run that crashed, or one still being written) is
 //   read up to its last complete line: the library's sink writes one event
 //   per line, so every complete line is a whole event. The result carries a

@@ -4,7 +4,6 @@
 #include <limits>
 #include <map>
 #include <queue>
-#include <set>
 
 namespace distlab::viz {
 namespace {
@@ -24,6 +23,11 @@ uint32_t StringPool::intern(const std::string& text) {
   strings_.push_back(text);
   ids_.emplace(text, id);
   return id;
+}
+
+uint32_t StringPool::find(const std::string& text) const {
+  auto it = ids_.find(text);
+  return it == ids_.end() ? kAbsent : it->second;
 }
 
 bool lane_before(const std::string& a, const std::string& b) {
@@ -82,8 +86,10 @@ void TraceModel::add(const std::vector<trace::Event>& events) {
 
 void TraceModel::reserve(size_t events) {
   records_.reserve(records_.size() + events);
-  // About 4 in 10 events of a training trace are sends or recvs.
-  flow_ends_.reserve(flow_ends_.size() + events / 4);
+  // A flow id is shared by a send and its recv: at most one id per two
+  // events (4 in 10 in the synthetic trace), so the table never moves while
+  // a file of paired sends and recvs is read.
+  flow_ends_.reserve(flow_ends_.size() + events / 2);
 }
 
 void TraceModel::add(const trace::Event& e) {
@@ -108,26 +114,44 @@ void TraceModel::add(const trace::Event& e) {
   r.peer = e.peer;
   r.name = intern_at(0, e.name);
   r.category = intern_at(1, e.category);
-  r.args_begin = static_cast<uint32_t>(args_.size());
-  r.args_count = static_cast<uint32_t>(e.args.size());
+  arg_ids_.clear();
   for (size_t a = 0; a < e.args.size(); ++a) {
     const auto& [key, value] = e.args[a];
     if (a < kCachedArgs)
-      args_.emplace_back(intern_at(2 + 2 * a, key), intern_at(3 + 2 * a, value));
+      arg_ids_.emplace_back(intern_at(2 + 2 * a, key), intern_at(3 + 2 * a, value));
     else
-      args_.emplace_back(strings_.intern(key), strings_.intern(value));
+      arg_ids_.emplace_back(strings_.intern(key), strings_.intern(value));
   }
+  r.args_begin = share_args(rows_[cached_row_]);
+  r.args_count = static_cast<uint32_t>(arg_ids_.size());
   r.row = cached_row_;
   const auto index = static_cast<uint32_t>(records_.size());
   extend_span(r.begin_us, r.end_us);
   records_.push_back(r);
   rows_[cached_row_].events.push_back(index);
   rows_[cached_row_].dirty = true;
-  if (r.flow != 0 && (e.category == "send" || e.category == "recv")) {
+  // Sends and recvs enter the flow table at finalize() (index_flows).
+  if (r.flow != 0) flows_dirty_ = true;
+}
+
+void TraceModel::index_flows() {
+  // In the order added, as add() did one at a time: a later send (recv)
+  // with the same id replaces the earlier one. Here the table's slot of the
+  // event kAhead further on is fetched early, so the cache misses of a
+  // table of millions of random ids overlap instead of coming one by one
+  // (in add() they were 8 % of opening the 1 M-event trace).
+  const uint32_t send = strings_.find("send");
+  const uint32_t recv = strings_.find("recv");
+  constexpr size_t kAhead = 16;
+  const size_t n = records_.size();
+  for (size_t i = flows_indexed_; i < n; ++i) {
+    if (i + kAhead < n && records_[i + kAhead].flow != 0) flow_ends_.prefetch(records_[i + kAhead].flow);
+    const EventRecord& r = records_[i];
+    if (r.flow == 0 || (r.category != send && r.category != recv)) continue;
     FlowTable::Entry& ends = flow_ends_.at(r.flow);
-    (e.category == "send" ? ends.send : ends.recv) = index;
-    flows_dirty_ = true;
+    (r.category == send ? ends.send : ends.recv) = static_cast<uint32_t>(i);
   }
+  flows_indexed_ = n;
 }
 
 void TraceModel::add_counter(const trace::Event& e) {
@@ -180,26 +204,39 @@ uint32_t TraceModel::intern_at(size_t slot, const std::string& text) {
   return id = strings_.intern(text);
 }
 
+uint32_t TraceModel::share_args(TraceRowData& row) {
+  // The row's previous event had the same args (a forward and its backward,
+  // a send and its recv): point at its copy. Compared, not trusted: after a
+  // rollback the range may hold other pairs or be gone.
+  const size_t n = arg_ids_.size();
+  if (n == 0) return 0;
+  if (row.last_args_count == n && size_t{row.last_args_begin} + n <= args_.size() &&
+      std::equal(arg_ids_.begin(), arg_ids_.end(), args_.begin() + row.last_args_begin))
+    return row.last_args_begin;
+  row.last_args_begin = static_cast<uint32_t>(args_.size());
+  row.last_args_count = static_cast<uint32_t>(n);
+  args_.insert(args_.end(), arg_ids_.begin(), arg_ids_.end());
+  return row.last_args_begin;
+}
+
 void TraceModel::rollback(const Checkpoint& mark) {
   if (mark.records >= records_.size() && mark.rows >= rows_.size() && mark.counters >= counters_.size()) return;
   counters_.resize(std::min(mark.counters, counters_.size()));
   counter_series_.resize(std::min(mark.counter_series, counter_series_.size()));
   for (TraceRowData& row : rows_) {
-    while (!row.events.empty() && row.events.back() >= mark.records) row.events.pop_back();
+    // Anywhere in the row, not only at its end: a finalize() since the mark
+    // sorted them in among the older ones.
+    row.events.erase(std::remove_if(row.events.begin(), row.events.end(),
+                                    [&](uint32_t index) { return index >= mark.records; }),
+                     row.events.end());
     row.dirty = true;
   }
   records_.resize(mark.records);
-  // Rebuilt, not patched: a later event with the same flow id replaced an
-  // earlier one's entry, which only the records still know.
+  // Rebuilt at the next finalize(), not patched: a later event with the
+  // same flow id replaced an earlier one's entry, which only the records
+  // still know.
   flow_ends_.clear();
-  for (size_t i = 0; i < records_.size(); ++i) {
-    const EventRecord& r = records_[i];
-    if (r.flow == 0) continue;
-    const std::string& category = text(r.category);
-    if (category != "send" && category != "recv") continue;
-    FlowTable::Entry& ends = flow_ends_.at(r.flow);
-    (category == "send" ? ends.send : ends.recv) = static_cast<int64_t>(i);
-  }
+  flows_indexed_ = 0;
   args_.resize(mark.args);
   if (rows_.size() > mark.rows) {
     // Rows first seen since the mark are still at the end (finalize() has
@@ -253,75 +290,114 @@ std::optional<uint32_t> TraceModel::partner(uint32_t event) const {
   const EventRecord& r = records_[event];
   if (r.flow == 0) return std::nullopt;
   const FlowTable::Entry* ends = flow_ends_.find(r.flow);
-  if (ends == nullptr || ends->send < 0 || ends->recv < 0) return std::nullopt;
-  const auto send = static_cast<uint32_t>(ends->send);
-  const auto recv = static_cast<uint32_t>(ends->recv);
-  if (send == event) return recv;
-  if (recv == event) return send;
+  if (ends == nullptr || ends->send == FlowTable::kNone || ends->recv == FlowTable::kNone) return std::nullopt;
+  if (ends->send == event) return ends->recv;
+  if (ends->recv == event) return ends->send;
   return std::nullopt;
 }
 
 void TraceModel::rebuild_row(TraceRowData& row) {
-  // Begin order; an enclosing event before the ones it contains. A file's
-  // rows usually arrive in that order already: checking is cheaper.
-  auto before = [this](uint32_t a, uint32_t b) {
-    const EventRecord& x = records_[a];
-    const EventRecord& y = records_[b];
+  // What this needs of each event, copied side by side in one pass over the
+  // records in the order added; sorting, stacking and filling the tracks
+  // then read the copies in order instead of reaching into the records
+  // (64 bytes each, 64 MB for a million events) once per pass.
+  struct Keyed {
+    int64_t begin_us;
+    int64_t end_us;
+    int64_t bytes;
+    uint32_t index;
+    uint32_t level;
+  };
+  // Begin order; an enclosing event before the ones it contains.
+  auto less = [](const Keyed& x, const Keyed& y) {
     if (x.begin_us != y.begin_us) return x.begin_us < y.begin_us;
     if (x.end_us != y.end_us) return x.end_us > y.end_us;
-    return a < b;
+    return x.index < y.index;
   };
-  if (!std::is_sorted(row.events.begin(), row.events.end(), before))
-    std::sort(row.events.begin(), row.events.end(), before);
+  std::vector<Keyed> keyed;
+  keyed.reserve(row.events.size());
+  // A file's rows usually arrive in order; a comm row nearly (its
+  // collectives are written after their sends and recvs): the events out of
+  // order go aside, are sorted, and are merged back in one pass.
+  std::vector<Keyed> aside;
+  for (uint32_t index : row.events) {
+    const EventRecord& r = records_[index];
+    const Keyed k{r.begin_us, r.end_us, r.bytes, index, 0};
+    if (keyed.empty() || !less(k, keyed.back()))
+      keyed.push_back(k);
+    else
+      aside.push_back(k);
+  }
+  if (!aside.empty()) {
+    std::sort(aside.begin(), aside.end(), less);
+    std::vector<Keyed> merged(keyed.size() + aside.size());
+    std::merge(keyed.begin(), keyed.end(), aside.begin(), aside.end(), merged.begin(), less);
+    keyed = std::move(merged);
+    aside = {};
+  }
 
   // Stacking: each event takes the lowest level that is free at its begin,
   // so nested spans draw under their parent and each level never overlaps.
-  row.levels.clear();
+  // Levels are chosen first and the tracks filled after, each reserved to
+  // its size: pushing onto them one by one left up to twice the memory.
   std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> busy;
-  std::set<uint32_t> free_levels;
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> free_levels;  // lowest on top
+  std::vector<size_t> level_sizes;
   LaneStats s;
   s.min_us = std::numeric_limits<int64_t>::max();
   int64_t union_end = std::numeric_limits<int64_t>::min();
-  for (uint32_t index : row.events) {
-    EventRecord& r = records_[index];
-    while (!busy.empty() && busy.top().first <= r.begin_us) {
-      free_levels.insert(busy.top().second);
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    Keyed& k = keyed[i];
+    while (!busy.empty() && busy.top().first <= k.begin_us) {
+      free_levels.push(busy.top().second);
       busy.pop();
     }
     uint32_t level;
     if (!free_levels.empty()) {
-      level = *free_levels.begin();
-      free_levels.erase(free_levels.begin());
+      level = free_levels.top();
+      free_levels.pop();
     } else {
-      level = static_cast<uint32_t>(row.levels.size());
-      row.levels.emplace_back();
+      level = static_cast<uint32_t>(level_sizes.size());
+      level_sizes.push_back(0);
     }
-    r.level = level;
-    busy.emplace(r.end_us, level);
-    Track& t = row.levels[level];
-    t.begin_us.push_back(r.begin_us);
-    t.end_us.push_back(r.end_us);
-    t.events.push_back(index);
+    k.level = level;
+    records_[k.index].level = level;
+    row.events[i] = k.index;
+    ++level_sizes[level];
+    busy.emplace(k.end_us, level);
 
-    const int64_t d = r.end_us - r.begin_us;
+    const int64_t d = k.end_us - k.begin_us;
     if (s.count == 0) {
-      s.first_us = r.begin_us;
-      s.last_us = r.end_us;
+      s.first_us = k.begin_us;
+      s.last_us = k.end_us;
     }
     ++s.count;
     s.total_us = saturating_add(s.total_us, d);
     s.min_us = std::min(s.min_us, d);
     s.max_us = std::max(s.max_us, d);
-    s.bytes = saturating_add(s.bytes, r.bytes);
-    s.last_us = std::max(s.last_us, r.end_us);
+    s.bytes = saturating_add(s.bytes, k.bytes);
+    s.last_us = std::max(s.last_us, k.end_us);
     // Union of intervals, swept in begin order.
-    if (r.begin_us >= union_end) {
+    if (k.begin_us >= union_end) {
       s.busy_us = saturating_add(s.busy_us, d);
-      union_end = r.end_us;
-    } else if (r.end_us > union_end) {
-      s.busy_us = saturating_add(s.busy_us, r.end_us - union_end);
-      union_end = r.end_us;
+      union_end = k.end_us;
+    } else if (k.end_us > union_end) {
+      s.busy_us = saturating_add(s.busy_us, k.end_us - union_end);
+      union_end = k.end_us;
     }
+  }
+  row.levels.clear();
+  row.levels.resize(level_sizes.size());
+  for (size_t l = 0; l < level_sizes.size(); ++l) {
+    row.levels[l].begin_us.reserve(level_sizes[l]);
+    row.levels[l].end_us.reserve(level_sizes[l]);
+    row.levels[l].events.reserve(level_sizes[l]);
+  }
+  for (const Keyed& k : keyed) {
+    Track& t = row.levels[k.level];
+    t.begin_us.push_back(k.begin_us);
+    t.end_us.push_back(k.end_us);
+    t.events.push_back(k.index);
   }
   if (s.count == 0) s.min_us = 0;
   row.stats = s;
@@ -329,36 +405,97 @@ void TraceModel::rebuild_row(TraceRowData& row) {
 }
 
 void TraceModel::rebuild_flows() {
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<FlowLink>> by_rows;
+  // The sends in the order added, each looked up in the table: the records
+  // are read in order and only the recv at random, where walking the table
+  // in hash order reached into the records at random for both ends. Links
+  // come out nearly in time order, as a file's events are.
+  struct Found {
+    std::pair<uint32_t, uint32_t> rows;
+    FlowLink link;
+  };
+  std::vector<Found> found;
+  found.reserve(flow_ends_.size());
   flow_count_ = 0;
   clamped_flows_ = 0;
-  flow_ends_.for_each([&](const FlowTable::Entry& ends) {
-    if (ends.send < 0 || ends.recv < 0) return;
-    const auto send = static_cast<uint32_t>(ends.send);
-    const auto recv = static_cast<uint32_t>(ends.recv);
-    by_rows[{records_[send].row, records_[recv].row}].push_back(FlowLink{send, recv});
+  constexpr size_t kAhead = 16;  // as in index_flows
+  for (size_t i = 0; i < records_.size(); ++i) {
+    if (i + kAhead < records_.size() && records_[i + kAhead].flow != 0)
+      flow_ends_.prefetch(records_[i + kAhead].flow);
+    const EventRecord& r = records_[i];
+    if (r.flow == 0) continue;
+    const FlowTable::Entry* ends = flow_ends_.find(r.flow);
+    // The send the table kept for this id (a later send with the same id
+    // replaces an earlier one), and a recv.
+    if (ends == nullptr || ends->send != i || ends->recv == FlowTable::kNone) continue;
+    const EventRecord& recv = records_[ends->recv];
+    found.push_back(Found{{r.row, recv.row}, FlowLink{ends->send, ends->recv}});
     ++flow_count_;
-    if (records_[recv].end_us < records_[send].begin_us) ++clamped_flows_;
-  });
-  bundles_.clear();
-  for (auto& [rows, links] : by_rows) {
-    FlowBundle bundle;
-    bundle.from_row = rows.first;
-    bundle.to_row = rows.second;
-    bundle.links = std::move(links);
-    bundles_.push_back(std::move(bundle));
+    if (recv.end_us < r.begin_us) ++clamped_flows_;
   }
+  // Each pair of rows' arrows counted, then put in vectors of exactly that
+  // size (growing them one by one kept up to twice the memory at the moment
+  // the model is largest).
+  std::map<std::pair<uint32_t, uint32_t>, size_t> counts;
+  {
+    std::pair<uint32_t, uint32_t> last_key{};
+    size_t* last = nullptr;
+    for (const Found& f : found) {
+      if (last == nullptr || f.rows != last_key) {
+        last = &counts[f.rows];
+        last_key = f.rows;
+      }
+      ++*last;
+    }
+  }
+  bundles_.clear();
+  bundles_.resize(counts.size());
+  std::map<std::pair<uint32_t, uint32_t>, FlowBundle*> bundle_of;
+  {
+    size_t b = 0;
+    for (const auto& [rows, count] : counts) {
+      FlowBundle& bundle = bundles_[b++];
+      bundle.from_row = rows.first;
+      bundle.to_row = rows.second;
+      bundle.links.reserve(count);
+      bundle_of.emplace(rows, &bundle);
+    }
+  }
+  {
+    std::pair<uint32_t, uint32_t> last_key{};
+    FlowBundle* last = nullptr;
+    for (const Found& f : found) {
+      if (last == nullptr || f.rows != last_key) {
+        last = bundle_of.at(f.rows);
+        last_key = f.rows;
+      }
+      last->links.push_back(f.link);
+    }
+  }
+  found = {};
   for (FlowBundle& b : bundles_) {
-    auto left = [this](const FlowLink& l) { return records_[l.send].begin_us; };
-    auto right = [this](const FlowLink& l) { return arrival_us(l); };
-    std::sort(b.links.begin(), b.links.end(), [&](const FlowLink& x, const FlowLink& y) {
-      return left(x) != left(y) ? left(x) < left(y) : x.send < y.send;
+    // Sorted by (left end, send) on keys copied next to each other: the
+    // comparison no longer reaches into the records at random.
+    struct Keyed {
+      int64_t left;
+      FlowLink link;
+    };
+    std::vector<Keyed> keyed;
+    keyed.reserve(b.links.size());
+    for (const FlowLink& l : b.links) keyed.push_back(Keyed{records_[l.send].begin_us, l});
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
+      return x.left != y.left ? x.left < y.left : x.link.send < y.link.send;
     });
+    b.left_us.reserve(keyed.size());
+    b.right_us.reserve(keyed.size());
+    b.right_max_us.reserve(keyed.size());
     int64_t running = std::numeric_limits<int64_t>::min();
-    for (const FlowLink& l : b.links) {
-      running = std::max(running, right(l));
-      b.left_us.push_back(left(l));
-      b.right_us.push_back(right(l));
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      const FlowLink& l = keyed[i].link;
+      b.links[i] = l;
+      const int64_t right = arrival_us(l);
+      running = std::max(running, right);
+      b.left_us.push_back(keyed[i].left);
+      b.right_us.push_back(right);
       b.right_max_us.push_back(running);
     }
   }
@@ -366,6 +503,7 @@ void TraceModel::rebuild_flows() {
 }
 
 void TraceModel::finalize() {
+  if (flows_indexed_ < records_.size()) index_flows();
   if (!rows_sorted_) sort_rows();
   for (TraceRowData& row : rows_)
     if (row.dirty) {

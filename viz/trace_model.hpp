@@ -2,7 +2,9 @@
 // and lane), sorted and stacked so a frame can find what is visible by
 // binary search instead of walking a million events.
 //
-// Events are stored compactly (strings interned, ~80 bytes per event) and
+// Events are stored compactly (strings interned, a row's repeated args
+// stored once, 64 bytes a record; about 120 bytes an event in all with the
+// rows' tracks, the flow table and the arrows) and
 // never re-read after finalize(): the live feed appends with add() and the
 // panel calls finalize() to rebuild only the rows that changed.
 //
@@ -28,7 +30,10 @@ namespace distlab::viz {
 
 class StringPool {
  public:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
   uint32_t intern(const std::string& text);
+  // The id of `text`, kAbsent when it was never interned.
+  uint32_t find(const std::string& text) const;
   const std::string& at(uint32_t id) const { return strings_[id]; }
   size_t size() const { return strings_.size(); }
 
@@ -46,7 +51,9 @@ struct EventRecord {
   int32_t peer = -1;
   uint32_t name = 0;      // StringPool ids
   uint32_t category = 0;
-  uint32_t args_begin = 0;  // into the model's argument list
+  // Into the model's argument list; events of a row with the same args one
+  // after the other share one copy.
+  uint32_t args_begin = 0;
   uint32_t args_count = 0;
   uint32_t row = 0;
   uint32_t level = 0;  // stacking level inside the row (nested or overlapping events)
@@ -78,6 +85,10 @@ struct TraceRowData {
   std::vector<Track> levels;
   LaneStats stats;
   bool dirty = true;
+  // The args of the row's latest event that has some (TraceModel::add
+  // shares them with the next event when equal).
+  uint32_t last_args_begin = 0;
+  uint32_t last_args_count = 0;
 };
 
 // One counter sample (trace::Event::is_counter()): its series are
@@ -146,6 +157,9 @@ class TraceModel {
   const std::string& text(uint32_t id) const { return strings_.at(id); }
   // The event as it was added (for tooltips and round-trip tests).
   trace::Event event(uint32_t i) const;
+  // (key, value) pairs held for all events' args (a row's events with equal
+  // args one after the other share them): what the args cost.
+  size_t arg_pairs_stored() const { return args_.size(); }
   // Counter samples in the order added.
   size_t counter_count() const { return counters_.size(); }
   const CounterRecord& counter(size_t i) const { return counters_[i]; }
@@ -181,13 +195,16 @@ class TraceModel {
 
   StringPool strings_;
   std::vector<EventRecord> records_;
-  std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids
+  std::vector<std::pair<uint32_t, uint32_t>> args_;  // (key, value) string ids, shared (share_args)
   std::vector<CounterRecord> counters_;
   std::vector<std::pair<uint32_t, uint32_t>> counter_series_;  // (series, value) string ids
   std::vector<TraceRowData> rows_;
   std::map<std::pair<int, std::string>, uint32_t> row_index_;  // (rank, lane) -> index in rows_
   bool rows_sorted_ = true;
-  FlowTable flow_ends_;  // id -> (send, recv), -1 = not yet
+  FlowTable flow_ends_;  // id -> (send, recv) of records_[0, flows_indexed_)
+  size_t flows_indexed_ = 0;
+  // Enters the sends and recvs added since the last call into flow_ends_.
+  void index_flows();
   std::vector<FlowBundle> bundles_;
   size_t flow_count_ = 0;
   size_t clamped_flows_ = 0;
@@ -202,6 +219,9 @@ class TraceModel {
   static constexpr size_t kCachedArgs = 4;
   uint32_t last_ids_[2 + 2 * kCachedArgs] = {};
   uint32_t intern_at(size_t slot, const std::string& text);
+  // arg_ids_ (the event being added) stored, or the row's previous copy.
+  uint32_t share_args(TraceRowData& row);
+  std::vector<std::pair<uint32_t, uint32_t>> arg_ids_;  // scratch
   int64_t origin_us_ = 0;
   int64_t end_us_ = 0;
   bool has_span_ = false;  // an event or a counter sample set origin_us_ and end_us_

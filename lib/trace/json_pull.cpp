@@ -74,16 +74,8 @@ void JsonPull::skip_space() {
   }
 }
 
-void JsonPull::expect(char c, const char* what) {
-  const int got = peek();
-  if (got != static_cast<unsigned char>(c)) fail(std::string("expected ") + what + ", found " + describe(got));
-  in_.skip();
-}
-
-bool JsonPull::accept(char c) {
-  if (peek() != static_cast<unsigned char>(c)) return false;
-  in_.skip();
-  return true;
+void JsonPull::fail_expected(const char* what, int got) const {
+  fail(std::string("expected ") + what + ", found " + describe(got));
 }
 
 void JsonPull::skip_bom() {
@@ -104,6 +96,35 @@ void JsonPull::read_key(std::string& key) {
   if (peek() != '"') fail("expected an object key (a string), found " + describe(peek()));
   read_string(key);
   expect(':', "':' after an object key");
+}
+
+namespace {
+
+// Bytes a string holds as they are: printable ASCII other than '"' and '\\'.
+struct PlainBytes {
+  bool is[256] = {};
+  constexpr PlainBytes() {
+    for (int c = 0x20; c < 0x80; ++c) is[c] = c != '"' && c != '\\';
+  }
+};
+constexpr PlainBytes kPlain;
+
+}  // namespace
+
+std::string_view JsonPull::read_key_view() {
+  if (peek() != '"') fail("expected an object key (a string), found " + describe(peek()));
+  // Plain ASCII, the closing quote and the ':' right after it all in memory:
+  // nothing can refill the buffer before the caller is done with the view.
+  const char* p = in_.data();  // p[0] is the opening quote
+  const size_t n = in_.available();
+  size_t i = 1;
+  while (i < n && kPlain.is[static_cast<unsigned char>(p[i])]) ++i;
+  if (i + 1 < n && p[i] == '"' && p[i + 1] == ':') {
+    in_.advance(i + 2);
+    return std::string_view(p + 1, i - 1);
+  }
+  read_key(key_);
+  return key_;
 }
 
 uint32_t JsonPull::read_hex4() {
@@ -145,9 +166,23 @@ void JsonPull::read_utf8_tail(int lead, std::string& out) {
   }
 }
 
+
 void JsonPull::read_string(std::string& out) {
-  out.clear();
   in_.skip();  // the opening quote
+  {
+    // Fastest path, nearly every string of a trace: plain ASCII up to the
+    // closing quote, all in memory now; one copy.
+    const char* p = in_.data();
+    const size_t n = in_.available();
+    size_t i = 0;
+    while (i < n && kPlain.is[static_cast<unsigned char>(p[i])]) ++i;
+    if (i < n && p[i] == '"') {
+      out.assign(p, i);
+      in_.advance(i + 1);
+      return;
+    }
+  }
+  out.clear();
   for (;;) {
     // Fast path: copy the run of plain ASCII that is already in memory.
     const char* p = in_.data();
@@ -207,10 +242,25 @@ void JsonPull::read_string(std::string& out) {
 // number is unsigned (>= 0) or signed (< 0) when it fits 64 bits, else a
 // double; a double that overflows is an error.
 void JsonPull::read_number(JsonScalar& out) {
-  number_.clear();
   auto number_char = [](char c) {
     return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
   };
+  {
+    // Fast path, every number the sink writes: up to 18 digits, no leading
+    // zero, followed (in memory now) by a byte that cannot continue a number.
+    const char* p = in_.data();
+    const size_t avail = in_.available();
+    size_t k = 0;
+    uint64_t v = 0;
+    while (k < avail && k < 19 && p[k] >= '0' && p[k] <= '9') v = v * 10 + static_cast<uint64_t>(p[k++] - '0');
+    if (k > 0 && k <= 18 && k < avail && !number_char(p[k]) && (p[0] != '0' || k == 1)) {
+      in_.advance(k);
+      out.kind = JsonScalar::Kind::kUnsigned;
+      out.unsigned_value = v;
+      return;
+    }
+  }
+  number_.clear();
   for (;;) {
     const char* p = in_.data();
     const size_t avail = in_.available();

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "trace/json_pull.hpp"
@@ -95,7 +96,7 @@ uint64_t as_flow(const JsonScalar& s) {
 
 // key == literal, without strlen: the length decides most comparisons.
 template <size_t N>
-bool key_is(const std::string& key, const char (&literal)[N]) {
+bool key_is(std::string_view key, const char (&literal)[N]) {
   return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
 }
 
@@ -111,7 +112,6 @@ struct ChromeEventReader::Element {
   bool args_object = false;
   std::vector<std::pair<std::string, JsonScalar>> args;  // first args_used are this element's
   size_t args_used = 0;
-  std::string key;
   JsonScalar zero;  // the default of pid, tid, ts, dur
   JsonScalar empty;  // the default of name, cat
 
@@ -141,8 +141,7 @@ void ChromeEventReader::parse(JsonPull& json) {
   json.expect('{', "'{'");
   if (json.accept('}')) return;
   do {
-    json.read_key(el.key);
-    const std::string& k = el.key;
+    const std::string_view k = json.read_key_view();
     int field = -1;
     if (key_is(k, "ph")) field = Element::kPh;
     else if (key_is(k, "name")) field = Element::kName;
