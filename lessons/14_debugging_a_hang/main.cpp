@@ -423,9 +423,13 @@ int main(int argc, char** argv) {
          "the same as --timeout-ms, which it excludes)")
       ->check(CLI::Range(0.05, 3600.0))
       ->excludes("--timeout-ms");
+  // The launcher writes its exit records where DISTLAB_FLIGHT_DIR points:
+  // when it is set, the lesson's files go there too by default.
+  if (const char* dir = std::getenv("DISTLAB_FLIGHT_DIR"); dir != nullptr && *dir != '\0') o.flight_dir = dir;
   app.add_option("--flight-dir", o.flight_dir,
                  "where every rank writes flight.rank<N>.json (made if missing; an earlier run's files there are "
-                 "removed first); sets DISTLAB_FLIGHT_DIR for the job")
+                 "removed first); sets DISTLAB_FLIGHT_DIR for the job; default: DISTLAB_FLIGHT_DIR if set, where "
+                 "distlab-run also writes how each failed worker ended")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they happen under a launcher's pipe
