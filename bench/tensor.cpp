@@ -101,10 +101,7 @@ Measured measure(comm::Communicator& world, comm::Communicator& group, const Ten
     step();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     const int64_t to = trace::now_us();
-    if (k == 0)
-      for (const trace::Event& e : events.events())
-        if (e.rank == world.world_rank() && e.category == "step" && e.begin_us >= from && e.end_us <= to)
-          out.sent += e.bytes;
+    if (k == 0) out.sent = trace::bytes_sent(events.events(), world.world_rank(), from, to);
   }
   world.barrier();
   out.step_ms = median(ms);

@@ -120,15 +120,6 @@ MemoryUse largest_over_ranks(comm::Communicator& comm, const MemoryUse& mine) {
   return out;
 }
 
-// The bytes rank `rank` sent in [from, to]: the collectives' steps (each
-// ring step span carries the bytes this rank sent in it).
-int64_t sent_between(const std::vector<trace::Event>& events, int rank, int64_t from, int64_t to) {
-  int64_t bytes = 0;
-  for (const auto& e : events)
-    if (e.rank == rank && e.category == "step" && e.begin_us >= from && e.end_us <= to) bytes += e.bytes;
-  return bytes;
-}
-
 double max_difference(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& reference) {
   double worst = 0;
   for (size_t i = 0; i < params.size(); ++i)
@@ -218,7 +209,7 @@ class Lesson {
       r.difference = max_difference(params, reference_);
       r.events = memory_->events();
       memory_->clear();
-      r.sent_bytes = sent_between(r.events, comm_.world_rank(), from, to);
+      r.sent_bytes = trace::bytes_sent(r.events, comm_.world_rank(), from, to);
     }
     comm_.barrier();
     return r;

@@ -127,12 +127,7 @@ class Wire {
   }
   // Rank 0: the bytes it sent in [from, to]; other ranks: 0.
   int64_t sent(int64_t from, int64_t to) const {
-    if (world_.rank() != 0) return 0;
-    int64_t bytes = 0;
-    for (const auto& e : sink_->events())
-      if (e.rank == world_.world_rank() && e.category == "step" && e.begin_us >= from && e.end_us <= to)
-        bytes += e.bytes;
-    return bytes;
+    return world_.rank() != 0 ? 0 : trace::bytes_sent(sink_->events(), world_.world_rank(), from, to);
   }
   void clear() {
     world_.barrier();  // every rank's spans so far are in

@@ -1,7 +1,7 @@
 // What lesson 14 shows once its job has stopped (or ended): every rank's
 // flight file read back, each rank's last collectives lined up by their
 // sequence number, and the diagnosis exactly as distlab-trace why prints it
-// (the same library call, flight::diagnose_files, on the same directory).
+// (the same library calls, flight::read_flight_files and diagnose, on the same directory).
 //
 // On thread ranks the program reads the files after the job, when every
 // rank's is written. On processes the rank that reports waits a moment for
@@ -124,22 +124,12 @@ inline std::string records_table(const std::vector<flight::Dump>& dumps, int wor
   return text;
 }
 
-// Every flight file of `dir` that can be read.
-inline std::vector<flight::Dump> read_dumps(const std::string& dir, int world_size) {
-  std::vector<flight::Dump> dumps;
-  for (int r = 0; r < world_size; ++r) try {
-      dumps.push_back(flight::read_dump(flight::dump_path(dir, r)));
-    } catch (const flight::BadDump&) {
-      // diagnose_files names it in its "refused" lines
-    }
-  return dumps;
-}
-
 // Prints the table and the diagnosis of `dir`'s files; returns the diagnosis.
 inline flight::Diagnosis print_records_and_diagnosis(const std::string& dir, int world_size) {
+  const flight::FlightFiles files = flight::read_flight_files({dir});  // read once: the table and the diagnosis
   std::printf("  the last collectives each rank recorded, lined up by their number in group world:\n%s",
-              records_table(read_dumps(dir, world_size), world_size).c_str());
-  const flight::Diagnosis diagnosis = flight::diagnose_files({dir});
+              records_table(files.dumps, world_size).c_str());
+  const flight::Diagnosis diagnosis = flight::diagnose(files);
   std::printf("  what distlab-trace why says about these files:\n%s", flight::to_text(diagnosis).c_str());
   std::fflush(stdout);
   return diagnosis;

@@ -37,6 +37,11 @@ void norm_pieces(const std::string& name, const torch::nn::LayerNorm& norm, std:
 
 }  // namespace
 
+at::Tensor value_or_gradient(const at::Tensor& p, bool gradients) {
+  if (!gradients) return p.detach();
+  return p.grad().defined() ? p.grad().detach() : at::zeros_like(p);
+}
+
 torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full) {
   torch::nn::LayerNorm norm(full->options);
   at::NoGradGuard no_grad;
@@ -87,10 +92,7 @@ std::vector<Piece> ParallelLayerBase::pieces() const {
 }
 
 std::map<std::string, at::Tensor> ParallelLayerBase::whole_state(bool gradients) {
-  auto of = [gradients](const at::Tensor& p) {
-    if (!gradients) return p.detach();
-    return p.grad().defined() ? p.grad().detach() : at::zeros_like(p);
-  };
+  auto of = [gradients](const at::Tensor& p) { return value_or_gradient(p, gradients); };
   std::map<std::string, at::Tensor> state;
   for (const Piece& piece : pieces()) {
     std::vector<at::Tensor> blocks;  // in_proj: q, k, v, each gathered by rows

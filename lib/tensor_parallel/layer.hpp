@@ -125,6 +125,10 @@ TORCH_MODULE(ParallelDecoderLayer);
 void sync_sequence_parallel_grads(Communicator& group, const std::vector<at::Tensor>& replicated,
                                   const ParallelOptions& options);
 
+// What whole_state() reads of a parameter: its value, or with `gradients`
+// its .grad (zeros when it has none). Not a copy.
+at::Tensor value_or_gradient(const at::Tensor& p, bool gradients);
+
 // A copy of an unsplit LayerNorm (the same shape, eps and values).
 torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full);
 

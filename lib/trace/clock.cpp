@@ -49,6 +49,13 @@ Event counter_event(int rank, const std::string& name, const CounterValues& valu
   return e;
 }
 
+int64_t bytes_sent(const std::vector<Event>& events, int rank, int64_t from_us, int64_t to_us) {
+  int64_t bytes = 0;
+  for (const Event& e : events)
+    if (e.rank == rank && e.category == "step" && e.begin_us >= from_us && e.end_us <= to_us) bytes += e.bytes;
+  return bytes;
+}
+
 uint64_t flow_id(int src, int dst, int64_t tag, uint64_t seq) {
   // splitmix64 over the four fields: cheap, and collisions between distinct
   // messages of one job are vanishingly unlikely.

@@ -67,4 +67,9 @@ uint64_t flow_id(int src, int dst, int64_t tag, uint64_t seq);
 // The counter sample of `values` on `rank`, named `name`, taken at `at_us`.
 Event counter_event(int rank, const std::string& name, const CounterValues& values, int64_t at_us);
 
+// The bytes `rank` sent between from_us and to_us, read from `events`: the
+// collectives' steps (each ring step's span carries the bytes this rank
+// sent in it).
+int64_t bytes_sent(const std::vector<Event>& events, int rank, int64_t from_us, int64_t to_us);
+
 }  // namespace distlab::trace

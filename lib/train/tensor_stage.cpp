@@ -29,10 +29,8 @@ at::Tensor TensorParallelStageImpl::forward(const at::Tensor& input) {
 
 std::map<std::string, at::Tensor> TensorParallelStageImpl::whole_state(bool gradients) {
   std::map<std::string, at::Tensor> state;
-  for (const auto& item : unsplit_->named_parameters()) {
-    const at::Tensor& p = item.value();
-    state[item.key()] = !gradients ? p.detach().clone() : p.grad().defined() ? p.grad().clone() : at::zeros_like(p);
-  }
+  for (const auto& item : unsplit_->named_parameters())
+    state[item.key()] = tensor_parallel::value_or_gradient(item.value(), gradients).clone();
   for (size_t k = 0; k < layers_.size(); ++k)
     for (auto& [name, tensor] : layers_[k]->whole_state(gradients))
       state["layers." + std::to_string(indices_[k]) + "." + name] = tensor;
