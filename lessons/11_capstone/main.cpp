@@ -4,6 +4,8 @@
 //
 //   rank = replica * P + stage           2 x 2:  pipeline {0, 1}, {2, 3}
 //                                                replicas {0, 2}, {1, 3}
+//   with --tensor T each stage's layers are also cut across T consecutive
+//   ranks: rank = (replica * P + stage) * T + tensor
 //   per step: the pipeline runs 8 microbatches (1F1B); each stage's
 //   gradients are all-reduced among its replicas once, during the last
 //   microbatch's backward; the gradient norm is clipped over the whole
@@ -19,6 +21,8 @@
 //   lesson_11_capstone --preset tiny --zero 3              ZeRO-3: the stages' parameters sharded too
 //   distlab-run --nproc-per-node 4 --max-restarts 1 -- lesson_11_capstone --backend gloo --preset tiny \
 //       --checkpoint-dir ckpt --checkpoint-every 2 --kill-rank 3 --kill-at-step 5   failover
+//   lesson_11_capstone --preset tiny --tensor 2 --dropout 0    2 x 2 x 2 on 8 thread ranks: each
+//       stage's layers cut across 2 tensor ranks (Megatron), the third dimension
 //   lesson_11_capstone --ranks 3 --elastic --checkpoint-dir ckpt --resume   go on with 3 ranks
 //       from a checkpoint of another layout (here 1 x 3, the model re-cut into one stage)
 #include <CLI/CLI.hpp>
@@ -88,6 +92,26 @@ std::function<void(int64_t)> killer(const comm::Communicator& comm, const Option
   };
 }
 
+// Every group of one kind as world ranks: " {0, 2} {1, 3}". `kind` 'p':
+// pipelines (a replica's stages), 'r': a stage's replicas, 't': a stage's
+// tensor ranks; rank = (replica * P + stage) * T + tensor (train/layout.hpp).
+std::string groups_text(const train::Layout& l, char kind) {
+  const int P = l.pipeline, R = l.replicas, T = l.tensor;
+  const int along = kind == 'p' ? P : kind == 'r' ? R : T;  // the group's members vary this index
+  std::string text;
+  for (int g = 0; g < l.world_size() / along; ++g) {
+    // The two fixed indices of group g, outer before inner as the groups are printed.
+    const int a = g / (kind == 't' ? P : T), b = g % (kind == 't' ? P : T);
+    text += " {";
+    for (int i = 0; i < along; ++i) {
+      const int rank = kind == 'p' ? (a * P + i) * T + b : kind == 'r' ? (i * P + a) * T + b : (a * P + b) * T + i;
+      text += (i ? ", " : "") + std::to_string(rank);
+    }
+    text += "}";
+  }
+  return text;
+}
+
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
          const Options& o, lessons::Parts& parts) {
   train::TrainerOptions t = o.trainer;
@@ -102,20 +126,11 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
   if (comm.rank() == 0) {
     std::printf("[RANK 0]: Lesson 11: the capstone, %s on %d %s ranks (%s)\n", t.layout.text().c_str(), comm.size(),
                 comm.backend().c_str(), comm.device().str().c_str());
-    std::printf("[RANK 0]:   pipelines (stage groups):");
-    for (int r = 0; r < t.layout.replicas; ++r) {
-      std::printf(" {");
-      for (int s = 0; s < t.layout.pipeline; ++s) std::printf(s ? ", %d" : "%d", r * t.layout.pipeline + s);
-      std::printf("}");
-    }
+    const train::Layout& l = t.layout;
     const std::string sharing = t.zero > 0 ? "ZeRO-" + std::to_string(t.zero) : std::string("DDP");
-    std::printf("   replica groups (%s per stage):", sharing.c_str());
-    for (int s = 0; s < t.layout.pipeline; ++s) {
-      std::printf(" {");
-      for (int r = 0; r < t.layout.replicas; ++r) std::printf(r ? ", %d" : "%d", r * t.layout.pipeline + s);
-      std::printf("}");
-    }
-    std::printf("\n");
+    std::printf("[RANK 0]:   pipelines (stage groups):%s   replica groups (%s per stage):%s\n",
+                groups_text(l, 'p').c_str(), sharing.c_str(), groups_text(l, 'r').c_str());
+    if (l.tensor > 1) std::printf("[RANK 0]:   tensor groups (each stage's layers cut):%s\n", groups_text(l, 't').c_str());
     std::istringstream lines(data::format_summary(summary));
     for (std::string line; std::getline(lines, line);)
       if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());
@@ -153,6 +168,9 @@ int main(int argc, char** argv) {
   app.add_option("--pipeline", t.layout.pipeline, "P: pipeline stages per model")->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--replicas", t.layout.replicas, "R: DDP replicas of the pipeline (world size P*R)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--tensor", t.layout.tensor,
+                 "T: tensor ranks cutting each stage's layers (Megatron's heads and MLP split; world size P*R*T)")
       ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--preset", t.preset, "model and length: tiny (seconds), cpu (minutes on 2 cores), tutorial (~1 B)")
       ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();

@@ -21,11 +21,13 @@ PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_model, double dropout, 
   dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
 }
 
-at::Tensor PositionalEncodingImpl::forward(const at::Tensor& x) {
+at::Tensor PositionalEncodingImpl::forward(const at::Tensor& x) { return dropout_(add(x)); }
+
+at::Tensor PositionalEncodingImpl::add(const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 3 && x.size(0) <= pe_.size(0) && x.size(2) == pe_.size(2),
               "PositionalEncoding: expected (S, N, ", pe_.size(2), ") with S <= max_len ", pe_.size(0), ", got ",
               x.sizes(), " (hint: raise max_len or shorten the sequence)");
-  return dropout_(x + pe_.slice(/*dim=*/0, /*start=*/0, /*end=*/x.size(0)));
+  return x + pe_.slice(/*dim=*/0, /*start=*/0, /*end=*/x.size(0));
 }
 
 }  // namespace distlab::models

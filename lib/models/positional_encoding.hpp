@@ -26,6 +26,8 @@ class PositionalEncodingImpl : public torch::nn::Module {
 
   // x (S, N, d_model) with S <= max_len -> (S, N, d_model).
   at::Tensor forward(const at::Tensor& x);
+  // The same without the dropout (a caller that draws its masks some other way).
+  at::Tensor add(const at::Tensor& x);
 
   const at::Tensor& table() const { return pe_; }  // (max_len, 1, d_model)
 

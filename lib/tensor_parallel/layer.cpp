@@ -1,8 +1,11 @@
 #include "tensor_parallel/layer.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
+#include <functional>
+#include <string_view>
 #include <stdexcept>
 
 #include "collectives/collectives.hpp"
@@ -61,6 +64,7 @@ ParallelLayerBase::ParallelLayerBase(Communicator& group, const Full& full, Para
                             RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
   norm1 = register_module("norm1", copy_layer_norm(full->norm1));
   norm2 = register_module("norm2", copy_layer_norm(full->norm2));
+  if (dropout_ > 0 && !options.sequence_parallel) alike_ = generator_alike(full->linear1->weight);
 }
 
 at::Tensor ParallelLayerBase::feed_forward(const at::Tensor& x) {
@@ -70,6 +74,24 @@ at::Tensor ParallelLayerBase::feed_forward(const at::Tensor& x) {
 
 at::Tensor ParallelLayerBase::dropped(const at::Tensor& x) {
   return dropout_ > 0 && is_training() ? at::dropout(x, dropout_, /*train=*/true) : x;
+}
+
+at::Tensor ParallelLayerBase::dropped_alike(const at::Tensor& x) {
+  if (dropout_ <= 0 || !is_training()) return x;
+  if (!alike_.defined()) return dropped(x);  // sequence parallel: my rows, my masks
+  return dropout_alike(x, dropout_, alike_);
+}
+
+at::Generator generator_alike(const at::Tensor& seed_from) {
+  const at::Tensor w = seed_from.detach().contiguous().cpu();
+  const std::string_view bytes(static_cast<const char*>(w.data_ptr()), w.nbytes());
+  return at::make_generator<at::CPUGeneratorImpl>(std::hash<std::string_view>{}(bytes));
+}
+
+at::Tensor dropout_alike(const at::Tensor& x, double p, at::Generator& alike) {
+  at::Tensor keep = at::empty(x.sizes(), x.options().device(at::kCPU));
+  keep.bernoulli_(1.0 - p, alike);  // each rank's own generator object: no other thread draws from it
+  return x * keep.to(x.device()).div_(1.0 - p);
 }
 
 std::vector<at::Tensor> ParallelLayerBase::replicated_parameters() const {
@@ -127,8 +149,8 @@ at::Tensor ParallelEncoderLayerImpl::forward(const at::Tensor& src, const at::Te
   // On the trace, the layer's forward around its two tensor-group collectives.
   trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
                    "forward");
-  const at::Tensor x = norm1(src + dropped(self_attn(src, src, src_mask)));
-  return norm2(x + dropped(feed_forward(x)));
+  const at::Tensor x = norm1(src + dropped_alike(self_attn(src, src, src_mask)));
+  return norm2(x + dropped_alike(feed_forward(x)));
 }
 
 ParallelDecoderLayerImpl::ParallelDecoderLayerImpl(Communicator& group, const torch::nn::TransformerDecoderLayer& full,
@@ -142,9 +164,9 @@ at::Tensor ParallelDecoderLayerImpl::forward(const at::Tensor& tgt, const at::Te
                                              const at::Tensor& tgt_mask, const at::Tensor& memory_mask) {
   trace::Span span(group_.recorder(), group_.world_rank(), trace::kLaneCompute, "tensor-parallel layer forward",
                    "forward");
-  at::Tensor x = norm1(tgt + dropped(self_attn(tgt, tgt, tgt_mask)));
-  x = norm2(x + dropped(multihead_attn(x, memory, memory_mask)));
-  return norm3(x + dropped(feed_forward(x)));
+  at::Tensor x = norm1(tgt + dropped_alike(self_attn(tgt, tgt, tgt_mask)));
+  x = norm2(x + dropped_alike(multihead_attn(x, memory, memory_mask)));
+  return norm3(x + dropped_alike(feed_forward(x)));
 }
 
 std::vector<Piece> ParallelDecoderLayerImpl::pieces() const {

@@ -21,10 +21,18 @@
 // partial sums, which sync_sequence_parallel_grads() adds up over the group
 // after backward (Megatron does the same).
 //
-// Dropout: a rank draws its masks from its own generator; equality with
-// the unsplit layer is checked with dropout 0.
+// Dropout inside a region (the attention weights of my heads, my columns of
+// the MLP) draws from each rank's own generator, as the unsplit layer draws
+// a mask for every head. The dropouts between the regions draw the same
+// mask on every rank of the group (from a generator seeded alike on all of
+// them; Megatron keeps a second, tracked RNG state for the same reason):
+// the activations there must stay equal on every rank, or the replicated
+// norms would see different inputs and drift apart. Under sequence
+// parallelism each rank holds other rows, so it draws its own masks there.
+// Equality with the unsplit layer is checked with dropout 0.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/transformerlayer.h>
 
@@ -75,12 +83,15 @@ class ParallelLayerBase : public torch::nn::Module {
   ParallelLayerBase(Communicator& group, const Full& full, ParallelOptions options, const std::string& who);
   // linear2(dropout(activation(linear1(x)))): one region, in and out.
   at::Tensor feed_forward(const at::Tensor& x);
-  // The unsplit layer's dropout, in training.
+  // The unsplit layer's dropout, in training: inside a region (my masks)
+  // and between the regions (the group's masks; see above).
   at::Tensor dropped(const at::Tensor& x);
+  at::Tensor dropped_alike(const at::Tensor& x);
 
   Communicator& group_;
   ParallelOptions options_;
   double dropout_ = 0;
+  at::Generator alike_;  // the same seed on every rank of the group (dropout > 0, no sequence parallelism)
   bool gelu_ = false;  // else relu, the default
 };
 
@@ -128,6 +139,16 @@ void sync_sequence_parallel_grads(Communicator& group, const std::vector<at::Ten
 // What whole_state() reads of a parameter: its value, or with `gradients`
 // its .grad (zeros when it has none). Not a copy.
 at::Tensor value_or_gradient(const at::Tensor& p, bool gradients);
+
+// Dropout drawing the same mask on every rank of a group: `alike` is a
+// generator seeded the same on all of them, by generator_alike() from a
+// tensor every rank holds whole and equal (the unsplit layer's weights):
+// the same on every rank, another for every layer, with neither a message
+// nor a draw from the default generator (thread ranks share that one, and
+// a draw here would change another rank's initial weights). The mask is
+// drawn on the CPU.
+at::Generator generator_alike(const at::Tensor& seed_from);
+at::Tensor dropout_alike(const at::Tensor& x, double p, at::Generator& alike);
 
 // A copy of an unsplit LayerNorm (the same shape, eps and values).
 torch::nn::LayerNorm copy_layer_norm(const torch::nn::LayerNorm& full);

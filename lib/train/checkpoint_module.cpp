@@ -34,9 +34,7 @@ std::map<std::string, at::Tensor> named_state(const torch::nn::Module& module, c
   return state;
 }
 
-void load_named_state(torch::nn::Module& module, const std::map<std::string, at::Tensor>& saved,
-                      const std::string& prefix) {
-  const auto mine = named_state(module, prefix);
+void check_state_fits(const std::map<std::string, at::Tensor>& mine, const std::map<std::string, at::Tensor>& saved) {
   std::vector<std::string> missing, unexpected, mismatched;
   for (const auto& [name, tensor] : mine) {
     auto it = saved.find(name);
@@ -54,6 +52,12 @@ void load_named_state(torch::nn::Module& module, const std::map<std::string, at:
     if (!mismatched.empty()) message += " different " + joined(mismatched) + ";";
     throw CheckpointError(message + " was it written by another model or layout?");
   }
+}
+
+void load_named_state(torch::nn::Module& module, const std::map<std::string, at::Tensor>& saved,
+                      const std::string& prefix) {
+  const auto mine = named_state(module, prefix);
+  check_state_fits(mine, saved);
   c10::AutoGradMode no_grad(false);
   for (const auto& [name, tensor] : mine) {
     at::Tensor target = tensor;  // shares the module's storage

@@ -24,6 +24,13 @@ std::map<std::string, at::Tensor> named_state(const torch::nn::Module& module, c
 void load_named_state(torch::nn::Module& module, const std::map<std::string, at::Tensor>& saved,
                       const std::string& prefix = "");
 
+// The check load_named_state() makes, on its own: every name of `expected`
+// in `saved` with the same shape and dtype, and no other names (a model held
+// some other way than one module, e.g. cut across a tensor group, passes
+// tensors of the shapes it would load, on the meta device). Throws
+// CheckpointError listing the missing, unexpected or mismatched names.
+void check_state_fits(const std::map<std::string, at::Tensor>& expected, const std::map<std::string, at::Tensor>& saved);
+
 // CRC-32 over every tensor in name order: its name, dtype, shape and bytes
 // (on CPU, contiguous). Equal digests: bit-equal tensors, with the odds of
 // a 32-bit checksum. "0x1a2b3c4d".

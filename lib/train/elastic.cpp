@@ -9,11 +9,17 @@ namespace distlab::train {
 
 FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages) {
   if (world_size < 1) throw std::invalid_argument("fit_layout: a world of " + std::to_string(world_size) + " ranks");
+  const std::string world = std::to_string(world_size) + " rank(s)";
+  const int T = std::max(1, wanted.tensor);  // kept: the stages' layers are cut T ways whatever the world
+  if (world_size % T != 0)
+    throw std::invalid_argument("elastic: " + world + " do not make tensor groups of " + std::to_string(T) +
+                                "; the tensor size is kept, so use a multiple of " + std::to_string(T) + " ranks");
+  const int cells = world_size / T;  // ranks, or whole tensor groups, to lay out as stages x replicas
+  const std::string units = T == 1 ? std::to_string(cells) + " ranks" : std::to_string(cells) + " tensor groups";
   const int most = std::max(1, std::min(wanted.pipeline, max_stages));
   int stages = most;
-  while (world_size % stages != 0) --stages;  // 1 always divides
-  FittedLayout fitted{{stages, world_size / stages}, "", ""};
-  const std::string world = std::to_string(world_size) + " rank(s)";
+  while (cells % stages != 0) --stages;  // 1 always divides
+  FittedLayout fitted{{stages, cells / stages, T}, "", ""};
   if (fitted.layout.pipeline == wanted.pipeline && fitted.layout.replicas == wanted.replicas)
     fitted.why = "as asked";
   else if (stages == wanted.pipeline)
@@ -21,8 +27,8 @@ FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages) {
   else if (stages == most)  // the world would split, the model does not: it has fewer layers
     fitted.why = "the model cuts into at most " + std::to_string(most) + " stages: it is re-cut";
   else
-    fitted.why = std::to_string(world_size) + " ranks do not split into " + std::to_string(most) + " stages; " +
-                 std::to_string(stages) + (stages == 1 ? " stage does" : " stages do") + ": the model is re-cut";
+    fitted.why = units + " do not split into " + std::to_string(most) + " stages; " + std::to_string(stages) +
+                 (stages == 1 ? " stage does" : " stages do") + ": the model is re-cut";
   fitted.reason = fitted.why == "as asked" ? fitted.layout.text() + ", as asked"
                                            : fitted.layout.text() + " on " + world + ": " + fitted.why +
                                                  " (asked " + wanted.text() + ")";

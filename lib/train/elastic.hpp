@@ -8,7 +8,9 @@
 //                else the most stages up to that which do divide it; the
 //                rest of the ranks are replicas. 2 x 2 that lost two ranks
 //                goes on as 2 x 1; 1 x 4 that lost one as 1 x 3; 2 x 2 on 3
-//                ranks as 1 x 3.
+//                ranks as 1 x 3. A tensor size T is kept: whole tensor
+//                groups are laid out the same way (2 x 2 x 2 on 6 ranks:
+//                1 x 3 x 2).
 //   recut        a checkpoint written by S stages, for a stage of another
 //                cut: the parts' names are the whole model's (flat, the same
 //                whatever the split), so their union is the whole model and
@@ -37,7 +39,8 @@ struct FittedLayout {
 };
 
 // `max_stages`: the most stages the model can be cut into (its layers).
-// Throws std::invalid_argument when world_size < 1.
+// Throws std::invalid_argument when world_size < 1 or does not divide by
+// wanted.tensor.
 FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages);
 
 // One part for a stage holding `names` (its parameters and buffers), from

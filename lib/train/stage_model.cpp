@@ -8,6 +8,8 @@
 
 #include "models/copy_state.hpp"
 #include "models/split.hpp"
+#include "train/checkpoint_module.hpp"
+#include "train/grad_clip.hpp"
 
 namespace distlab::train {
 
@@ -28,6 +30,68 @@ models::TransformerLm build_stage(const models::TransformerLmOptions& options, i
   models::TransformerLm part(options, first, end);
   if (stages > 1) models::copy_state_by_name(*whole, *part);
   return stages > 1 ? part : whole;
+}
+
+RankStage::RankStage(models::TransformerLm unsplit, comm::Communicator& tensor) : tensor_(tensor) {
+  for (const auto& [name, tensor_of] : named_state(*unsplit))
+    shapes_[name] = at::empty(tensor_of.sizes(), tensor_of.options().device(at::kMeta));
+  if (tensor.size() > 1)
+    split_ = TensorParallelStage(tensor, std::move(unsplit));
+  else
+    whole_ = std::move(unsplit);
+}
+
+at::Tensor RankStage::forward(const at::Tensor& x) { return split() ? split_->forward(x) : whole_->forward(x); }
+
+std::shared_ptr<torch::nn::Module> RankStage::module() const {
+  if (split()) return split_.ptr();
+  return whole_.ptr();
+}
+
+pipeline::StageModule RankStage::stage() const { return split() ? pipeline::stage_of(split_) : pipeline::stage_of(whole_); }
+
+models::TransformerLm RankStage::unsplit() const {
+  if (split()) throw std::logic_error("RankStage: the stage is cut across " + std::to_string(tensor_.size()) +
+                                     " tensor ranks; there is no whole stage to shard");
+  return whole_;
+}
+
+std::vector<at::Tensor> RankStage::parameters() const { return module()->parameters(); }
+
+std::map<std::string, at::Tensor> RankStage::whole_parameters() {
+  if (!split()) {
+    std::map<std::string, at::Tensor> named;
+    for (const auto& item : whole_->named_parameters()) named[item.key()] = item.value();
+    return named;
+  }
+  return split_->whole_state();
+}
+
+std::map<std::string, at::Tensor> RankStage::whole_state() {
+  if (!split()) return named_state(*whole_);
+  std::map<std::string, at::Tensor> state = split_->whole_state();
+  for (const auto& item : split_->named_buffers()) state[item.key()] = item.value();  // the positional table
+  return state;
+}
+
+void RankStage::load_whole_state(const std::map<std::string, at::Tensor>& state) {
+  if (!split()) return load_named_state(*whole_, state);
+  check_state_fits(shapes_, state);
+  split_->load_whole_state(state);
+  at::NoGradGuard no_grad;
+  for (auto& item : split_->named_buffers()) item.value().copy_(state.at(item.key()));
+}
+
+std::set<std::string> RankStage::state_names() const {
+  std::set<std::string> names;
+  for (const auto& item : shapes_) names.insert(item.first);
+  return names;
+}
+
+double RankStage::clip_grad_norm(comm::Communicator& pipeline, double max_norm) {
+  if (!split()) return train::clip_grad_norm(pipeline, parameters(), max_norm);
+  return clip_grad_norm_tensor_parallel(pipeline, tensor_, split_->replicated_parameters(), split_->split_parameters(),
+                                        max_norm);
 }
 
 }  // namespace distlab::train

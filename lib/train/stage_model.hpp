@@ -8,11 +8,24 @@
 // tutorial preset, ~1 B: 4 GB per rank for a moment) each stage is built
 // directly from seed + stage instead: deterministic, but not equal to a
 // one-process run's initial model.
+//
+// RankStage is that stage as the trainer handles it: whole, or with a
+// tensor group of more than one rank cut across it (tensor_stage.hpp).
+// Either way its state is the unsplit stage's, by the unsplit names, so
+// checkpoints, the best model and the digest do not depend on the tensor
+// size: a checkpoint written by 2 x 2 x 2 ranks resumes on 2 x 2 x 1.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
+#include "comm/communicator.hpp"
 #include "models/transformer_lm.hpp"
+#include "pipeline/stage.hpp"
+#include "train/tensor_stage.hpp"
 
 namespace distlab::train {
 
@@ -21,5 +34,39 @@ inline constexpr int64_t kWholeModelInitLimit = 200'000'000;
 // Stage `stage` of `stages` (an even split of the layers), on the CPU.
 // Throws std::invalid_argument when there are fewer layers than stages.
 models::TransformerLm build_stage(const models::TransformerLmOptions& options, int stage, int stages, uint64_t seed);
+
+class RankStage {
+ public:
+  // `unsplit`: build_stage's stage, the same on every rank of `tensor`
+  // (this stage's tensor group); with one rank there it stays whole.
+  RankStage(models::TransformerLm unsplit, comm::Communicator& tensor);
+
+  bool split() const { return !split_.is_empty(); }
+  at::Tensor forward(const at::Tensor& x);
+  std::shared_ptr<torch::nn::Module> module() const;
+  pipeline::StageModule stage() const;
+  // The whole stage as ZeRO takes it (TransformerLm::units()); not split.
+  models::TransformerLm unsplit() const;
+  // What this rank holds and optimizes (its cut of the split matrices).
+  std::vector<at::Tensor> parameters() const;
+
+  // Every rank of the tensor group calls these together (split: the layers'
+  // pieces are gathered or cut). Whole: tensors sharing the module's storage.
+  std::map<std::string, at::Tensor> whole_parameters();
+  std::map<std::string, at::Tensor> whole_state();  // parameters, then buffers
+  // Throws CheckpointError naming the missing and unexpected names.
+  void load_whole_state(const std::map<std::string, at::Tensor>& state);
+  std::set<std::string> state_names() const;
+
+  // torch's clip_grad_norm_ over the whole model, summed over `pipeline`
+  // (grad_clip.hpp; split: the cut matrices summed over the tensor group).
+  double clip_grad_norm(comm::Communicator& pipeline, double max_norm);
+
+ private:
+  comm::Communicator& tensor_;
+  models::TransformerLm whole_{nullptr};    // when not split
+  TensorParallelStage split_{nullptr};      // when split
+  std::map<std::string, at::Tensor> shapes_;  // the unsplit stage's parameters and buffers, as meta tensors
+};
 
 }  // namespace distlab::train

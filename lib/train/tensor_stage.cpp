@@ -18,10 +18,20 @@ TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, mod
   // The embedding, positional table and decoder as the unsplit stage names them.
   for (const auto& item : unsplit_->named_children()) register_module(item.key(), item.value());
   register_module("layers", torch::nn::ModuleDict(named));
+  if (unsplit_->options().dropout > 0 && unsplit_->has_embedding())
+    alike_ = tensor_parallel::generator_alike(unsplit_->named_parameters()["encoder.weight"]);
 }
 
 at::Tensor TensorParallelStageImpl::forward(const at::Tensor& input) {
-  at::Tensor h = unsplit_->has_embedding() ? unsplit_->embed(input) : unsplit_->check_hidden(input);
+  at::Tensor h;
+  if (!unsplit_->has_embedding())
+    h = unsplit_->check_hidden(input);
+  else if (!alike_.defined())
+    h = unsplit_->embed(input);
+  else {  // the positional encoding's dropout, drawn alike
+    h = unsplit_->embed(input, /*dropout=*/false);
+    if (is_training()) h = tensor_parallel::dropout_alike(h, unsplit_->options().dropout, alike_);
+  }
   const at::Tensor mask = unsplit_->mask_for(h);
   for (auto& layer : layers_) h = layer(h, mask);
   return unsplit_->has_output() ? unsplit_->decode(h) : h;

@@ -12,6 +12,10 @@
 // between the layers are whole on every tensor rank, so the pipeline sends
 // them from each tensor rank to the same tensor rank of the next stage.
 //
+// The embedding's dropout draws the same masks on every rank of the group
+// (tensor_parallel::dropout_alike), as the layers' dropouts between their
+// regions do: what enters the layers is the same on every tensor rank.
+//
 // forward() computes what the unsplit stage computes. whole_state() gives
 // the unsplit stage's parameters by its names (the layers gathered), and
 // load_whole_state() cuts them again: a checkpoint is the unsplit model's,
@@ -59,6 +63,7 @@ class TensorParallelStageImpl : public torch::nn::Module {
   models::TransformerLm unsplit_;
   std::vector<int64_t> indices_;  // the layers' global numbers
   std::vector<tensor_parallel::ParallelEncoderLayer> layers_;
+  at::Generator alike_;  // the embedding's dropout, the same masks on every tensor rank
 };
 TORCH_MODULE(TensorParallelStage);
 

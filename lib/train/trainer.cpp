@@ -15,9 +15,7 @@
 #include "models/parameter_count.hpp"
 #include "pipeline/stage.hpp"
 #include "train/checkpoint.hpp"
-#include "train/checkpoint_module.hpp"
 #include "train/elastic.hpp"
-#include "train/grad_clip.hpp"
 #include "train/model_digest.hpp"
 #include "train/pipeline_forward.hpp"
 #include "train/replicated_stage.hpp"
@@ -41,7 +39,7 @@ struct Run {
   comm::Communicator& world;
   const TrainerOptions& o;
   Groups groups;
-  models::TransformerLm stage{nullptr};
+  std::unique_ptr<RankStage> stage;             // whole, or cut across the tensor group
   std::unique_ptr<ReplicatedStage> replicated;  // DDP (--zero 0), or
   std::unique_ptr<ShardedStage> sharded;        // ZeRO (--zero 1|2|3)
   std::unique_ptr<torch::optim::SGD> optimizer;  // DDP's; ZeRO steps its shard with its own
@@ -52,15 +50,10 @@ struct Run {
   bool first = false, last = false;
 
   void print(const std::string& line) const {
-    if (o.quiet) return;
+    if (o.quiet || groups.place.tensor != 0) return;  // a tensor group's ranks would print the same
     const std::string text = "[RANK " + std::to_string(world.rank()) + "]: " + line + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-  }
-  std::map<std::string, at::Tensor> named_parameters() const {
-    std::map<std::string, at::Tensor> named;
-    for (const auto& item : stage->named_parameters()) named[item.key()] = item.value();
-    return named;
   }
   torch::optim::Optimizer& sgd() { return sharded ? sharded->optimizer() : *optimizer; }
   // The stage's parameters whole until it ends (ZeRO-3 gathers them from
@@ -82,7 +75,7 @@ std::pair<at::Tensor, at::Tensor> lm_batch(const at::Tensor& source, int64_t i, 
 // last stage tells the other stages. Same value on every rank.
 double evaluate(Run& run, const at::Tensor& source) {
   const auto whole = run.whole();  // replicas evaluate different batches: no gathers per forward
-  run.stage->eval();
+  run.stage->module()->eval();
   const int R = run.groups.replica->size(), me = run.groups.place.replica;
   const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
   LossSum total;
@@ -98,15 +91,17 @@ double evaluate(Run& run, const at::Tensor& source) {
   if (run.last && R > 1) run.groups.replica->native_all_reduce(sums);
   at::Tensor mean = (sums[0] / sums[1].clamp_min(1)).reshape({1}).contiguous();
   if (run.groups.pipeline->size() > 1) run.groups.pipeline->native_broadcast(mean, run.groups.pipeline->size() - 1);
-  run.stage->train();
+  run.stage->module()->train();
   return mean.cpu().item<double>();
 }
 
 void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
   const auto whole = run.whole();
-  if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes
-  CheckpointPart part = to_part(named_state(*run.stage), state, "rank " + std::to_string(run.world.rank()));
+  if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes ...
+  const auto model = run.stage->whole_state();  // (cut across a tensor group: gathered)
+  if (run.groups.place.tensor != 0) return;     // ... its tensor rank 0
+  CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
   part.texts["layout"] = run.o.layout.text();
   const std::string folder = run.checkpoints->save(state.step, run.groups.place.stage, part);
   if (run.groups.place.stage == 0) run.print("checkpoint " + folder + " (epoch " + std::to_string(state.epoch) +
@@ -122,8 +117,7 @@ CheckpointPart load_part(Run& run, int64_t step) {
   if (written == run.o.layout.pipeline) return run.checkpoints->load(step, stage);
   std::vector<CheckpointPart> parts;
   for (int s = 0; s < written; ++s) parts.push_back(run.checkpoints->load(step, s));
-  std::set<std::string> names;
-  for (const auto& [name, tensor] : named_state(*run.stage)) names.insert(name);
+  const std::set<std::string> names = run.stage->state_names();
   if (run.world.rank() == 0)
     run.print("re-cutting the " + std::to_string(written) + "-stage checkpoint of step " + std::to_string(step) +
               " into " + std::to_string(run.o.layout.pipeline) + " stage(s)");
@@ -147,7 +141,7 @@ int64_t resume(Run& run, TrainerState& state) {
   const CheckpointPart part = load_part(run, step);
   {
     const auto whole = run.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
-    load_named_state(*run.stage, from_part(part, state));
+    run.stage->load_whole_state(from_part(part, state));
   }
   if (run.groups.place.replica == 0)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.groups.place.stage) +
@@ -174,7 +168,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   }
   run.optimizer->zero_grad();
   const pipeline::StepResult step = run.replicated->step(input, target);
-  result.grad_norms.push_back(clip_grad_norm(*run.groups.pipeline, run.parameters, run.o.clip));
+  result.grad_norms.push_back(run.stage->clip_grad_norm(*run.groups.pipeline, run.o.clip));
   run.optimizer->step();
   return step;
 }
@@ -203,9 +197,9 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   models::TransformerLmOptions model_options = models::transformer_lm_preset(o.preset, run.ntokens);
   model_options.causal = o.causal;
   if (o.dropout >= 0) model_options.dropout = o.dropout;
-  run.stage = build_stage(model_options, place.stage, P, o.seed);
-  run.stage->to(world.device());
-  run.stage->train();
+  run.stage = std::make_unique<RankStage>(build_stage(model_options, place.stage, P, o.seed), *run.groups.tensor);
+  run.stage->module()->to(world.device());
+  run.stage->module()->train();
   world.barrier();  // no rank draws dropout masks while another still builds from the shared generator
   result.parameters = models::count_parameters(model_options);
   if (world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
@@ -225,14 +219,14 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   };
   const pipeline::Schedule schedule = pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks));
   if (o.zero > 0) {
-    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica, run.stage->units(),
+    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica, run.stage->unsplit()->units(),
                                                  schedule, exec, o.zero, zero::sgd(torch::optim::SGDOptions(o.lr)));
   } else {
     ddp::DdpOptions ddp_options;
     ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
-    run.replicated = std::make_unique<ReplicatedStage>(*run.groups.pipeline, *run.groups.replica, run.stage.ptr(),
-                                                       pipeline::stage_of(run.stage), schedule, exec, ddp_options);
-    for (const auto& p : run.stage->parameters()) run.parameters.push_back(p);
+    run.replicated = std::make_unique<ReplicatedStage>(*run.groups.pipeline, *run.groups.replica, run.stage->module(),
+                                                       run.stage->stage(), schedule, exec, ddp_options);
+    run.parameters = run.stage->parameters();
     run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
   }
   if (world.rank() == 0 && chunks != o.chunks)
@@ -302,7 +296,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
       const auto whole = run.whole();
       state.best_valid_loss = valid_loss;
       state.best.clear();
-      for (const auto& [name, tensor] : named_state(*run.stage)) state.best[name] = tensor.detach().cpu().clone();
+      for (const auto& [name, tensor] : run.stage->whole_state()) state.best[name] = tensor.detach().cpu().clone();
     }
     state.lr *= o.gamma;  // StepLR(step_size 1, gamma)
     set_lr(run.sgd(), state.lr);
@@ -323,9 +317,10 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   if (run.sharded) result.zero_synced_steps = run.sharded->synced_steps();
   {
     const auto whole = run.whole();
-    result.digest = model_digest(*run.groups.pipeline, run.named_parameters(), kDigestTag);
+    const auto parameters = run.stage->whole_parameters();
+    result.digest = model_digest(*run.groups.pipeline, parameters, kDigestTag);
     if (o.keep_final_state)
-      for (const auto& [name, tensor] : run.named_parameters()) result.final_state[name] = tensor.detach().cpu().clone();
+      for (const auto& [name, tensor] : parameters) result.final_state[name] = tensor.detach().cpu().clone();
   }
   if (result.interrupted) {
     if (run.first && place.replica == 0) run.print("stopped after step " + std::to_string(state.step));
@@ -333,7 +328,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   }
   if (!state.best.empty()) {
     const auto whole = run.whole();
-    load_named_state(*run.stage, state.best);
+    run.stage->load_whole_state(state.best);
   }
   result.test_loss = evaluate(run, run.test_data);
   if (run.last) {
@@ -357,6 +352,11 @@ FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t v
 
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {
   check_zero_stage(options.zero);  // before any collective: every rank fails alike
+  if (options.layout.tensor > 1 && options.zero > 0)
+    throw std::invalid_argument("--zero " + std::to_string(options.zero) + " with --tensor " +
+                                std::to_string(options.layout.tensor) +
+                                ": ZeRO shards a whole stage among its replicas, and cut across a tensor group no "
+                                "rank holds a whole stage; use --zero 0 (DDP) with --tensor, or --tensor 1 with --zero");
   TrainerOptions fitted = options;
   const FittedLayout layout = layout_for(world.size(), options, static_cast<int64_t>(corpus.vocab.size()));
   fitted.layout = layout.layout;

@@ -1,6 +1,10 @@
 // The DDP + Pipe tutorial's training loop (seed 001) on P pipeline stages x
 // R data-parallel replicas (layout.hpp), each stage a ReplicatedStage (DDP),
 // or with options.zero 1, 2 or 3 a ShardedStage (ZeRO within the replica group).
+// With layout.tensor T > 1 each stage's layers are cut across T ranks
+// (tensor_stage.hpp) and DDP averages each cut among the replicas: P x R x T
+// ranks, three dimensions. Checkpoints, the best model and the digest hold
+// the unsplit model whatever T is (stage_model.hpp's RankStage).
 //
 //   per epoch:  train on batches_per_epoch batches (lr from StepLR),
 //               evaluate on the validation split, keep the best model,

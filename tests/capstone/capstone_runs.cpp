@@ -41,7 +41,8 @@ train::TrainerOptions tiny_options(int pipeline, int replicas) {
   return o;
 }
 
-StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks) {
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
+                              int resume_tensor) {
   StopAndResume runs;
   o.checkpoint_dir = dir;
   o.checkpoint_every = stop;
@@ -51,6 +52,7 @@ StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, i
   EXPECT_EQ(runs.first.at(0).steps, stop);
   o.stop_after_steps = -1;
   o.resume = true;
+  if (resume_tensor > 0) o.layout.tensor = resume_tensor;
   runs.resumed = run_threads(o, bundled_corpus(), resume_ranks);
   for (size_t rank = 0; rank < runs.resumed.size(); ++rank)
     EXPECT_EQ(runs.resumed[rank].resumed_from_step, stop) << "rank " << rank;

@@ -23,11 +23,13 @@ train::TrainerOptions tiny_options(int pipeline, int replicas);
 
 // `o` with a checkpoint every `stop` steps into `dir`, stopped after step
 // `stop` (`first`), then resumed from there to the end (`resumed`) on
-// `resume_ranks` thread ranks (0: the layout's). Checks that the first run
+// `resume_ranks` thread ranks (0: the layout's), with `resume_tensor`
+// tensor ranks per stage (0: the layout's). Checks that the first run
 // stopped and that every rank resumed from step `stop`.
 struct StopAndResume {
   std::vector<train::TrainResult> first, resumed;
 };
-StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks = 0);
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks = 0,
+                              int resume_tensor = 0);
 
 }  // namespace distlab::tests

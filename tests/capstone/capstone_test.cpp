@@ -25,32 +25,41 @@ using tests::tiny_options;
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
-class LayoutEqualsOneProcess : public ::testing::TestWithParam<std::pair<int, int>> {};
+class LayoutEqualsOneProcess : public ::testing::TestWithParam<train::Layout> {};
 
-// P x R ranks training the tiny model for 5 steps give the one-process
-// run's losses, gradient norms, validation loss and parameters, to float32
-// rounding: the pipeline cuts the batch into microbatches and DDP sums the
-// replicas' halves, in other orders of addition than one process.
+// P x R (x T) ranks training the tiny model for 5 steps give the
+// one-process run's losses, gradient norms, validation loss and parameters,
+// to float32 rounding: the pipeline cuts the batch into microbatches, DDP
+// sums the replicas' halves and the tensor ranks sum their heads' and
+// columns' parts, in other orders of addition than one process.
 TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
-  const auto [P, R] = GetParam();
-  const train::TrainerOptions o = tiny_options(P, R);
+  const train::Layout layout = GetParam();
+  const int P = layout.pipeline, R = layout.replicas, T = layout.tensor;
+  train::TrainerOptions o = tiny_options(P, R);
+  o.layout.tensor = T;
   const tests::ReferenceResult ref = tests::train_one_process(bundled_corpus(), o);
   const auto results = run_threads(o);
+  const auto at_place = [&](int replica, int stage, int tensor) -> const train::TrainResult& {
+    const train::TrainResult& r = results.at(static_cast<size_t>((replica * P + stage) * T + tensor));
+    EXPECT_TRUE(r.place.replica == replica && r.place.stage == stage && r.place.tensor == tensor);
+    return r;
+  };
+  const auto mean_loss = [&](size_t step, int tensor) {  // the replicas' mean losses, averaged: the whole batch's
+    double mean = 0;
+    for (int r = 0; r < R; ++r) mean += at_place(r, P - 1, tensor).step_losses.at(step) / R;
+    return mean;
+  };
 
   for (size_t step = 0; step < ref.step_losses.size(); ++step) {
-    double mean = 0;  // the replicas' mean losses, averaged: the whole batch's mean
-    for (int r = 0; r < R; ++r) mean += results[static_cast<size_t>(r * P + P - 1)].step_losses.at(step) / R;
-    EXPECT_NEAR(mean, ref.step_losses[step], 2e-5 * ref.step_losses[step]) << "step " << step;
+    for (int k = 0; k < T; ++k) EXPECT_NEAR(mean_loss(step, k), ref.step_losses[step], 2e-5 * ref.step_losses[step]) << "step " << step;
     for (const auto& result : results)
       EXPECT_NEAR(result.grad_norms.at(step), ref.grad_norms[step], 1e-5 * ref.grad_norms[step]) << "step " << step;
     EXPECT_NEAR(ref.torch_grad_norms[step], ref.grad_norms[step], 1e-4 * ref.grad_norms[step]) << "step " << step;
   }
-  for (size_t step = 0; step < ref.step_losses.size(); ++step) {
-    double mean = 0;
-    for (int r = 0; r < R; ++r) mean += results[static_cast<size_t>(r * P + P - 1)].step_losses.at(step) / R;
-    std::printf("  %dx%d step %zu: loss %.7f (one process %.7f), gradient norm %.7f (one process %.7f)\n", P, R,
-                step, mean, ref.step_losses[step], results[0].grad_norms.at(step), ref.grad_norms[step]);
-  }
+  for (size_t step = 0; step < ref.step_losses.size(); ++step)
+    std::printf("  %s step %zu: loss %.7f (one process %.7f), gradient norm %.7f (one process %.7f)\n",
+                layout.text().c_str(), step, mean_loss(step, 0), ref.step_losses[step], results[0].grad_norms.at(step),
+                ref.grad_norms[step]);
   for (const auto& result : results) {
     EXPECT_NEAR(result.valid_losses.at(0), ref.valid_loss, 2e-5 * ref.valid_loss);
     EXPECT_EQ(result.ddp_stats.synced_steps, o.batches_per_epoch) << "one all-reduce round per step";
@@ -60,23 +69,28 @@ TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
   double worst = 0;
   size_t compared = 0;
   for (int s = 0; s < P; ++s) {
-    for (const auto& [name, value] : results[static_cast<size_t>(s)].final_state) {
+    for (const auto& [name, value] : at_place(0, s, 0).final_state) {  // the unsplit stage's names, whatever T
       ASSERT_TRUE(ref.parameters.count(name)) << name;
       worst = std::max(worst, max_abs_diff(value, ref.parameters.at(name)));
       ++compared;
-      for (int r = 1; r < R; ++r)  // replicas stay bit-identical
-        EXPECT_TRUE(at::equal(value, results[static_cast<size_t>(r * P + s)].final_state.at(name))) << name;
+      for (int r = 0; r < R; ++r)  // replicas, and the tensor ranks' gathered stages, stay bit-identical
+        for (int k = 0; k < T; ++k) EXPECT_TRUE(at::equal(value, at_place(r, s, k).final_state.at(name))) << name;
     }
   }
   EXPECT_EQ(compared, ref.parameters.size()) << "the stages together hold every parameter once";
   EXPECT_LT(worst, 2e-5) << "largest parameter difference from the one-process run";
-  std::printf("  %dx%d: %zu parameters, largest difference from one process %.3g\n", P, R, compared, worst);
+  std::printf("  %s: %zu parameters, largest difference from one process %.3g\n", layout.text().c_str(), compared,
+              worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
-                         ::testing::Values(std::make_pair(2, 2), std::make_pair(2, 1), std::make_pair(1, 4)),
+                         ::testing::Values(train::Layout{2, 2}, train::Layout{2, 1}, train::Layout{1, 4},
+                                           // The third dimension: each stage's layers cut across 2 tensor ranks.
+                                           train::Layout{2, 2, 2}, train::Layout{1, 2, 2}, train::Layout{2, 1, 2}),
                          [](const auto& info) {
-                           return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
+                           const train::Layout& l = info.param;
+                           return std::to_string(l.pipeline) + "x" + std::to_string(l.replicas) +
+                                  (l.tensor > 1 ? "x" + std::to_string(l.tensor) : std::string());
                          });
 
 // A corpus with structure a model can learn fast: lines of 10 consecutive

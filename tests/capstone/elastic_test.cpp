@@ -26,7 +26,10 @@ using tests::run_threads;
 using tests::tiny_options;
 using train::Layout;
 
-std::string text(const Layout& layout) { return std::to_string(layout.pipeline) + "x" + std::to_string(layout.replicas); }
+std::string text(const Layout& layout) {
+  const std::string two = std::to_string(layout.pipeline) + "x" + std::to_string(layout.replicas);
+  return layout.tensor == 1 ? two : two + "x" + std::to_string(layout.tensor);
+}
 
 TEST(FitLayout, KeepsTheStagesWhenItCanElseTheMostThatDivide) {
   struct Case {
@@ -38,6 +41,8 @@ TEST(FitLayout, KeepsTheStagesWhenItCanElseTheMostThatDivide) {
   const Case cases[] = {
       {4, {2, 2}, 2, "2x2"}, {2, {2, 2}, 2, "2x1"}, {6, {2, 2}, 8, "2x3"}, {3, {1, 4}, 2, "1x3"},
       {3, {2, 2}, 2, "1x3"}, {6, {4, 1}, 8, "3x2"}, {8, {4, 2}, 2, "2x4"}, {1, {2, 2}, 2, "1x1"},
+      // The tensor size is kept; whole tensor groups are laid out as stages x replicas.
+      {8, {2, 2, 2}, 2, "2x2x2"}, {6, {2, 2, 2}, 2, "1x3x2"}, {4, {2, 2, 2}, 2, "2x1x2"}, {2, {2, 2, 2}, 2, "1x1x2"},
   };
   for (const Case& c : cases) {
     const train::FittedLayout fitted = train::fit_layout(c.world, c.wanted, c.max_stages);
@@ -47,7 +52,15 @@ TEST(FitLayout, KeepsTheStagesWhenItCanElseTheMostThatDivide) {
   }
   EXPECT_NE(train::fit_layout(3, {2, 2}, 2).reason.find("3 ranks do not split into 2 stages"), std::string::npos);
   EXPECT_NE(train::fit_layout(8, {4, 2}, 2).why.find("at most 2 stages"), std::string::npos);
+  EXPECT_NE(train::fit_layout(6, {2, 2, 2}, 2).reason.find("3 tensor groups do not split into 2 stages"),
+            std::string::npos);
   EXPECT_THROW(train::fit_layout(0, {2, 2}, 2), std::invalid_argument);
+  try {
+    train::fit_layout(5, {2, 2, 2}, 2);
+    ADD_FAILURE() << "5 ranks accepted for tensor groups of 2";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("use a multiple of 2 ranks"), std::string::npos) << e.what();
+  }
 }
 
 // The parts of a 2-stage cut, re-cut for one stage, are the whole model's
@@ -101,6 +114,7 @@ struct Move {
   int ranks_after;
   std::string expected_after;
   int zero = 0;  // 0: DDP; 1-3: each stage's replicas shard (ZeRO), resharded for the new replica count
+  int tensor_after = 0;  // > 0: resumed with this many tensor ranks per stage (the checkpoint is the unsplit model's)
 };
 
 class ElasticResume : public ::testing::TestWithParam<Move> {};
@@ -123,7 +137,7 @@ TEST_P(ElasticResume, EndsWhereTheUninterruptedRunEnds) {
   o.layout = move.before;
   o.elastic = true;
   o.zero = move.zero;
-  const auto [first, resumed] = tests::stop_and_resume(o, dir, 3, move.ranks_after);
+  const auto [first, resumed] = tests::stop_and_resume(o, dir, 3, move.ranks_after, move.tensor_after);
   ASSERT_EQ(resumed.size(), static_cast<size_t>(move.ranks_after));
   for (const auto& r : resumed) {
     EXPECT_EQ(text(r.layout), move.expected_after);
@@ -145,6 +159,9 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ElasticResume,
                                            Move{{1, 4}, 3, "1x3"},   // lost one of four, columns 7/7/6
                                            Move{{2, 2}, 3, "1x3"},   // the stages re-cut
                                            Move{{2, 1}, 4, "2x2"},   // back up
+                                           Move{{2, 2, 2}, 6, "1x3x2"},  // tensor groups kept, stages re-cut
+                                           // Another tensor size: the layers cut again from the unsplit checkpoint.
+                                           Move{{2, 2, 2}, 4, "2x2", 0, 1}, Move{{2, 2}, 4, "2x1x2", 0, 2},
                                            // Sharded: the shards are cut again for the new replica count
                                            // (the capstone's SGD keeps no state; the parameters are whole
                                            // in the checkpoint, zero::ShardedCheckpointer re-shards Adam's).

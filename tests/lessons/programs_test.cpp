@@ -331,8 +331,9 @@ TEST(Lesson08, UnderTheLauncherWithGlooAndATraceFile) {
 }
 
 // The capstone's 2 stages x 2 replicas as 4 thread ranks and as 4 gloo
-// processes (gloo groups for the pipelines and the replicas): the same
-// arithmetic, so the same final parameters, digest for digest.
+// processes (gloo groups for the pipelines and the replicas), and 2 x 2 x 2
+// as 8 of each (the tensor groups too): the same arithmetic, so the same
+// final parameters, digest for digest.
 std::string capstone_digest(const Outcome& r) {
   std::smatch m;
   static const std::regex digest(R"(final parameters digest (\S+))");
@@ -340,18 +341,28 @@ std::string capstone_digest(const Outcome& r) {
   return m.size() > 1 ? std::string(m[1]) : std::string();
 }
 
-TEST(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
-  const std::string flags = " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2";
+class Lesson11 : public ::testing::TestWithParam<int> {};  // tensor ranks per stage
+
+TEST_P(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
+  const int tensor = GetParam();
+  const std::string flags = " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2 --tensor " +
+                            std::to_string(tensor);
   const Outcome threads = run(std::string(LESSON_11) + " --backend threads" + flags);
   ASSERT_EQ(threads.status, 0) << threads.output;
-  const Outcome gloo = run(std::string(DISTLAB_RUN) + " --nproc-per-node 4 --master-port 0 -- " + LESSON_11 +
-                           " --backend gloo" + flags);
+  const Outcome gloo = run(std::string(DISTLAB_RUN) + " --nproc-per-node " + std::to_string(4 * tensor) +
+                           " --master-port 0 -- " + LESSON_11 + " --backend gloo" + flags);
   ASSERT_EQ(gloo.status, 0) << gloo.output;
   EXPECT_TRUE(contains(gloo.output, "Total parameters in model:")) << gloo.output;
   const std::string a = capstone_digest(threads), b = capstone_digest(gloo);
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, b);
+  if (tensor > 1)
+    EXPECT_TRUE(contains(gloo.output, "tensor groups (each stage's layers cut): {0, 1} {2, 3} {4, 5} {6, 7}"))
+        << gloo.output;
 }
+
+INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11, ::testing::Values(1, 2),
+                         [](const auto& info) { return "tensor" + std::to_string(info.param); });
 
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   struct Case {
