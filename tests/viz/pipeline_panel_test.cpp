@@ -279,12 +279,19 @@ TEST_F(PipelineRender, LessonTenTracesOpenUnderTheirSimulation) {
 
 // The capstone's trace (2 stages x 2 replicas: pipelines {0, 1} and {2, 3})
 // holds two pipelines; the panel shows the one with world rank 0, its
-// ranks numbered within the group as the schedule counts them.
-TEST_F(PipelineRender, CapstoneTraceShowsItsFirstPipeline) {
-  const std::string path = testing_util::temp_path("capstone_pipeline.json");
+// ranks numbered within the group as the schedule counts them. In three
+// dimensions (--tensor 2: 2 x 2 x 2 on 8 ranks) there are four pipelines,
+// one per replica and tensor rank; world rank 0's is {0, 2}, and the trace
+// also holds the tensor groups' all-reduces inside the layers.
+class CapstoneTrace : public PipelineRender, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CapstoneTrace, ShowsItsFirstPipeline) {
+  const int tensor = GetParam();
+  const std::string path = testing_util::temp_path("capstone_pipeline_t" + std::to_string(tensor) + ".json");
   std::string output;
   ASSERT_EQ(testing_util::run({VIZ_LESSON_11, "--backend", "threads", "--preset", "tiny", "--epochs", "1",
-                               "--batches-per-epoch", "2", "--eval-batches", "1", "--trace", path},
+                               "--batches-per-epoch", "2", "--eval-batches", "1", "--tensor", std::to_string(tensor),
+                               "--trace", path},
                               {}, &output, 120000),
             0)
       << output;
@@ -292,18 +299,19 @@ TEST_F(PipelineRender, CapstoneTraceShowsItsFirstPipeline) {
   PipelinePanel& panel = app.pipeline_panel();
   ASSERT_TRUE(panel.measured().has_value());
   const MeasuredPipeline& mp = *panel.measured();
-  EXPECT_EQ(mp.group, "pipeline0");
-  EXPECT_EQ(mp.world_ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(mp.group, tensor == 1 ? "pipeline0" : "pipeline0-tensor0");
+  const std::vector<int> world_ranks = {0, tensor};  // stage s of replica 0, tensor rank 0: world rank s * T
+  EXPECT_EQ(mp.world_ranks, world_ranks);
   const pipeline::Schedule& schedule = mp.trace_run.schedule;
   EXPECT_EQ(schedule.kind, pipeline::ScheduleKind::k1F1B);
   EXPECT_EQ(schedule.ranks, 2);
   EXPECT_EQ(mp.step, 1);  // the second of the two batches
-  // Rank r's boxes are world rank r's compute events of that step, in the schedule's order.
+  // Rank r's boxes are its world rank's compute events of that step, in the schedule's order.
   const LoadedTrace loaded = load_trace_file(path);
   for (int rank = 0; rank < 2; ++rank) {
     std::vector<std::string> events, boxes, want;
     for (const trace::Event& e : loaded.events)
-      if (e.rank == rank && e.lane.rfind("stage ", 0) == 0 && e.arg("step") == "1" &&
+      if (e.rank == world_ranks[rank] && e.lane.rfind("stage ", 0) == 0 && e.arg("step") == "1" &&
           (e.category == "fwd" || e.category == "bwd"))
         events.push_back(e.name);
     for (const ActionBox& b : mp.trace_run.boxes[rank])
@@ -315,9 +323,18 @@ TEST_F(PipelineRender, CapstoneTraceShowsItsFirstPipeline) {
     std::sort(boxes.begin(), boxes.end());
     EXPECT_EQ(boxes, events) << "rank " << rank;
   }
+  if (tensor > 1) {  // the layers' all-reduces, named by their tensor group, on world rank 0
+    int tensor_collectives = 0;
+    for (const trace::Event& e : loaded.events)
+      if (e.rank == 0 && e.name.find("[tensor-r0s0]") != std::string::npos) ++tensor_collectives;
+    EXPECT_GT(tensor_collectives, 0) << "no collective of the tensor group tensor-r0s0 on rank 0";
+  }
   const Image image = render_in_window(renderer_, [&] { panel.draw(); });
   EXPECT_GT(probe_measured_view(image, panel.last_layout(), mp), 4);
 }
+
+INSTANTIATE_TEST_SUITE_P(Capstone, CapstoneTrace, ::testing::Values(1, 2),
+                         [](const auto& info) { return "tensor" + std::to_string(info.param); });
 
 }  // namespace
 }  // namespace distlab::viz
