@@ -20,6 +20,11 @@
 //               ring bytes), on the link collectives::calibrate measured
 //   sent        the bytes rank 0 sent in one step, read from the trace (each
 //               ring step's span carries its bytes), beside the plan's
+//   act/rank    the activations rank 0's forward keeps for backward,
+//               measured with the allocator (tensor_parallel::
+//               measure_forward_bytes), beside the float32 derivation of
+//               tensor_parallel/memory.hpp: sequence parallelism divides
+//               what plain tensor parallelism leaves whole
 //
 // The sequence is --seq 36, not the capstone's 35, so that t = 2, 3, 4 split
 // it for sequence parallelism. On a machine whose ranks share few cores the
@@ -45,6 +50,7 @@
 #include "comm/job_cli.hpp"
 #include "models/transformer_lm.hpp"
 #include "tensor_parallel/layer.hpp"
+#include "tensor_parallel/memory.hpp"
 #include "trace/recorder.hpp"
 
 namespace distlab::bench {
@@ -74,7 +80,8 @@ std::vector<torch::nn::TransformerEncoderLayer> unsplit_layers(const models::Tra
 
 struct Measured {
   double step_ms = 0;
-  int64_t sent = 0;  // bytes rank 0 sent in one step
+  int64_t sent = 0;         // bytes rank 0 sent in one step
+  int64_t activations = 0;  // bytes rank 0's forward keeps for backward (-1: not measured on this rank)
 };
 
 Measured measure(comm::Communicator& world, comm::Communicator& group, const TensorBenchOptions& o,
@@ -105,6 +112,11 @@ Measured measure(comm::Communicator& world, comm::Communicator& group, const Ten
   }
   world.barrier();
   out.step_ms = median(ms);
+  out.activations = tensor_parallel::measure_forward_bytes(world, [&] {
+    at::Tensor h = x;
+    for (auto& layer : layers) h = layer(h, mask);
+    return h;
+  });
   return out;
 }
 
@@ -151,8 +163,8 @@ void run_rank(comm::Communicator& world, const TensorBenchOptions& o) {
                 static_cast<long long>(m.nhid), static_cast<long long>(m.nlayers), static_cast<long long>(o.seq),
                 static_cast<long long>(o.batch), world.size(), world.backend().c_str(), link.alpha_s * 1e6,
                 link.beta_s_per_byte > 0 ? 1e-9 / link.beta_s_per_byte : 0.0);
-    std::printf("%-6s %2s %3s %10s %13s %7s %12s %14s\n", "what", "t", "SP", "step ms", "predicted ms", "ratio",
-                "sent/step", "predicted sent");
+    std::printf("%-6s %2s %3s %10s %13s %7s %12s %14s %10s %10s\n", "what", "t", "SP", "step ms", "predicted ms",
+                "ratio", "sent/step", "predicted sent", "act/rank", "formula");
   }
   std::map<std::string, double> alone_ms;  // t = 1: the compute of one rank doing all of it
   for (int t = 1; t <= world.size(); ++t) {
@@ -165,10 +177,20 @@ void run_rank(comm::Communicator& world, const TensorBenchOptions& o) {
         if (t == 1) alone_ms[what] = got.step_ms;
         const Predicted comm_cost = communication(*group, m, o, count, sp, link);
         const double predicted_ms = alone_ms[what] / t + comm_cost.seconds * 1e3;
+        const tensor_parallel::LayerShape shape{o.seq, o.batch, m.emsize, m.nhead, m.nhid};
+        // count layers keep count times one layer's bytes (which include the
+        // layer's output, held by the caller), except that under sequence
+        // parallelism a layer's output (my S/t rows) is kept by nobody once
+        // the next layer has all-gathered it: that layer keeps the gathered copy.
+        const int64_t rows_out = sp ? (o.seq / t) * o.batch * m.emsize * 4 : 0;
+        const int64_t formula =
+            tensor_parallel::distlab_activation_bytes(shape, t, sp, /*dropout=*/false).total() * count -
+            (count - 1) * rows_out;
         if (world.rank() == 0)
-          std::printf("%-6s %2d %3s %10.2f %13.2f %7.2f %12s %14s\n", what.c_str(), t, sp ? "yes" : "no",
+          std::printf("%-6s %2d %3s %10.2f %13.2f %7.2f %12s %14s %10s %10s\n", what.c_str(), t, sp ? "yes" : "no",
                       got.step_ms, predicted_ms, got.step_ms / predicted_ms, format_size(got.sent).c_str(),
-                      format_size(comm_cost.sent).c_str());
+                      format_size(comm_cost.sent).c_str(), format_size(got.activations).c_str(),
+                      format_size(formula).c_str());
         std::fflush(stdout);
       }
     }
