@@ -438,6 +438,35 @@ TEST(CollectiveBench, ColumnsAsNcclTests) {
   EXPECT_EQ(rows, 3) << r.output;
 }
 
+// distlab-bench tensor on 2 thread ranks, the tiny preset: every row's
+// bytes sent (read from the trace) equal the plan's, the activations rank
+// 0's forward keeps (measured with the allocator) equal memory.hpp's
+// derivation, and sequence parallelism keeps less than plain tensor
+// parallelism of the same size.
+TEST(TensorBench, BytesAndActivationsAsDerived) {
+  const Outcome r = run(std::string(DISTLAB_BENCH) + " tensor --backend threads --ranks 2 --preset tiny -n 1 -w 0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // what t SP step predicted ratio sent predicted_sent act formula
+  static const std::regex row(
+      R"(^(layer|model)\s+(\d+)\s+(no|yes)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$)");
+  std::map<std::string, std::string> act;  // "layer 2 yes" -> measured
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    EXPECT_EQ(m[4], m[5]) << "bytes sent against the plan: " << line;
+    EXPECT_EQ(m[6], m[7]) << "activations against the derivation: " << line;
+    act[std::string(m[1]) + " " + std::string(m[2]) + " " + std::string(m[3])] = m[6];
+  }
+  ASSERT_EQ(act.size(), 6u) << r.output;  // layer and model: t 1, t 2, t 2 with SP
+  const auto bytes = [](const std::string& text) {  // "1440K" or "2609280"
+    return std::stod(text) * (text.back() == 'K' ? 1024 : text.back() == 'M' ? 1024 * 1024 : 1);
+  };
+  for (const std::string what : {"layer", "model"}) {
+    EXPECT_LT(bytes(act.at(what + " 2 no")), bytes(act.at(what + " 1 no"))) << what;
+    EXPECT_LT(bytes(act.at(what + " 2 yes")), bytes(act.at(what + " 2 no"))) << what;
+  }
+}
+
 // distlab-bench zero --quick on 2 gloo processes: every variant timed, and
 // the bytes it measures per category equal what the ZeRO paper's accounting
 // gives for its model, worked out here: Psi = 4 x (256 x 256 + 256)
