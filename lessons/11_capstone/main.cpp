@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -131,6 +132,22 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
     std::printf("[RANK 0]:   pipelines (stage groups):%s   replica groups (%s per stage):%s\n",
                 groups_text(l, 'p').c_str(), sharing.c_str(), groups_text(l, 'r').c_str());
     if (l.tensor > 1) std::printf("[RANK 0]:   tensor groups (each stage's layers cut):%s\n", groups_text(l, 't').c_str());
+    if (t.stages_per_rank > 1) try {  // where the schedule places the stages (train() refuses a bad m itself)
+      const pipeline::Schedule placed =
+          pipeline::make_schedule(t.schedule, l.pipeline, static_cast<int>(t.chunks), t.stages_per_rank);
+      std::printf("[RANK 0]:   %d stages per pipeline rank (%s), %d in all:", t.stages_per_rank,
+                  pipeline::kind_name(t.schedule), placed.num_stages());
+      for (int r = 0; r < l.pipeline; ++r) {
+        std::set<int> held;
+        for (const pipeline::Action& a : placed.programs[static_cast<size_t>(r)])
+          if (pipeline::is_compute(a.type)) held.insert(a.stage);
+        std::string list;
+        for (const int s : held) list += (list.empty() ? "" : ", ") + std::to_string(s);
+        std::printf("%s rank %d holds %s", r ? ";" : "", r, list.c_str());
+      }
+      std::printf("\n");
+    } catch (const pipeline::ScheduleError&) {
+    }
     std::istringstream lines(data::format_summary(summary));
     for (std::string line; std::getline(lines, line);)
       if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());
@@ -181,8 +198,14 @@ int main(int argc, char** argv) {
   app.add_option("--eval-batches", o.eval_batches, "validation/test batches, 0 = the whole split (default: the preset's)")
       ->check(CLI::Range(0, 100000000));
   app.add_option("--chunks", t.chunks, "microbatches per step")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--schedule", o.schedule, "pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b", "zb-h1"}))
-      ->capture_default_str();
+  std::string kinds;
+  for (const pipeline::ScheduleKind kind : pipeline::all_kinds()) kinds += std::string(kinds.empty() ? "" : ", ") + pipeline::kind_name(kind);
+  app.add_option("--schedule", o.schedule, "pipeline schedule: " + kinds)->capture_default_str();
+  app.add_option("--stages-per-rank", t.stages_per_rank,
+                 "v: model pieces per pipeline rank, placed as the schedule says (default: 2 for the schedules that "
+                 "hold several, else 1; the model is cut into P*v stages)")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--layers", t.layers, "layers of the model (default: the preset's)")->check(CLI::Range(1, 1024));
   app.add_option("--batch-size", t.batch_size, "training columns, all replicas together")->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--zero", t.zero,
@@ -212,7 +235,13 @@ int main(int argc, char** argv) {
   t.epochs = o.epochs >= 0 ? o.epochs : preset.epochs;
   t.batches_per_epoch = o.batches_per_epoch >= 0 ? o.batches_per_epoch : preset.batches_per_epoch;
   t.eval_batches = o.eval_batches >= 0 ? o.eval_batches : preset.eval_batches;
-  t.schedule = pipeline::parse_kind(o.schedule);
+  try {
+    t.schedule = pipeline::parse_kind(o.schedule);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lesson_11_capstone: --schedule %s: %s\n", o.schedule.c_str(), e.what());
+    return 1;
+  }
+  if (app.count("--stages-per-rank") == 0) t.stages_per_rank = train::default_stages_per_rank(t.schedule);
   if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,18 @@ struct LossSum {
 // Every rank of `pipeline` calls it with its stage's forward; `input` is
 // read on stage 0 and `target` (S, N) on the last. Returns the summed loss
 // on the last stage and {0, 0} elsewhere.
-LossSum forward_loss_sum(comm::Communicator& pipeline, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                         const at::Tensor& input, const at::Tensor& target, int tag = kEvalTagBase);
+using StageForward = std::function<at::Tensor(const at::Tensor&)>;
+LossSum forward_loss_sum(comm::Communicator& pipeline, const StageForward& forward, const at::Tensor& input,
+                         const at::Tensor& target, int tag = kEvalTagBase);
+
+// The same through S stages placed on the pipeline's ranks by
+// `rank_of_stage` (several may live on one rank, as interleaved and V
+// schedules place them: consecutive stages on one rank hand over in
+// memory). `forwards` holds this rank's stages by number. Returns the
+// summed loss on the rank of stage S - 1 and {0, 0} elsewhere.
+LossSum forward_loss_sum(comm::Communicator& pipeline, const std::vector<int>& rank_of_stage,
+                         const std::map<int, StageForward>& forwards, const at::Tensor& input, const at::Tensor& target,
+                         int tag = kEvalTagBase);
 
 // A tensor whose shape and dtype the receiver does not know: a small int64
 // header first (dtype, ndim, sizes), then the data.

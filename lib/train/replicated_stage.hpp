@@ -1,7 +1,8 @@
 // A pipeline stage replicated by DDP: the composition of lib/pipeline and
 // lib/ddp that the capstone trains with.
 //
-// One step on the rank of stage s, replica r:
+// One step on the rank of stage s, replica r (a rank holding several
+// stages does the same for each, with a DDP per stage):
 //   - the executor runs the schedule's m forwards and backwards of stage s
 //     with the other stages of pipeline r; gradients pile up in .grad;
 //   - all but the last backward run under ddp.no_sync(): no traffic;
@@ -22,6 +23,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "ddp/distributed_data_parallel.hpp"
 #include "pipeline/executor.hpp"
@@ -30,28 +32,42 @@ namespace distlab::train {
 
 class ReplicatedStage {
  public:
-  // `pipeline`: this replica's stages (group rank = stage); `replicas`: this
-  // stage's copies (group rank = replica). `module` is this rank's stage;
-  // its parameters are made equal to replica 0's (DDP's broadcast).
-  ReplicatedStage(comm::Communicator& pipeline, comm::Communicator& replicas,
-                  std::shared_ptr<torch::nn::Module> module, pipeline::StageModule stage,
+  // One stage this rank holds: its number in the schedule, its module (DDP
+  // wraps it) and the executor's view of it.
+  struct Held {
+    int stage = 0;
+    std::shared_ptr<torch::nn::Module> module;
+    pipeline::StageModule forward;
+  };
+
+  // `pipeline`: this replica's ranks (group rank = pipeline rank);
+  // `replicas`: the same pipeline rank in every replica (group rank =
+  // replica). `held`: this rank's stages in the order of their numbers
+  // (one, or several for interleaved and V schedules), each replicated by
+  // its own DDP, armed before that stage's own last backward, on its own
+  // group split from `replicas` (the DDPs' buckets never share a channel).
+  // Their parameters are made equal to replica 0's (DDP's broadcast).
+  ReplicatedStage(comm::Communicator& pipeline, comm::Communicator& replicas, std::vector<Held> held,
                   pipeline::Schedule schedule, pipeline::ExecutorOptions executor_options,
                   ddp::DdpOptions ddp_options = {});
 
   // One step: input (first stage) and target (last stage) as the executor
-  // takes them. Returns with the replicas' average of this stage's
+  // takes them. Returns with the replicas' average of this rank's stages'
   // gradients in .grad (zero them before, as with any optimizer).
   pipeline::StepResult step(const at::Tensor& input, const at::Tensor& target);
 
-  ddp::DistributedDataParallel& ddp() { return ddp_; }
+  ddp::DistributedDataParallel& ddp(size_t k = 0) { return *ddps_.at(k); }  // of the k-th stage held
+  size_t stages_held() const { return ddps_.size(); }
   pipeline::PipelineExecutor& executor() { return *executor_; }
 
  private:
-  void before_backward(bool is_last);
+  void before_backward(int stage, bool is_last);
 
-  ddp::DistributedDataParallel ddp_;
+  std::vector<std::unique_ptr<comm::Communicator>> groups_;  // one per stage held (split from `replicas`)
+  std::vector<std::unique_ptr<ddp::DistributedDataParallel>> ddps_;
+  std::vector<int> stages_;                                  // their numbers
   std::unique_ptr<pipeline::PipelineExecutor> executor_;
-  std::optional<ddp::DistributedDataParallel::NoSync> no_sync_;
+  std::vector<std::optional<ddp::DistributedDataParallel::NoSync>> no_sync_;
 };
 
 }  // namespace distlab::train

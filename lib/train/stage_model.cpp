@@ -9,7 +9,6 @@
 #include "models/copy_state.hpp"
 #include "models/split.hpp"
 #include "train/checkpoint_module.hpp"
-#include "train/grad_clip.hpp"
 
 namespace distlab::train {
 
@@ -88,10 +87,12 @@ std::set<std::string> RankStage::state_names() const {
   return names;
 }
 
-double RankStage::clip_grad_norm(comm::Communicator& pipeline, double max_norm) {
-  if (!split()) return train::clip_grad_norm(pipeline, parameters(), max_norm);
-  return clip_grad_norm_tensor_parallel(pipeline, tensor_, split_->replicated_parameters(), split_->split_parameters(),
-                                        max_norm);
+std::vector<at::Tensor> RankStage::replicated_parameters() const {
+  return split() ? split_->replicated_parameters() : parameters();
+}
+
+std::vector<at::Tensor> RankStage::split_parameters() const {
+  return split() ? split_->split_parameters() : std::vector<at::Tensor>{};
 }
 
 }  // namespace distlab::train

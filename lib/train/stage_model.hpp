@@ -58,9 +58,12 @@ class RankStage {
   void load_whole_state(const std::map<std::string, at::Tensor>& state);
   std::set<std::string> state_names() const;
 
-  // torch's clip_grad_norm_ over the whole model, summed over `pipeline`
-  // (grad_clip.hpp; split: the cut matrices summed over the tensor group).
-  double clip_grad_norm(comm::Communicator& pipeline, double max_norm);
+  // What the whole model's gradient norm counts once (every tensor rank
+  // holds it; all of a whole stage) and what it sums over the tensor group
+  // (this rank's parts of the cut matrices): grad_clip.hpp's
+  // clip_grad_norm_tensor_parallel takes both, over all of a rank's stages.
+  std::vector<at::Tensor> replicated_parameters() const;
+  std::vector<at::Tensor> split_parameters() const;
 
  private:
   comm::Communicator& tensor_;

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "pipeline/stage.hpp"
 #include "train/checkpoint.hpp"
 #include "train/elastic.hpp"
+#include "train/grad_clip.hpp"
 #include "train/model_digest.hpp"
 #include "train/pipeline_forward.hpp"
 #include "train/replicated_stage.hpp"
@@ -39,7 +41,11 @@ struct Run {
   comm::Communicator& world;
   const TrainerOptions& o;
   Groups groups;
-  std::unique_ptr<RankStage> stage;             // whole, or cut across the tensor group
+  // This rank's stages (one, or v for interleaved and V schedules), each
+  // whole or cut across the tensor group, by stage number.
+  std::vector<int> stage_numbers;
+  std::vector<std::unique_ptr<RankStage>> stages;
+  std::vector<int> rank_of_stage;  // every stage's pipeline rank, as the schedule places them
   std::unique_ptr<ReplicatedStage> replicated;  // DDP (--zero 0), or
   std::unique_ptr<ShardedStage> sharded;        // ZeRO (--zero 1|2|3)
   std::unique_ptr<torch::optim::SGD> optimizer;  // DDP's; ZeRO steps its shard with its own
@@ -56,6 +62,40 @@ struct Run {
     std::fflush(stdout);
   }
   torch::optim::Optimizer& sgd() { return sharded ? sharded->optimizer() : *optimizer; }
+  int last_rank() const { return rank_of_stage.back(); }  // the pipeline rank computing the loss
+
+  // The unsplit stages' tensors by their names, all of this rank's stages
+  // (each cut across a tensor group: gathered; every tensor rank calls it).
+  std::map<std::string, at::Tensor> whole_state(bool parameters_only = false) {
+    std::map<std::string, at::Tensor> all;
+    for (auto& stage : stages)
+      for (auto& [name, tensor] : parameters_only ? stage->whole_parameters() : stage->whole_state()) all[name] = tensor;
+    return all;
+  }
+  std::set<std::string> state_names() const {
+    std::set<std::string> names;
+    for (const auto& stage : stages) names.merge(stage->state_names());
+    return names;
+  }
+  // Each stage takes its names from `state`, which must hold no others
+  // (each stage checks its own are there, with their shapes).
+  void load_state(const std::map<std::string, at::Tensor>& state) {
+    const std::set<std::string> names = state_names();
+    for (const auto& item : state)
+      if (!names.count(item.first))
+        throw CheckpointError("checkpoint: '" + item.first + "' belongs to no stage of this rank; was it written by "
+                              "another model or layout?");
+    for (auto& stage : stages) {
+      std::map<std::string, at::Tensor> mine;
+      for (const std::string& name : stage->state_names())
+        if (auto it = state.find(name); it != state.end()) mine.emplace(name, it->second);
+      stage->load_whole_state(mine);
+    }
+  }
+  void set_training(bool on) {
+    for (auto& stage : stages) stage->module()->train(on);
+  }
+
   // The stage's parameters whole until it ends (ZeRO-3 gathers them from
   // the replica group: every replica takes it at the same point).
   std::optional<zero::Zero3::WholeParameters> whole() { return sharded ? sharded->whole_parameters() : std::nullopt; }
@@ -75,23 +115,25 @@ std::pair<at::Tensor, at::Tensor> lm_batch(const at::Tensor& source, int64_t i, 
 // last stage tells the other stages. Same value on every rank.
 double evaluate(Run& run, const at::Tensor& source) {
   const auto whole = run.whole();  // replicas evaluate different batches: no gathers per forward
-  run.stage->module()->eval();
+  run.set_training(false);
   const int R = run.groups.replica->size(), me = run.groups.place.replica;
   const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
   LossSum total;
   for (size_t k = 0; k < starts.size(); ++k) {
     if (static_cast<int>(k % static_cast<size_t>(R)) != me) continue;
     const auto [input, target] = lm_batch(source, starts[k], run.o.bptt, run.world.device());
-    const LossSum part = forward_loss_sum(*run.groups.pipeline, [&](const at::Tensor& x) { return run.stage->forward(x); },
-                                          input, target);
+    std::map<int, StageForward> forwards;
+    for (size_t c = 0; c < run.stages.size(); ++c)
+      forwards[run.stage_numbers[c]] = [&run, c](const at::Tensor& x) { return run.stages[c]->forward(x); };
+    const LossSum part = forward_loss_sum(*run.groups.pipeline, run.rank_of_stage, forwards, input, target);
     total.sum += part.sum;
     total.tokens += part.tokens;
   }
   at::Tensor sums = at::tensor({total.sum, static_cast<double>(total.tokens)}, at::kDouble).to(run.world.device());
   if (run.last && R > 1) run.groups.replica->native_all_reduce(sums);
   at::Tensor mean = (sums[0] / sums[1].clamp_min(1)).reshape({1}).contiguous();
-  if (run.groups.pipeline->size() > 1) run.groups.pipeline->native_broadcast(mean, run.groups.pipeline->size() - 1);
-  run.stage->module()->train();
+  if (run.groups.pipeline->size() > 1) run.groups.pipeline->native_broadcast(mean, run.last_rank());
+  run.set_training(true);
   return mean.cpu().item<double>();
 }
 
@@ -99,7 +141,7 @@ void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
   const auto whole = run.whole();
   if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes ...
-  const auto model = run.stage->whole_state();  // (cut across a tensor group: gathered)
+  const auto model = run.whole_state();         // (cut across a tensor group: gathered)
   if (run.groups.place.tensor != 0) return;     // ... its tensor rank 0
   CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
   part.texts["layout"] = run.o.layout.text();
@@ -109,18 +151,28 @@ void save(Run& run, const TrainerState& state) {
                                               std::to_string(state.step) + ")");
 }
 
-// This stage's part of the checkpoint of `step`: as written, or re-cut from
-// every part when another stage count wrote it (elastic.hpp).
+// This rank's part of the checkpoint of `step`: as written, or re-cut from
+// every part when another stage count wrote it (elastic.hpp) or the same
+// ranks held other stages (another number of stages per rank).
 CheckpointPart load_part(Run& run, int64_t step) {
   const int stage = run.groups.place.stage;
   const int written = run.checkpoints->stages_of(step).value_or(run.o.layout.pipeline);
-  if (written == run.o.layout.pipeline) return run.checkpoints->load(step, stage);
+  const std::set<std::string> names = run.state_names();
+  if (written == run.o.layout.pipeline) {
+    CheckpointPart part = run.checkpoints->load(step, stage);
+    std::set<std::string> held;
+    for (const auto& item : part.model) held.insert(item.first);
+    if (held == names) return part;
+  }
   std::vector<CheckpointPart> parts;
   for (int s = 0; s < written; ++s) parts.push_back(run.checkpoints->load(step, s));
-  const std::set<std::string> names = run.stage->state_names();
-  if (run.world.rank() == 0)
+  if (run.world.rank() == 0 && written != run.o.layout.pipeline)
     run.print("re-cutting the " + std::to_string(written) + "-stage checkpoint of step " + std::to_string(step) +
               " into " + std::to_string(run.o.layout.pipeline) + " stage(s)");
+  else if (run.world.rank() == 0)
+    run.print("re-cutting the checkpoint of step " + std::to_string(step) + ": the ranks hold other layers now (" +
+              std::to_string(run.stages.size()) + " stage(s) per rank, placed by " + pipeline::kind_name(run.o.schedule) +
+              ")");
   return recut(parts, names, stage);
 }
 
@@ -141,7 +193,7 @@ int64_t resume(Run& run, TrainerState& state) {
   const CheckpointPart part = load_part(run, step);
   {
     const auto whole = run.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
-    run.stage->load_whole_state(from_part(part, state));
+    run.load_state(from_part(part, state));
   }
   if (run.groups.place.replica == 0)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.groups.place.stage) +
@@ -168,7 +220,13 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   }
   run.optimizer->zero_grad();
   const pipeline::StepResult step = run.replicated->step(input, target);
-  result.grad_norms.push_back(run.stage->clip_grad_norm(*run.groups.pipeline, run.o.clip));
+  std::vector<at::Tensor> replicated, split;  // all of this rank's stages
+  for (const auto& stage : run.stages) {
+    for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p);
+    for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
+  }
+  result.grad_norms.push_back(
+      clip_grad_norm_tensor_parallel(*run.groups.pipeline, *run.groups.tensor, replicated, split, run.o.clip));
   run.optimizer->step();
   return step;
 }
@@ -177,8 +235,6 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   Run run{world, o, make_groups(world, o.layout)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
-  run.first = place.stage == 0;
-  run.last = place.stage == P - 1;
   TrainResult result;
   result.layout = o.layout;
   result.place = place;
@@ -193,23 +249,37 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   run.test_data = data::batchify(corpus.test, o.eval_batch_size);
   run.ntokens = corpus.vocab.size();
 
-  // Model: this rank's stage, the whole model's initial weights.
-  models::TransformerLmOptions model_options = models::transformer_lm_preset(o.preset, run.ntokens);
-  model_options.causal = o.causal;
-  if (o.dropout >= 0) model_options.dropout = o.dropout;
-  run.stage = std::make_unique<RankStage>(build_stage(model_options, place.stage, P, o.seed), *run.groups.tensor);
-  run.stage->module()->to(world.device());
-  run.stage->module()->train();
-  world.barrier();  // no rank draws dropout masks while another still builds from the shared generator
-  result.parameters = models::count_parameters(model_options);
-  if (world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
-
   const int64_t columns = run.train_data.size(1);
   // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
   // microbatch, so the replicas of a stage must agree on m even when their
   // columns do not (an uneven split: the last replica has the fewest).
   const int64_t fewest = data::replica_columns(o.batch_size, R - 1, R).count;
   const int64_t chunks = std::min(o.chunks, fewest);
+  const pipeline::Schedule schedule =
+      pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks), o.stages_per_rank);
+  // Where the schedule puts each of its P * v stages (looped or in a V),
+  // read from the ranks' programs.
+  run.rank_of_stage.assign(static_cast<size_t>(schedule.num_stages()), -1);
+  for (int r = 0; r < P; ++r)
+    for (const pipeline::Action& a : schedule.programs[static_cast<size_t>(r)])
+      if (pipeline::is_compute(a.type)) run.rank_of_stage[static_cast<size_t>(a.stage)] = r;
+  for (int s = 0; s < schedule.num_stages(); ++s)
+    if (run.rank_of_stage[static_cast<size_t>(s)] == place.stage) run.stage_numbers.push_back(s);
+  run.first = run.rank_of_stage.front() == place.stage;
+  run.last = run.last_rank() == place.stage;
+
+  // Model: this rank's stages, the whole model's initial weights.
+  const models::TransformerLmOptions model = model_options(o, run.ntokens);
+  for (const int s : run.stage_numbers) {
+    run.stages.push_back(
+        std::make_unique<RankStage>(build_stage(model, s, schedule.num_stages(), o.seed), *run.groups.tensor));
+    run.stages.back()->module()->to(world.device());
+  }
+  run.set_training(true);
+  world.barrier();  // no rank draws dropout masks while another still builds from the shared generator
+  result.parameters = models::count_parameters(model);
+  if (world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
+
   pipeline::ExecutorOptions exec;
   exec.split_dim = 1;  // (S, N): microbatches are columns
   // This replica's share of the batch's columns (uneven when R does not divide the batch).
@@ -217,16 +287,20 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   exec.loss = [ntokens = run.ntokens](const at::Tensor& out, const at::Tensor& target) {
     return at::cross_entropy_loss(out.reshape({-1, ntokens}), target.reshape({-1}));  // out (S, n, V), target (S, n)
   };
-  const pipeline::Schedule schedule = pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks));
   if (o.zero > 0) {
-    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica, run.stage->unsplit()->units(),
-                                                 schedule, exec, o.zero, zero::sgd(torch::optim::SGDOptions(o.lr)));
+    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica,
+                                                 run.stages.front()->unsplit()->units(), schedule, exec, o.zero,
+                                                 zero::sgd(torch::optim::SGDOptions(o.lr)));
   } else {
     ddp::DdpOptions ddp_options;
     ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
-    run.replicated = std::make_unique<ReplicatedStage>(*run.groups.pipeline, *run.groups.replica, run.stage->module(),
-                                                       run.stage->stage(), schedule, exec, ddp_options);
-    run.parameters = run.stage->parameters();
+    std::vector<ReplicatedStage::Held> held;
+    for (size_t c = 0; c < run.stages.size(); ++c) {
+      held.push_back({run.stage_numbers[c], run.stages[c]->module(), run.stages[c]->stage()});
+      for (const at::Tensor& p : run.stages[c]->parameters()) run.parameters.push_back(p);
+    }
+    run.replicated = std::make_unique<ReplicatedStage>(*run.groups.pipeline, *run.groups.replica, std::move(held),
+                                                       schedule, exec, ddp_options);
     run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
   }
   if (world.rank() == 0 && chunks != o.chunks)
@@ -296,7 +370,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
       const auto whole = run.whole();
       state.best_valid_loss = valid_loss;
       state.best.clear();
-      for (const auto& [name, tensor] : run.stage->whole_state()) state.best[name] = tensor.detach().cpu().clone();
+      for (const auto& [name, tensor] : run.whole_state()) state.best[name] = tensor.detach().cpu().clone();
     }
     state.lr *= o.gamma;  // StepLR(step_size 1, gamma)
     set_lr(run.sgd(), state.lr);
@@ -317,7 +391,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   if (run.sharded) result.zero_synced_steps = run.sharded->synced_steps();
   {
     const auto whole = run.whole();
-    const auto parameters = run.stage->whole_parameters();
+    const auto parameters = run.whole_state(/*parameters_only=*/true);
     result.digest = model_digest(*run.groups.pipeline, parameters, kDigestTag);
     if (o.keep_final_state)
       for (const auto& [name, tensor] : parameters) result.final_state[name] = tensor.detach().cpu().clone();
@@ -328,7 +402,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   }
   if (!state.best.empty()) {
     const auto whole = run.whole();
-    run.stage->load_whole_state(state.best);
+    run.load_state(state.best);
   }
   result.test_loss = evaluate(run, run.test_data);
   if (run.last) {
@@ -344,14 +418,34 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
 
 }  // namespace
 
+int default_stages_per_rank(pipeline::ScheduleKind kind) {
+  return kind == pipeline::ScheduleKind::kInterleaved1F1B || kind == pipeline::ScheduleKind::kLoopedBFS ? 2 : 1;
+}
+
+models::TransformerLmOptions model_options(const TrainerOptions& o, int64_t vocab_size) {
+  models::TransformerLmOptions model = models::transformer_lm_preset(o.preset, vocab_size);
+  model.causal = o.causal;
+  if (o.dropout >= 0) model.dropout = o.dropout;
+  if (o.layers > 0) model.nlayers = o.layers;
+  return model;
+}
+
 FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t vocab_size) {
   if (!options.elastic) return {options.layout, "the layout asked for: " + options.layout.text()};
-  const models::TransformerLmOptions model = models::transformer_lm_preset(options.preset, vocab_size);
-  return fit_layout(world_size, options.layout, static_cast<int>(model.nlayers));
+  const models::TransformerLmOptions model = model_options(options, vocab_size);
+  // Each pipeline rank holds stages_per_rank pieces of at least a layer.
+  return fit_layout(world_size, options.layout, static_cast<int>(model.nlayers / std::max(1, options.stages_per_rank)));
 }
 
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {
   check_zero_stage(options.zero);  // before any collective: every rank fails alike
+  if (options.stages_per_rank < 1)
+    throw std::invalid_argument("--stages-per-rank " + std::to_string(options.stages_per_rank) + ": at least 1");
+  if (options.stages_per_rank > 1 && options.zero > 0)
+    throw std::invalid_argument("--zero " + std::to_string(options.zero) + " with " +
+                                std::to_string(options.stages_per_rank) +
+                                " stages per rank: ZeRO shards one stage per rank here; use --zero 0 (DDP, a DDP per "
+                                "stage) with interleaved and V schedules");
   if (options.layout.tensor > 1 && options.zero > 0)
     throw std::invalid_argument("--zero " + std::to_string(options.zero) + " with --tensor " +
                                 std::to_string(options.layout.tensor) +

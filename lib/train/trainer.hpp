@@ -32,6 +32,7 @@
 #include "comm/communicator.hpp"
 #include "ddp/reducer.hpp"
 #include "data/corpus.hpp"
+#include "models/transformer_lm.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/elastic.hpp"
 #include "train/layout.hpp"
@@ -48,6 +49,11 @@ struct TrainerOptions {
   int64_t bptt = 35;
   int64_t chunks = 8;               // microbatches per step (at most a replica's columns)
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  // v: stages each pipeline rank holds, the model cut into P * v stages and
+  // placed as the schedule says (Interleaved 1F1B and LoopedBFS: rank r
+  // holds r, r + P, ...). Each of a rank's stages has its own DDP.
+  int stages_per_rank = 1;
+  int64_t layers = 0;               // > 0: the preset's model with this many layers instead
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient
@@ -97,6 +103,14 @@ struct TrainResult {
   int64_t zero_synced_steps = 0;         // --zero: this stage's reduce-scatter rounds, one per step run here
   std::map<std::string, at::Tensor> final_state;  // this stage's parameters by full name (keep_final_state)
 };
+
+// v for a schedule when not told: 2 for those that hold several stages per
+// rank (Interleaved 1F1B, LoopedBFS), else 1.
+int default_stages_per_rank(pipeline::ScheduleKind kind);
+
+// The model the options describe: the preset for this vocabulary, causal or
+// not, with the dropout and layer count asked for.
+models::TransformerLmOptions model_options(const TrainerOptions& options, int64_t vocab_size);
 
 // The layout train() trains on with `world_size` ranks: `options.layout`,
 // or with `options.elastic` the one fit_layout (elastic.hpp) picks for the

@@ -14,6 +14,7 @@
 #include "capstone_runs.hpp"
 #include "data/corpus_stats.hpp"
 #include "reference_training.hpp"
+#include "pipeline/schedule.hpp"
 #include "train/trainer.hpp"
 
 namespace distlab {
@@ -25,18 +26,14 @@ using tests::tiny_options;
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
-class LayoutEqualsOneProcess : public ::testing::TestWithParam<train::Layout> {};
-
 // P x R (x T) ranks training the tiny model for 5 steps give the
 // one-process run's losses, gradient norms, validation loss and parameters,
 // to float32 rounding: the pipeline cuts the batch into microbatches, DDP
 // sums the replicas' halves and the tensor ranks sum their heads' and
 // columns' parts, in other orders of addition than one process.
-TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
-  const train::Layout layout = GetParam();
-  const int P = layout.pipeline, R = layout.replicas, T = layout.tensor;
-  train::TrainerOptions o = tiny_options(P, R);
-  o.layout.tensor = T;
+void expect_equals_one_process(const train::TrainerOptions& o) {
+  const int P = o.layout.pipeline, R = o.layout.replicas, T = o.layout.tensor;
+  const std::string what = o.layout.text() + ", " + pipeline::kind_name(o.schedule);
   const tests::ReferenceResult ref = tests::train_one_process(bundled_corpus(), o);
   const auto results = run_threads(o);
   const auto at_place = [&](int replica, int stage, int tensor) -> const train::TrainResult& {
@@ -44,22 +41,26 @@ TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
     EXPECT_TRUE(r.place.replica == replica && r.place.stage == stage && r.place.tensor == tensor);
     return r;
   };
-  const auto mean_loss = [&](size_t step, int tensor) {  // the replicas' mean losses, averaged: the whole batch's
+  // The rank holding the last stage (the last pipeline rank, or rank 0 in a V) reports the losses.
+  std::vector<const train::TrainResult*> loss_ranks;
+  for (const auto& r : results)
+    if (r.place.tensor == 0 && !r.step_losses.empty()) loss_ranks.push_back(&r);
+  ASSERT_EQ(loss_ranks.size(), static_cast<size_t>(R)) << what << ": one rank per replica holds the loss";
+  const auto mean_loss = [&](size_t step) {  // the replicas' mean losses, averaged: the whole batch's
     double mean = 0;
-    for (int r = 0; r < R; ++r) mean += at_place(r, P - 1, tensor).step_losses.at(step) / R;
+    for (const auto* r : loss_ranks) mean += r->step_losses.at(step) / R;
     return mean;
   };
 
   for (size_t step = 0; step < ref.step_losses.size(); ++step) {
-    for (int k = 0; k < T; ++k) EXPECT_NEAR(mean_loss(step, k), ref.step_losses[step], 2e-5 * ref.step_losses[step]) << "step " << step;
+    EXPECT_NEAR(mean_loss(step), ref.step_losses[step], 2e-5 * ref.step_losses[step]) << what << " step " << step;
     for (const auto& result : results)
       EXPECT_NEAR(result.grad_norms.at(step), ref.grad_norms[step], 1e-5 * ref.grad_norms[step]) << "step " << step;
     EXPECT_NEAR(ref.torch_grad_norms[step], ref.grad_norms[step], 1e-4 * ref.grad_norms[step]) << "step " << step;
   }
   for (size_t step = 0; step < ref.step_losses.size(); ++step)
-    std::printf("  %s step %zu: loss %.7f (one process %.7f), gradient norm %.7f (one process %.7f)\n",
-                layout.text().c_str(), step, mean_loss(step, 0), ref.step_losses[step], results[0].grad_norms.at(step),
-                ref.grad_norms[step]);
+    std::printf("  %s step %zu: loss %.7f (one process %.7f), gradient norm %.7f (one process %.7f)\n", what.c_str(),
+                step, mean_loss(step), ref.step_losses[step], results[0].grad_norms.at(step), ref.grad_norms[step]);
   for (const auto& result : results) {
     EXPECT_NEAR(result.valid_losses.at(0), ref.valid_loss, 2e-5 * ref.valid_loss);
     EXPECT_EQ(result.ddp_stats.synced_steps, o.batches_per_epoch) << "one all-reduce round per step";
@@ -69,7 +70,7 @@ TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
   double worst = 0;
   size_t compared = 0;
   for (int s = 0; s < P; ++s) {
-    for (const auto& [name, value] : at_place(0, s, 0).final_state) {  // the unsplit stage's names, whatever T
+    for (const auto& [name, value] : at_place(0, s, 0).final_state) {  // the unsplit stages' names, whatever T
       ASSERT_TRUE(ref.parameters.count(name)) << name;
       worst = std::max(worst, max_abs_diff(value, ref.parameters.at(name)));
       ++compared;
@@ -78,9 +79,16 @@ TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
     }
   }
   EXPECT_EQ(compared, ref.parameters.size()) << "the stages together hold every parameter once";
-  EXPECT_LT(worst, 2e-5) << "largest parameter difference from the one-process run";
-  std::printf("  %s: %zu parameters, largest difference from one process %.3g\n", layout.text().c_str(), compared,
-              worst);
+  EXPECT_LT(worst, 2e-5) << what << ": largest parameter difference from the one-process run";
+  std::printf("  %s: %zu parameters, largest difference from one process %.3g\n", what.c_str(), compared, worst);
+}
+
+class LayoutEqualsOneProcess : public ::testing::TestWithParam<train::Layout> {};
+
+TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
+  train::TrainerOptions o = tiny_options(GetParam().pipeline, GetParam().replicas);
+  o.layout.tensor = GetParam().tensor;
+  expect_equals_one_process(o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
@@ -92,6 +100,61 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
                            return std::to_string(l.pipeline) + "x" + std::to_string(l.replicas) +
                                   (l.tensor > 1 ? "x" + std::to_string(l.tensor) : std::string());
                          });
+
+// Every schedule the library has, on 2 x 2 with the tiny model cut into 4
+// layers (so that schedules holding 2 stages per rank get a layer each):
+// the same equality. Interleaved and V schedules give each of a rank's
+// stages its own DDP.
+class ScheduleEqualsOneProcess : public ::testing::TestWithParam<pipeline::ScheduleKind> {};
+
+TEST_P(ScheduleEqualsOneProcess, LossesNormsAndParameters) {
+  train::TrainerOptions o = tiny_options(2, 2);
+  o.layers = 4;
+  o.schedule = GetParam();
+  o.stages_per_rank = train::default_stages_per_rank(o.schedule);
+  expect_equals_one_process(o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Capstone, ScheduleEqualsOneProcess, ::testing::ValuesIn(pipeline::all_kinds()),
+                         [](const auto& info) { return std::string(pipeline::kind_name(info.param)); });
+
+// A checkpoint holds stages by their names, so a job may go on under a
+// schedule that places them otherwise: stopped after step 3 under 1F1B
+// (rank 0 held layers 0-1), resumed under Interleaved 1F1B (rank 0 holds
+// layers 0 and 2: its part is re-cut from both), ending where the
+// uninterrupted 1F1B run ends.
+TEST(Capstone, CheckpointResumesUnderAScheduleThatPlacesStagesOtherwise) {
+  const std::string dir = ::testing::TempDir() + "capstone_reschedule_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  train::TrainerOptions o = tiny_options(2, 2);
+  o.layers = 4;
+  o.epochs = 2;
+  o.batches_per_epoch = 4;
+  const auto uninterrupted = run_threads(o);
+  o.checkpoint_dir = dir;
+  o.checkpoint_every = 3;
+  o.stop_after_steps = 3;
+  ASSERT_TRUE(run_threads(o).at(0).interrupted);
+  o.stop_after_steps = -1;
+  o.resume = true;
+  o.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
+  o.stages_per_rank = 2;
+  const auto resumed = run_threads(o);
+  double worst = 0;
+  for (size_t rank = 0; rank < resumed.size(); ++rank) {
+    EXPECT_EQ(resumed[rank].resumed_from_step, 3) << "rank " << rank;
+    EXPECT_EQ(resumed[rank].steps, 8);
+    EXPECT_NEAR(resumed[rank].test_loss, uninterrupted[rank].test_loss, 2e-5 * uninterrupted[rank].test_loss);
+    for (const auto& [name, value] : resumed[rank].final_state)  // each rank: its stages' names
+      for (const auto& other : uninterrupted)
+        if (other.place.replica == 0 && other.final_state.count(name))
+          worst = std::max(worst, max_abs_diff(value, other.final_state.at(name)));
+  }
+  EXPECT_LT(worst, 2e-5);
+  std::printf("  1F1B for 3 steps, Interleaved 1F1B for 5: largest difference from the uninterrupted run %.3g\n",
+              worst);
+  std::filesystem::remove_all(dir);
+}
 
 // A corpus with structure a model can learn fast: lines of 10 consecutive
 // words of a 30-word cycle from a random start ("w7 w8 ... w16"), so the

@@ -14,9 +14,7 @@
 namespace distlab::tests {
 
 ReferenceResult train_one_process(const data::Corpus& corpus, const train::TrainerOptions& o) {
-  auto options = models::transformer_lm_preset(o.preset, corpus.vocab.size());
-  options.causal = o.causal;
-  options.dropout = o.dropout;
+  auto options = train::model_options(o, static_cast<int64_t>(corpus.vocab.size()));
   torch::manual_seed(o.seed);
   models::TransformerLm model(options);
   model->train();
