@@ -14,16 +14,6 @@ namespace {
 
 using pipeline::ScheduleKind;
 
-const char* display_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kGPipe: return "GPipe";
-    case ScheduleKind::k1F1B: return "1F1B";
-    case ScheduleKind::kInterleaved1F1B: return "Interleaved 1F1B";
-    case ScheduleKind::kLoopedBFS: return "LoopedBFS";
-    default: return "ZB-H1";
-  }
-}
-
 std::string percent(double fraction) {
   char text[16];
   std::snprintf(text, sizeof text, "%.1f%%", fraction * 100.0);
@@ -188,7 +178,7 @@ void PipelinePanel::draw_controls() {
   for (ScheduleKind kind : pipeline::all_kinds()) {
     auto at = std::find(kinds_.begin(), kinds_.end(), kind);
     bool on = at != kinds_.end();
-    if (ImGui::Checkbox(display_name(kind), &on)) {
+    if (ImGui::Checkbox(schedule_display_name(kind).c_str(), &on)) {
       if (!on && kinds_.size() > 1) {
         kinds_.erase(at);
         changed = true;
@@ -256,7 +246,7 @@ void PipelinePanel::draw_column(size_t index, ImVec2 size) {
   const PipelineRun& run = runs_[index];
   const int p = run.schedule.ranks, m = run.schedule.microbatches;
   ImGui::BeginGroup();
-  ImGui::Text("%s: %s", display_name(run.schedule.kind), format_duration(run.makespan_s).c_str());
+  ImGui::Text("%s: %s", schedule_display_name(run.schedule.kind).c_str(), format_duration(run.makespan_s).c_str());
   ImGui::Text("bubble %s  ((p-1)/(m+p-1) = %s)", percent(run.bubble).c_str(),
               percent(pipeline::gpipe_bubble(p, m)).c_str());
   TimelineStyle style;
