@@ -1,13 +1,17 @@
 // The Pipeline panel's playground: every m from 1 to 32 re-simulated for the
 // setup. The series against the closed forms (the bubble (p-1)/(m+p-1) of
-// GPipe and 1F1B, their activation peaks m and min(m, p)) and against a
-// direct simulation of each point.
+// GPipe and 1F1B, their activation peaks m and min(m, p)), against a direct
+// simulation of each point, and the plots rendered headless with each
+// schedule's points and the current m where the scales put them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 
-#include "pipeline_scene.hpp"
+#include "app.hpp"
+#include "pipeline_panel.hpp"
+#include "pipeline_plots.hpp"
+#include "render_helpers.hpp"
 #include "viz_test_util.hpp"
 
 namespace distlab::viz {
@@ -15,6 +19,7 @@ namespace {
 
 using pipeline::ActionType;
 using pipeline::ScheduleKind;
+using testing_util::render_in_window;
 
 PipelineSetup equal_costs(int p) {
   PipelineSetup s;
@@ -177,6 +182,77 @@ TEST(PipelineSweep, EveryKindHasItsOwnColour) {
   EXPECT_EQ(colors.size(), pipeline::all_kinds().size());
   EXPECT_EQ(colors.count(kCursorColor), 0u);
   EXPECT_EQ(colors.count(kCanvasColor), 0u);
+}
+
+class PipelinePlotRender : public ::testing::Test {
+ protected:
+  PipelinePlotRender() : renderer_(1500, 860) { setup_imgui(1.0f); }
+  HeadlessRenderer renderer_;
+};
+
+Options gpipe_and_1f1b(int m) {
+  Options o;
+  o.schedule = "gpipe,1f1b";
+  o.pipeline_stages = 4;
+  o.microbatches = m;
+  o.cost_forward = 1.0;
+  o.cost_backward = 2.0;
+  o.cost_send = 0.0;
+  return o;
+}
+
+// p = 4, m = 8, F = 1, B = 2: the points where the closed forms put them,
+// in their schedule's colour, and the current m's line at m = 8.
+TEST_F(PipelinePlotRender, PointsAndCurrentMWhereTheLawsPutThem) {
+  PipelinePanel panel(gpipe_and_1f1b(8));
+  const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+  EXPECT_EQ(panel.sweep().computed(), 1);  // three frames, one sweep
+  const PipelineFrameLayout& layout = panel.last_layout();
+  ASSERT_EQ(layout.plots.size(), 2u);
+  const SweepPlotLayout& bubble = layout.plots[0];
+  const SweepPlotLayout& peak = layout.plots[1];
+  EXPECT_EQ(bubble.quantity, SweepQuantity::kBubble);
+  EXPECT_EQ(peak.quantity, SweepQuantity::kRankPeak);
+  // Under the schedules' columns, side by side.
+  ASSERT_FALSE(layout.columns.empty());
+  const auto& column = layout.columns[0];
+  EXPECT_GT(bubble.top, column.memory_row_tops.back() + column.memory_row_height);
+  EXPECT_LT(bubble.right, peak.left);
+  // Scales: GPipe holds 32 at m = 32, a multiple of 4; the largest bubble,
+  // 3/4 at m = 1, rounds up to 80%.
+  EXPECT_DOUBLE_EQ(peak.y_max, 32.0);
+  EXPECT_DOUBLE_EQ(bubble.y_max, 0.8);
+  EXPECT_GT(peak.x_of(9) - peak.x_of(8), 12.0f);  // room to tell m apart
+
+  const Color gpipe = schedule_color(ScheduleKind::kGPipe), ofob = schedule_color(ScheduleKind::k1F1B);
+  // Peaks: GPipe's m at m = 16 and 24; 1F1B's min(m, p) = 4 at m = 20.
+  for (int m : {16, 24}) EXPECT_TRUE(COLOR_AT(image, peak.x_of(m), peak.y_of(m), gpipe, 2, 0)) << "GPipe m=" << m;
+  EXPECT_TRUE(COLOR_AT(image, peak.x_of(20), peak.y_of(4), ofob, 2, 0));
+  // Between two of GPipe's points, off its line: nothing.
+  EXPECT_TRUE(COLOR_AT(image, peak.x_of(16.5), peak.y_of(20), kCanvasColor, 2, 0));
+  // Bubbles: both schedules at (p-1)/(m+p-1); 1F1B, drawn later, on top.
+  for (int m : {4, 12, 28}) {
+    const double law = 3.0 / (m + 3.0);
+    EXPECT_TRUE(COLOR_AT(image, bubble.x_of(m), bubble.y_of(law), ofob, 2, 0)) << "1F1B m=" << m;
+  }
+  // The current m: a yellow line at m = 8 well above the points there, and
+  // none at m = 9.
+  for (const SweepPlotLayout* plot : {&bubble, &peak}) {
+    const float y = plot->y_of(plot->y_max * 0.9);
+    EXPECT_TRUE(COLOR_AT(image, plot->x_of(8), y, kCursorColor, 2, 0));
+    EXPECT_TRUE(COLOR_AT(image, plot->x_of(9), y, kCanvasColor, 2, 0));
+  }
+}
+
+TEST_F(PipelinePlotRender, TheMarkerFollowsM) {
+  PipelinePanel panel(gpipe_and_1f1b(20));
+  const Image image = render_in_window(renderer_, [&] { panel.draw(); });
+  const SweepPlotLayout& peak = panel.last_layout().plots.at(1);
+  const float y = peak.y_of(30.0);  // above GPipe's 20 and 1F1B's 4
+  EXPECT_TRUE(COLOR_AT(image, peak.x_of(20), y, kCursorColor, 2, 0));
+  EXPECT_TRUE(COLOR_AT(image, peak.x_of(8), y, kCanvasColor, 2, 0));
+  // GPipe's point at m = 20 is drawn over the line.
+  EXPECT_TRUE(COLOR_AT(image, peak.x_of(20), peak.y_of(20), schedule_color(ScheduleKind::kGPipe), 2, 0));
 }
 
 }  // namespace
