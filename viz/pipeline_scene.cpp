@@ -126,24 +126,23 @@ const SweepPoint* SweepSeries::at(int microbatches) const {
   return nullptr;
 }
 
-double rank_peak(const PipelineRun& run) {
-  const int p = run.schedule.ranks, v = run.schedule.stages_per_rank;
+double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, int p, int v) {
   double peak = 0.0;
   for (int r = 0; r < p; ++r) {
     // The rank's stages r, r + p, ...: each curve is (time, held from then
     // on); the rank's total changes only where one of them does.
     std::vector<int> stages;
-    for (int s = r; s < static_cast<int>(run.activations.size()); s += p) stages.push_back(s);
+    for (int s = r; s < static_cast<int>(activations.size()); s += p) stages.push_back(s);
     std::vector<size_t> next(stages.size(), 0);
     std::vector<int> held(stages.size(), 0);
     for (;;) {
       double t = std::numeric_limits<double>::infinity();
       for (size_t k = 0; k < stages.size(); ++k)
-        if (next[k] < run.activations[stages[k]].size()) t = std::min(t, run.activations[stages[k]][next[k]].first);
+        if (next[k] < activations[stages[k]].size()) t = std::min(t, activations[stages[k]][next[k]].first);
       if (t == std::numeric_limits<double>::infinity()) break;
       int total = 0;
       for (size_t k = 0; k < stages.size(); ++k) {
-        const auto& curve = run.activations[stages[k]];
+        const auto& curve = activations[stages[k]];
         while (next[k] < curve.size() && curve[next[k]].first == t) held[k] = curve[next[k]++].second;
         total += held[k];
       }
@@ -160,12 +159,12 @@ std::vector<SweepSeries> sweep_microbatches(const PipelineSetup& setup, const st
     SweepSeries series;
     series.kind = kind;
     for (int m = first; m <= last; ++m) {
-      PipelineSetup s = setup;
-      s.kind = kind;
-      s.microbatches = m;
+      // The simulator alone, as simulate_run calls it: the boxes are not drawn.
+      const int v = stages_per_rank(kind, setup.chunks);
       try {
-        const PipelineRun run = simulate_run(s);
-        series.points.push_back({m, run.bubble, rank_peak(run), run.peak_activations});
+        const pipeline::Simulation sim =
+            pipeline::simulate(pipeline::make_schedule(kind, setup.ranks, m, v), action_costs(setup.costs, v));
+        series.points.push_back({m, sim.bubble, rank_peak(sim.activations, setup.ranks, v), sim.peak_activations});
       } catch (const pipeline::ScheduleError&) {
         // this schedule cannot take m microbatches: no point there
       }

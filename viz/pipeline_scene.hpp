@@ -103,8 +103,12 @@ struct SweepSeries {
 std::vector<SweepSeries> sweep_microbatches(const PipelineSetup& setup, const std::vector<pipeline::ScheduleKind>& kinds,
                                             int first = kSweepFirstMicrobatches, int last = kSweepLastMicrobatches);
 
-// The busiest rank's peak activations of a run (see SweepPoint::rank_peak).
-double rank_peak(const PipelineRun& run);
+// The busiest rank's peak activations (see SweepPoint::rank_peak), from
+// each stage's curve of activations held (stage s on rank s % p).
+double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, int ranks, int stages_per_rank);
+inline double rank_peak(const PipelineRun& run) {
+  return rank_peak(run.activations, run.schedule.ranks, run.schedule.stages_per_rank);
+}
 
 // The sweep of the last setup asked for: recomputed only when the kinds,
 // p, v or costs change (moving m only moves the plots' marker), so the
