@@ -157,7 +157,7 @@ void PipelinePanel::draw() {
     draw_measured(ImVec2(avail.x, std::max(200.0f, avail.y - summary_height)));
   } else {
     // The plots take a fifth of the height, within bounds, under the columns.
-    const float plots_height = std::clamp(avail.y * 0.2f, 120.0f * scale_, 220.0f * scale_);
+    const float plots_height = std::clamp(avail.y * 0.2f, 100.0f * scale_, 200.0f * scale_);
     const ImVec2 area(avail.x, std::max(200.0f, avail.y - summary_height - plots_height));
     const float spacing = ImGui::GetStyle().ItemSpacing.x;
     const float width = (area.x - spacing * (runs_.size() - 1)) / std::max<size_t>(1, runs_.size());
