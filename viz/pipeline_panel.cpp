@@ -14,16 +14,6 @@ namespace {
 
 using pipeline::ScheduleKind;
 
-const char* display_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kGPipe: return "GPipe";
-    case ScheduleKind::k1F1B: return "1F1B";
-    case ScheduleKind::kInterleaved1F1B: return "Interleaved 1F1B";
-    case ScheduleKind::kLoopedBFS: return "LoopedBFS";
-    default: return "ZB-H1";
-  }
-}
-
 std::string percent(double fraction) {
   char text[16];
   std::snprintf(text, sizeof text, "%.1f%%", fraction * 100.0);
@@ -162,17 +152,20 @@ void PipelinePanel::draw() {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const size_t table_rows = showing_measured() ? 2 : runs_.size();
   const float summary_height = ImGui::GetFrameHeightWithSpacing() * (table_rows + 1.6f);
-  const ImVec2 area(avail.x, std::max(200.0f, avail.y - summary_height));
   if (showing_measured()) {
     layout_.measured_view = true;
-    draw_measured(area);
+    draw_measured(ImVec2(avail.x, std::max(200.0f, avail.y - summary_height)));
   } else {
+    // The plots take a fifth of the height, within bounds, under the columns.
+    const float plots_height = std::clamp(avail.y * 0.2f, 100.0f * scale_, 200.0f * scale_);
+    const ImVec2 area(avail.x, std::max(200.0f, avail.y - summary_height - plots_height));
     const float spacing = ImGui::GetStyle().ItemSpacing.x;
     const float width = (area.x - spacing * (runs_.size() - 1)) / std::max<size_t>(1, runs_.size());
     for (size_t i = 0; i < runs_.size(); ++i) {
       if (i > 0) ImGui::SameLine();
       draw_column(i, ImVec2(width, area.y));
     }
+    draw_plots(ImVec2(avail.x, plots_height - ImGui::GetStyle().ItemSpacing.y));
   }
   draw_summary();
 }
@@ -188,7 +181,7 @@ void PipelinePanel::draw_controls() {
   for (ScheduleKind kind : pipeline::all_kinds()) {
     auto at = std::find(kinds_.begin(), kinds_.end(), kind);
     bool on = at != kinds_.end();
-    if (ImGui::Checkbox(display_name(kind), &on)) {
+    if (ImGui::Checkbox(schedule_display_name(kind).c_str(), &on)) {
       if (!on && kinds_.size() > 1) {
         kinds_.erase(at);
         changed = true;
@@ -256,7 +249,8 @@ void PipelinePanel::draw_column(size_t index, ImVec2 size) {
   const PipelineRun& run = runs_[index];
   const int p = run.schedule.ranks, m = run.schedule.microbatches;
   ImGui::BeginGroup();
-  ImGui::Text("%s: %s", display_name(run.schedule.kind), format_duration(run.makespan_s).c_str());
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(schedule_color(run.schedule.kind)), "%s: %s",
+                     schedule_display_name(run.schedule.kind).c_str(), format_duration(run.makespan_s).c_str());
   ImGui::Text("bubble %s  ((p-1)/(m+p-1) = %s)", percent(run.bubble).c_str(),
               percent(pipeline::gpipe_bubble(p, m)).c_str());
   TimelineStyle style;
@@ -317,6 +311,23 @@ void PipelinePanel::draw_measured(ImVec2 size) {
   column.row_tops = ctx.row_tops;
   column.row_height = row_height;
   layout_.columns.push_back(std::move(column));
+}
+
+// The sweep is asked for every frame and run again only when the setup
+// changed (the cache's key: kinds, p, v, costs), so dragging m costs nothing.
+void PipelinePanel::draw_plots(ImVec2 size) {
+  const std::vector<SweepSeries>& series = sweep_.get(setup_, kinds_);
+  const float spacing = ImGui::GetStyle().ItemSpacing.x;
+  const ImVec2 each((size.x - spacing) * 0.5f, size.y);
+  bool first = true;
+  for (SweepQuantity quantity : {SweepQuantity::kBubble, SweepQuantity::kRankPeak}) {
+    if (!first) ImGui::SameLine();
+    first = false;
+    ImGui::BeginGroup();
+    const char* id = quantity == SweepQuantity::kBubble ? "bubble vs m" : "peak vs m";
+    layout_.plots.push_back(draw_sweep_plot(id, series, quantity, setup_.microbatches, setup_.ranks, each, scale_));
+    ImGui::EndGroup();
+  }
 }
 
 void PipelinePanel::draw_summary() {

@@ -6,8 +6,11 @@
 // Each column has one row per rank, a box per compute action coloured by
 // microbatch (F bright, B dark, I and W lighter) and labelled "F3", idle
 // time as gaps; under it each stage's activations held over time, with the
-// peak. A table compares makespan, bubble (against (p-1)/(m+p-1)) and peak
-// activations.
+// peak. Under the columns, two small plots re-simulate the same setup for
+// every m from 1 to 32: bubble against m and peak activations against m, a
+// line per schedule in its colour (the column titles' colour), the current
+// m marked (pipeline_plots.hpp says what they show). A table compares
+// makespan, bubble (against (p-1)/(m+p-1)) and peak activations.
 //
 // Measured: a trace of the pipeline executor (lanes "stage s") is measured
 // (pipeline::measure), the same schedule is simulated with the measured
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "options.hpp"
+#include "pipeline_plots.hpp"
 #include "pipeline_scene.hpp"
 #include "timeline.hpp"
 
@@ -44,6 +48,7 @@ struct PipelineFrameLayout {
   };
   bool measured_view = false;
   std::vector<Column> columns;
+  std::vector<SweepPlotLayout> plots;  // bubble, then peak activations (compare view only)
 };
 
 class PipelinePanel {
@@ -63,6 +68,8 @@ class PipelinePanel {
   const std::optional<MeasuredPipeline>& measured() const { return measured_; }
   bool showing_measured() const { return show_measured_ && measured_.has_value(); }
   const PipelineFrameLayout& last_layout() const { return layout_; }
+  // The plots' sweep over m, cached by setup (see SweepCache).
+  const SweepCache& sweep() const { return sweep_; }
 
  private:
   void rebuild();
@@ -70,12 +77,14 @@ class PipelinePanel {
   void draw_column(size_t index, ImVec2 size);
   void draw_measured(ImVec2 size);
   void draw_summary();
+  void draw_plots(ImVec2 size);
   PipelineFrameLayout::Column draw_memory(const char* id, const std::vector<const PipelineRun*>& runs, ImVec2 size,
                                           int scale_max);
 
   PipelineSetup setup_;
   std::vector<pipeline::ScheduleKind> kinds_;
   std::vector<PipelineRun> runs_;
+  SweepCache sweep_;
   std::optional<MeasuredPipeline> measured_;
   bool show_measured_ = false;
   TimelineView view_;

@@ -1,6 +1,7 @@
 #include "pipeline_scene.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -117,6 +118,98 @@ PipelineRun simulate_run(const PipelineSetup& setup) {
   const int v = stages_per_rank(setup.kind, setup.chunks);
   const pipeline::Schedule schedule = pipeline::make_schedule(setup.kind, setup.ranks, setup.microbatches, v);
   return simulate_run(schedule, action_costs(setup.costs, v));
+}
+
+const SweepPoint* SweepSeries::at(int microbatches) const {
+  for (const SweepPoint& point : points)
+    if (point.microbatches == microbatches) return &point;
+  return nullptr;
+}
+
+double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, int p, int v) {
+  double peak = 0.0;
+  for (int r = 0; r < p; ++r) {
+    // The rank's stages r, r + p, ...: each curve is (time, held from then
+    // on); the rank's total changes only where one of them does.
+    std::vector<int> stages;
+    for (int s = r; s < static_cast<int>(activations.size()); s += p) stages.push_back(s);
+    std::vector<size_t> next(stages.size(), 0);
+    std::vector<int> held(stages.size(), 0);
+    for (;;) {
+      double t = std::numeric_limits<double>::infinity();
+      for (size_t k = 0; k < stages.size(); ++k)
+        if (next[k] < activations[stages[k]].size()) t = std::min(t, activations[stages[k]][next[k]].first);
+      if (t == std::numeric_limits<double>::infinity()) break;
+      int total = 0;
+      for (size_t k = 0; k < stages.size(); ++k) {
+        const auto& curve = activations[stages[k]];
+        while (next[k] < curve.size() && curve[next[k]].first == t) held[k] = curve[next[k]++].second;
+        total += held[k];
+      }
+      peak = std::max(peak, static_cast<double>(total) / v);
+    }
+  }
+  return peak;
+}
+
+std::vector<SweepSeries> sweep_microbatches(const PipelineSetup& setup, const std::vector<ScheduleKind>& kinds,
+                                            int first, int last) {
+  std::vector<SweepSeries> out;
+  for (ScheduleKind kind : kinds) {
+    SweepSeries series;
+    series.kind = kind;
+    for (int m = first; m <= last; ++m) {
+      // The simulator alone, as simulate_run calls it: the boxes are not drawn.
+      const int v = stages_per_rank(kind, setup.chunks);
+      try {
+        const pipeline::Simulation sim =
+            pipeline::simulate(pipeline::make_schedule(kind, setup.ranks, m, v), action_costs(setup.costs, v));
+        series.points.push_back({m, sim.bubble, rank_peak(sim.activations, setup.ranks, v), sim.peak_activations});
+      } catch (const pipeline::ScheduleError&) {
+        // this schedule cannot take m microbatches: no point there
+      }
+    }
+    out.push_back(std::move(series));
+  }
+  return out;
+}
+
+const std::vector<SweepSeries>& SweepCache::get(const PipelineSetup& setup, const std::vector<ScheduleKind>& kinds) {
+  std::vector<int> v;
+  for (ScheduleKind kind : kinds) v.push_back(stages_per_rank(kind, setup.chunks));
+  const PipelineCosts& c = setup.costs;
+  const bool same_costs = c.forward == costs_.forward && c.backward == costs_.backward && c.weight == costs_.weight &&
+                          c.send == costs_.send;
+  if (valid_ && kinds == kinds_ && v == v_ && setup.ranks == ranks_ && same_costs) return series_;
+  series_ = sweep_microbatches(setup, kinds);
+  valid_ = true;
+  kinds_ = kinds;
+  v_ = std::move(v);
+  ranks_ = setup.ranks;
+  costs_ = c;
+  ++computed_;
+  return series_;
+}
+
+std::string schedule_display_name(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGPipe: return "GPipe";
+    case ScheduleKind::k1F1B: return "1F1B";
+    case ScheduleKind::kInterleaved1F1B: return "Interleaved 1F1B";
+    case ScheduleKind::kLoopedBFS: return "LoopedBFS";
+    case ScheduleKind::kZeroBubbleH1: return "ZB-H1";
+    default: return pipeline::kind_name(kind);
+  }
+}
+
+Color schedule_color(ScheduleKind kind) {
+  // Far from the memory bars' blue-grey and the cursor's yellow, and from
+  // each other on the dark canvas.
+  static constexpr Color kPalette[] = {rgb(239, 83, 80),  rgb(66, 165, 245), rgb(102, 187, 106), rgb(186, 104, 200),
+                                       rgb(255, 152, 0),  rgb(38, 198, 218), rgb(240, 98, 146),  rgb(161, 136, 127)};
+  const std::vector<ScheduleKind> kinds = pipeline::all_kinds();
+  const size_t index = static_cast<size_t>(std::find(kinds.begin(), kinds.end(), kind) - kinds.begin());
+  return kPalette[index % std::size(kPalette)];
 }
 
 namespace {

@@ -69,6 +69,74 @@ PipelineRun simulate_run(const PipelineSetup& setup);
 // Any schedule under any costs (the measured costs of a trace, per stage).
 PipelineRun simulate_run(const pipeline::Schedule& schedule, const pipeline::ActionCosts& costs);
 
+// The playground's laws: the setup re-simulated for every m in a range, one
+// series per schedule, so a student sees how the bubble and the memory move
+// with m. GPipe and 1F1B idle (p-1)/(m+p-1) of the step (with F = B up
+// front): the pipe fills and drains once whatever m is, so more microbatches
+// hide it. GPipe runs every forward before any backward, so each stage holds
+// all m microbatches' activations; 1F1B starts backwards after p forwards,
+// so rank 0 never holds more than min(m, p).
+inline constexpr int kSweepFirstMicrobatches = 1;
+inline constexpr int kSweepLastMicrobatches = 32;  // the panel's m slider ends here too
+
+struct SweepPoint {
+  int microbatches = 0;  // m
+  double bubble = 0.0;   // the simulation's mean idle fraction
+  // The busiest rank's peak of activations held, in microbatches of one
+  // rank's share of the model: a rank holding v stages counts each stage's
+  // microbatch as 1/v, so schedules of the same model compare (v = 1: the
+  // largest stage peak).
+  double rank_peak = 0.0;
+  std::vector<int> peak_activations;  // per stage, in that stage's microbatches
+};
+
+struct SweepSeries {
+  pipeline::ScheduleKind kind = pipeline::ScheduleKind::k1F1B;
+  std::vector<SweepPoint> points;  // by m ascending; an m the schedule refuses is absent
+  const SweepPoint* at(int microbatches) const;  // nullptr when absent
+};
+
+// For each kind, the setup (p, v, costs; its kind and m are ignored)
+// simulated with m = first..last microbatches. An m that make_schedule or
+// the simulator refuses (pipeline::ScheduleError) is left out of that
+// series; other errors propagate.
+std::vector<SweepSeries> sweep_microbatches(const PipelineSetup& setup, const std::vector<pipeline::ScheduleKind>& kinds,
+                                            int first = kSweepFirstMicrobatches, int last = kSweepLastMicrobatches);
+
+// The busiest rank's peak activations (see SweepPoint::rank_peak), from
+// each stage's curve of activations held (stage s on rank s % p).
+double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, int ranks, int stages_per_rank);
+inline double rank_peak(const PipelineRun& run) {
+  return rank_peak(run.activations, run.schedule.ranks, run.schedule.stages_per_rank);
+}
+
+// The sweep of the last setup asked for: recomputed only when the kinds,
+// p, v or costs change (moving m only moves the plots' marker), so the
+// panel can ask for it every frame.
+class SweepCache {
+ public:
+  const std::vector<SweepSeries>& get(const PipelineSetup& setup, const std::vector<pipeline::ScheduleKind>& kinds);
+  int computed() const { return computed_; }  // how many sweeps were run
+
+ private:
+  bool valid_ = false;
+  std::vector<pipeline::ScheduleKind> kinds_;
+  std::vector<int> v_;  // stages per rank of each kind
+  int ranks_ = 0;
+  PipelineCosts costs_;
+  std::vector<SweepSeries> series_;
+  int computed_ = 0;
+};
+
+// "GPipe", "1F1B", "Interleaved 1F1B", "LoopedBFS", "ZB-H1"; a kind
+// without a display name of its own: its kind_name.
+std::string schedule_display_name(pipeline::ScheduleKind kind);
+
+// One colour per schedule kind, for its line in the plots and its column's
+// title: a palette indexed by the kind's place in pipeline::all_kinds(), so
+// a kind added there gets the next colour.
+Color schedule_color(pipeline::ScheduleKind kind);
+
 // A pipeline run read from a trace, and the simulation of the same schedule
 // with the costs measured in it.
 struct MeasuredPipeline {
