@@ -270,6 +270,13 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
 
   // Model: this rank's stages, the whole model's initial weights.
   const models::TransformerLmOptions model = model_options(o, run.ntokens);
+  if (o.stages_per_rank > 1 && schedule.num_stages() > model.nlayers)
+    throw std::invalid_argument(world.self() + ": " + std::to_string(P) + " pipeline ranks x " +
+                                std::to_string(o.stages_per_rank) + " stages per rank need " +
+                                std::to_string(schedule.num_stages()) + " layers, the model has " +
+                                std::to_string(model.nlayers) + ": use --layers " +
+                                std::to_string(schedule.num_stages()) +
+                                ", fewer --stages-per-rank, or a larger preset");
   for (const int s : run.stage_numbers) {
     run.stages.push_back(
         std::make_unique<RankStage>(build_stage(model, s, schedule.num_stages(), o.seed), *run.groups.tensor));

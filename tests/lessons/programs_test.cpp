@@ -379,6 +379,8 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
       {LESSON_05, "--no-such-flag", "no-such-flag"},
       {LESSON_10, "--backend threads --ranks 5", "needs 2 to 4 ranks"},
       {LESSON_10, "--batch 2 --microbatches 4", "cannot be cut"},
+      {LESSON_11, "--schedule nosuch", "unknown schedule 'nosuch'"},
+      {LESSON_11, "--preset tiny --schedule interleaved", "stages per rank need 4 layers, the model has 2: use --layers 4"},
       {LESSON_06, "--algorithm tree", "--algorithm"},
       {LESSON_07, "--accumulate 0", "--accumulate"},
       {LESSON_08, "--layers 0", "--layers"},
