@@ -92,6 +92,18 @@ struct Run {
       stage->load_whole_state(mine);
     }
   }
+  // torch's clip_grad_norm_ over the whole model (grad_clip.hpp): all of
+  // this rank's stages, the cut matrices summed over the tensor group, then
+  // every stage over the pipeline. Returns the norm before clipping.
+  double clip_grad_norm() {
+    std::vector<at::Tensor> replicated, split;
+    for (const auto& stage : stages) {
+      for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p);
+      for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
+    }
+    if (groups.tensor->size() == 1) return train::clip_grad_norm(*groups.pipeline, replicated, o.clip);
+    return clip_grad_norm_tensor_parallel(*groups.pipeline, *groups.tensor, replicated, split, o.clip);
+  }
   void set_training(bool on) {
     for (auto& stage : stages) stage->module()->train(on);
   }
@@ -220,13 +232,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   }
   run.optimizer->zero_grad();
   const pipeline::StepResult step = run.replicated->step(input, target);
-  std::vector<at::Tensor> replicated, split;  // all of this rank's stages
-  for (const auto& stage : run.stages) {
-    for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p);
-    for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
-  }
-  result.grad_norms.push_back(
-      clip_grad_norm_tensor_parallel(*run.groups.pipeline, *run.groups.tensor, replicated, split, run.o.clip));
+  result.grad_norms.push_back(run.clip_grad_norm());
   run.optimizer->step();
   return step;
 }
