@@ -57,7 +57,7 @@ PipelineExecutor::~PipelineExecutor() = default;
 
 StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& target) {
   const Schedule& sch = schedule_;
-  const int p = sch.ranks, m = sch.microbatches, S = sch.num_stages(), me = comm_.rank();
+  const int m = sch.microbatches, S = sch.num_stages(), me = comm_.rank();
   const bool has_first = sch.rank_of_stage(0) == me, has_last = sch.rank_of_stage(S - 1) == me;
   const int64_t target_dim = options_.target_split_dim >= 0 ? options_.target_split_dim : options_.split_dim;
   auto split = [&](const at::Tensor& t, int64_t dim, const char* what) {
@@ -80,10 +80,11 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
   // Weight-gradient actions per local stage, to tell before_backward which is the last.
   std::vector<int> weight_actions(sch.stages_per_rank, 0), weight_done(sch.stages_per_rank, 0);
   for (const Action& a : sch.programs[me])
-    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[a.stage / p];
+    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[sch.local_index(a.stage)];
 
-  for (const Action& a : sch.programs[me]) {
-    const int s = a.stage, c = s / p, i = a.microbatch;
+  // One simple action (F, B, I, W, or a message) of this rank's program.
+  auto run = [&](const Action& a) {
+    const int s = a.stage, c = sch.local_index(s), i = a.microbatch;
     const bool prev_local = s > 0 && sch.rank_of_stage(s - 1) == me;
     int peer = -1;
     if (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) peer = sch.rank_of_stage(s + 1);
@@ -105,7 +106,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
     // The gradient of this stage's input goes to the previous stage.
     auto hand_back = [&](const at::Tensor& grad) {
       if (prev_local)
-        st.grad_output[c - 1][i] = grad;
+        st.grad_output[sch.local_index(s - 1)][i] = grad;
       else
         st.grad_input[c][i] = grad;
     };
@@ -127,7 +128,8 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
             result.loss += result.microbatch_losses[i] * weight;
           } else {
             st.output[c][i] = out;
-            if (sch.rank_of_stage(s + 1) == me) st.input[c + 1][i] = out.detach();  // next stage on this rank (p = 1)
+            // The next stage on this rank (p = 1, or the turn of a V) takes it in memory.
+            if (sch.rank_of_stage(s + 1) == me) st.input[sch.local_index(s + 1)][i] = out.detach();
           }
           break;
         }
@@ -190,7 +192,8 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
                                      (peer >= 0 ? ", peer " + peer_name(comm_, peer) : std::string()) + "): ",
                                  e);
     }
-  }
+  };
+  for (const Action& a : sch.programs[me]) run(a);
   // Sends were posted without waiting (schedule.hpp); they must be done
   // before their tensors are freed and before the next step reuses the tags.
   for (size_t k = 0; k < st.sends.size(); ++k) {

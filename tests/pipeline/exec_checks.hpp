@@ -15,8 +15,9 @@
 
 namespace distlab::pipeline::testing {
 
-// Runs every schedule (GPipe, 1F1B, Interleaved v=2, LoopedBFS v=2, ZB-H1)
-// on `comm`, and returns what differs from the unsplit model: each entry
+// Runs every schedule (GPipe, 1F1B, Interleaved v=2, LoopedBFS v=2, ZB-H1,
+// interleaved zero bubble v=2, ZBV in a V) on `comm`, and
+// returns what differs from the unsplit model: each entry
 // names the schedule, the rank and the max difference.
 std::vector<std::string> check_against_unsplit(comm::Communicator& comm);
 

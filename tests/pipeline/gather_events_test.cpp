@@ -62,8 +62,7 @@ class GatherStepEvents : public testing::TestWithParam<std::tuple<int, ScheduleK
 
 TEST_P(GatherStepEvents, EveryRankGetsEveryRanksEventsOfTheStep) {
   const auto [p, kind] = GetParam();
-  const int v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
-  const Schedule schedule = make_schedule(kind, p, /*microbatches=*/4, v);
+  const Schedule schedule = make_schedule(kind, p, /*microbatches=*/4, stages_per_rank_for(kind, 2));
   // The reference: step kStep of this schedule, rank by rank, as recorded.
   std::vector<trace::Event> all, want;
   for (int r = 0; r < p; ++r) {
@@ -82,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(RanksAndSchedules, GatherStepEvents,
                          testing::Combine(testing::Values(2, 3),
                                           testing::Values(ScheduleKind::kGPipe, ScheduleKind::k1F1B,
                                                           ScheduleKind::kInterleaved1F1B,
-                                                          ScheduleKind::kZeroBubbleH1)));
+                                                          ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV)));
 
 // A rank with nothing recorded for the step contributes nothing.
 TEST(GatherStepEvents, ARankWithoutEventsAddsNone) {
