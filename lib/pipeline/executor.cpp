@@ -79,8 +79,9 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
   const std::string step_text = std::to_string(options_.step);
   // Weight-gradient actions per local stage, to tell before_backward which is the last.
   std::vector<int> weight_actions(sch.stages_per_rank, 0), weight_done(sch.stages_per_rank, 0);
-  for (const Action& a : sch.programs[me])
-    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[sch.local_index(a.stage)];
+  for (const Action& action : sch.programs[me])
+    for (const Action& a : parts(action))
+      if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[sch.local_index(a.stage)];
 
   // One simple action (F, B, I, W, or a message) of this rank's program.
   auto run = [&](const Action& a) {
@@ -186,6 +187,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           st.grad_output[c][i] = grad;
           break;
         }
+        case ActionType::kOverlapFB: break;  // never here: run() gets its halves
       }
     } catch (const comm::CommError& e) {
       comm::rethrow_with_context(comm_.self() + ", pipeline action " + to_string(a) + " (" + sch.describe() +
@@ -193,7 +195,14 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
                                  e);
     }
   };
-  for (const Action& a : sch.programs[me]) run(a);
+  for (const Action& a : sch.programs[me]) {
+    // OVERLAP_F_B (DualPipeV): on a GPU its forward and backward would run on
+    // two streams so that each hides the other's communication. Here they
+    // run one after the other inside the action, forward first, each traced
+    // on its own: ranks on CPU cores that the halves would share cannot hide
+    // compute behind compute (docs/benchmarks-pipeline.md measures it).
+    for (const Action& part : parts(a)) run(part);
+  }
   // Sends were posted without waiting (schedule.hpp); they must be done
   // before their tensors are freed and before the next step reuses the tags.
   for (size_t k = 0; k < st.sends.size(); ++k) {

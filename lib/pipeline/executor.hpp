@@ -80,7 +80,7 @@ class PipelineExecutor {
  public:
   // `stages`: this rank's stages, in the order of their stage numbers
   // (rank r holds r, r + p, ... under looped placement; r and 2p-1-r in the
-  // V of ZBV). Throws ScheduleError for a schedule that is
+  // V of ZBV and DualPipeV). Throws ScheduleError for a schedule that is
   // invalid or does not fit comm.
   PipelineExecutor(comm::Communicator& comm, Schedule schedule, std::vector<StageModule> stages,
                    ExecutorOptions options);

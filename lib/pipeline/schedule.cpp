@@ -29,6 +29,7 @@ const char* kind_name(ScheduleKind kind) {
     case ScheduleKind::kZeroBubbleH1: return "zb_h1";
     case ScheduleKind::kInterleavedZeroBubble: return "interleaved_zb";
     case ScheduleKind::kZeroBubbleV: return "zbv";
+    case ScheduleKind::kDualPipeV: return "dualpipev";
   }
   return "?";
 }
@@ -45,6 +46,7 @@ ScheduleKind parse_kind(const std::string& name) {
   if (n == "interleavedzerobubble" || n == "interleaved_zero_bubble" || n == "interleavedzb")
     return ScheduleKind::kInterleavedZeroBubble;
   if (n == "zbvzerobubble" || n == "zb_v") return ScheduleKind::kZeroBubbleV;
+  if (n == "dualpipe_v") return ScheduleKind::kDualPipeV;
   std::string names;
   for (ScheduleKind k : all_kinds()) names += std::string(names.empty() ? "" : ", ") + kind_name(k);
   throw ScheduleError("unknown schedule '" + name + "'; choose one of " + names);
@@ -54,11 +56,11 @@ std::vector<ScheduleKind> all_kinds() {
   return {ScheduleKind::kGPipe,        ScheduleKind::k1F1B,
           ScheduleKind::kInterleaved1F1B, ScheduleKind::kLoopedBFS,
           ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleavedZeroBubble,
-          ScheduleKind::kZeroBubbleV};
+          ScheduleKind::kZeroBubbleV,  ScheduleKind::kDualPipeV};
 }
 
 Placement placement_of(ScheduleKind kind) {
-  return kind == ScheduleKind::kZeroBubbleV ? Placement::kV : Placement::kLoop;
+  return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV ? Placement::kV : Placement::kLoop;
 }
 
 int stages_per_rank_for(ScheduleKind kind, int chunks) {
@@ -78,8 +80,8 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
   const std::string shape = name + " p=" + std::to_string(ranks) + " m=" + std::to_string(microbatches);
   const Placement placement = placement_of(kind);
   if (placement == Placement::kV) {
-    // torch's ScheduleZBVZeroBubble raises "ZBV requires exactly 2 stages
-    // per rank".
+    // torch's ScheduleZBVZeroBubble and ScheduleDualPipeV raise "ZBV requires
+    // exactly 2 stages per rank".
     require(stages_per_rank == 2,
             name + " holds exactly two stages per rank in a V, but v=" + std::to_string(stages_per_rank) + " was asked",
             "use v=2 (stages_per_rank_for(kind, ...) gives it): rank r holds stages r and 2p-1-r");
@@ -99,6 +101,14 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
             shape + ": m must be a multiple of its number of rounds max(1, m / p) = " + std::to_string(rounds),
             "choose m = " + std::to_string(below) + " or another multiple of p (torch's rule)");
   }
+  if (kind == ScheduleKind::kDualPipeV) {
+    // torch's ScheduleDualPipeV: "DualPipeV requires at least as many
+    // microbatches as stages".
+    require(microbatches >= 2 * ranks,
+            shape + ": DualPipeV needs at least as many microbatches as stages (m >= 2p = " +
+                std::to_string(2 * ranks) + ")",
+            "choose m >= " + std::to_string(2 * ranks));
+  }
 
   Schedule s;
   s.kind = kind;
@@ -117,6 +127,7 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
       compute = interleaved_zero_bubble_order(ranks, microbatches, stages_per_rank);
       break;
     case ScheduleKind::kZeroBubbleV: compute = zbv_order(ranks, microbatches); break;
+    case ScheduleKind::kDualPipeV: compute = dualpipev_order(ranks, microbatches); break;
   }
   s.programs = lower_communication(compute, ranks, stages_per_rank, placement);
   // See interleaved_order: proved for the shapes the tests try, checked here
@@ -149,9 +160,9 @@ std::vector<std::vector<Action>> lower_communication(const std::vector<std::vect
   for (size_t r = 0; r < compute.size(); ++r) {
     auto& out = programs[r];
     for (const Action& a : compute[r]) {
-      receive(a, out);
+      for (const Action& part : parts(a)) receive(part, out);
       out.push_back(a);
-      send(a, out);
+      for (const Action& part : parts(a)) send(part, out);
     }
   }
   return programs;

@@ -9,7 +9,7 @@
 //   V:    v = 2, rank r holds stages r and 2p-1-r: the model goes down the
 //         ranks and comes back up, so rank 0 holds the first and the last
 //         stage, and at rank p-1 the turn (stage p-1 -> stage p) stays on
-//         one rank. ZBV. For p = 2:
+//         one rank. ZBV and DualPipeV. For p = 2:
 //
 //           rank 0: stage 0 ----------------> stage 3 (loss)
 //                      |                         ^
@@ -45,6 +45,7 @@ enum class ScheduleKind {
   kZeroBubbleH1,
   kInterleavedZeroBubble,
   kZeroBubbleV,
+  kDualPipeV,
 };
 
 enum class Placement { kLoop, kV };
@@ -73,27 +74,27 @@ struct Schedule {
 };
 
 // "gpipe", "1f1b", "interleaved", "looped_bfs", "zb_h1", "interleaved_zb",
-// "zbv"
+// "zbv", "dualpipev"
 const char* kind_name(ScheduleKind kind);
 // The inverse of kind_name, in any case and with '-' for '_' ("zb-h1", as
 // the capstone's --schedule spells it); also accepts "interleaved_1f1b",
 // "loopedbfs", "zbh1", torch's class names without "Schedule"
-// ("InterleavedZeroBubble", "ZBVZeroBubble"). Throws
+// ("InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"). Throws
 // ScheduleError.
 ScheduleKind parse_kind(const std::string& name);
 std::vector<ScheduleKind> all_kinds();
-// Where `kind` puts its stages: V for ZBV, loop otherwise.
+// Where `kind` puts its stages: V for ZBV and DualPipeV, loop otherwise.
 Placement placement_of(ScheduleKind kind);
 // The v to build `kind` with when `chunks` stages per rank are wanted: 2
-// for ZBV (always two), `chunks` for the looped multi-stage
+// for the V schedules (always two), `chunks` for the looped multi-stage
 // ones (Interleaved 1F1B, LoopedBFS, interleaved zero bubble), 1 otherwise.
 int stages_per_rank_for(ScheduleKind kind, int chunks);
 
 // Builds `kind` for p ranks, m microbatches, v stages per rank. Throws
 // ScheduleError for an invalid (p, m, v), naming the rule and the fix:
 // GPipe, 1F1B and ZB-H1 hold one stage per rank (v = 1); Interleaved 1F1B,
-// LoopedBFS and interleaved zero bubble take any v >= 1; ZBV exactly v = 2
-// (see builders.cpp, zero_bubble.cpp and v_schedules.cpp for
+// LoopedBFS and interleaved zero bubble take any v >= 1; ZBV and DualPipeV
+// exactly v = 2 (see builders.cpp, zero_bubble.cpp and v_schedules.cpp for
 // what each needs of m).
 Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stages_per_rank = 1);
 
@@ -107,9 +108,11 @@ std::vector<std::vector<Action>> looped_bfs_order(int p, int m, int v);
 std::vector<std::vector<Action>> zero_bubble_h1_order(int p, int m);
 std::vector<std::vector<Action>> interleaved_zero_bubble_order(int p, int m, int v);
 std::vector<std::vector<Action>> zbv_order(int p, int m);
+std::vector<std::vector<Action>> dualpipev_order(int p, int m);
 
 // Inserts RECV_F/RECV_B before and SEND_F/SEND_B after the compute actions
-// that need them (see above).
+// that need them (see above); an OVERLAP_F_B gets the receives of both its
+// halves before it and their sends after it.
 std::vector<std::vector<Action>> lower_communication(const std::vector<std::vector<Action>>& compute, int ranks,
                                                      int stages_per_rank, Placement placement = Placement::kLoop);
 

@@ -8,6 +8,9 @@
 // by rank; lower_communication adds the messages and make_schedule runs the
 // checker on the result.
 #include <algorithm>
+#include <deque>
+#include <map>
+#include <utility>
 
 #include "pipeline/schedule.hpp"
 
@@ -71,6 +74,88 @@ std::vector<std::vector<Action>> zbv_order(int p, int m) {
     while (w0 < b0) add(ActionType::kBackwardWeight, c0, w0);
     for (const Action& a : ops)
       if (a.microbatch < m) order[r].push_back(a);  // the padding microbatches go
+  }
+  return order;
+}
+
+// DualPipeV (torch's ScheduleDualPipeV, after DeepSeek's DualPipe,
+// arXiv 2412.19437 and github.com/deepseek-ai/DualPipe). Its steady state
+// pairs a forward of one chunk with the full backward of the other in one
+// OVERLAP_F_B action, so that on a GPU the backward's compute hides the
+// forward's communication and vice versa. Rank r, chunks s0 = r, s1 =
+// 2p-1-r, in eight steps:
+//
+//   1  2(p-r-1) forwards of s0
+//   2  r+1 pairs F s0, F s1
+//   3  p-r-1 triples I s1, a waiting W, F s1          (zero bubble)
+//   4  m-2p+r+1 pairs (F s0 & B s1), (F s1 & B s0)    (the main step; on
+//      rank p-1 the first F s0, B s1 run apart, which shortens the bubble)
+//   5  p-r-1 pairs B s1, (F s1 & B s0)
+//   6  r+1 pairs B s1, B s0, switching to I (W later) halfway
+//   7  p-r-1 pairs: a waiting W, then B (or I) of s0
+//   8  r+1 waiting Ws
+//
+// Step 4 needs m >= 2p (make_schedule refuses less, as torch does). Each
+// action's microbatch is the next one not yet through that stage and kind;
+// a B counts as an I and a W.
+std::vector<std::vector<Action>> dualpipev_order(int p, int m) {
+  std::vector<std::vector<Action>> order(p);
+  for (int r = 0; r < p; ++r) {
+    const int s0 = r, s1 = 2 * p - 1 - r;
+    std::map<std::pair<int, ActionType>, int> next;  // (stage, F or I) -> next microbatch
+    std::deque<Action> weights;                      // Ws owed by the Is so far, oldest first
+    auto& ops = order[r];
+    auto take = [&](int stage, ActionType type) {
+      const ActionType counter = type == ActionType::kForward ? type : ActionType::kBackwardInput;
+      const Action a{type, stage, next[{stage, counter}]++};
+      if (type == ActionType::kBackwardInput) weights.push_back({ActionType::kBackwardWeight, stage, a.microbatch});
+      return a;
+    };
+    auto add = [&](int stage, ActionType type) { ops.push_back(take(stage, type)); };
+    auto add_overlap = [&](int forward_stage, int backward_stage) {
+      const Action f = take(forward_stage, ActionType::kForward);
+      ops.push_back(overlap_fb(f, take(backward_stage, ActionType::kBackward)));
+    };
+    auto add_waiting_weight = [&]() {
+      if (weights.empty()) return;
+      ops.push_back(weights.front());
+      weights.pop_front();
+    };
+    for (int k = 0; k < 2 * (p - r - 1); ++k) add(s0, ActionType::kForward);  // 1
+    for (int k = 0; k < r + 1; ++k) {                                         // 2
+      add(s0, ActionType::kForward);
+      add(s1, ActionType::kForward);
+    }
+    for (int k = 0; k < p - r - 1; ++k) {  // 3
+      add(s1, ActionType::kBackwardInput);
+      add_waiting_weight();
+      add(s1, ActionType::kForward);
+    }
+    for (int k = 0; k < m - 2 * p + r + 1; ++k) {  // 4
+      if (k == 0 && r == p - 1) {
+        add(s0, ActionType::kForward);
+        add(s1, ActionType::kBackward);
+      } else {
+        add_overlap(s0, s1);
+      }
+      add_overlap(s1, s0);
+    }
+    for (int k = 0; k < p - r - 1; ++k) {  // 5
+      add(s1, ActionType::kBackward);
+      add_overlap(s1, s0);
+    }
+    bool split = false;  // 6: the second half of these backwards leave their W for later
+    for (int k = 0; k < r + 1; ++k) {
+      if (k == (r + 1) / 2 && r % 2 == 1) split = true;
+      add(s1, split ? ActionType::kBackwardInput : ActionType::kBackward);
+      if (k == (r + 1) / 2 && r % 2 == 0) split = true;
+      add(s0, split ? ActionType::kBackwardInput : ActionType::kBackward);
+    }
+    for (int k = 0; k < p - r - 1; ++k) {  // 7
+      add_waiting_weight();
+      add(s0, split ? ActionType::kBackwardInput : ActionType::kBackward);
+    }
+    for (int k = 0; k < r + 1; ++k) add_waiting_weight();  // 8
   }
   return order;
 }

@@ -131,9 +131,31 @@ TEST(Checker, InterleavedZeroBubbleSwapThatDeadlocksIsNamed) {
   EXPECT_NE(r.error.find("rank 1 waits at action 0 (1RECV_F0) for message 0->1 F mb 0"), std::string::npos) << r.error;
 }
 
+TEST(Checker, DualPipeVCorruptedCompoundIsNamed) {
+  // The compound's backward half lost its gradient.
+  Schedule dropped = build(ScheduleKind::kDualPipeV, 2, 4);
+  auto& prog = dropped.programs[0];
+  prog.erase(prog.begin() + static_cast<long>(index_of(prog, "0RECV_B0")));
+  expect_rejected(dropped, 0, "(3F2;0B0)OVERLAP_F_B", "its half 0B0: its output gradient was not received");
+
+  // Two compounds swapped: the forward half of the first now needs the
+  // forward of the other, which has not run.
+  Schedule swapped = build(ScheduleKind::kDualPipeV, 2, 4);
+  swap_actions(swapped.programs[1], "(1F3;2B1)OVERLAP_F_B", "(2F3;1B1)OVERLAP_F_B");
+  expect_rejected(swapped, 1, "(2F3;1B1)OVERLAP_F_B", "its half 2F3: its input, 1F3 on this rank, has not run yet");
+
+  // Halves that depend on each other cannot overlap: 1B3 needs 1F3, so
+  // (1F3;1B3) is refused although a CPU running the halves in order could.
+  Schedule chained = build(ScheduleKind::kDualPipeV, 2, 4);
+  auto& rank1 = chained.programs[1];
+  rank1[index_of(rank1, "(1F3;2B1)OVERLAP_F_B")] = parse_actions("(1F3;1B3)OVERLAP_F_B")[0];
+  expect_rejected(chained, 1, "(1F3;1B3)OVERLAP_F_B", "its half 1B3: backward before its forward 1F3");
+}
+
 // Whatever single action goes missing, the checker notices.
 TEST(Checker, EveryDroppedActionOfTheNewKindsIsCaught) {
-  for (ScheduleKind kind : {ScheduleKind::kInterleavedZeroBubble, ScheduleKind::kZeroBubbleV})
+  for (ScheduleKind kind :
+       {ScheduleKind::kInterleavedZeroBubble, ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV})
     for (int p : {1, 2, 3, 4}) {
       const Schedule s = build(kind, p, 2 * p);
       ASSERT_TRUE(check(s).ok) << s.describe() << ": " << check(s).error;

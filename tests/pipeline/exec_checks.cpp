@@ -5,6 +5,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "pipeline/executor.hpp"
@@ -59,7 +60,9 @@ std::vector<std::string> check_against_unsplit(comm::Communicator& comm) {
 
   for (ScheduleKind kind : all_kinds()) {
     const int v = stages_per_rank_for(kind, 2), S = p * v, per_stage = kLayers / S;
-    const Schedule schedule = make_schedule(kind, p, kMicrobatches, v);
+    // DualPipeV needs m >= 2p: 8 microbatches of 2, 2, 1, ... rows on 4 ranks.
+    const int m = kind == ScheduleKind::kDualPipeV ? std::max(kMicrobatches, 2 * p) : kMicrobatches;
+    const Schedule schedule = make_schedule(kind, p, m, v);
     // This rank's stages in stage order: r, r + p, ... looped; r, 2p-1-r in a V.
     std::vector<int> mine;
     for (int s = 0; s < S; ++s)
