@@ -28,6 +28,17 @@ std::optional<ClosedForm> closed_form(ScheduleKind kind, int ranks, const Action
   return std::nullopt;
 }
 
+bool exact_for_shape(ScheduleKind kind, int ranks, int microbatches) {
+  switch (kind) {
+    case ScheduleKind::kInterleaved1F1B: return microbatches % ranks == 0;
+    case ScheduleKind::kZeroBubbleH1:
+    case ScheduleKind::kInterleavedZeroBubble: return microbatches >= ranks;
+    case ScheduleKind::kZeroBubbleV: return microbatches >= 2 * ranks - 1;
+    case ScheduleKind::kLoopedBFS: return false;
+    default: return true;
+  }
+}
+
 std::optional<double> closed_form_bubble(const Schedule& schedule, const ActionCosts& costs) {
   const std::optional<ClosedForm> form = closed_form(schedule.kind, schedule.ranks, costs);
   if (!form) return std::nullopt;

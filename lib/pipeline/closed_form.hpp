@@ -49,6 +49,12 @@ struct ClosedForm {
 // LoopedBFS.
 std::optional<ClosedForm> closed_form(ScheduleKind kind, int ranks, const ActionCosts& costs);
 
+// Whether (p, m) is a shape where the formula holds (the m part of
+// `exact_when`: m a multiple of p for interleaved, m >= p for ZB-H1 and
+// interleaved zero bubble, m >= 2p-1 for ZBV; any m the schedule accepts
+// for the others). The cost part (F = I = W, ...) is the caller's to see.
+bool exact_for_shape(ScheduleKind kind, int ranks, int microbatches);
+
 // The closed form's idle as the step's mean idle fraction over ranks, the
 // simulator's `bubble`: each rank's work is its own actions' cost under
 // `costs`, and the step lasts the closed form's idle plus the least work of

@@ -128,6 +128,33 @@ TEST(ClosedForm, DualPipeVIsTheDualPipeReadmesFormula) {
       }
 }
 
+// exact_for_shape() against the simulator at F = I = W, every accepted m
+// up to 3p+1: where it says the formula holds, it does; and each shape
+// condition is needed (some shape outside it misses the formula).
+TEST(ClosedForm, ExactForShapeIsWhereTheFormulaHolds) {
+  const ActionCosts c = split_costs(1, 1, 1);
+  for (ScheduleKind kind : all_kinds()) {
+    const std::optional<ClosedForm> form = closed_form(kind, 2, c);
+    if (!form) continue;  // LoopedBFS
+    int outside = 0, missed = 0;
+    for (int p = 2; p <= 6; ++p)
+      for (int m = 1; m <= 3 * p + 1; ++m) {
+        if (kind == ScheduleKind::kDualPipeV && m < 2 * p) continue;                           // refused
+        if (kind == ScheduleKind::kInterleavedZeroBubble && m % std::max(1, m / p) != 0) continue;  // refused
+        const Schedule s = make_schedule(kind, p, m, stages_per_rank_for(kind, 2));
+        const double idle = max_idle(simulate(s, c)), want = closed_form(kind, p, c)->idle_s;
+        if (exact_for_shape(kind, p, m)) {
+          EXPECT_NEAR(idle, want, 1e-9) << s.describe();
+        } else {
+          ++outside;
+          missed += std::abs(idle - want) > 1e-9;
+        }
+      }
+    EXPECT_EQ(missed > 0, outside > 0) << kind_name(kind) << ": " << outside << " shapes outside, " << missed
+                                       << " of them off the formula";
+  }
+}
+
 // The most microbatches' activations rank r holds at once over all its
 // stages (each stage's count from the simulator, summed over time).
 int rank_peak(const Schedule& s, const Simulation& sim, int r) {
