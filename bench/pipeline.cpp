@@ -4,7 +4,8 @@
 // beside the schedule's closed form (pipeline/closed_form.hpp, with the
 // same costs) and beside the textbook (p-1)/(m+p-1).
 //
-//   distlab-bench pipeline --stages 2,4 --microbatches 1,2,4,8,16
+//   distlab-bench pipeline --stages 2 4 --microbatches 1 2 4 8 16
+//   distlab-bench pipeline --schedules zbv dualpipev --costs   (each row's measured F, B, I, W below it)
 //
 // The model: 8 layers of Linear(width, width) + Tanh, split evenly; a batch
 // of --batch rows; MSE loss. Each row: -w untimed steps, then -n timed
@@ -65,6 +66,7 @@ struct PipelineBenchOptions {
   std::vector<std::string> schedules{"gpipe",          "1f1b", "interleaved", "looped_bfs", "zb_h1",
                                      "interleaved_zb", "zbv",  "dualpipev"};
   int width = 256, batch = 256, iters = 5, warmup = 2;
+  bool costs = false;  // a line under each row: the measured F, B, I, W
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
@@ -126,12 +128,17 @@ Gaps run_row(const PipelineBenchOptions& o, ScheduleKind kind, int p, int m) {
   const double step_s = seconds / o.iters;
   double measured = 0, simulated = 0, shared = 0, closed = 0;
   bool has_closed = true;
+  StageCosts mean{0, 0, 0, 0};  // over stages and timed steps
   for (int k = o.warmup; k < o.warmup + o.iters; ++k) {
     const Measured step = measure(sink->events(), schedule, k);
     measured += step.bubble / o.iters;
     simulated += simulate(schedule, step.costs).bubble / o.iters;
     shared += simulate(schedule, step.costs, o.cores).bubble / o.iters;
-    const std::optional<double> form = closed_form_bubble(schedule, mean_stage(step.costs));
+    const ActionCosts stage = mean_stage(step.costs);
+    const std::optional<double> form = closed_form_bubble(schedule, stage);
+    mean = {mean.forward + stage.uniform.forward / o.iters, mean.backward + stage.uniform.backward / o.iters,
+            mean.backward_input + stage.uniform.backward_input / o.iters,
+            mean.backward_weight + stage.uniform.backward_weight / o.iters};
     has_closed = has_closed && form.has_value();
     closed += form.value_or(0.0) / o.iters;
   }
@@ -146,6 +153,9 @@ Gaps run_row(const PipelineBenchOptions& o, ScheduleKind kind, int p, int m) {
   std::printf("%-14s %6d %2d %3d %9.2f %10.0f %9.3f %10.3f %9.3f %7s %8.3f %5.1f\n", kind_name(kind), p, v, m,
               step_s * 1e3, o.batch / step_s, measured, simulated, shared, closed_text, gpipe_bubble(p, m),
               gap.on_cores);
+  if (o.costs)
+    std::printf("#   per stage: F %.2f ms, B %.2f ms, I %.2f ms, W %.2f ms (B = I + W where the backward is split)\n",
+                mean.forward * 1e3, mean.backward * 1e3, mean.backward_input * 1e3, mean.backward_weight * 1e3);
   std::fflush(stdout);
   return gap;
 }
@@ -213,6 +223,7 @@ Registration reg("pipeline", "pipeline schedules: throughput and bubble vs micro
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd.add_option("-n,--iters", o->iters, "timed steps per row")->capture_default_str();
   cmd.add_option("-w,--warmup_iters", o->warmup, "untimed steps first")->capture_default_str();
+  cmd.add_flag("--costs", o->costs, "under each row, the measured F, B, I, W of a stage (means)");
   return [o] {
     std::printf("# %d layers Linear(%d)+Tanh, batch %d, threads backend, CPU; intra-op threads per rank: cores / "
                 "ranks; bubbles: means over %d timed steps\n", kLayers, o->width, o->batch, o->iters);
