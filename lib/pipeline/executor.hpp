@@ -32,6 +32,12 @@
 // input-gradient chain inside the stage is computed twice (once by I, once
 // to reach the weights). The lesson and the benchmark measure that cost.
 //
+// OVERLAP_F_B (DualPipeV): its forward half and its backward half run one
+// after the other inside the action, each recorded as its own F and B
+// event. On CPU ranks the two halves would share the rank's cores, so
+// running them at once hides no compute (docs/benchmarks-pipeline.md times
+// both ways); a GPU version would put them on two streams.
+//
 // Every wait uses the communicator's timeout; a failure names the rank, the
 // action ("1RECV_F2") and the peer.
 #pragma once
