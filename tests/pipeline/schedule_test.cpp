@@ -259,6 +259,19 @@ TEST(Builders, EveryScheduleIsValidForManyShapes) {
   EXPECT_GT(refused, 0);
 }
 
+// torch's newer kinds over every m up to 3p+2 (p 1..8): the checker proves
+// each shape the rules accept (make_schedule runs it, and again here).
+TEST(Builders, NewKindsAreValidForEveryMicrobatchCount) {
+  for (ScheduleKind kind :
+       {ScheduleKind::kInterleavedZeroBubble, ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV})
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 3 * p + 2; ++m) {
+        if (!torch_accepts(kind, p, m)) continue;
+        const CheckResult r = check(make_schedule(kind, p, m, 2));
+        ASSERT_TRUE(r.ok) << kind_name(kind) << " p=" << p << " m=" << m << ": " << r.error;
+      }
+}
+
 // Every interleaved shape up to m = 48 (builders.cpp: rounds of >= p
 // microbatches make any m work, including m % p != 0, which Megatron refuses).
 TEST(Builders, InterleavedTakesAnyMicrobatchCount) {
