@@ -4,7 +4,8 @@
 // does: stage 0 keeps the embedding and the first half of the layers, stage
 // 1 the rest, the norm and the output, every parameter under the whole
 // model's name. Each schedule (GPipe, 1F1B, Interleaved 1F1B, LoopedBFS,
-// ZB-H1) then runs for real on the same batch, and:
+// ZB-H1; with --schedules also torch's newer interleaved_zb, zbv and
+// dualpipev) then runs for real on the same batch, and:
 //   1. its loss and every gradient are checked against the unsplit model's;
 //   2. its bubble is measured from the trace, beside the simulator's (fed the
 //      same run's measured action costs) and beside (p-1)/(m+p-1);
@@ -16,6 +17,7 @@
 //   lesson_10_pipeline_schedules --trace /tmp/pp.json  (/tmp/pp.gpipe.json, /tmp/pp.1f1b.json, ...)
 //   distlab-run --nproc-per-node 2 -- lesson_10_pipeline_schedules --backend gloo
 //   lesson_10_pipeline_schedules --seed-shapes         (dim 512, 8 layers, x (32, 500): minutes on CPU)
+//   lesson_10_pipeline_schedules --schedules zbv,dualpipev  (the V: rank r holds stages r and 2p-1-r)
 #include <CLI/CLI.hpp>
 #include <torch/nn/functional/loss.h>
 
@@ -126,14 +128,15 @@ struct Row {
   std::string skipped;  // why it did not run, if it did not
 };
 
-// This rank's stages of an S-stage split (stage c * p + rank for c < v), each
-// holding the whole model's weights for its layers.
-std::vector<models::Gpt> build_stages(comm::Communicator& comm, const Reference& ref, int v) {
-  const int p = comm.size();
-  const auto ranges = models::split_layers(ref.whole->options().n_layers, p * v);
+// This rank's stages of the schedule's S-stage split, in stage order (r, r +
+// p, ... looped; r and 2p-1-r in the V of zbv and dualpipev), each holding
+// the whole model's weights for its layers.
+std::vector<models::Gpt> build_stages(comm::Communicator& comm, const Reference& ref, const pipeline::Schedule& schedule) {
+  const auto ranges = models::split_layers(ref.whole->options().n_layers, schedule.num_stages());
   std::vector<models::Gpt> stages;
-  for (int c = 0; c < v; ++c) {
-    const auto [first, end] = ranges[c * p + comm.rank()];
+  for (int s = 0; s < schedule.num_stages(); ++s) {
+    if (schedule.rank_of_stage(s) != comm.rank()) continue;
+    const auto [first, end] = ranges[s];
     models::Gpt stage(ref.whole->options(), first, end);
     models::copy_state_by_name(*ref.whole, *stage);
     stages.push_back(stage);
@@ -151,13 +154,19 @@ Row run_schedule(comm::Communicator& comm, const Options& o, const Reference& re
   const int p = comm.size(), me = comm.rank();
   Row row;
   row.name = pipeline::kind_name(kind);
-  row.v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
+  row.v = pipeline::stages_per_rank_for(kind, 2);
   if (p * row.v > o.layers) {
     row.skipped = "needs " + std::to_string(p * row.v) + " stages of at least one layer, the model has " +
                   std::to_string(o.layers) + " (--layers " + std::to_string(p * row.v) + ")";
     return row;
   }
-  const pipeline::Schedule schedule = pipeline::make_schedule(kind, p, o.microbatches, row.v);
+  pipeline::Schedule schedule;
+  try {
+    schedule = pipeline::make_schedule(kind, p, o.microbatches, row.v);
+  } catch (const pipeline::ScheduleError& e) {  // a rule of the schedule: dualpipev needs m >= 2p, ...
+    row.skipped = e.what();
+    return row;
+  }
   // Threads share one recorder: rank 0 switches its file while the others wait.
   const bool owns_sinks = comm.backend() != "threads" || me == 0;
   comm.barrier();
@@ -170,7 +179,7 @@ Row run_schedule(comm::Communicator& comm, const Options& o, const Reference& re
   }
   comm.barrier();
 
-  std::vector<models::Gpt> stages = build_stages(comm, ref, row.v);
+  std::vector<models::Gpt> stages = build_stages(comm, ref, schedule);
   std::vector<pipeline::StageModule> modules;
   for (auto& stage : stages) modules.push_back(pipeline::stage_of(stage));
   pipeline::ExecutorOptions options;
@@ -211,13 +220,13 @@ Row run_schedule(comm::Communicator& comm, const Options& o, const Reference& re
 // GPipe's loss with microbatches cut along `dim` of the tokens (seq, batch):
 // dim 1 as the executor is told above, dim 0 as seed 002's x.chunk(m) cuts.
 double gpipe_loss_cut_along(comm::Communicator& comm, const Options& o, const Reference& ref, int64_t dim) {
-  std::vector<models::Gpt> stages = build_stages(comm, ref, 1);
+  const pipeline::Schedule gpipe = pipeline::make_schedule(ScheduleKind::kGPipe, comm.size(), o.microbatches);
+  std::vector<models::Gpt> stages = build_stages(comm, ref, gpipe);
   pipeline::ExecutorOptions options;
   options.split_dim = dim;
   options.loss = tokenwise_loss;
   options.tag_base = (1 << 16) * static_cast<int>(1 + dim);  // apart from the other runs' messages
-  pipeline::PipelineExecutor pipe(comm, pipeline::make_schedule(ScheduleKind::kGPipe, comm.size(), o.microbatches),
-                                  {pipeline::stage_of(stages[0])}, options);
+  pipeline::PipelineExecutor pipe(comm, gpipe, {pipeline::stage_of(stages[0])}, options);
   const auto result = pipe.step(ref.tokens, ref.targets);
   return lessons::one_per_rank(comm, result.has_loss ? result.loss : 0.0)[comm.size() - 1];
 }
@@ -230,6 +239,10 @@ std::string join(const std::vector<int>& values) {
 
 void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks& sinks, lessons::Parts& parts) {
   const int p = comm.size(), m = o.microbatches, me = comm.rank();
+  // The schedule column: 12 wide, or the longest name asked for ("interleaved_zb").
+  int w = 12;
+  for (const std::string& name : o.schedules)
+    w = std::max(w, static_cast<int>(std::string(pipeline::kind_name(pipeline::parse_kind(name))).size()));
   if (p < 2 || p > o.layers)
     throw comm::SetupError("a pipeline of " + std::to_string(o.layers) + " layers needs 2 to " +
                            std::to_string(o.layers) + " ranks, got " + std::to_string(p) + " (--ranks 2)");
@@ -262,14 +275,19 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
     std::printf("2. The schedules as data: each rank's compute actions (stage, F/B/I/W, microbatch)\n");
     for (const std::string& name : o.schedules) {
       const ScheduleKind kind = pipeline::parse_kind(name);
-      const int v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
+      const int v = pipeline::stages_per_rank_for(kind, 2);
       if (p * v > o.layers) continue;
-      const auto order = pipeline::make_schedule(kind, p, m, v);
+      pipeline::Schedule order;
+      try {
+        order = pipeline::make_schedule(kind, p, m, v);
+      } catch (const pipeline::ScheduleError&) {
+        continue;  // part 3 says why
+      }
       for (int r = 0; r < p; ++r) {
         std::vector<pipeline::Action> compute;
         for (const auto& a : order.programs[r])
           if (pipeline::is_compute(a.type)) compute.push_back(a);
-        std::printf("   %-12s rank %d: %s\n", r == 0 ? pipeline::kind_name(kind) : "", r,
+        std::printf("   %-*s rank %d: %s\n", w, r == 0 ? pipeline::kind_name(kind) : "", r,
                     pipeline::to_string(compute).c_str());
       }
     }
@@ -291,23 +309,23 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                                        r.grad_rel <= kRelativeTolerance;
   if (me == 0) {
     std::printf("\n   Against the unsplit model (loss %.6f):\n", ref.loss);
-    std::printf("   %-12s %2s %10s %11s %16s %14s\n", "schedule", "v", "loss", "|loss diff|", "max |grad diff|",
+    std::printf("   %-*s %2s %10s %11s %16s %14s\n", w, "schedule", "v", "loss", "|loss diff|", "max |grad diff|",
                 "relative");
     for (const Row& r : rows) {
       if (!r.skipped.empty()) {
-        std::printf("   %-12s %2d  skipped: %s\n", r.name.c_str(), r.v, r.skipped.c_str());
+        std::printf("   %-*s %2d  skipped: %s\n", w, r.name.c_str(), r.v, r.skipped.c_str());
         continue;
       }
-      std::printf("   %-12s %2d %10.6f %11.2e %16.2e %14.2e\n", r.name.c_str(), r.v, r.loss, r.loss_diff, r.grad_diff,
+      std::printf("   %-*s %2d %10.6f %11.2e %16.2e %14.2e\n", w, r.name.c_str(), r.v, r.loss, r.loss_diff, r.grad_diff,
                   r.grad_rel);
     }
     std::printf("\n   Time and bubble (idle fraction of the ranks in the last step); peak activations:\n"
                 "   microbatches whose activations a stage held at once, measured (simulated)\n");
-    std::printf("   %-12s %2s %10s %9s %10s %14s   %s\n", "schedule", "v", "step", "measured", "simulated",
+    std::printf("   %-*s %2s %10s %9s %10s %14s   %s\n", w, "schedule", "v", "step", "measured", "simulated",
                 "(p-1)/(m+p-1)", "peak activations per stage");
     for (const Row& r : rows) {
       if (!r.skipped.empty()) continue;
-      std::printf("   %-12s %2d %10s %9.3f %10.3f %14.3f   %s (%s)\n", r.name.c_str(), r.v,
+      std::printf("   %-*s %2d %10s %9.3f %10.3f %14.3f   %s (%s)\n", w, r.name.c_str(), r.v,
                   format_seconds(r.step_s).c_str(), r.measured.bubble, r.simulated.bubble,
                   pipeline::gpipe_bubble(p, m), join(r.measured.peak_activations).c_str(),
                   join(r.simulated.peak_activations).c_str());
@@ -367,7 +385,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--microbatches", o.microbatches, "m")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps per schedule")->check(CLI::Range(1, 1000))->capture_default_str();
-  app.add_option("--schedules", o.schedules, "which to run, of gpipe 1f1b interleaved looped_bfs zb_h1")
+  std::string names;
+  for (ScheduleKind kind : pipeline::all_kinds()) names += std::string(names.empty() ? "" : " ") + pipeline::kind_name(kind);
+  app.add_option("--schedules", o.schedules, "which to run, of " + names)
       ->delimiter(',')
       ->check(
           [](const std::string& name) {

@@ -12,7 +12,7 @@ const ActionType kAllTypes[] = {ActionType::kSendF,    ActionType::kRecvF,      
                                 ActionType::kRecvB,    ActionType::kForward,       ActionType::kBackward,
                                 ActionType::kBackwardInput, ActionType::kBackwardWeight};
 
-Action parse_one(const std::string& word) {
+Action parse_simple(const std::string& word) {
   size_t i = 0;
   while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) ++i;
   size_t j = word.size();
@@ -23,7 +23,20 @@ Action parse_one(const std::string& word) {
   for (ActionType type : kAllTypes)
     if (middle == type_name(type)) return {type, std::stoi(word.substr(0, i)), std::stoi(word.substr(j))};
   throw ScheduleError("cannot read action '" + word + "': unknown type '" + middle +
-                      "' (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)");
+                      "' (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, or (xFi;yBj)OVERLAP_F_B)");
+}
+
+// "(0F3;1B1)OVERLAP_F_B" or a simple action.
+Action parse_one(const std::string& word) {
+  if (word.empty() || word[0] != '(') return parse_simple(word);
+  const size_t semi = word.find(';'), close = word.find(')');
+  const std::string suffix = close == std::string::npos ? "" : word.substr(close + 1);
+  if (semi == std::string::npos || close == std::string::npos || semi > close || suffix != "OVERLAP_F_B")
+    throw ScheduleError("cannot read action '" + word + "': expected a compound (<stage>F<mb>;<stage>B<mb>)OVERLAP_F_B");
+  const Action f = parse_simple(word.substr(1, semi - 1)), b = parse_simple(word.substr(semi + 1, close - semi - 1));
+  if (f.type != ActionType::kForward || b.type != ActionType::kBackward)
+    throw ScheduleError("cannot read action '" + word + "': OVERLAP_F_B joins one F and one B, in that order");
+  return overlap_fb(f, b);
 }
 
 }  // namespace
@@ -38,12 +51,30 @@ const char* type_name(ActionType type) {
     case ActionType::kRecvF: return "RECV_F";
     case ActionType::kSendB: return "SEND_B";
     case ActionType::kRecvB: return "RECV_B";
+    case ActionType::kOverlapFB: return "OVERLAP_F_B";
   }
   return "?";
 }
 
 std::string to_string(const Action& action) {
+  if (action.type == ActionType::kOverlapFB) {
+    const std::vector<Action> fb = parts(action);
+    return "(" + to_string(fb[0]) + ";" + to_string(fb[1]) + ")" + type_name(action.type);
+  }
   return std::to_string(action.stage) + type_name(action.type) + std::to_string(action.microbatch);
+}
+
+Action overlap_fb(const Action& f, const Action& b) {
+  Action a{ActionType::kOverlapFB, f.stage, f.microbatch};
+  a.backward_stage = b.stage;
+  a.backward_microbatch = b.microbatch;
+  return a;
+}
+
+std::vector<Action> parts(const Action& action) {
+  if (action.type != ActionType::kOverlapFB) return {action};
+  return {{ActionType::kForward, action.stage, action.microbatch},
+          {ActionType::kBackward, action.backward_stage, action.backward_microbatch}};
 }
 
 std::vector<Action> parse_actions(const std::string& text) {

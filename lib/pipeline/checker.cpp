@@ -20,6 +20,15 @@ CheckResult fail(int rank, int index, const Action& a, const std::string& why) {
 
 // Rules 1 and 2 for one action, given what this rank has already done.
 std::string local_error(const Schedule& s, int rank, const Action& a, const std::set<Key>& done) {
+  if (a.type == ActionType::kOverlapFB) {
+    // Both halves are judged against what ran before the compound, not
+    // against each other: overlapped, neither may wait for the other.
+    for (const Action& part : parts(a)) {
+      const std::string why = local_error(s, rank, part, done);
+      if (!why.empty()) return "its half " + to_string(part) + ": " + why;
+    }
+    return {};
+  }
   const int S = s.num_stages(), st = a.stage, i = a.microbatch;
   if (st < 0 || st >= S) return "stage " + std::to_string(st) + " does not exist (stages 0.." + std::to_string(S - 1) + ")";
   if (i < 0 || i >= s.microbatches)
@@ -71,6 +80,7 @@ std::string local_error(const Schedule& s, int rank, const Action& a, const std:
       if (st == S - 1) return "the last stage computes the loss, it receives no gradient";
       if (next_local) return "stage " + std::to_string(st + 1) + " is on this rank: hand over in memory, no message";
       return {};
+    case ActionType::kOverlapFB: return {};  // handled above
   }
   return {};
 }
@@ -87,7 +97,7 @@ CheckResult check(const Schedule& s) {
     for (size_t k = 0; k < program.size(); ++k) {
       const std::string why = local_error(s, r, program[k], done[r]);
       if (!why.empty()) return fail(r, static_cast<int>(k), program[k], why);
-      done[r].insert(key(program[k].type, program[k].stage, program[k].microbatch));
+      for (const Action& part : parts(program[k])) done[r].insert(key(part.type, part.stage, part.microbatch));
     }
   }
   // Rule 3: every (stage, microbatch) forward and backward once.

@@ -57,7 +57,7 @@ PipelineExecutor::~PipelineExecutor() = default;
 
 StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& target) {
   const Schedule& sch = schedule_;
-  const int p = sch.ranks, m = sch.microbatches, S = sch.num_stages(), me = comm_.rank();
+  const int m = sch.microbatches, S = sch.num_stages(), me = comm_.rank();
   const bool has_first = sch.rank_of_stage(0) == me, has_last = sch.rank_of_stage(S - 1) == me;
   const int64_t target_dim = options_.target_split_dim >= 0 ? options_.target_split_dim : options_.split_dim;
   auto split = [&](const at::Tensor& t, int64_t dim, const char* what) {
@@ -79,11 +79,13 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
   const std::string step_text = std::to_string(options_.step);
   // Weight-gradient actions per local stage, to tell before_backward which is the last.
   std::vector<int> weight_actions(sch.stages_per_rank, 0), weight_done(sch.stages_per_rank, 0);
-  for (const Action& a : sch.programs[me])
-    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[a.stage / p];
+  for (const Action& action : sch.programs[me])
+    for (const Action& a : parts(action))
+      if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[sch.local_index(a.stage)];
 
-  for (const Action& a : sch.programs[me]) {
-    const int s = a.stage, c = s / p, i = a.microbatch;
+  // One simple action (F, B, I, W, or a message) of this rank's program.
+  auto run = [&](const Action& a) {
+    const int s = a.stage, c = sch.local_index(s), i = a.microbatch;
     const bool prev_local = s > 0 && sch.rank_of_stage(s - 1) == me;
     int peer = -1;
     if (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) peer = sch.rank_of_stage(s + 1);
@@ -105,7 +107,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
     // The gradient of this stage's input goes to the previous stage.
     auto hand_back = [&](const at::Tensor& grad) {
       if (prev_local)
-        st.grad_output[c - 1][i] = grad;
+        st.grad_output[sch.local_index(s - 1)][i] = grad;
       else
         st.grad_input[c][i] = grad;
     };
@@ -127,7 +129,8 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
             result.loss += result.microbatch_losses[i] * weight;
           } else {
             st.output[c][i] = out;
-            if (sch.rank_of_stage(s + 1) == me) st.input[c + 1][i] = out.detach();  // next stage on this rank (p = 1)
+            // The next stage on this rank (p = 1, or the turn of a V) takes it in memory.
+            if (sch.rank_of_stage(s + 1) == me) st.input[sch.local_index(s + 1)][i] = out.detach();
           }
           break;
         }
@@ -184,12 +187,21 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           st.grad_output[c][i] = grad;
           break;
         }
+        case ActionType::kOverlapFB: break;  // never here: run() gets its halves
       }
     } catch (const comm::CommError& e) {
       comm::rethrow_with_context(comm_.self() + ", pipeline action " + to_string(a) + " (" + sch.describe() +
                                      (peer >= 0 ? ", peer " + peer_name(comm_, peer) : std::string()) + "): ",
                                  e);
     }
+  };
+  for (const Action& a : sch.programs[me]) {
+    // OVERLAP_F_B (DualPipeV): on a GPU its forward and backward would run on
+    // two streams so that each hides the other's communication. Here they
+    // run one after the other inside the action, forward first, each traced
+    // on its own: ranks on CPU cores that the halves would share cannot hide
+    // compute behind compute (docs/benchmarks-pipeline.md measures it).
+    for (const Action& part : parts(a)) run(part);
   }
   // Sends were posted without waiting (schedule.hpp); they must be done
   // before their tensors are freed and before the next step reuses the tags.

@@ -32,6 +32,12 @@
 // input-gradient chain inside the stage is computed twice (once by I, once
 // to reach the weights). The lesson and the benchmark measure that cost.
 //
+// OVERLAP_F_B (DualPipeV): its forward half and its backward half run one
+// after the other inside the action, each recorded as its own F and B
+// event. On CPU ranks the two halves would share the rank's cores, so
+// running them at once hides no compute (docs/benchmarks-pipeline.md times
+// both ways); a GPU version would put them on two streams.
+//
 // Every wait uses the communicator's timeout; a failure names the rank, the
 // action ("1RECV_F2") and the peer.
 #pragma once
@@ -79,7 +85,8 @@ struct StepResult {
 class PipelineExecutor {
  public:
   // `stages`: this rank's stages, in the order of their stage numbers
-  // (rank r holds r, r + p, ...). Throws ScheduleError for a schedule that is
+  // (rank r holds r, r + p, ... under looped placement; r and 2p-1-r in the
+  // V of ZBV and DualPipeV). Throws ScheduleError for a schedule that is
   // invalid or does not fit comm.
   PipelineExecutor(comm::Communicator& comm, Schedule schedule, std::vector<StageModule> stages,
                    ExecutorOptions options);

@@ -22,9 +22,14 @@ constexpr int64_t kColumns = 5;
 std::vector<trace::Event> gather_step_events(comm::Communicator& comm, const std::vector<trace::Event>& mine,
                                              const Schedule& schedule, int64_t step) {
   const std::string name = kind_name(schedule.kind), step_text = std::to_string(step);
-  // A rank records at most one event per action of its program in a step.
+  // A rank records at most one event per action of its program in a step,
+  // two for an OVERLAP_F_B (its halves).
   size_t longest = 0;
-  for (const auto& program : schedule.programs) longest = std::max(longest, program.size());
+  for (const auto& program : schedule.programs) {
+    size_t events = 0;
+    for (const Action& a : program) events += parts(a).size();
+    longest = std::max(longest, events);
+  }
   const int64_t rows_per_rank = static_cast<int64_t>(longest);
 
   // (p, rows_per_rank, 5) int64: block r is rank r's events, zero rows unused.

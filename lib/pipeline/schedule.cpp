@@ -27,6 +27,9 @@ const char* kind_name(ScheduleKind kind) {
     case ScheduleKind::kInterleaved1F1B: return "interleaved";
     case ScheduleKind::kLoopedBFS: return "looped_bfs";
     case ScheduleKind::kZeroBubbleH1: return "zb_h1";
+    case ScheduleKind::kInterleavedZeroBubble: return "interleaved_zb";
+    case ScheduleKind::kZeroBubbleV: return "zbv";
+    case ScheduleKind::kDualPipeV: return "dualpipev";
   }
   return "?";
 }
@@ -39,12 +42,32 @@ ScheduleKind parse_kind(const std::string& name) {
   if (n == "interleaved_1f1b" || n == "interleaved1f1b") return ScheduleKind::kInterleaved1F1B;
   if (n == "loopedbfs") return ScheduleKind::kLoopedBFS;
   if (n == "zbh1" || n == "zero_bubble") return ScheduleKind::kZeroBubbleH1;
-  throw ScheduleError("unknown schedule '" + name + "'; choose gpipe, 1f1b, interleaved, looped_bfs or zb_h1");
+  // torch's class names (ScheduleInterleavedZeroBubble, ...) without "Schedule"
+  if (n == "interleavedzerobubble" || n == "interleaved_zero_bubble" || n == "interleavedzb")
+    return ScheduleKind::kInterleavedZeroBubble;
+  if (n == "zbvzerobubble" || n == "zb_v") return ScheduleKind::kZeroBubbleV;
+  if (n == "dualpipe_v") return ScheduleKind::kDualPipeV;
+  std::string names;
+  for (ScheduleKind k : all_kinds()) names += std::string(names.empty() ? "" : ", ") + kind_name(k);
+  throw ScheduleError("unknown schedule '" + name + "'; choose one of " + names);
 }
 
 std::vector<ScheduleKind> all_kinds() {
-  return {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B, ScheduleKind::kLoopedBFS,
-          ScheduleKind::kZeroBubbleH1};
+  return {ScheduleKind::kGPipe,        ScheduleKind::k1F1B,
+          ScheduleKind::kInterleaved1F1B, ScheduleKind::kLoopedBFS,
+          ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleavedZeroBubble,
+          ScheduleKind::kZeroBubbleV,  ScheduleKind::kDualPipeV};
+}
+
+Placement placement_of(ScheduleKind kind) {
+  return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV ? Placement::kV : Placement::kLoop;
+}
+
+int stages_per_rank_for(ScheduleKind kind, int chunks) {
+  if (placement_of(kind) == Placement::kV) return 2;
+  const bool looped = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ||
+                      kind == ScheduleKind::kInterleavedZeroBubble;
+  return looped ? std::max(1, chunks) : 1;
 }
 
 Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stages_per_rank) {
@@ -54,13 +77,42 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
           "cut the batch into at least 1 microbatch");
   require(stages_per_rank >= 1, name + ": " + std::to_string(stages_per_rank) + " stages per rank",
           "each rank holds at least 1 stage");
-  const bool looped = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
-  require(looped || stages_per_rank == 1,
-          name + " holds one stage per rank, but v=" + std::to_string(stages_per_rank) + " was asked",
-          "use v=1, or interleaved / looped_bfs for several stages per rank");
+  const std::string shape = name + " p=" + std::to_string(ranks) + " m=" + std::to_string(microbatches);
+  const Placement placement = placement_of(kind);
+  if (placement == Placement::kV) {
+    // torch's ScheduleZBVZeroBubble and ScheduleDualPipeV raise "ZBV requires
+    // exactly 2 stages per rank".
+    require(stages_per_rank == 2,
+            name + " holds exactly two stages per rank in a V, but v=" + std::to_string(stages_per_rank) + " was asked",
+            "use v=2 (stages_per_rank_for(kind, ...) gives it): rank r holds stages r and 2p-1-r");
+  } else {
+    const bool looped = stages_per_rank_for(kind, 2) == 2;
+    require(looped || stages_per_rank == 1,
+            name + " holds one stage per rank, but v=" + std::to_string(stages_per_rank) + " was asked",
+            "use v=1, or interleaved / looped_bfs / interleaved_zb for several stages per rank");
+  }
+  if (kind == ScheduleKind::kInterleavedZeroBubble) {
+    // torch's ScheduleInterleavedZeroBubble: rounds = max(1, m // p) rounds
+    // of m // rounds microbatches, and m % rounds == 0 ("Zero bubble requires
+    // the number of microbatches to be a multiple of the number of rounds").
+    const int rounds = std::max(1, microbatches / ranks);
+    const int below = microbatches - microbatches % rounds;
+    require(microbatches % rounds == 0,
+            shape + ": m must be a multiple of its number of rounds max(1, m / p) = " + std::to_string(rounds),
+            "choose m = " + std::to_string(below) + " or another multiple of p (torch's rule)");
+  }
+  if (kind == ScheduleKind::kDualPipeV) {
+    // torch's ScheduleDualPipeV: "DualPipeV requires at least as many
+    // microbatches as stages".
+    require(microbatches >= 2 * ranks,
+            shape + ": DualPipeV needs at least as many microbatches as stages (m >= 2p = " +
+                std::to_string(2 * ranks) + ")",
+            "choose m >= " + std::to_string(2 * ranks));
+  }
 
   Schedule s;
   s.kind = kind;
+  s.placement = placement;
   s.ranks = ranks;
   s.microbatches = microbatches;
   s.stages_per_rank = stages_per_rank;
@@ -71,11 +123,17 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
     case ScheduleKind::kInterleaved1F1B: compute = interleaved_order(ranks, microbatches, stages_per_rank); break;
     case ScheduleKind::kLoopedBFS: compute = looped_bfs_order(ranks, microbatches, stages_per_rank); break;
     case ScheduleKind::kZeroBubbleH1: compute = zero_bubble_h1_order(ranks, microbatches); break;
+    case ScheduleKind::kInterleavedZeroBubble:
+      compute = interleaved_zero_bubble_order(ranks, microbatches, stages_per_rank);
+      break;
+    case ScheduleKind::kZeroBubbleV: compute = zbv_order(ranks, microbatches); break;
+    case ScheduleKind::kDualPipeV: compute = dualpipev_order(ranks, microbatches); break;
   }
-  s.programs = lower_communication(compute, ranks, stages_per_rank);
+  s.programs = lower_communication(compute, ranks, stages_per_rank, placement);
   // See interleaved_order: proved for the shapes the tests try, checked here
-  // for any other.
-  if (kind == ScheduleKind::kInterleaved1F1B) {
+  // for any other. The orders taken from torch are checked the same way.
+  const bool from_torch = kind == ScheduleKind::kInterleavedZeroBubble || placement == Placement::kV;
+  if (kind == ScheduleKind::kInterleaved1F1B || from_torch) {
     const CheckResult result = check(s);
     require(result.ok, s.describe() + " would not run: " + result.error,
             "choose m a multiple of p, as Megatron-LM does");
@@ -84,27 +142,27 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
 }
 
 std::vector<std::vector<Action>> lower_communication(const std::vector<std::vector<Action>>& compute, int ranks,
-                                                     int stages_per_rank) {
+                                                     int stages_per_rank, Placement placement) {
   const int last = ranks * stages_per_rank - 1;
-  auto rank_of = [ranks](int stage) { return stage % ranks; };
+  auto rank_of = [&](int stage) { return rank_of_stage(stage, ranks, placement); };
+  auto prev_remote = [&](int s) { return s > 0 && rank_of(s - 1) != rank_of(s); };
+  auto next_remote = [&](int s) { return s < last && rank_of(s + 1) != rank_of(s); };
+  // What must arrive before `a` runs, and what it sends when done (W: nothing).
+  auto receive = [&](const Action& a, std::vector<Action>& out) {
+    if (a.type == ActionType::kForward && prev_remote(a.stage)) out.push_back({ActionType::kRecvF, a.stage, a.microbatch});
+    if (is_input_backward(a.type) && next_remote(a.stage)) out.push_back({ActionType::kRecvB, a.stage, a.microbatch});
+  };
+  auto send = [&](const Action& a, std::vector<Action>& out) {
+    if (a.type == ActionType::kForward && next_remote(a.stage)) out.push_back({ActionType::kSendF, a.stage, a.microbatch});
+    if (is_input_backward(a.type) && prev_remote(a.stage)) out.push_back({ActionType::kSendB, a.stage, a.microbatch});
+  };
   std::vector<std::vector<Action>> programs(compute.size());
   for (size_t r = 0; r < compute.size(); ++r) {
     auto& out = programs[r];
     for (const Action& a : compute[r]) {
-      const int s = a.stage, i = a.microbatch;
-      const bool prev_remote = s > 0 && rank_of(s - 1) != rank_of(s);
-      const bool next_remote = s < last && rank_of(s + 1) != rank_of(s);
-      if (a.type == ActionType::kForward) {
-        if (prev_remote) out.push_back({ActionType::kRecvF, s, i});
-        out.push_back(a);
-        if (next_remote) out.push_back({ActionType::kSendF, s, i});
-      } else if (is_input_backward(a.type)) {
-        if (next_remote) out.push_back({ActionType::kRecvB, s, i});
-        out.push_back(a);
-        if (prev_remote) out.push_back({ActionType::kSendB, s, i});
-      } else {
-        out.push_back(a);  // W: nothing moves
-      }
+      for (const Action& part : parts(a)) receive(part, out);
+      out.push_back(a);
+      for (const Action& part : parts(a)) send(part, out);
     }
   }
   return programs;

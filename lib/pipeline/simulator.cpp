@@ -16,8 +16,14 @@ double ActionCosts::seconds(const Action& a) const {
     case ActionType::kBackwardWeight: return c.backward_weight;
     case ActionType::kSendF:
     case ActionType::kSendB: return message_s;
+    case ActionType::kOverlapFB: return overlapped(a.stage, a.backward_stage);
     default: return 0.0;
   }
+}
+
+double ActionCosts::overlapped(int forward_stage, int backward_stage) const {
+  const double f = of(forward_stage).forward, b = of(backward_stage).backward;
+  return f + b - overlap * std::min(f, b);
 }
 
 std::string stage_lane(int stage) { return "stage " + std::to_string(stage); }
@@ -30,6 +36,7 @@ const char* action_category(ActionType type) {
     case ActionType::kBackwardWeight: return "bwd_weight";
     case ActionType::kSendF:
     case ActionType::kSendB: return "send";
+    case ActionType::kOverlapFB: return "overlap_fb";
     default: return "recv";
   }
 }
@@ -43,29 +50,39 @@ Simulation simulate(const Schedule& schedule, const ActionCosts& costs, int core
   sim.makespan = *std::max_element(played.rank_end.begin(), played.rank_end.end());
   // (time, +1 at F begin / -1 at the end of the last backward), per stage
   std::vector<std::vector<std::pair<double, int>>> changes(S);
+  auto add_event = [&](int r, const Action& a, double begin, double end) {
+    if (a.type == ActionType::kForward) changes[a.stage].push_back({begin, +1});
+    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) changes[a.stage].push_back({end, -1});
+    trace::Event e;
+    e.rank = r;
+    e.lane = is_compute(a.type) ? stage_lane(a.stage) : trace::kLaneComm;
+    e.name = to_string(a);
+    e.category = action_category(a.type);
+    e.begin_us = std::llround(begin * 1e6);
+    e.end_us = std::llround(end * 1e6);
+    if (is_send(a.type) || is_recv(a.type)) {
+      const bool toward_next = a.type == ActionType::kSendF || a.type == ActionType::kRecvB;
+      e.peer = schedule.rank_of_stage(a.stage + (toward_next ? 1 : -1));
+    }
+    e.args = {{"stage", std::to_string(a.stage)},
+              {"microbatch", std::to_string(a.microbatch)},
+              {"schedule", kind_name(schedule.kind)}};
+    sim.events.push_back(std::move(e));
+  };
   for (int r = 0; r < p; ++r) {
     for (size_t k = 0; k < played.times[r].size(); ++k) {
       const Action& a = schedule.programs[r][k];
       const TimedAction& t = played.times[r][k];
       if (is_compute(a.type)) sim.busy[r] += t.end - t.begin;
-      if (a.type == ActionType::kForward) changes[a.stage].push_back({t.begin, +1});
-      if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight)
-        changes[a.stage].push_back({t.end, -1});
-      trace::Event e;
-      e.rank = r;
-      e.lane = is_compute(a.type) ? stage_lane(a.stage) : trace::kLaneComm;
-      e.name = to_string(a);
-      e.category = action_category(a.type);
-      e.begin_us = std::llround(t.begin * 1e6);
-      e.end_us = std::llround(t.end * 1e6);
-      if (is_send(a.type) || is_recv(a.type)) {
-        const bool toward_next = a.type == ActionType::kSendF || a.type == ActionType::kRecvB;
-        e.peer = schedule.rank_of_stage(a.stage + (toward_next ? 1 : -1));
+      if (a.type != ActionType::kOverlapFB) {
+        add_event(r, a, t.begin, t.end);
+        continue;
       }
-      e.args = {{"stage", std::to_string(a.stage)},
-                {"microbatch", std::to_string(a.microbatch)},
-                {"schedule", kind_name(schedule.kind)}};
-      sim.events.push_back(std::move(e));
+      const std::vector<Action> fb = parts(a);
+      const double f = costs.seconds(fb[0]), b = costs.seconds(fb[1]);
+      const double split = f + b > 0 ? t.begin + (t.end - t.begin) * f / (f + b) : t.begin;
+      add_event(r, fb[0], t.begin, split);
+      add_event(r, fb[1], split, t.end);
     }
   }
   sim.idle_fraction.resize(p);

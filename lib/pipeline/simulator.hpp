@@ -32,12 +32,19 @@ struct ActionCosts {
   StageCosts uniform;              // every stage, unless per_stage is given
   std::vector<StageCosts> per_stage;  // empty, or one per stage
   double message_s = 0.0;          // each SEND's latency
+  // How much of an OVERLAP_F_B's shorter half its longer half hides: the
+  // compound takes F + B - overlap * min(F, B) (DualPipe's "F&B"). 0: one
+  // after the other, as DistLab's executor runs it on CPU ranks; 1: the
+  // shorter half hidden entirely (separate streams on a GPU, at best).
+  double overlap = 0.0;
 
   const StageCosts& of(int stage) const {
     return per_stage.empty() ? uniform : per_stage.at(static_cast<size_t>(stage));
   }
   // The seconds `action` takes under these costs (a SEND: its latency; RECV: 0).
   double seconds(const Action& action) const;
+  // The seconds of an overlapped forward of `forward_stage` and full backward of `backward_stage`.
+  double overlapped(int forward_stage, int backward_stage) const;
 };
 
 struct Simulation {
@@ -49,7 +56,9 @@ struct Simulation {
   // per stage: (time, microbatches held from then on), one point per change
   std::vector<std::vector<std::pair<double, int>>> activations;
   // compute on lane "stage s"; sends (in flight) and receives (waiting) on
-  // lane "comm" of their rank. Times in microseconds from 0.
+  // lane "comm" of their rank. Times in microseconds from 0. An OVERLAP_F_B
+  // is two events, its F then its B, sharing its time in proportion to F
+  // and B (as the executor records it: one half after the other).
   std::vector<trace::Event> events;
 };
 

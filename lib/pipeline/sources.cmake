@@ -6,6 +6,8 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/schedule.cpp
   ${CMAKE_CURRENT_LIST_DIR}/builders.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero_bubble.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/v_schedules.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/closed_form.cpp
   ${CMAKE_CURRENT_LIST_DIR}/replay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checker.cpp
   ${CMAKE_CURRENT_LIST_DIR}/simulator.cpp

@@ -1,4 +1,6 @@
-// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241).
+// ZB-H1 and interleaved zero bubble (Qi et al., "Zero Bubble Pipeline
+// Parallelism", arXiv 2401.10241). The V-shaped zero-bubble schedules are in
+// v_schedules.cpp.
 //
 // The backward is split in two: I, the gradient of the stage's input (what
 // the previous stage waits for), and W, the gradient of its weights (which
@@ -64,6 +66,51 @@ std::vector<std::vector<Action>> zero_bubble_h1_order(int p, int m) {
         --left;
       }
     }
+  }
+  return order;
+}
+
+// Interleaved zero bubble (torch's ScheduleInterleavedZeroBubble in
+// torch/distributed/pipelining/schedules.py, the paper's ZB1P with several
+// stages per rank). Looped placement as Interleaved 1F1B: rank r holds
+// stages r, r + p, ..., r + (v-1) p. The order is Interleaved 1F1B's with
+// the backward split:
+//
+//   warm-up  (v-1) g + (p-1-r) forwards (g = m / rounds microbatches per
+//            round, rounds = max(1, m / p); m % rounds == 0, make_schedule
+//            checks): one hop fewer per rank than Interleaved 1F1B's 2 (p-1-r),
+//            since an I returns sooner than a B;
+//   steady   one F, one I; from the (r+1)-th pair on also one W, the
+//            oldest waiting: rank r's first r steady slots would have
+//            waited for a gradient in 1F1B, and the Ws fill them later;
+//   cool-down the remaining Is, each with a W while any wait, then the
+//            rest of the Ws.
+//
+// Forwards go round by round through the chunks (g microbatches through
+// chunk 0, g through chunk 1, ...), backwards through the chunks in reverse.
+std::vector<std::vector<Action>> interleaved_zero_bubble_order(int p, int m, int v) {
+  const int rounds = std::max(1, m / p), g = m / rounds;
+  const int total = m * v;  // forwards, and as many Is and Ws, per rank
+  std::vector<std::vector<Action>> order(p);
+  for (int r = 0; r < p; ++r) {
+    const int warmup = std::min(total, (v - 1) * g + (p - 1 - r));
+    // The stage of the k-th forward and of the k-th backward of this rank.
+    auto forward_stage = [&](int k) { return ((k / g) % v) * p + r; };
+    auto backward_stage = [&](int k) { return (v - 1 - (k / g) % v) * p + r; };
+    std::vector<int> next_f(p * v, 0), next_i(p * v, 0), next_w(p * v, 0);
+    std::vector<int> backward_stages;  // stage of each I so far, in order
+    size_t weights = 0;
+    auto& ops = order[r];
+    auto push = [&](ActionType type, int stage, std::vector<int>& next) { ops.push_back({type, stage, next[stage]++}); };
+    auto weight = [&]() { push(ActionType::kBackwardWeight, backward_stages[weights++], next_w); };
+    for (int k = 0; k < warmup; ++k) push(ActionType::kForward, forward_stage(k), next_f);
+    for (int k = 0; k < total; ++k) {  // the k-th I; steady while forwards remain
+      if (warmup + k < total) push(ActionType::kForward, forward_stage(warmup + k), next_f);
+      backward_stages.push_back(backward_stage(k));
+      push(ActionType::kBackwardInput, backward_stages.back(), next_i);
+      if (k >= r) weight();
+    }
+    while (weights < backward_stages.size()) weight();
   }
   return order;
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/simulator.hpp"
 #include "run_program.hpp"
 
 namespace {
@@ -168,6 +169,41 @@ TEST(Lesson10, UnderTheLauncherWithGloo) {
                         " --backend gloo --steps 1");
   expect_lesson_10_right(r);
   EXPECT_TRUE(contains(r.output, "gloo backend, 2 ranks")) << r.output;
+}
+
+// torch's newer schedules, by name: each equal to the unsplit model, and the
+// activations each stage held, read from the run's trace, are those of the
+// schedule played by the simulator (with any costs: a stage's F and its B or
+// W run on one rank, so the count follows that rank's order alone). ZBV and
+// DualPipeV put 4 stages on 2 ranks in a V.
+TEST(Lesson10, TorchsNewerSchedulesByName) {
+  using namespace distlab::pipeline;
+  const Outcome r = run(std::string(LESSON_10) +
+                        " --backend threads --ranks 2 --steps 1 --schedules interleaved_zb,zbv,dualpipev");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "Every schedule: loss and every gradient equal to the unsplit model's")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(0F3;3B1)OVERLAP_F_B")) << r.output;  // part 2 prints the compound
+  const auto peaks = measured_peaks(r.output);
+  ASSERT_EQ(peaks.size(), 3u) << r.output;
+  for (const std::string name : {"interleaved_zb", "zbv", "dualpipev"}) {
+    const ScheduleKind kind = parse_kind(name);
+    const Simulation sim = simulate(make_schedule(kind, 2, /*microbatches=*/4, stages_per_rank_for(kind, 2)), ActionCosts{});
+    std::string want;
+    for (int peak : sim.peak_activations) want += (want.empty() ? "" : " ") + std::to_string(peak);
+    EXPECT_EQ(peaks.at(name), want) << name << "\n" << r.output;
+  }
+}
+
+// A shape a schedule's rule refuses is skipped with the rule, not a crash:
+// DualPipeV on 4 ranks needs m >= 8.
+TEST(Lesson10, ARefusedShapeIsSkippedWithTheRule) {
+  const Outcome r = run(std::string(LESSON_10) +
+                        " --backend threads --ranks 4 --layers 8 --steps 1 --schedules 1f1b,dualpipev");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "dualpipev     2  skipped: dualpipev p=4 m=4: DualPipeV needs at least as many "
+                                 "microbatches as stages (m >= 2p = 8); choose m >= 8"))
+      << r.output;
+  EXPECT_EQ(measured_peaks(r.output).count("1f1b"), 1u) << r.output;
 }
 
 // Lessons 06-08: DDP. Each lesson checks its own result and exits non-zero

@@ -5,6 +5,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "pipeline/executor.hpp"
@@ -58,25 +59,30 @@ std::vector<std::string> check_against_unsplit(comm::Communicator& comm) {
     for (const auto& param : whole[k]->parameters()) ref_grads.push_back(param.grad());
 
   for (ScheduleKind kind : all_kinds()) {
-    const bool looped = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
-    const int v = looped ? 2 : 1, S = p * v, per_stage = kLayers / S;
+    const int v = stages_per_rank_for(kind, 2), S = p * v, per_stage = kLayers / S;
+    // DualPipeV needs m >= 2p: 8 microbatches of 2, 2, 1, ... rows on 4 ranks.
+    const int m = kind == ScheduleKind::kDualPipeV ? std::max(kMicrobatches, 2 * p) : kMicrobatches;
+    const Schedule schedule = make_schedule(kind, p, m, v);
+    // This rank's stages in stage order: r, r + p, ... looped; r, 2p-1-r in a V.
+    std::vector<int> mine;
+    for (int s = 0; s < S; ++s)
+      if (schedule.rank_of_stage(s) == comm.rank()) mine.push_back(s);
     std::vector<StageModule> stages;
     std::vector<torch::nn::Sequential> modules;
-    for (int c = 0; c < v; ++c) {
-      const int s = c * p + comm.rank();
+    for (int s : mine) {
       modules.push_back(make_stage(s * per_stage, (s + 1) * per_stage));
       stages.push_back(stage_of(modules.back()));
     }
     ExecutorOptions options;
     options.loss = mse;
-    PipelineExecutor pipe(comm, make_schedule(kind, p, kMicrobatches, v), stages, options);
+    PipelineExecutor pipe(comm, schedule, stages, options);
     const StepResult result = pipe.step(input, target);
 
     std::ostringstream bad;
     if (result.has_loss && std::abs(result.loss - ref_loss.item<double>()) > 1e-6)
       bad << " loss " << result.loss << " vs " << ref_loss.item<double>();
     for (int c = 0; c < v; ++c) {
-      const int s = c * p + comm.rank();
+      const int s = mine[static_cast<size_t>(c)];
       int k = 0;
       for (const auto& param : modules[c]->parameters()) {
         const int layer = s * per_stage + k / 2;

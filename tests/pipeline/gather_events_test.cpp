@@ -16,15 +16,18 @@ namespace {
 constexpr int64_t kStep = 3;
 
 // What the executor would record on `rank` for its program in `step` of
-// `schedule` named `name`: one event per action, at made-up times.
+// `schedule` named `name`: one event per action, two for an OVERLAP_F_B (its
+// halves, one after the other), at made-up times.
 std::vector<trace::Event> program_events(const Schedule& schedule, const std::string& name, int rank, int64_t step) {
   std::vector<trace::Event> events;
   const auto& program = schedule.programs[static_cast<size_t>(rank)];
   for (size_t k = 0; k < program.size(); ++k) {
-    const Action& a = program[k];
-    const int64_t begin = 1'000'000 * step + 10'000 * rank + 100 * static_cast<int64_t>(k);
-    events.push_back({rank, stage_lane(a.stage), to_string(a), action_category(a.type), begin, begin + 40, 64, -1, 0,
-                      {{"stage", std::to_string(a.stage)}, {"schedule", name}, {"step", std::to_string(step)}}});
+    int64_t begin = 1'000'000 * step + 10'000 * rank + 100 * static_cast<int64_t>(k);
+    for (const Action& a : parts(program[k])) {
+      events.push_back({rank, stage_lane(a.stage), to_string(a), action_category(a.type), begin, begin + 40, 64, -1, 0,
+                        {{"stage", std::to_string(a.stage)}, {"schedule", name}, {"step", std::to_string(step)}}});
+      begin += 50;
+    }
   }
   return events;
 }
@@ -62,8 +65,9 @@ class GatherStepEvents : public testing::TestWithParam<std::tuple<int, ScheduleK
 
 TEST_P(GatherStepEvents, EveryRankGetsEveryRanksEventsOfTheStep) {
   const auto [p, kind] = GetParam();
-  const int v = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS ? 2 : 1;
-  const Schedule schedule = make_schedule(kind, p, /*microbatches=*/4, v);
+  // DualPipeV needs m >= 2p; its compounds record two events each.
+  const int m = kind == ScheduleKind::kDualPipeV ? 2 * p : 4;
+  const Schedule schedule = make_schedule(kind, p, m, stages_per_rank_for(kind, 2));
   // The reference: step kStep of this schedule, rank by rank, as recorded.
   std::vector<trace::Event> all, want;
   for (int r = 0; r < p; ++r) {
@@ -82,7 +86,8 @@ INSTANTIATE_TEST_SUITE_P(RanksAndSchedules, GatherStepEvents,
                          testing::Combine(testing::Values(2, 3),
                                           testing::Values(ScheduleKind::kGPipe, ScheduleKind::k1F1B,
                                                           ScheduleKind::kInterleaved1F1B,
-                                                          ScheduleKind::kZeroBubbleH1)));
+                                                          ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV,
+                                                          ScheduleKind::kDualPipeV)));
 
 // A rank with nothing recorded for the step contributes nothing.
 TEST(GatherStepEvents, ARankWithoutEventsAddsNone) {

@@ -2,6 +2,8 @@
 // the checker for p in 1..8 and many m and v.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "pipeline/checker.hpp"
 #include "pipeline/schedule.hpp"
 
@@ -22,6 +24,23 @@ TEST(Action, PrintsAndParsesLikeTorch) {
   EXPECT_EQ(parse_actions("3W7")[0], (Action{ActionType::kBackwardWeight, 3, 7}));
   EXPECT_THROW(parse_actions("0X0"), ScheduleError);
   EXPECT_THROW(parse_actions("F0"), ScheduleError);
+}
+
+// torch's compound action: "(0F3;1B1)OVERLAP_F_B", its halves F then B.
+TEST(Action, OverlapFBPrintsAndParsesLikeTorch) {
+  const Action a = overlap_fb({ActionType::kForward, 0, 3}, {ActionType::kBackward, 1, 1});
+  EXPECT_EQ(to_string(a), "(0F3;1B1)OVERLAP_F_B");
+  const std::string text = "2RECV_B1 (3F2;2B1)OVERLAP_F_B 3SEND_F2";
+  EXPECT_EQ(to_string(parse_actions(text)), text);
+  EXPECT_EQ(parse_actions("(0F3;1B1)OVERLAP_F_B")[0], a);
+  EXPECT_NE(parse_actions("(0F3;1B2)OVERLAP_F_B")[0], a);  // the backward's microbatch counts in ==
+  ASSERT_EQ(parts(a).size(), 2u);
+  EXPECT_EQ(parts(a)[0], (Action{ActionType::kForward, 0, 3}));
+  EXPECT_EQ(parts(a)[1], (Action{ActionType::kBackward, 1, 1}));
+  EXPECT_TRUE(is_compute(a.type));
+  EXPECT_THROW(parse_actions("(0B3;1F1)OVERLAP_F_B"), ScheduleError);  // F first, then B
+  EXPECT_THROW(parse_actions("(0F3;1B1)OVERLAP"), ScheduleError);
+  EXPECT_THROW(parse_actions("(0F3 1B1)OVERLAP_F_B"), ScheduleError);
 }
 
 // GPipe, p=2, m=4: all forwards, then all backwards, messages around each.
@@ -90,28 +109,167 @@ TEST(Builders, RejectInvalidParametersWithTheRule) {
   EXPECT_THROW(parse_kind("pipedream"), ScheduleError);
 }
 
+// Each name reads back, and torch's class names (without "Schedule") too.
+TEST(Builders, EveryKindHasANameThatParsesBack) {
+  for (ScheduleKind kind : all_kinds()) EXPECT_EQ(parse_kind(kind_name(kind)), kind) << kind_name(kind);
+  EXPECT_EQ(parse_kind("InterleavedZeroBubble"), ScheduleKind::kInterleavedZeroBubble);
+  EXPECT_EQ(parse_kind("interleaved-zb"), ScheduleKind::kInterleavedZeroBubble);
+  EXPECT_EQ(parse_kind("ZBVZeroBubble"), ScheduleKind::kZeroBubbleV);
+  EXPECT_EQ(parse_kind("DualPipeV"), ScheduleKind::kDualPipeV);
+  try {
+    parse_kind("dualpipe");
+    FAIL() << "dualpipe (bidirectional, two copies of the model) was accepted";
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("dualpipev"), std::string::npos) << e.what();
+  }
+}
+
+std::string error_of(ScheduleKind kind, int p, int m, int v) {
+  try {
+    make_schedule(kind, p, m, v);
+  } catch (const ScheduleError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+void expect_words(const std::string& text, const std::vector<std::string>& words) {
+  for (const std::string& w : words) EXPECT_NE(text.find(w), std::string::npos) << "no '" << w << "' in: " << text;
+}
+
+// The new kinds' rules, each named with its fix.
+TEST(Builders, RejectTheNewKindsRulesWithTheFix) {
+  // p = 4, m = 6: one round (6 / 4 = 1), fine; m = 9: 2 rounds, 9 % 2 != 0.
+  EXPECT_EQ(error_of(ScheduleKind::kInterleavedZeroBubble, 4, 6, 2), "accepted");
+  expect_words(error_of(ScheduleKind::kInterleavedZeroBubble, 4, 9, 2),
+               {"interleaved_zb p=4 m=9", "multiple of its number of rounds", "= 2", "choose m = 8"});
+  expect_words(error_of(ScheduleKind::kZeroBubbleV, 4, 8, 1), {"zbv", "exactly two stages per rank", "v=1", "use v=2"});
+  expect_words(error_of(ScheduleKind::kDualPipeV, 4, 8, 3), {"dualpipev", "exactly two stages", "v=3"});
+  expect_words(error_of(ScheduleKind::kDualPipeV, 4, 7, 2), {"dualpipev p=4 m=7", "m >= 2p = 8", "choose m >= 8"});
+  EXPECT_EQ(error_of(ScheduleKind::kDualPipeV, 4, 8, 2), "accepted");
+  expect_words(error_of(ScheduleKind::kZeroBubbleH1, 2, 4, 2), {"one stage per rank", "interleaved_zb"});
+}
+
+// V placement: rank r holds stages r and 2p-1-r, its local stages 0 and 1.
+TEST(Placement, VPutsStageRAndTwoPMinusOneMinusROnRankR) {
+  const Schedule s = make_schedule(ScheduleKind::kZeroBubbleV, 4, 8, 2);
+  EXPECT_EQ(s.placement, Placement::kV);
+  const int want_rank[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+  for (int stage = 0; stage < 8; ++stage) {
+    EXPECT_EQ(s.rank_of_stage(stage), want_rank[stage]) << "stage " << stage;
+    EXPECT_EQ(s.local_index(stage), stage < 4 ? 0 : 1) << "stage " << stage;
+  }
+  const Schedule loop = make_schedule(ScheduleKind::kInterleavedZeroBubble, 4, 8, 2);
+  EXPECT_EQ(loop.placement, Placement::kLoop);
+  for (int stage = 0; stage < 8; ++stage) EXPECT_EQ(loop.rank_of_stage(stage), stage % 4) << "stage " << stage;
+  for (ScheduleKind kind : all_kinds())
+    EXPECT_EQ(placement_of(kind) == Placement::kV,
+              kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV)
+        << kind_name(kind);
+}
+
+// At the V's turn stage p-1 hands stage p its activation in memory: rank
+// p-1 neither sends 3F nor receives 4F (p = 4), and the gradient comes back
+// the same way; every other hop is a message, each sent once and received
+// once. Stage 0 and the last stage (the loss) are both on rank 0.
+TEST(Placement, TheTurnOfTheVIsNoMessage) {
+  for (ScheduleKind kind : {ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV}) {
+    const int p = 4, m = 8;
+    const Schedule s = make_schedule(kind, p, m, 2);
+    int sends = 0, recvs = 0;
+    for (int r = 0; r < p; ++r)
+      for (const Action& a : s.programs[r]) {
+        if (is_send(a.type) || is_recv(a.type)) {
+          // the lower stage of the hop the message crosses
+          const int hop = a.type == ActionType::kSendF || a.type == ActionType::kRecvB ? a.stage : a.stage - 1;
+          EXPECT_NE(hop, p - 1) << kind_name(kind) << " " << to_string(a) << " crosses the turn";
+        }
+        sends += is_send(a.type);
+        recvs += is_recv(a.type);
+      }
+    // 2p - 1 hops, one of them in memory, each microbatch both ways
+    EXPECT_EQ(sends, 2 * (2 * p - 2) * m) << kind_name(kind);
+    EXPECT_EQ(recvs, sends) << kind_name(kind);
+  }
+}
+
+// DualPipeV's compound actions, counted from torch's step list (step 4:
+// m-2p+r+1 pairs, the first on rank p-1 apart; step 5: p-r-1 more), and
+// both halves of each on this rank's two stages, the forward and the
+// backward on different ones.
+TEST(Builders, DualPipeVOverlapsAsManyAsTorchsSteps) {
+  for (int p = 1; p <= 6; ++p)
+    for (int m : {2 * p, 2 * p + 1, 3 * p, 20}) {
+      const Schedule s = make_schedule(ScheduleKind::kDualPipeV, p, m, 2);
+      for (int r = 0; r < p; ++r) {
+        int overlaps = 0;
+        for (const Action& a : s.programs[r]) {
+          if (a.type != ActionType::kOverlapFB) continue;
+          ++overlaps;
+          EXPECT_EQ(s.rank_of_stage(a.stage), r);
+          EXPECT_EQ(s.rank_of_stage(a.backward_stage), r);
+          EXPECT_NE(a.stage, a.backward_stage);
+        }
+        const int want = 2 * (m - 2 * p + r + 1) - (r == p - 1 ? 1 : 0) + (p - r - 1);
+        EXPECT_EQ(overlaps, want) << "p=" << p << " m=" << m << " rank " << r;
+      }
+    }
+}
+
+// What make_schedule must accept, written from torch's rules
+// (schedules.py) independently of the builders: interleaved zero bubble
+// needs m % max(1, m / p) == 0, DualPipeV m >= 2p; the rest any m >= 1.
+bool torch_accepts(ScheduleKind kind, int p, int m) {
+  if (kind == ScheduleKind::kInterleavedZeroBubble) return m % std::max(1, m / p) == 0;
+  if (kind == ScheduleKind::kDualPipeV) return m >= 2 * p;
+  return true;
+}
+
 // Every schedule, every p in 1..8, many m (including m < p and m not a
-// multiple of p) and v: valid, and each stage's program holds exactly
-// m forwards per stage it owns.
+// multiple of p) and v: valid where the rules accept the shape, refused
+// with the rule where they do not, and each rank's program holds exactly
+// m forwards per stage it owns (a compound's forward counted too).
 TEST(Builders, EveryScheduleIsValidForManyShapes) {
-  int checked = 0;
+  int checked = 0, refused = 0;
   for (ScheduleKind kind : all_kinds()) {
-    const bool looped = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
+    const int v_max = stages_per_rank_for(kind, 4), v_min = placement_of(kind) == Placement::kV ? 2 : 1;
     for (int p = 1; p <= 8; ++p)
       for (int m : {1, 2, 3, 4, 5, 7, 8, 12, 16, 24})
-        for (int v = 1; v <= (looped ? 4 : 1); ++v) {
+        for (int v = v_min; v <= v_max; ++v) {
+          if (!torch_accepts(kind, p, m)) {
+            EXPECT_THROW(make_schedule(kind, p, m, v), ScheduleError) << kind_name(kind) << " p=" << p << " m=" << m;
+            ++refused;
+            continue;
+          }
           const Schedule s = make_schedule(kind, p, m, v);
           const CheckResult r = check(s);
           ASSERT_TRUE(r.ok) << s.describe() << ": " << r.error;
           for (int rank = 0; rank < p; ++rank) {
             int forwards = 0;
-            for (const Action& a : s.programs[rank]) forwards += a.type == ActionType::kForward;
+            for (const Action& a : s.programs[rank])
+              for (const Action& part : parts(a)) forwards += part.type == ActionType::kForward;
             EXPECT_EQ(forwards, m * v) << s.describe() << " rank " << rank;
           }
           ++checked;
         }
   }
-  EXPECT_EQ(checked, 3 * 8 * 10 + 2 * 8 * 10 * 4);
+  // gpipe, 1f1b, zb_h1: v = 1; interleaved, looped_bfs, interleaved_zb: v =
+  // 1..4; zbv, dualpipev: v = 2. 80 shapes of (p, m) each.
+  EXPECT_EQ(checked + refused, 3 * 80 + 3 * 80 * 4 + 2 * 80);
+  EXPECT_GT(refused, 0);
+}
+
+// torch's newer kinds over every m up to 3p+2 (p 1..8): the checker proves
+// each shape the rules accept (make_schedule runs it, and again here).
+TEST(Builders, NewKindsAreValidForEveryMicrobatchCount) {
+  for (ScheduleKind kind :
+       {ScheduleKind::kInterleavedZeroBubble, ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV})
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 3 * p + 2; ++m) {
+        if (!torch_accepts(kind, p, m)) continue;
+        const CheckResult r = check(make_schedule(kind, p, m, 2));
+        ASSERT_TRUE(r.ok) << kind_name(kind) << " p=" << p << " m=" << m << ": " << r.error;
+      }
 }
 
 // Every interleaved shape up to m = 48 (builders.cpp: rounds of >= p
