@@ -11,10 +11,6 @@ namespace {
 using pipeline::ActionType;
 using pipeline::ScheduleKind;
 
-bool holds_several_stages(ScheduleKind kind) {
-  return kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kLoopedBFS;
-}
-
 ActionType type_of_category(const std::string& category, bool* ok) {
   *ok = true;
   if (category == "fwd") return ActionType::kForward;
@@ -81,7 +77,7 @@ std::string title_of(const pipeline::Schedule& s) {
 
 }  // namespace
 
-int stages_per_rank(ScheduleKind kind, int chunks) { return holds_several_stages(kind) ? std::max(1, chunks) : 1; }
+int stages_per_rank(ScheduleKind kind, int chunks) { return pipeline::stages_per_rank_for(kind, chunks); }
 
 pipeline::ActionCosts action_costs(const PipelineCosts& c, int v) {
   pipeline::ActionCosts out;
@@ -198,6 +194,9 @@ std::string schedule_display_name(ScheduleKind kind) {
     case ScheduleKind::kInterleaved1F1B: return "Interleaved 1F1B";
     case ScheduleKind::kLoopedBFS: return "LoopedBFS";
     case ScheduleKind::kZeroBubbleH1: return "ZB-H1";
+    case ScheduleKind::kInterleavedZeroBubble: return "Interleaved ZB";
+    case ScheduleKind::kZeroBubbleV: return "ZBV";
+    case ScheduleKind::kDualPipeV: return "DualPipeV";
     default: return pipeline::kind_name(kind);
   }
 }

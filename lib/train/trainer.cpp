@@ -431,9 +431,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
 
 }  // namespace
 
-int default_stages_per_rank(pipeline::ScheduleKind kind) {
-  return kind == pipeline::ScheduleKind::kInterleaved1F1B || kind == pipeline::ScheduleKind::kLoopedBFS ? 2 : 1;
-}
+int default_stages_per_rank(pipeline::ScheduleKind kind) { return pipeline::stages_per_rank_for(kind, 2); }
 
 models::TransformerLmOptions model_options(const TrainerOptions& o, int64_t vocab_size) {
   models::TransformerLmOptions model = models::transformer_lm_preset(o.preset, vocab_size);

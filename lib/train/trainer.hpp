@@ -50,8 +50,9 @@ struct TrainerOptions {
   int64_t chunks = 8;               // microbatches per step (at most a replica's columns)
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
   // v: stages each pipeline rank holds, the model cut into P * v stages and
-  // placed as the schedule says (Interleaved 1F1B and LoopedBFS: rank r
-  // holds r, r + P, ...). Each of a rank's stages has its own DDP.
+  // placed as the schedule says (looped, as Interleaved 1F1B: rank r holds
+  // r, r + P, ...; in a V, as ZBV: r and 2P - 1 - r). Each of a rank's
+  // stages has its own DDP.
   int stages_per_rank = 1;
   int64_t layers = 0;               // > 0: the preset's model with this many layers instead
   double lr = 5.0;
@@ -105,7 +106,8 @@ struct TrainResult {
 };
 
 // v for a schedule when not told: 2 for those that hold several stages per
-// rank (Interleaved 1F1B, LoopedBFS), else 1.
+// rank (the looped ones, Interleaved 1F1B, LoopedBFS, interleaved zero
+// bubble; the V ones, ZBV and DualPipeV, always 2), else 1.
 int default_stages_per_rank(pipeline::ScheduleKind kind);
 
 // The model the options describe: the preset for this vocabulary, causal or
