@@ -47,6 +47,22 @@ class ScheduleRow : public TimelineRow {
       box_with_label(ctx, x0 + 0.5f, x1 - 0.5f, ctx.row_top + 2, ctx.row_bottom - 2, action_color(b.type, b.microbatch),
                      action_label(b, p, v), dark ? kTextColor : rgb(16, 16, 16));
     }
+    draw_compounds(ctx);
+  }
+
+  // OVERLAP_F_B (DualPipeV): its two halves, one forward and one backward
+  // of other microbatches, as one action: a bracket over both, from the
+  // forward's start to the backward's end, in the row's top margin.
+  void draw_compounds(const TimelineContext& ctx) const {
+    const auto& row = run_.boxes[rank_];
+    for (size_t k = 0; k + 1 < row.size(); ++k) {
+      if (row[k].compound.empty() || row[k + 1].compound != row[k].compound) continue;
+      const float x0 = ctx.axis.x_of(row[k].begin_s) + 0.5f, x1 = ctx.axis.x_of(row[k + 1].end_s) - 0.5f;
+      if (x1 < ctx.area_min.x || x0 > ctx.area_max.x) continue;
+      ctx.draw->AddRectFilled(ImVec2(x0, ctx.row_top), ImVec2(x1, ctx.row_top + 2.0f), kCompoundColor);
+      ctx.draw->AddRect(ImVec2(x0, ctx.row_top), ImVec2(x1, ctx.row_bottom - 1.0f), kCompoundColor);
+      ++k;  // both halves drawn
+    }
   }
 
  private:
@@ -251,8 +267,11 @@ void PipelinePanel::draw_column(size_t index, ImVec2 size) {
   ImGui::BeginGroup();
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(schedule_color(run.schedule.kind)), "%s: %s",
                      schedule_display_name(run.schedule.kind).c_str(), format_duration(run.makespan_s).c_str());
-  ImGui::Text("bubble %s  ((p-1)/(m+p-1) = %s)", percent(run.bubble).c_str(),
-              percent(pipeline::gpipe_bubble(p, m)).c_str());
+  if (run.closed)
+    ImGui::Text("bubble %s  (closed form %s)", percent(run.bubble).c_str(), percent(run.closed->bubble).c_str());
+  else
+    ImGui::Text("bubble %s  ((p-1)/(m+p-1) = %s)", percent(run.bubble).c_str(),
+                percent(pipeline::gpipe_bubble(p, m)).c_str());
   TimelineStyle style;
   style.label_width = 118.0f * scale_;
   style.axis_height *= scale_;
@@ -332,8 +351,9 @@ void PipelinePanel::draw_plots(ImVec2 size) {
 
 void PipelinePanel::draw_summary() {
   const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp;
-  if (!ImGui::BeginTable("pipeline summary", 6, flags)) return;
-  for (const char* h : {"schedule", "makespan", "bubble", "(p-1)/(m+p-1)", "peak activations (per stage)", "vs fastest"})
+  if (!ImGui::BeginTable("pipeline summary", 7, flags)) return;
+  for (const char* h : {"schedule", "makespan", "bubble", "closed form", "(p-1)/(m+p-1)", "peak activations (per stage)",
+                        "vs fastest"})
     ImGui::TableSetupColumn(h);
   ImGui::TableHeadersRow();
   std::vector<std::pair<std::string, const PipelineRun*>> shown;
@@ -353,6 +373,9 @@ void PipelinePanel::draw_summary() {
     ImGui::TextUnformatted(format_duration(run->makespan_s).c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(percent(run->bubble).c_str());
+    ImGui::TableNextColumn();
+    const std::string closed = run->closed ? percent(run->closed->bubble) + "  " + run->closed->formula : "none";
+    ImGui::TextUnformatted(closed.c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(percent(pipeline::gpipe_bubble(run->schedule.ranks, run->schedule.microbatches)).c_str());
     ImGui::TableNextColumn();

@@ -34,6 +34,7 @@ inline constexpr int kMaxSchedulesSideBySide = 4;
 inline constexpr float kPipelineRowHeight = 22.0f;  // at scale 1
 inline constexpr float kMemoryRowHeight = 26.0f;
 inline constexpr Color kMemoryColor = rgb(121, 134, 203);
+inline constexpr Color kCompoundColor = rgb(250, 250, 250);  // the frame of an OVERLAP_F_B's two halves
 
 // What the last frame drew where, for the tests.
 struct PipelineFrameLayout {

@@ -1,5 +1,7 @@
 #include "pipeline_scene.hpp"
 
+#include "pipeline/closed_form.hpp"
+
 #include <algorithm>
 #include <iterator>
 #include <limits>
@@ -38,8 +40,8 @@ std::vector<std::vector<ActionBox>> boxes_of(const std::vector<const trace::Even
     bool ok = false;
     const ActionType type = type_of_category(e->category, &ok);
     if (!ok || e->rank < 0 || e->rank >= ranks) continue;
-    boxes[e->rank].push_back(
-        {type, int_arg(*e, "stage"), int_arg(*e, "microbatch"), (e->begin_us - origin_us) * 1e-6, (e->end_us - origin_us) * 1e-6});
+    boxes[e->rank].push_back({type, int_arg(*e, "stage"), int_arg(*e, "microbatch"), (e->begin_us - origin_us) * 1e-6,
+                              (e->end_us - origin_us) * 1e-6, e->arg("compound")});
   }
   for (auto& row : boxes)
     std::sort(row.begin(), row.end(), [](const ActionBox& a, const ActionBox& b) { return a.begin_s < b.begin_s; });
@@ -94,6 +96,25 @@ int PipelineRun::peak() const {
   return peak;
 }
 
+std::optional<ClosedFormBubble> closed_form_of(const pipeline::Schedule& schedule, pipeline::ActionCosts costs) {
+  if (!costs.per_stage.empty()) {
+    pipeline::StageCosts mean{0, 0, 0, 0};
+    const double n = static_cast<double>(costs.per_stage.size());
+    for (const pipeline::StageCosts& c : costs.per_stage) {
+      mean.forward += c.forward / n;
+      mean.backward += c.backward / n;
+      mean.backward_input += c.backward_input / n;
+      mean.backward_weight += c.backward_weight / n;
+    }
+    costs.uniform = mean;
+    costs.per_stage.clear();
+  }
+  const auto form = pipeline::closed_form(schedule.kind, schedule.ranks, costs);
+  const auto bubble = pipeline::closed_form_bubble(schedule, costs);
+  if (!form || !bubble) return std::nullopt;
+  return ClosedFormBubble{*bubble, form->formula};
+}
+
 PipelineRun simulate_run(const pipeline::Schedule& schedule, const pipeline::ActionCosts& costs) {
   const pipeline::Simulation sim = pipeline::simulate(schedule, costs);
   PipelineRun run;
@@ -105,6 +126,7 @@ PipelineRun simulate_run(const pipeline::Schedule& schedule, const pipeline::Act
   run.boxes = boxes_of(compute, schedule.ranks, 0);
   run.makespan_s = sim.makespan;
   run.bubble = sim.bubble;
+  run.closed = closed_form_of(schedule, costs);
   run.activations = sim.activations;
   run.peak_activations = sim.peak_activations;
   return run;
@@ -122,13 +144,16 @@ const SweepPoint* SweepSeries::at(int microbatches) const {
   return nullptr;
 }
 
-double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, int p, int v) {
+double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, const pipeline::Schedule& schedule) {
+  const int p = schedule.ranks, v = schedule.stages_per_rank;
   double peak = 0.0;
   for (int r = 0; r < p; ++r) {
-    // The rank's stages r, r + p, ...: each curve is (time, held from then
-    // on); the rank's total changes only where one of them does.
+    // The rank's stages (r, r + p, ... looped; r and 2p-1-r in a V): each
+    // curve is (time, held from then on); the rank's total changes only
+    // where one of them does.
     std::vector<int> stages;
-    for (int s = r; s < static_cast<int>(activations.size()); s += p) stages.push_back(s);
+    for (int s = 0; s < static_cast<int>(activations.size()); ++s)
+      if (schedule.rank_of_stage(s) == r) stages.push_back(s);
     std::vector<size_t> next(stages.size(), 0);
     std::vector<int> held(stages.size(), 0);
     for (;;) {
@@ -158,9 +183,9 @@ std::vector<SweepSeries> sweep_microbatches(const PipelineSetup& setup, const st
       // The simulator alone, as simulate_run calls it: the boxes are not drawn.
       const int v = stages_per_rank(kind, setup.chunks);
       try {
-        const pipeline::Simulation sim =
-            pipeline::simulate(pipeline::make_schedule(kind, setup.ranks, m, v), action_costs(setup.costs, v));
-        series.points.push_back({m, sim.bubble, rank_peak(sim.activations, setup.ranks, v), sim.peak_activations});
+        const pipeline::Schedule schedule = pipeline::make_schedule(kind, setup.ranks, m, v);
+        const pipeline::Simulation sim = pipeline::simulate(schedule, action_costs(setup.costs, v));
+        series.points.push_back({m, sim.bubble, rank_peak(sim.activations, schedule), sim.peak_activations});
       } catch (const pipeline::ScheduleError&) {
         // this schedule cannot take m microbatches: no point there
       }
@@ -303,6 +328,7 @@ std::optional<MeasuredPipeline> measure_trace(const std::vector<trace::Event>& a
   out.trace_run.bubble = out.measured.bubble;
   fill_activations(out.trace_run, schedule.num_stages());
   out.simulated = simulate_run(schedule, out.measured.costs);
+  out.trace_run.closed = out.simulated.closed;
   out.simulated.title = "simulated with the measured costs: " + out.simulated.title;
   return out;
 }

@@ -48,7 +48,18 @@ struct ActionBox {
   int microbatch = 0;
   double begin_s = 0.0;
   double end_s = 0.0;
+  std::string compound;  // a half of an OVERLAP_F_B: the whole action's name ("(0F3;3B1)OVERLAP_F_B"), else ""
 };
+
+// The papers' bubble of a schedule (pipeline/closed_form.hpp) as a fraction
+// of the step, beside the simulated and measured ones.
+struct ClosedFormBubble {
+  double bubble = 0.0;
+  std::string formula;  // "(p-1)(F+B)"
+};
+// Under `costs`, per-stage costs averaged first (the formulas assume equal
+// stages); nullopt where the references give none (LoopedBFS).
+std::optional<ClosedFormBubble> closed_form_of(const pipeline::Schedule& schedule, pipeline::ActionCosts costs);
 
 // A timed schedule: what one column (or the measured row set) draws.
 struct PipelineRun {
@@ -57,6 +68,7 @@ struct PipelineRun {
   std::vector<std::vector<ActionBox>> boxes;  // per rank, in time order
   double makespan_s = 0.0;
   double bubble = 0.0;  // mean idle fraction of the ranks
+  std::optional<ClosedFormBubble> closed;  // the same schedule's closed form, under the same costs
   // Per stage: (time, microbatches held from then on), and the peak.
   std::vector<std::vector<std::pair<double, int>>> activations;
   std::vector<int> peak_activations;
@@ -104,11 +116,10 @@ std::vector<SweepSeries> sweep_microbatches(const PipelineSetup& setup, const st
                                             int first = kSweepFirstMicrobatches, int last = kSweepLastMicrobatches);
 
 // The busiest rank's peak activations (see SweepPoint::rank_peak), from
-// each stage's curve of activations held (stage s on rank s % p).
-double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, int ranks, int stages_per_rank);
-inline double rank_peak(const PipelineRun& run) {
-  return rank_peak(run.activations, run.schedule.ranks, run.schedule.stages_per_rank);
-}
+// each stage's curve of activations held (stage s on the rank the
+// schedule's placement gives it: s % p looped, r and 2p-1-r in a V).
+double rank_peak(const std::vector<std::vector<std::pair<double, int>>>& activations, const pipeline::Schedule& schedule);
+inline double rank_peak(const PipelineRun& run) { return rank_peak(run.activations, run.schedule); }
 
 // The sweep of the last setup asked for: recomputed only when the kinds,
 // p, v or costs change (moving m only moves the plots' marker), so the

@@ -82,7 +82,9 @@ Simulation simulate(const Schedule& schedule, const ActionCosts& costs, int core
       const double f = costs.seconds(fb[0]), b = costs.seconds(fb[1]);
       const double split = f + b > 0 ? t.begin + (t.end - t.begin) * f / (f + b) : t.begin;
       add_event(r, fb[0], t.begin, split);
+      sim.events.back().args.emplace_back("compound", to_string(a));
       add_event(r, fb[1], split, t.end);
+      sim.events.back().args.emplace_back("compound", to_string(a));
     }
   }
   sim.idle_fraction.resize(p);

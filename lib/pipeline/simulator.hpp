@@ -58,7 +58,8 @@ struct Simulation {
   // compute on lane "stage s"; sends (in flight) and receives (waiting) on
   // lane "comm" of their rank. Times in microseconds from 0. An OVERLAP_F_B
   // is two events, its F then its B, sharing its time in proportion to F
-  // and B (as the executor records it: one half after the other).
+  // and B (as the executor records it: one half after the other), each with
+  // the arg "compound" naming the whole action ("(0F3;3B1)OVERLAP_F_B").
   std::vector<trace::Event> events;
 };
 
