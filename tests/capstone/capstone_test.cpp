@@ -101,22 +101,27 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
                                   (l.tensor > 1 ? "x" + std::to_string(l.tensor) : std::string());
                          });
 
-// Every schedule the library has, on 2 x 2 with the tiny model cut into 4
-// layers (so that schedules holding 2 stages per rank get a layer each):
-// the same equality. Interleaved and V schedules give each of a rank's
-// stages its own DDP.
-class ScheduleEqualsOneProcess : public ::testing::TestWithParam<pipeline::ScheduleKind> {};
+// Every schedule the library has, on 2 x 2 and on 4 x 1, the tiny model
+// cut into 2 layers per pipeline rank (so that schedules holding 2 stages
+// per rank get a layer each): the same equality. Interleaved and V
+// schedules give each of a rank's stages its own DDP.
+class ScheduleEqualsOneProcess : public ::testing::TestWithParam<std::tuple<pipeline::ScheduleKind, int>> {};
 
 TEST_P(ScheduleEqualsOneProcess, LossesNormsAndParameters) {
-  train::TrainerOptions o = tiny_options(2, 2);
-  o.layers = 4;
-  o.schedule = GetParam();
+  const auto [kind, P] = GetParam();
+  train::TrainerOptions o = tiny_options(P, 4 / P);
+  o.layers = 2 * P;
+  o.schedule = kind;
   o.stages_per_rank = train::default_stages_per_rank(o.schedule);
   expect_equals_one_process(o);
 }
 
-INSTANTIATE_TEST_SUITE_P(Capstone, ScheduleEqualsOneProcess, ::testing::ValuesIn(pipeline::all_kinds()),
-                         [](const auto& info) { return std::string(pipeline::kind_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Capstone, ScheduleEqualsOneProcess,
+                         ::testing::Combine(::testing::ValuesIn(pipeline::all_kinds()), ::testing::Values(2, 4)),
+                         [](const auto& info) {
+                           return std::string(pipeline::kind_name(std::get<0>(info.param))) + "_p" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 // A checkpoint holds stages by their names, so a job may go on under a
 // schedule that places them otherwise: stopped after step 3 under 1F1B

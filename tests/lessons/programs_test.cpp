@@ -377,28 +377,35 @@ std::string capstone_digest(const Outcome& r) {
   return m.size() > 1 ? std::string(m[1]) : std::string();
 }
 
-class Lesson11 : public ::testing::TestWithParam<int> {};  // tensor ranks per stage
+struct CapstoneRun {
+  std::string name, flags;
+  int processes;
+};
+
+class Lesson11 : public ::testing::TestWithParam<CapstoneRun> {};
 
 TEST_P(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
-  const int tensor = GetParam();
-  const std::string flags = " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2 --tensor " +
-                            std::to_string(tensor);
+  const CapstoneRun c = GetParam();
+  const std::string flags = " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2 " + c.flags;
   const Outcome threads = run(std::string(LESSON_11) + " --backend threads" + flags);
   ASSERT_EQ(threads.status, 0) << threads.output;
-  const Outcome gloo = run(std::string(DISTLAB_RUN) + " --nproc-per-node " + std::to_string(4 * tensor) +
+  const Outcome gloo = run(std::string(DISTLAB_RUN) + " --nproc-per-node " + std::to_string(c.processes) +
                            " --master-port 0 -- " + LESSON_11 + " --backend gloo" + flags);
   ASSERT_EQ(gloo.status, 0) << gloo.output;
   EXPECT_TRUE(contains(gloo.output, "Total parameters in model:")) << gloo.output;
   const std::string a = capstone_digest(threads), b = capstone_digest(gloo);
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, b);
-  if (tensor > 1)
+  if (c.processes == 8)
     EXPECT_TRUE(contains(gloo.output, "tensor groups (each stage's layers cut): {0, 1} {2, 3} {4, 5} {6, 7}"))
         << gloo.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11, ::testing::Values(1, 2),
-                         [](const auto& info) { return "tensor" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11,
+                         ::testing::Values(CapstoneRun{"two_by_two", "", 4}, CapstoneRun{"tensor2", "--tensor 2", 8},
+                                           // A V schedule: rank 0 holds the first and the last layer.
+                                           CapstoneRun{"dualpipev", "--layers 4 --schedule dualpipev", 4}),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   struct Case {
