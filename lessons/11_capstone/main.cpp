@@ -32,7 +32,6 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 
@@ -138,11 +137,9 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
       std::printf("[RANK 0]:   %d stages per pipeline rank (%s), %d in all:", t.stages_per_rank,
                   pipeline::kind_name(t.schedule), placed.num_stages());
       for (int r = 0; r < l.pipeline; ++r) {
-        std::set<int> held;
-        for (const pipeline::Action& a : placed.programs[static_cast<size_t>(r)])
-          if (pipeline::is_compute(a.type)) held.insert(a.stage);
         std::string list;
-        for (const int s : held) list += (list.empty() ? "" : ", ") + std::to_string(s);
+        for (int s = 0; s < placed.num_stages(); ++s)
+          if (placed.rank_of_stage(s) == r) list += (list.empty() ? "" : ", ") + std::to_string(s);
         std::printf("%s rank %d holds %s", r ? ";" : "", r, list.c_str());
       }
       std::printf("\n");

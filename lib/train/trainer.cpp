@@ -130,13 +130,13 @@ double evaluate(Run& run, const at::Tensor& source) {
   run.set_training(false);
   const int R = run.groups.replica->size(), me = run.groups.place.replica;
   const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
+  std::map<int, StageForward> forwards;  // this rank's stages by number
+  for (size_t c = 0; c < run.stages.size(); ++c)
+    forwards[run.stage_numbers[c]] = [&run, c](const at::Tensor& x) { return run.stages[c]->forward(x); };
   LossSum total;
   for (size_t k = 0; k < starts.size(); ++k) {
     if (static_cast<int>(k % static_cast<size_t>(R)) != me) continue;
     const auto [input, target] = lm_batch(source, starts[k], run.o.bptt, run.world.device());
-    std::map<int, StageForward> forwards;
-    for (size_t c = 0; c < run.stages.size(); ++c)
-      forwards[run.stage_numbers[c]] = [&run, c](const at::Tensor& x) { return run.stages[c]->forward(x); };
     const LossSum part = forward_loss_sum(*run.groups.pipeline, run.rank_of_stage, forwards, input, target);
     total.sum += part.sum;
     total.tokens += part.tokens;
@@ -263,14 +263,11 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   const int64_t chunks = std::min(o.chunks, fewest);
   const pipeline::Schedule schedule =
       pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks), o.stages_per_rank);
-  // Where the schedule puts each of its P * v stages (looped or in a V),
-  // read from the ranks' programs.
-  run.rank_of_stage.assign(static_cast<size_t>(schedule.num_stages()), -1);
-  for (int r = 0; r < P; ++r)
-    for (const pipeline::Action& a : schedule.programs[static_cast<size_t>(r)])
-      if (pipeline::is_compute(a.type)) run.rank_of_stage[static_cast<size_t>(a.stage)] = r;
-  for (int s = 0; s < schedule.num_stages(); ++s)
-    if (run.rank_of_stage[static_cast<size_t>(s)] == place.stage) run.stage_numbers.push_back(s);
+  // Where the schedule puts each of its P * v stages (looped or in a V).
+  for (int s = 0; s < schedule.num_stages(); ++s) {
+    run.rank_of_stage.push_back(schedule.rank_of_stage(s));
+    if (run.rank_of_stage.back() == place.stage) run.stage_numbers.push_back(s);
+  }
   run.first = run.rank_of_stage.front() == place.stage;
   run.last = run.last_rank() == place.stage;
 
