@@ -10,20 +10,12 @@
 namespace distlab::viz {
 namespace {
 
-std::string value_text(double value, SweepQuantity quantity) {
+// A value as the plots print it: a bubble in percent with `percent_digits`
+// decimals (1 for values, 0 for a grid line's "25%"), else microbatches ("8").
+std::string value_text(double value, SweepQuantity quantity, int percent_digits = 1) {
   char text[32];
   if (quantity == SweepQuantity::kBubble)
-    std::snprintf(text, sizeof text, "%.1f%%", value * 100.0);
-  else
-    std::snprintf(text, sizeof text, "%.3g", value);
-  return text;
-}
-
-// A grid line's label: whole percents ("25%") or microbatches ("8").
-std::string tick_text(double value, SweepQuantity quantity) {
-  char text[32];
-  if (quantity == SweepQuantity::kBubble)
-    std::snprintf(text, sizeof text, "%.0f%%", value * 100.0);
+    std::snprintf(text, sizeof text, "%.*f%%", percent_digits, value * 100.0);
   else
     std::snprintf(text, sizeof text, "%.3g", value);
   return text;
@@ -76,7 +68,7 @@ SweepPlotLayout draw_sweep_plot(const char* id, const std::vector<SweepSeries>& 
     const double value = out.y_max * k / 4.0;
     const float y = std::floor(out.y_of(value)) + 0.5f;
     d->AddLine(ImVec2(out.left, y), ImVec2(out.right, y), k == 0 ? kGridColor : (kGridColor & 0x60FFFFFFu));
-    const std::string text = tick_text(value, quantity);
+    const std::string text = value_text(value, quantity, /*percent_digits=*/0);
     d->AddText(ImVec2(out.left - 6.0f * scale - ImGui::CalcTextSize(text.c_str()).x, y - line * 0.5f), kDimTextColor,
                text.c_str());
   }
