@@ -8,15 +8,23 @@
 #   1-3 GPUs: 4 thread ranks sharing the GPU(s), preset tutorial
 #   no GPU:   4 thread ranks on the CPU, preset cpu (a few minutes on 2 cores)
 # Extra arguments go to the lesson (e.g. --preset tiny, --trace capstone.json).
+# It builds only what the job runs: the library, lesson 11 and, with 4+
+# GPUs, the launcher (scripts/test.sh builds everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
 build="${BUILD_DIR:-build}"
 lesson="$build/lessons/lesson_11_capstone"
 gpus=0
 if command -v nvidia-smi > /dev/null 2>&1; then
   gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
 fi
+if [ "$gpus" -ge 4 ]; then
+  scripts/setup.sh lesson_11_capstone distlab-run
+else
+  scripts/setup.sh lesson_11_capstone
+fi
+# DISTLAB_BUILD_ONLY=1: stop here (tests/build checks the build list).
+[ -n "${DISTLAB_BUILD_ONLY:-}" ] && exit 0
 if [ "$gpus" -ge 4 ]; then
   exec "$build/launcher/distlab-run" --nproc-per-node 4 --master-port 0 -- \
     "$lesson" --backend nccl --preset tutorial "$@"

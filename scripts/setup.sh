@@ -2,7 +2,9 @@
 # Installs what DistLab needs on Debian 12 (skipping what is there), then
 # configures and builds it in ./build. Run as root (or with sudo available).
 #
-#   scripts/setup.sh            install + build
+#   scripts/setup.sh            install + build everything
+#   scripts/setup.sh lesson_05_all_reduce distlab-run
+#                               install + build only these targets (and what they need)
 #   scripts/setup.sh --deps     install only
 #   BUILD_DIR=out scripts/setup.sh      another build folder
 #   CMAKE_ARGS="-DDISTLAB_WITH_VIZ=OFF" scripts/setup.sh
@@ -37,13 +39,22 @@ else
   echo "setup: all ${#packages[@]} Debian packages are installed"
 fi
 
-scripts/slides.sh --deps
-
+# The slide tools (npm) only for a whole build or --deps: a build of a few
+# targets (scripts/run_main.sh) does not run the slides.
+if [ "${1:-}" = "--deps" ] || [ $# -eq 0 ]; then
+  scripts/slides.sh --deps
+fi
 [ "${1:-}" = "--deps" ] && exit 0
 
 build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-2}"  # each LibTorch translation unit takes ~1.2 GB and a core
+# A folder configured before keeps its generator (Ninja unless it was made
+# by another); a new one is made with Ninja.
+generator=()
+[ -f "$build_dir/CMakeCache.txt" ] || generator=(-G Ninja)
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -G Ninja ${CMAKE_ARGS:-}
-cmake --build "$build_dir" -j "$jobs"
-echo "setup: built in $build_dir/"
+cmake -S . -B "$build_dir" "${generator[@]}" ${CMAKE_ARGS:-}
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}"
+echo "setup: built ${*:-everything} in $build_dir/"

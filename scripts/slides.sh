@@ -3,7 +3,7 @@
 # one HTML deck (presenter view: press p) and one PDF per lesson, and
 # build/slides/index.html linking them.
 #
-#   scripts/slides.sh              install what is missing, build DistLab, build the slides
+#   scripts/slides.sh              install what is missing, build the programs the decks run, build the slides
 #   scripts/slides.sh --deps       install the slide tools only (Marp, puppeteer-core: npm ci in slides/)
 #   scripts/slides.sh --check      build the slides, then run the slide checks
 #   scripts/slides.sh -- --only 03_broadcast --no-pdf    pass flags to slides/tools/build.mjs
@@ -30,7 +30,8 @@ case "${1:-}" in
   --deps) install_slide_tools; exit 0 ;;
 esac
 
-scripts/setup.sh
+scripts/setup.sh slides_programs   # the programs the decks run, not the tests
+install_slide_tools
 build_dir="${BUILD_DIR:-build}"
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
