@@ -18,13 +18,11 @@ gpus=0
 if command -v nvidia-smi > /dev/null 2>&1; then
   gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
 fi
-if [ "$gpus" -ge 4 ]; then
-  scripts/setup.sh lesson_11_capstone distlab-run
-else
-  scripts/setup.sh lesson_11_capstone
-fi
-# DISTLAB_BUILD_ONLY=1: stop here (tests/build checks the build list).
-[ -n "${DISTLAB_BUILD_ONLY:-}" ] && exit 0
+targets=(lesson_11_capstone)
+[ "$gpus" -ge 4 ] && targets+=(distlab-run)
+# DISTLAB_PRINT_TARGETS=1: print the build list and stop (tests/build checks it).
+if [ -n "${DISTLAB_PRINT_TARGETS:-}" ]; then echo "${targets[*]}"; exit 0; fi
+scripts/setup.sh "${targets[@]}"
 if [ "$gpus" -ge 4 ]; then
   exec "$build/launcher/distlab-run" --nproc-per-node 4 --master-port 0 -- \
     "$lesson" --backend nccl --preset tutorial "$@"

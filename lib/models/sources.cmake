@@ -3,6 +3,8 @@
 # stage of a manual split, with the whole model's parameter names.
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/split.cpp
+)
+list(APPEND DISTLAB_NN_SOURCES  # these reach torch::nn or torch::optim
   ${CMAKE_CURRENT_LIST_DIR}/square_mlp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/parameter_count.cpp
   ${CMAKE_CURRENT_LIST_DIR}/copy_state.cpp

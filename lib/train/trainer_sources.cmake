@@ -4,13 +4,15 @@ list(APPEND DISTLAB_BASE_SOURCES
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/layout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elastic.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/replicated_stage.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/sharded_stage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/grad_clip.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_digest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/trainer_state.cpp
+)
+list(APPEND DISTLAB_NN_SOURCES  # these reach torch::nn or torch::optim
+  ${CMAKE_CURRENT_LIST_DIR}/replicated_stage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sharded_stage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stage_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tensor_stage.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/trainer_state.cpp
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
 )

@@ -5,15 +5,17 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/shard_segments.cpp
 )
 list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/storage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/overlap.cpp
+)
+list(APPEND DISTLAB_NN_SOURCES  # these reach torch::nn or torch::optim
   ${CMAKE_CURRENT_LIST_DIR}/optimizer_factory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sharded_optimizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/naive_zero.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero1.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero2.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/storage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero3.cpp
   ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/overlap.cpp
   # Sharded checkpoints, written through lib/train's checkpoint files.
   ${CMAKE_CURRENT_LIST_DIR}/optimizer_state.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sharded_checkpoint.cpp
