@@ -9,11 +9,47 @@
 #include <thread>
 
 #include "collectives/collectives.hpp"
+#include "fault_numbers.hpp"
+#include "flight/recorder.hpp"
 #include "flight/site.hpp"
 
 namespace distlab::flight_test {
 
 using collectives::Algorithm;
+
+namespace {
+
+bool entered(const flight::Dump& ring, const char* op, uint64_t seq) {
+  for (const flight::Entry& e : ring.entries) {
+    if (e.group == "world" && e.op == op && e.seq == seq) return true;
+  }
+  return false;
+}
+
+// On thread ranks, a culprit whose call does not match the others' waits
+// until every other rank has entered all_reduce #4 (their flight rings say
+// so) before it makes its own: otherwise the mismatch could end the job
+// while a slower rank is still in #3, and the diagnosis would rightly list
+// fewer ranks in #4 than the test expects. Waits on the records, not on a
+// clock; gives up after 10 s with the rank it waited for.
+void wait_until_the_others_entered_the_fault(comm::Communicator& comm) {
+  flight::Recorder* recorder = comm.flight_recorder();
+  if (comm.backend() != "threads" || recorder == nullptr) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank()) continue;
+    const auto ring = recorder->ring_of(r, comm.size());
+    while (!entered(ring->snapshot(), "all_reduce", kFaultSeq)) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("fault injection: rank " + std::to_string(r) + " never entered all_reduce #" +
+                                 std::to_string(kFaultSeq));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+}  // namespace
 
 void run_fault(comm::Communicator& comm, const std::string& fault, int culprit) {
   flight::Site lesson("flight test " + fault);
@@ -47,6 +83,7 @@ void run_fault(comm::Communicator& comm, const std::string& fault, int culprit) 
     if (comm.backend() == "threads") throw std::runtime_error("injected: rank " + std::to_string(culprit) + " stops");
     kill(getpid(), SIGKILL);
   }
+  if ((fault == "order" || fault == "shape") && me) wait_until_the_others_entered_the_fault(comm);
   if (fault == "order" && me) {
     collectives::broadcast(comm, weights, 0, Algorithm::kTree);
     collectives::all_reduce(comm, grads, comm::ReduceOp::kSum, Algorithm::kRing);
