@@ -21,12 +21,13 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 
 
 def read_last_run(log_path):
-    """The steps of the most recent ninja run: (seconds, output) pairs.
+    """The steps of the most recent ninja run: (start ms, end ms, output) triples.
 
     Within one run ninja writes a step when it finishes, so end times never
     decrease; a line that ends earlier than the one before starts a new run.
@@ -77,8 +78,9 @@ def report(build_dir, top):
           f"{total:.0f} s summed over the steps (one core each)")
     parts = {}
     for s, e, out in steps:
-        secs, count = parts.get(part_of(out), (0.0, 0))
-        parts[part_of(out)] = (secs + (e - s) / 1000.0, count + 1)
+        part = part_of(out)
+        secs, count = parts.get(part, (0.0, 0))
+        parts[part] = (secs + (e - s) / 1000.0, count + 1)
     print("\n  seconds  steps  part")
     for name, (secs, count) in sorted(parts.items(), key=lambda kv: -kv[1][0]):
         print(f"  {secs:7.0f}  {count:5d}  {name}")
@@ -91,8 +93,8 @@ def why(build_dir, source):
     """Compile one translation unit again with -ftime-report and print its phases."""
     db_path = os.path.join(build_dir, "compile_commands.json")
     if not os.path.exists(db_path):
-        raise SystemExit(f"build_times: {db_path} is missing: configure with "
-                         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON (scripts/setup.sh does)")
+        raise SystemExit(f"build_times: {db_path} is missing: configure the folder again "
+                         "(the top CMakeLists.txt turns CMAKE_EXPORT_COMPILE_COMMANDS on)")
     with open(db_path) as f:
         db = json.load(f)
     wanted = os.path.realpath(source)
@@ -100,13 +102,12 @@ def why(build_dir, source):
     if entry is None:
         raise SystemExit(f"build_times: {source} is not compiled in {build_dir}/ "
                          "(give a .cpp path, e.g. lib/train/trainer.cpp)")
+    # CMake writes the command without the compiler launcher (ccache) and the
+    # dependency flags. Keep the flags (the precompiled header included), drop
+    # the output: the object in the build stays as it was.
     args = shlex.split(entry["command"]) if "command" in entry else entry["arguments"]
-    if os.path.basename(args[0]) == "ccache":
-        args = args[1:]
-    # Keep the flags, drop the output: the object in the build stays as it was.
-    out = args.index("-o")
-    args[out + 1] = "/dev/null"
-    args = [a for a in args if not a.startswith(("-MD", "-MF", "-MT"))] + ["-ftime-report"]
+    args[args.index("-o") + 1] = "/dev/null"
+    args.append("-ftime-report")
     print(f"compiling {source} with -ftime-report ...", flush=True)
     proc = subprocess.run(args, cwd=entry["directory"], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -133,6 +134,7 @@ def why(build_dir, source):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the report quietly
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default=os.environ.get("BUILD_DIR", "build"))
     parser.add_argument("--top", type=int, default=20, help="how many of the slowest steps to list")
