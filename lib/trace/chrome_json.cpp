@@ -117,21 +117,17 @@ void ChromeJsonSink::name_rank(int rank) {
            ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
 }
 
-int ChromeJsonSink::lane_tid(int rank, const std::string& lane) {
+int ChromeJsonSink::track_tid(int rank, const std::string& lane, int level) {
   name_rank(rank);
-  auto key = std::make_pair(rank, lane);
-  auto it = tids_.find(key);
-  if (it != tids_.end()) return it->second;
-  int tid = 0;
-  for (const auto& [k, v] : tids_)
-    if (k.first == rank) ++tid;
-  tids_.emplace(key, tid);
+  const auto [it, added] = tids_.emplace(std::make_tuple(rank, lane, level), tracks_of_rank_[rank]);
+  if (!added) return it->second;
+  ++tracks_of_rank_[rank];
   std::string meta = "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(rank) +
-                     ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":";
-  append_escaped(meta, lane);
+                     ",\"tid\":" + std::to_string(it->second) + ",\"args\":{\"name\":";
+  append_escaped(meta, track_name(lane, level));
   meta += "}}";
   put_line(meta);
-  return tid;
+  return it->second;
 }
 
 void ChromeJsonSink::write(const Event& e) { write(e, e.end_us); }
@@ -155,7 +151,7 @@ void ChromeJsonSink::write(const Event& e, int64_t arrival_us) {
     put_line(event_to_json(e, 0));
     return;
   }
-  int tid = lane_tid(e.rank, e.lane);
+  const int tid = track_tid(e.rank, e.lane, levels_.place(e.rank, e.lane, e.begin_us, e.end_us));
   put_line(event_to_json(e, tid));
   if (e.flow != 0 && (e.category == "send" || e.category == "recv")) {
     // The arrow leaves the send where it starts and lands when the data

@@ -23,9 +23,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "trace/recorder.hpp"
+#include "trace/tracks.hpp"
 
 namespace distlab::trace {
 
@@ -56,13 +58,16 @@ class ChromeJsonSink : public Sink {
  private:
   // Writes the rank's "process_name" metadata the first time it is seen.
   void name_rank(int rank);
-  int lane_tid(int rank, const std::string& lane);
+  // The tid of `lane`'s track at `level` on `rank`, named the first time.
+  int track_tid(int rank, const std::string& lane, int level);
   void put_line(const std::string& line);
 
   std::string path_;
   std::FILE* file_ = nullptr;
   bool first_ = true;
-  std::map<std::pair<int, std::string>, int> tids_;
+  TrackLevels levels_;
+  std::map<std::tuple<int, std::string, int>, int> tids_;  // (rank, lane, level) -> tid
+  std::map<int, int> tracks_of_rank_;
   std::set<int> named_ranks_;
 };
 

@@ -8,5 +8,6 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/dom_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/merge.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tracks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/switching_file_sink.cpp
 )
