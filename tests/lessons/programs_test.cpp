@@ -8,6 +8,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -309,6 +310,18 @@ TEST(Lesson07, UnderTheLauncherWithGloo) {
   EXPECT_TRUE(contains(r.output, "counted above: OK")) << r.output;
 }
 
+// A time as lessons::format_seconds prints it ("%.1f s", "%.2f ms", "%.1f
+// us"), in seconds, and the most its rounding moved it: half a unit of the
+// last digit printed.
+struct PrintedSeconds {
+  double value = 0, rounding = 0;
+};
+PrintedSeconds printed_seconds(const std::string& number, const std::string& unit) {
+  const double scale = unit == "s" ? 1.0 : unit == "ms" ? 1e-3 : 1e-6;
+  const double last_digit = unit == "ms" ? 0.01 : 0.1;
+  return {std::stod(number) * scale, 0.5 * last_digit * scale};
+}
+
 // Lesson 08 on a small model: 4 x Linear(512, 512), each weight 1 MiB.
 void expect_lesson08_parts(const Outcome& r) {
   // Part 1: the plan before and after the rebuild, every parameter in one bucket of each.
@@ -324,11 +337,24 @@ void expect_lesson08_parts(const Outcome& r) {
   // Part 2: backward and every bucket of the traced step as a bar.
   EXPECT_TRUE(contains(r.output, "backward computes")) << r.output;
   EXPECT_TRUE(contains(r.output, "all-reduce bucket 0")) << r.output;
-  // Part 3: hidden <= all-reduce, and the fraction is their quotient.
-  static const std::regex overlap(R"(overlap fraction (\d+)%)");
+  // Part 3: hidden <= all-reduce, and the fraction is their quotient, as
+  // far as the printed numbers' rounding lets one tell.
+  static const std::regex times(
+      R"(3\. Overlap: ([\d.]+) (s|ms|us) of all-reduce in \d+ buckets, ([\d.]+) (s|ms|us) of it before backward)");
+  static const std::regex fraction(R"(overlap fraction (\d+)%)");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, overlap)) << r.output;
-  EXPECT_LE(std::stoi(m[1]), 100) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, m, times)) << r.output;
+  const PrintedSeconds all_reduce = printed_seconds(m[1], m[2]), hidden = printed_seconds(m[3], m[4]);
+  ASSERT_TRUE(std::regex_search(r.output, m, fraction)) << r.output;
+  const int percent = std::stoi(m[1]);
+  EXPECT_LE(hidden.value - hidden.rounding, all_reduce.value + all_reduce.rounding) << r.output;
+  // The quotient of any two times that print as these, printed with "%.0f%%".
+  const double least = std::max(0.0, hidden.value - hidden.rounding) / (all_reduce.value + all_reduce.rounding);
+  const double most = all_reduce.value > all_reduce.rounding
+                          ? std::min(1.0, (hidden.value + hidden.rounding) / (all_reduce.value - all_reduce.rounding))
+                          : 1.0;
+  EXPECT_GE(percent, 100 * least - 0.5) << r.output;
+  EXPECT_LE(percent, 100 * most + 0.5) << r.output;
   // Part 4: five caps, the naive version and no communication; one bucket
   // per parameter is 8 buckets, the naive version 8 all-reduces.
   static const std::regex sweep(R"(^  (1 MiB|5 MiB|25 MiB|100 MiB|one per parameter|naive \(after backward\)|no communication)\s+(\d+)\s)");

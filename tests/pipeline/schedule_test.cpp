@@ -95,6 +95,71 @@ TEST(Builders, InterleavedTwoRanksTwoChunksByHand) {
       "1F0 1F1 3F0 3F1 3B1 3B0 1B1 1B0"}));
 }
 
+// The compute actions of each program, its messages left out.
+std::vector<std::string> compute_text(const std::vector<std::vector<Action>>& programs) {
+  std::vector<std::vector<Action>> compute(programs.size());
+  for (size_t r = 0; r < programs.size(); ++r)
+    for (const Action& a : programs[r])
+      if (is_compute(a.type)) compute[r].push_back(a);
+  return as_text(compute);
+}
+
+// The V orders below are torch's, each rank's list from
+// _calculate_single_rank_operations(rank) of ScheduleZBVZeroBubble and
+// ScheduleDualPipeV in torch/distributed/pipelining/schedules.py
+// (pytorch/pytorch at commit 00722e648b740f91d0e71494baa17891749fd291),
+// its None padding left out. Rank r holds stages r and 2p-1-r.
+
+// ZBV, p=2, m=4: rank 0 warms up with 3 forwards of stage 0, then F I W of
+// stage 3; no rank waits once it has started (every action one unit).
+TEST(Builders, ZbvTwoRanksFourMicrobatchesLikeTorch) {
+  const std::vector<std::string> torch = {
+      "0F0 0F1 0F2 3F0 3I0 3W0 3F1 3I1 3W1 0F3 0I0 0W0 3F2 3I2 3W2 0I1 0W1 3F3 3I3 3W3 0I2 0W2 0I3 0W3",
+      "1F0 2F0 1F1 2F1 2I0 2W0 1F2 1I0 1W0 2F2 2I1 2W1 1F3 1I1 1W1 2F3 2I2 2W2 1I2 2I3 1I3 1W2 2W3 1W3"};
+  EXPECT_EQ(as_text(zbv_order(2, 4)), torch);
+  EXPECT_EQ(compute_text(make_schedule(ScheduleKind::kZeroBubbleV, 2, 4, 2).programs), torch);
+}
+
+// ZBV, p=3, m=4: fewer microbatches than the 2p-1 = 5 the V is built for;
+// torch builds it for 5 and drops microbatch 4's actions.
+TEST(Builders, ZbvThreeRanksFourMicrobatchesLikeTorch) {
+  const std::vector<std::string> torch = {
+      "0F0 0F1 0F2 0F3 5F0 5I0 5W0 5F1 5I1 5W1 5F2 5I2 5W2 0I0 0W0 5F3 5I3 5W3 0I1 0W1 0I2 0W2 0I3 0W3",
+      "1F0 1F1 1F2 4F0 1F3 4F1 4I0 4W0 4F2 4I1 4W1 1I0 1W0 4F3 4I2 4W2 1I1 1W1 4I3 4W3 1I2 1I3 1W2 1W3",
+      "2F0 3F0 2F1 3F1 2F2 3F2 3I0 3W0 2F3 2I0 2W0 3F3 3I1 3W1 2I1 2W1 3I2 3W2 2I2 3I3 2I3 2W2 3W3 2W3"};
+  EXPECT_EQ(as_text(zbv_order(3, 4)), torch);
+  EXPECT_EQ(compute_text(make_schedule(ScheduleKind::kZeroBubbleV, 3, 4, 2).programs), torch);
+}
+
+// DualPipeV, p=2, m=4 (the least m it takes, 2p): on rank 1 = p-1 the
+// first pair of step 4 runs apart (1F2, 2B0), every other pair as one
+// OVERLAP_F_B.
+TEST(Builders, DualPipeVTwoRanksFourMicrobatchesLikeTorch) {
+  const std::vector<std::string> torch = {
+      "0F0 0F1 0F2 3F0 3I0 3W0 3F1 (0F3;3B1)OVERLAP_F_B (3F2;0B0)OVERLAP_F_B 3B2 (3F3;0B1)OVERLAP_F_B 3B3 "
+      "0I2 0W2 0I3 0W3",
+      "1F0 2F0 1F1 2F1 1F2 2B0 (2F2;1B0)OVERLAP_F_B (1F3;2B1)OVERLAP_F_B (2F3;1B1)OVERLAP_F_B 2B2 1B2 "
+      "2I3 1I3 2W3 1W3"};
+  EXPECT_EQ(as_text(dualpipev_order(2, 4)), torch);
+  EXPECT_EQ(compute_text(make_schedule(ScheduleKind::kDualPipeV, 2, 4, 2).programs), torch);
+}
+
+// DualPipeV, p=3, m=7: an odd m, and a middle rank.
+TEST(Builders, DualPipeVThreeRanksSevenMicrobatchesLikeTorch) {
+  const std::vector<std::string> torch = {
+      "0F0 0F1 0F2 0F3 0F4 5F0 5I0 5W0 5F1 5I1 5W1 5F2 (0F5;5B2)OVERLAP_F_B (5F3;0B0)OVERLAP_F_B "
+      "(0F6;5B3)OVERLAP_F_B (5F4;0B1)OVERLAP_F_B 5B4 (5F5;0B2)OVERLAP_F_B 5B5 (5F6;0B3)OVERLAP_F_B 5B6 "
+      "0I4 0W4 0I5 0W5 0I6 0W6",
+      "1F0 1F1 1F2 4F0 1F3 4F1 4I0 4W0 4F2 (1F4;4B1)OVERLAP_F_B (4F3;1B0)OVERLAP_F_B (1F5;4B2)OVERLAP_F_B "
+      "(4F4;1B1)OVERLAP_F_B (1F6;4B3)OVERLAP_F_B (4F5;1B2)OVERLAP_F_B 4B4 (4F6;1B3)OVERLAP_F_B 4B5 1B4 "
+      "4I6 1I5 4W6 1I6 1W5 1W6",
+      "2F0 3F0 2F1 3F1 2F2 3F2 2F3 3B0 (3F3;2B0)OVERLAP_F_B (2F4;3B1)OVERLAP_F_B (3F4;2B1)OVERLAP_F_B "
+      "(2F5;3B2)OVERLAP_F_B (3F5;2B2)OVERLAP_F_B (2F6;3B3)OVERLAP_F_B (3F6;2B3)OVERLAP_F_B 3B4 2B4 3B5 "
+      "2I5 3I6 2I6 2W5 3W6 2W6"};
+  EXPECT_EQ(as_text(dualpipev_order(3, 7)), torch);
+  EXPECT_EQ(compute_text(make_schedule(ScheduleKind::kDualPipeV, 3, 7, 2).programs), torch);
+}
+
 TEST(Builders, RejectInvalidParametersWithTheRule) {
   EXPECT_THROW(make_schedule(ScheduleKind::kGPipe, 0, 4), ScheduleError);
   EXPECT_THROW(make_schedule(ScheduleKind::k1F1B, 2, 0), ScheduleError);

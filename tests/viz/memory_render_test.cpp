@@ -1,18 +1,24 @@
 // The memory view rendered headless. The Memory panel's bars are measured in
 // pixels and their heights compared with the totals worked out here from
-// the samples; the Trace panel's memory track is probed at positions
-// computed from the sample times and the view (x = area left + (t - view
-// begin) / view span * area width), not taken from the drawing code.
+// the samples, and a bar's tooltip is read back as text from ImGui's log
+// and compared with the model's bytes; the Trace panel's memory track is
+// probed at positions computed from the sample times and the view (x =
+// area left + (t - view begin) / view span * area width), not taken from
+// the drawing code.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <map>
+#include <sstream>
 
 #include "app.hpp"
 #include "memory_panel.hpp"
 #include "render_helpers.hpp"
+#include "timeline.hpp"
 #include "trace_panel.hpp"
 #include "viz_test_util.hpp"
 
@@ -154,16 +160,51 @@ TEST_F(MemoryRender, BarsAreStackedToOneScale) {
   for (size_t i = 1; i < layout.bars.size(); ++i) EXPECT_GT(layout.bars[i].x0, layout.bars[i - 1].x1 - 0.01f);
 }
 
+// Renders `draw` as render_in_window does and returns, line by line, the
+// text ImGui itself logged (ImGui::LogToFile) while drawing the last frame:
+// what reached the screen as text, not what the panel says it drew.
+std::vector<std::string> render_logging_text(HeadlessRenderer& renderer, const std::function<void()>& draw,
+                                             Image* image) {
+  const std::string path = temp_path("memory_rendered_text.txt");
+  std::remove(path.c_str());  // ImGui appends
+  constexpr int kFrames = 3;
+  int frame = 0;
+  *image = render_in_window(
+      renderer,
+      [&] {
+        if (++frame == kFrames) ImGui::LogToFile(-1, path.c_str());
+        draw();
+        ImGui::LogFinish();
+      },
+      kFrames);
+  std::vector<std::string> lines;
+  std::istringstream in(read_text(path));
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find_first_not_of(' '), last = line.find_last_not_of(' ');
+    if (first != std::string::npos) lines.push_back(line.substr(first, last - first + 1));
+  }
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += line + "\n";
+  return out;
+}
+
 TEST_F(MemoryRender, HoveringABarShowsItsBytes) {
   MemoryModel memory;
   for (const trace::Event& e : memory_run()) memory.add(e);
   MemoryPanel panel{Options{}};
   render_in_window(renderer_, [&] { panel.draw(memory, kOrigin); });
   const MemoryBar bar = panel.last_layout().bars[2];  // DDP, rank 1, measured
+  ASSERT_EQ(bar.stage, "DDP");
   ASSERT_EQ(bar.rank, 1);
+  ASSERT_EQ(bar.kind, MemoryKind::kMeasured);
   ImGuiIO& io = ImGui::GetIO();
   io.MousePos = ImVec2((bar.x0 + bar.x1) * 0.5f, panel.last_layout().chart_bottom - 5);
-  const Image with = render_in_window(renderer_, [&] { panel.draw(memory, kOrigin); });
+  Image with;
+  const std::vector<std::string> lines = render_logging_text(renderer_, [&] { panel.draw(memory, kOrigin); }, &with);
   io.MousePos = ImVec2(-1, -1);
   const Image without = render_in_window(renderer_, [&] { panel.draw(memory, kOrigin); });
   // The tooltip covers some of the chart right of the mouse.
@@ -171,6 +212,25 @@ TEST_F(MemoryRender, HoveringABarShowsItsBytes) {
   for (int y = 0; y < with.height; ++y)
     for (int x = 0; x < with.width; ++x) different += with.at(x, y) != without.at(x, y);
   EXPECT_GT(different, 2000u);
+
+  // Its text: rank 1's peak sample in the model, each series and the total
+  // as the panel formats bytes, under a heading naming the bar.
+  const std::optional<MemorySample> peak = memory.peak("DDP", 1), other = memory.peak("DDP", 0);
+  ASSERT_TRUE(peak && other);
+  ASSERT_NE(format_bytes(static_cast<double>(peak->total())), format_bytes(static_cast<double>(other->total())));
+  const auto heading = std::find(lines.begin(), lines.end(), "DDP, rank 1: measured peak");
+  ASSERT_NE(heading, lines.end()) << joined(lines);
+  // The bytes on the first line after the heading that starts with `label`.
+  auto shown = [&](const std::string& label) -> std::string {
+    for (auto line = heading; line != lines.end(); ++line)
+      if (line->rfind(label + " ", 0) == 0) return line->substr(line->find_first_not_of(' ', label.size()));
+    return "no line for " + label;
+  };
+  for (int s = 0; s < kMemorySeriesCount; ++s) {
+    const char* series = kMemorySeries[static_cast<size_t>(s)];
+    EXPECT_EQ(shown(series), format_bytes(static_cast<double>(peak->bytes[s]))) << joined(lines);
+  }
+  EXPECT_EQ(shown("total"), format_bytes(static_cast<double>(peak->total()))) << joined(lines);
 }
 
 // Rows of intervals on ranks 0 and 1 over [0, 10] ms, and under them the
