@@ -15,6 +15,7 @@
 #include "data/corpus_stats.hpp"
 #include "reference_training.hpp"
 #include "pipeline/schedule.hpp"
+#include "support/differences.hpp"
 #include "train/trainer.hpp"
 
 namespace distlab {
@@ -24,7 +25,7 @@ using tests::bundled_corpus;
 using tests::run_threads;
 using tests::tiny_options;
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+using test_support::largest_difference;
 
 // P x R (x T) ranks training the tiny model for 5 steps give the
 // one-process run's losses, gradient norms, validation loss and parameters,
@@ -67,20 +68,21 @@ void expect_equals_one_process(const train::TrainerOptions& o) {
     EXPECT_EQ(result.digest, results[0].digest) << "rank " << result.place.stage << "/" << result.place.replica;
   }
 
-  double worst = 0;
+  test_support::Worst worst;
   size_t compared = 0;
   for (int s = 0; s < P; ++s) {
     for (const auto& [name, value] : at_place(0, s, 0).final_state) {  // the unsplit stages' names, whatever T
       ASSERT_TRUE(ref.parameters.count(name)) << name;
-      worst = std::max(worst, max_abs_diff(value, ref.parameters.at(name)));
+      worst.add(value, ref.parameters.at(name));
       ++compared;
       for (int r = 0; r < R; ++r)  // replicas, and the tensor ranks' gathered stages, stay bit-identical
         for (int k = 0; k < T; ++k) EXPECT_TRUE(at::equal(value, at_place(r, s, k).final_state.at(name))) << name;
     }
   }
   EXPECT_EQ(compared, ref.parameters.size()) << "the stages together hold every parameter once";
-  EXPECT_LT(worst, 2e-5) << what << ": largest parameter difference from the one-process run";
-  std::printf("  %s: %zu parameters, largest difference from one process %.3g\n", what.c_str(), compared, worst);
+  EXPECT_LT(worst.value, 2e-5) << what << ": largest parameter difference from the one-process run";
+  std::printf("  %s: %zu parameters, largest difference from one process %.3g\n", what.c_str(), compared,
+              worst.value);
 }
 
 class LayoutEqualsOneProcess : public ::testing::TestWithParam<train::Layout> {};
@@ -145,7 +147,7 @@ TEST(Capstone, CheckpointResumesUnderAScheduleThatPlacesStagesOtherwise) {
   o.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
   o.stages_per_rank = 2;
   const auto resumed = run_threads(o);
-  double worst = 0;
+  test_support::Worst worst;
   for (size_t rank = 0; rank < resumed.size(); ++rank) {
     EXPECT_EQ(resumed[rank].resumed_from_step, 3) << "rank " << rank;
     EXPECT_EQ(resumed[rank].steps, 8);
@@ -153,11 +155,11 @@ TEST(Capstone, CheckpointResumesUnderAScheduleThatPlacesStagesOtherwise) {
     for (const auto& [name, value] : resumed[rank].final_state)  // each rank: its stages' names
       for (const auto& other : uninterrupted)
         if (other.place.replica == 0 && other.final_state.count(name))
-          worst = std::max(worst, max_abs_diff(value, other.final_state.at(name)));
+          worst.add(value, other.final_state.at(name));
   }
-  EXPECT_LT(worst, 2e-5);
+  EXPECT_LT(worst.value, 2e-5);
   std::printf("  1F1B for 3 steps, Interleaved 1F1B for 5: largest difference from the uninterrupted run %.3g\n",
-              worst);
+              worst.value);
   std::filesystem::remove_all(dir);
 }
 

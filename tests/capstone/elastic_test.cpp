@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "capstone_runs.hpp"
+#include "support/differences.hpp"
 #include "train/checkpoint_module.hpp"
 #include "train/elastic.hpp"
 #include "train/stage_model.hpp"
@@ -90,7 +91,7 @@ TEST(Recut, UnionOfThePartsIsTheWholeModel) {
 }
 
 // Largest difference between two runs' final parameters, all stages (each
-// run's stage s is world rank s of replica 0).
+// run's stage s is world rank s of replica 0); +infinity for a NaN.
 double largest_difference(const std::vector<train::TrainResult>& a, const std::vector<train::TrainResult>& b) {
   std::map<std::string, at::Tensor> whole_a, whole_b;
   for (const auto& r : a)
@@ -98,15 +99,15 @@ double largest_difference(const std::vector<train::TrainResult>& a, const std::v
   for (const auto& r : b)
     if (r.place.replica == 0) whole_b.insert(r.final_state.begin(), r.final_state.end());
   EXPECT_EQ(whole_a.size(), whole_b.size());
-  double worst = 0;
+  test_support::Worst worst;
   for (const auto& [name, value] : whole_a) {
     if (!whole_b.count(name)) {
       ADD_FAILURE() << name << " missing";
       continue;
     }
-    worst = std::max(worst, (value - whole_b.at(name)).abs().max().item<double>());
+    worst.add(value, whole_b.at(name));
   }
-  return worst;
+  return worst.value;
 }
 
 struct Move {

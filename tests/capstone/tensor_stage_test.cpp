@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "comm/threads_backend.hpp"
+#include "support/differences.hpp"
 #include "train/grad_clip.hpp"
 #include "train/stage_model.hpp"
 #include "train/tensor_stage.hpp"
@@ -31,15 +32,16 @@ models::TransformerLmOptions tiny() {
   return o;
 }
 
+// +infinity when the names differ or any tensor holds a NaN.
 double largest(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double worst = 0;
+  if (a.size() != b.size()) return test_support::kInfinite;
+  test_support::Worst worst;
   for (const auto& [name, value] : a) {
     const auto other = b.find(name);
-    if (other == b.end() || other->second.sizes() != value.sizes()) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, (value - other->second).abs().max().item<double>());
+    if (other == b.end()) return test_support::kInfinite;
+    worst.add(value, other->second);
   }
-  return worst;
+  return worst.value;
 }
 
 class TensorStage : public ::testing::TestWithParam<std::pair<int, int>> {};  // (stages, tensor size)
@@ -56,16 +58,19 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   std::map<std::string, at::Tensor> grads;
   for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad().clone();
   // The clipped gradients too: a max norm below the norm, so that clipping scales.
-  const double norm = clip_grad_norm_local(whole->parameters(), /*max_norm=*/0.1);
+  constexpr double kMaxNorm = 0.1;
+  const double norm = clip_grad_norm_local(whole->parameters(), kMaxNorm);
+  ASSERT_TRUE(test_support::exceeds(norm, kMaxNorm)) << "gradient norm " << norm << ": clipping would not engage";
   std::map<std::string, at::Tensor> clipped;
   for (const auto& item : whole->named_parameters()) clipped[item.key()] = item.value().grad();
+  ASSERT_TRUE(test_support::exceeds(largest(clipped, grads), 0.0)) << "clipping left the gradients as they were";
   std::map<std::string, at::Tensor> weights;  // the parameters (named_state would add the positional buffer)
   for (const auto& item : whole->named_parameters()) weights[item.key()] = item.value().detach();
   std::map<std::string, at::Tensor> other;  // another model's state, to load
   for (const auto& [name, value] : weights) other[name] = value + 0.01;
 
   std::mutex mutex;
-  double worst_logits = 0, worst_grads = 0, worst_weights = 0, worst_loaded = 0, worst_norm = 0, worst_clipped = 0;
+  test_support::Worst worst_logits, worst_grads, worst_weights, worst_loaded, worst_norm, worst_clipped;
   const int stages_ = stages;
   comm::run_thread_ranks(t, [&](comm::Communicator& tensor) {
     std::vector<TensorParallelStage> chain;
@@ -86,7 +91,7 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
       for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
     }
     auto solo = tensor.split(tensor.rank(), 0, "alone");
-    const double my_norm = clip_grad_norm_tensor_parallel(*solo, tensor, replicated, split, 0.1);
+    const double my_norm = clip_grad_norm_tensor_parallel(*solo, tensor, replicated, split, kMaxNorm);
     std::map<std::string, at::Tensor> my_clipped;
     for (auto& stage : chain) my_clipped.merge(stage->whole_state(/*gradients=*/true));
     std::map<std::string, at::Tensor> loaded;
@@ -95,21 +100,21 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
       loaded.merge(stage->whole_state());
     }
     std::lock_guard<std::mutex> lock(mutex);
-    worst_logits = std::max(worst_logits, (h - logits).abs().max().item<double>());
-    worst_grads = std::max(worst_grads, largest(my_grads, grads));
-    worst_weights = std::max(worst_weights, largest(my_weights, weights));
-    worst_loaded = std::max(worst_loaded, largest(loaded, other));
-    worst_norm = std::max(worst_norm, std::abs(my_norm - norm) / norm);
-    worst_clipped = std::max(worst_clipped, largest(my_clipped, clipped));
+    worst_logits.add(h, logits);
+    worst_grads.add(largest(my_grads, grads));
+    worst_weights.add(largest(my_weights, weights));
+    worst_loaded.add(largest(loaded, other));
+    worst_norm.add((my_norm - norm) / norm);
+    worst_clipped.add(largest(my_clipped, clipped));
   });
-  EXPECT_LT(worst_norm, 1e-5) << "the whole model's gradient norm (" << norm << ")";
-  EXPECT_LT(worst_clipped, 1e-6) << "the clipped gradients";
-  EXPECT_LT(worst_logits, 1e-5);
-  EXPECT_LT(worst_grads, 1e-5);
-  EXPECT_EQ(worst_weights, 0.0) << "the unsplit state, bit for bit";
-  EXPECT_EQ(worst_loaded, 0.0) << "another model's state loaded and gathered back";
+  EXPECT_LT(worst_norm.value, 1e-5) << "the whole model's gradient norm (" << norm << ")";
+  EXPECT_LT(worst_clipped.value, 1e-6) << "the clipped gradients";
+  EXPECT_LT(worst_logits.value, 1e-5);
+  EXPECT_LT(worst_grads.value, 1e-5);
+  EXPECT_EQ(worst_weights.value, 0.0) << "the unsplit state, bit for bit";
+  EXPECT_EQ(worst_loaded.value, 0.0) << "another model's state loaded and gathered back";
   std::printf("  %d stage(s) x tensor %d: largest difference from the unsplit model: logits %.3g, gradients %.3g\n",
-              stages, t, worst_logits, worst_grads);
+              stages, t, worst_logits.value, worst_grads.value);
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, TensorStage,

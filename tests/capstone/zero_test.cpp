@@ -18,6 +18,7 @@
 
 #include "capstone_runs.hpp"
 #include "lessons/run_program.hpp"
+#include "support/differences.hpp"
 #include "train/trainer.hpp"
 
 namespace distlab {
@@ -69,13 +70,13 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
     EXPECT_EQ(sharded[rank].digest, sharded[0].digest) << "rank " << rank;
   }
 
-  double worst = 0;
+  test_support::Worst worst;
   size_t compared = 0;
   for (int s = 0; s < P; ++s) {
     for (const auto& [name, value] : sharded[static_cast<size_t>(s)].final_state) {
       const auto& reference = ddp[static_cast<size_t>(s)].final_state;
       ASSERT_TRUE(reference.count(name)) << name;
-      worst = std::max(worst, (value - reference.at(name)).abs().max().item<double>());
+      worst.add(value, reference.at(name));
       ++compared;
       for (int r = 1; r < R; ++r)
         EXPECT_TRUE(at::equal(value, sharded[static_cast<size_t>(r * P + s)].final_state.at(name))) << name;
@@ -84,9 +85,9 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
   size_t expected = 0;
   for (int s = 0; s < P; ++s) expected += ddp[static_cast<size_t>(s)].final_state.size();
   EXPECT_EQ(compared, expected) << "the stages together hold every parameter once";
-  EXPECT_LT(worst, 2e-5) << "largest parameter difference from the DDP run";
+  EXPECT_LT(worst.value, 2e-5) << "largest parameter difference from the DDP run";
   std::printf("  ZeRO-%d %dx%d: %zu parameters, largest difference from DDP %.3g, digest %s (DDP %s)\n", zero, P, R,
-              compared, worst, sharded[0].digest.c_str(), ddp[0].digest.c_str());
+              compared, worst.value, sharded[0].digest.c_str(), ddp[0].digest.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, ZeroEqualsDdp,
@@ -119,11 +120,11 @@ TEST_P(CapstoneZero, LrScheduleAndResumeMatch) {
   const auto ddp = run_threads(o);
   o.zero = zero;
   const auto uninterrupted = run_threads(o);
-  double worst = 0;
+  test_support::Worst worst;
   for (int s = 0; s < 2; ++s)
     for (const auto& [name, value] : uninterrupted[static_cast<size_t>(s)].final_state)
-      worst = std::max(worst, (value - ddp[static_cast<size_t>(s)].final_state.at(name)).abs().max().item<double>());
-  EXPECT_LT(worst, 2e-5) << "largest parameter difference from DDP after 2 epochs";
+      worst.add(value, ddp[static_cast<size_t>(s)].final_state.at(name));
+  EXPECT_LT(worst.value, 2e-5) << "largest parameter difference from DDP after 2 epochs";
   EXPECT_NEAR(uninterrupted[1].test_loss, ddp[1].test_loss, 2e-5 * ddp[1].test_loss);
 
   const auto [first, resumed] = tests::stop_and_resume(o, dir, 3);
@@ -134,7 +135,7 @@ TEST_P(CapstoneZero, LrScheduleAndResumeMatch) {
   }
   std::printf("  ZeRO-%d after 2 epochs: largest difference from DDP %.3g; digest %s uninterrupted (DDP %s), %s after "
               "the stop, %s resumed\n",
-              zero, worst, uninterrupted[0].digest.c_str(), ddp[0].digest.c_str(), first[0].digest.c_str(),
+              zero, worst.value, uninterrupted[0].digest.c_str(), ddp[0].digest.c_str(), first[0].digest.c_str(),
               resumed[0].digest.c_str());
   std::filesystem::remove_all(dir);
 }

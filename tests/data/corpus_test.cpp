@@ -14,6 +14,7 @@
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
 #include "reference.hpp"
+#include "support/required_tool.hpp"
 
 namespace distlab::data {
 namespace {
@@ -26,7 +27,8 @@ const Corpus& bundled() {
 }
 
 TEST(BundledCorpus, VocabularyAndCountsMatchTorchtext) {
-  if (const auto why = testing_ref::torchtext_unavailable()) GTEST_SKIP() << *why;
+  const auto why = testing_ref::torchtext_unavailable();
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(!why, *why);
   const nlohmann::json ref = testing_ref::run_torchtext_on_corpus(kBundled);
   const auto itos = ref["itos"].get<std::vector<std::string>>();
   const Corpus& corpus = bundled();

@@ -5,31 +5,41 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace distlab::data::testing_ref {
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "distlab_data_" + std::to_string(::getpid()) + "_" + name;
+}
+
 namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 const std::string kScript = std::string(DISTLAB_SOURCE_DIR) + "/tests/data/torchtext_reference.py";
 
+// The command's stdout (the JSON); its stderr, a traceback, goes into the
+// exception that a failure throws, so the failing test shows why.
 std::string run(const std::string& command) {
-  FILE* pipe = ::popen(command.c_str(), "r");
+  const std::string errors = temp_path("stderr");
+  FILE* pipe = ::popen((command + " 2> '" + errors + "'").c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("cannot run: " + command);
   std::string out;
   char buffer[65536];
   std::size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
   const int status = ::pclose(pipe);
-  if (status != 0) throw std::runtime_error("failed (status " + std::to_string(status) + "): " + command);
+  std::ifstream in(errors);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(errors.c_str());
+  if (status != 0)
+    throw std::runtime_error("the torchtext reference failed (status " + std::to_string(status) + "): " + command +
+                             "\n" + log);
   return out;
 }
 
 }  // namespace
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "distlab_data_" + std::to_string(::getpid()) + "_" + name;
-}
 
 std::optional<std::string> torchtext_unavailable() {
   if (::access(kPython, X_OK) != 0) return std::string(kPython) + " is missing";

@@ -10,6 +10,7 @@
 #include "data/tokenizer.hpp"
 #include "data/utf8.hpp"
 #include "reference.hpp"
+#include "support/required_tool.hpp"
 
 namespace distlab::data {
 namespace {
@@ -38,7 +39,8 @@ const std::vector<std::string> kTrickyLines = {
 };
 
 TEST(Tokenizer, MatchesTorchtextOnTrickyLines) {
-  if (const auto why = testing_ref::torchtext_unavailable()) GTEST_SKIP() << *why;
+  const auto why = testing_ref::torchtext_unavailable();
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(!why, *why);
   const nlohmann::json expected = testing_ref::run_torchtext("tokenize", kTrickyLines);
   ASSERT_EQ(expected.size(), kTrickyLines.size());
   for (std::size_t i = 0; i < kTrickyLines.size(); ++i) {
@@ -68,7 +70,8 @@ std::vector<std::string> random_lines(int count, uint32_t seed) {
 }
 
 TEST(Tokenizer, MatchesTorchtextOnRandomLines) {
-  if (const auto why = testing_ref::torchtext_unavailable()) GTEST_SKIP() << *why;
+  const auto why = testing_ref::torchtext_unavailable();
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(!why, *why);
   const std::vector<std::string> lines = random_lines(2000, 12345);
   const nlohmann::json expected = testing_ref::run_torchtext("tokenize", lines);
   ASSERT_EQ(expected.size(), lines.size());

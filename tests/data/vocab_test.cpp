@@ -9,6 +9,7 @@
 #include "data/tokenizer.hpp"
 #include "data/vocab.hpp"
 #include "reference.hpp"
+#include "support/required_tool.hpp"
 
 namespace distlab::data {
 namespace {
@@ -31,7 +32,8 @@ const std::vector<std::string> kSmallText = {
 };
 
 TEST(Vocab, MatchesTorchtextOnSmallText) {
-  if (const auto why = testing_ref::torchtext_unavailable()) GTEST_SKIP() << *why;
+  const auto why = testing_ref::torchtext_unavailable();
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(!why, *why);
   const nlohmann::json expected = testing_ref::run_torchtext("vocab", kSmallText);
   EXPECT_EQ(vocab_of(kSmallText).itos(), expected["itos"].get<std::vector<std::string>>())
       << "reference: " << expected["torchtext"];

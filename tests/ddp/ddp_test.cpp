@@ -109,7 +109,7 @@ double error_against_single(const Case& c) {
   train_single(single, data, c.ranks * kRowsPerRank, kSteps, c.opt);
   auto replica = train_replicas(c, initial, data);
   // The parameters really moved: the comparison is not between two copies of the start.
-  EXPECT_GT(max_difference(*single, *initial), 1e-3);
+  EXPECT_TRUE(test_support::exceeds(max_difference(*single, *initial), 1e-3)) << "the parameters did not move";
   return max_difference(*single, *replica);
 }
 

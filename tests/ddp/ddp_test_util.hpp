@@ -15,6 +15,8 @@
 #include <memory>
 #include <string>
 
+#include "support/differences.hpp"
+
 namespace distlab::ddp::testing {
 
 inline torch::nn::Sequential make_model(int64_t seed) {
@@ -30,12 +32,13 @@ inline void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to
   for (auto& item : to.named_parameters()) item.value().copy_(src[item.key()]);
 }
 
+// The largest |a - b| over the parameters of two models of one architecture;
+// +infinity when a parameter holds a NaN (support/differences.hpp).
 inline double max_difference(const torch::nn::Module& a, const torch::nn::Module& b) {
-  double worst = 0;
+  test_support::Worst worst;
   auto other = b.named_parameters();
-  for (const auto& item : a.named_parameters())
-    worst = std::max(worst, (item.value() - other[item.key()]).abs().max().item<double>());
-  return worst;
+  for (const auto& item : a.named_parameters()) worst.add(item.value(), other[item.key()]);
+  return worst.value;
 }
 
 // Inputs (rows, 8) and targets (rows, 4) from a fixed seed: every rank can

@@ -54,7 +54,7 @@ std::vector<double> errors_against_single(Step step, comm::CommOptions comm_opti
   auto single = make_model(0);
   copy_parameters(*initial, *single);
   train_single(single, data, kRanks * kRows, kSteps, Opt::kSgd);
-  EXPECT_GT(max_difference(*single, *initial), 1e-3);  // the parameters really moved
+  EXPECT_TRUE(test_support::exceeds(max_difference(*single, *initial), 1e-3));  // the parameters really moved
   std::mutex mutex;
   std::vector<double> errors(kRanks, -1);
   comm::run_thread_ranks(kRanks, [&](Communicator& comm) {

@@ -22,6 +22,7 @@
 #include "14_debugging_a_hang/tiny_job.hpp"
 #include "flight/why.hpp"
 #include "run_program.hpp"
+#include "support/required_tool.hpp"
 
 namespace {
 
@@ -292,7 +293,8 @@ TEST(Lesson14, DeadOnGlooProcessesIsFoundFromTheSurvivorsFiles) {
 // failed: rank 0 asks it for its file with SIGUSR1.
 TEST(Lesson14, SkipUnderTorchrunIsFoundByAskingTheSilentRank) {
   const std::string torchrun = "/usr/bin/torchrun";
-  if (!std::filesystem::exists(torchrun)) GTEST_SKIP() << torchrun << " is not installed (apt-get install python3-torch)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(std::filesystem::exists(torchrun),
+                               torchrun + " is not installed (apt-get install python3-torch)");
   const int ranks = 3, culprit = 2, k = 1;
   LessonRun r;
   r.dir = testing::TempDir() + "distlab_hang_torchrun";

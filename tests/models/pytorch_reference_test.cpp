@@ -21,6 +21,7 @@
 
 #include "model_test_util.hpp"
 #include "support/python_torch.hpp"
+#include "support/required_tool.hpp"
 #include "models/gpt.hpp"
 #include "models/transformer_lm.hpp"
 
@@ -31,7 +32,6 @@ namespace fs = std::filesystem;
 using testing::max_abs_diff;
 
 using test_support::have_python_torch;
-using test_support::kPython;
 
 struct Reference {
   at::Tensor output;
@@ -62,7 +62,7 @@ Reference run_reference(const torch::nn::Module& model, const at::Tensor& tokens
   std::stringstream log;
   log << run.log;
   Reference reference;
-  EXPECT_EQ(status, 0) << command << "\n" << log.str();
+  EXPECT_EQ(status, 0) << "the PyTorch reference failed: " << command << "\n" << log.str();
   if (status != 0) return reference;
   const c10::Dict<c10::IValue, c10::IValue> result = test_support::load_pickle(dir / "reference.pt").toGenericDict();
   reference.output = result.at("output").toTensor();
@@ -97,7 +97,7 @@ void expect_matches_reference(torch::nn::Module& model, const std::function<at::
   EXPECT_LE(diff, 1e-5) << case_name;
   EXPECT_NEAR(loss.item<double>(), reference.loss.item<double>(), 1e-5) << case_name;
 
-  double worst_grad = 0;
+  test_support::Worst worst_grad;
   std::vector<std::string> names;
   for (const auto& item : model.named_parameters()) {
     names.push_back(item.key());
@@ -106,11 +106,11 @@ void expect_matches_reference(torch::nn::Module& model, const std::function<at::
     ASSERT_TRUE(item.value().grad().defined()) << case_name << ": no gradient for " << item.key();
     const double scale = 1.0 + found->second.abs().max().item<double>();
     const double grad_diff = max_abs_diff(item.value().grad(), found->second) / scale;
-    worst_grad = std::max(worst_grad, grad_diff);
+    worst_grad.add(grad_diff);
     EXPECT_LE(grad_diff, 1e-5) << case_name << ": gradient of " << item.key();
   }
   EXPECT_EQ(names.size(), reference.grads.size()) << case_name << ": PyTorch trains other parameters";
-  std::cout << ", max relative |grad - pytorch| over " << names.size() << " parameters = " << worst_grad << "\n";
+  std::cout << ", max relative |grad - pytorch| over " << names.size() << " parameters = " << worst_grad.value << "\n";
   EXPECT_EQ(reference.trainable, count_parameters(model)) << case_name;
   if (has_positional_table) {
     // Built as the seed builds it, not only loaded: the reference compares
@@ -122,7 +122,7 @@ void expect_matches_reference(torch::nn::Module& model, const std::function<at::
 }
 
 TEST(PyTorchReference, GptEqualsSeed002Model) {
-  if (!have_python_torch()) GTEST_SKIP() << kPython << " with torch is missing (hint: apt-get install python3-torch)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(have_python_torch(), test_support::no_python_torch());
   // The seed's model leaves dim_feedforward at PyTorch's 2048.
   const GptOptions options{/*dim=*/32, /*n_layers=*/2, /*n_heads=*/4, /*vocab_size=*/50};
   torch::manual_seed(6);
@@ -135,7 +135,7 @@ TEST(PyTorchReference, GptEqualsSeed002Model) {
 }
 
 TEST(PyTorchReference, TransformerLmEqualsSeed001Model) {
-  if (!have_python_torch()) GTEST_SKIP() << kPython << " with torch is missing (hint: apt-get install python3-torch)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(have_python_torch(), test_support::no_python_torch());
   for (bool causal : {false, true}) {
     TransformerLmOptions options = transformer_lm_preset("tiny", /*ntokens=*/60);
     options.nlayers = 3;

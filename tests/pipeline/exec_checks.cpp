@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "collectives/collectives.hpp"
 #include "pipeline/executor.hpp"
+#include "support/differences.hpp"
 
 namespace distlab::pipeline::testing {
 
@@ -40,7 +42,14 @@ at::Tensor mse(const at::Tensor& out, const at::Tensor& target) {
   return torch::nn::functional::mse_loss(out, target);
 }
 
-double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+using test_support::largest_difference;
+
+// How many ranks of `comm` report a loss: exactly one should (the last stage's).
+int ranks_with_loss(comm::Communicator& comm, bool has_loss) {
+  at::Tensor count = at::full({1}, has_loss ? 1.0f : 0.0f);
+  collectives::all_reduce(comm, count);
+  return static_cast<int>(count.item<float>());
+}
 
 }  // namespace
 
@@ -79,8 +88,10 @@ std::vector<std::string> check_against_unsplit(comm::Communicator& comm) {
     const StepResult result = pipe.step(input, target);
 
     std::ostringstream bad;
-    if (result.has_loss && std::abs(result.loss - ref_loss.item<double>()) > 1e-6)
+    if (result.has_loss && !test_support::within(result.loss - ref_loss.item<double>(), 1e-6))
       bad << " loss " << result.loss << " vs " << ref_loss.item<double>();
+    if (const int holders = ranks_with_loss(comm, result.has_loss); holders != 1)
+      bad << " " << holders << " ranks hold the loss (one should)";
     for (int c = 0; c < v; ++c) {
       const int s = mine[static_cast<size_t>(c)];
       int k = 0;
@@ -89,9 +100,8 @@ std::vector<std::string> check_against_unsplit(comm::Communicator& comm) {
         const at::Tensor& ref = ref_grads.at(static_cast<size_t>(2 * layer + k % 2));
         if (!param.grad().defined())
           bad << " stage " << s << " parameter " << k << " has no gradient";
-        else if (max_diff(param.grad(), ref) > 1e-5)
-          bad << " stage " << s << " layer " << layer << (k % 2 ? " bias" : " weight") << " grad differs by "
-              << max_diff(param.grad(), ref);
+        else if (const double d = largest_difference(param.grad(), ref); !test_support::within(d, 1e-5))
+          bad << " stage " << s << " layer " << layer << (k % 2 ? " bias" : " weight") << " grad differs by " << d;
         ++k;
       }
     }

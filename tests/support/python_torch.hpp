@@ -23,6 +23,11 @@ inline bool have_python_torch() {
          std::system((std::string(kPython) + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
 }
 
+// Why a test that needs it cannot run when have_python_torch() is false.
+inline std::string no_python_torch() {
+  return std::string(kPython) + " with torch is missing (hint: apt-get install python3-torch)";
+}
+
 inline void save_pickle(const std::filesystem::path& path, const c10::IValue& value) {
   const std::vector<char> bytes = torch::pickle_save(value);
   std::ofstream out(path, std::ios::binary);

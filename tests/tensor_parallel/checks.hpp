@@ -3,7 +3,7 @@
 // unsplit module from a fixed seed on every rank, cuts its parallel form
 // over `group`, and returns the largest difference between what this rank
 // computed (outputs and every gradient, its slice of them) and the unsplit
-// module's.
+// module's: +infinity when anything was NaN, so it fails its tolerance.
 #pragma once
 
 #include <functional>
@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "comm/communicator.hpp"
+#include "support/differences.hpp"
 
 namespace distlab::tensor_parallel::testing {
 
@@ -32,7 +33,9 @@ std::vector<Check> mlp_checks();
 std::vector<Check> layer_checks();
 std::vector<Check> vocab_checks();
 
-// The largest |a - b| (a and b of the same shape; else +infinity).
-double largest_difference(const at::Tensor& a, const at::Tensor& b);
+// The largest |a - b|; +infinity when the shapes differ or either holds a
+// NaN, so a broken module cannot pass as close (support/differences.hpp).
+using test_support::largest_difference;
+using test_support::worst_of;
 
 }  // namespace distlab::tensor_parallel::testing

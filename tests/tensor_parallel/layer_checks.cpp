@@ -10,7 +10,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/transformerlayer.h>
 
-#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -71,13 +70,14 @@ double check_layer(comm::Communicator& group, bool sequence_parallel, Full full,
   (y * mine(probe)).sum().backward();
   sync_sequence_parallel_grads(group, layer->replicated_parameters(), options);
 
-  double worst =
-      std::max(largest_difference(y, mine(y_ref.detach())), largest_difference(x.grad(), mine(x_ref.grad())));
+  test_support::Worst worst;
+  worst.add(y, mine(y_ref.detach()));
+  worst.add(x.grad(), mine(x_ref.grad()));
   const std::map<std::string, at::Tensor> grads = layer->whole_state(/*gradients=*/true);
   for (const auto& item : full->named_parameters())
-    worst = std::max(worst, grads.count(item.key()) ? largest_difference(grads.at(item.key()), item.value().grad())
-                                                    : std::numeric_limits<double>::infinity());
-  return worst;
+    worst.add(grads.count(item.key()) ? largest_difference(grads.at(item.key()), item.value().grad())
+                                      : test_support::kInfinite);
+  return worst.value;
 }
 
 double check_encoder(comm::Communicator& group, bool sequence_parallel) {
@@ -96,11 +96,12 @@ template <typename Parallel, typename Full>
 double check_round_trip(comm::Communicator& group, Full full) {
   Parallel layer(group, full);
   const std::map<std::string, at::Tensor> state = layer->whole_state();
-  double worst = state.size() == full->named_parameters().size() ? 0 : std::numeric_limits<double>::infinity();
+  test_support::Worst worst;
+  if (state.size() != full->named_parameters().size()) worst.add(test_support::kInfinite);
   for (const auto& item : full->named_parameters())
-    worst = std::max(worst, state.count(item.key()) ? largest_difference(state.at(item.key()), item.value())
-                                                    : std::numeric_limits<double>::infinity());
-  return worst;
+    worst.add(state.count(item.key()) ? largest_difference(state.at(item.key()), item.value())
+                                      : test_support::kInfinite);
+  return worst.value;
 }
 
 // Cut from one unsplit layer, loaded with another's state (a checkpoint of
@@ -112,11 +113,11 @@ double check_load(comm::Communicator& group, Full cut_from, Full loaded) {
   for (const auto& item : loaded->named_parameters()) state[item.key()] = item.value().detach();
   layer->load_whole_state(state);
   const std::map<std::string, at::Tensor> back = layer->whole_state();
-  double worst = back.size() == state.size() ? 0 : std::numeric_limits<double>::infinity();
+  test_support::Worst worst;
+  if (back.size() != state.size()) worst.add(test_support::kInfinite);
   for (const auto& [name, value] : state)
-    worst = std::max(worst, back.count(name) ? largest_difference(back.at(name), value)
-                                             : std::numeric_limits<double>::infinity());
-  return worst;
+    worst.add(back.count(name) ? largest_difference(back.at(name), value) : test_support::kInfinite);
+  return worst.value;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "collectives/collectives.hpp"
 #include "checks.hpp"
@@ -23,23 +24,35 @@ namespace distlab::tensor_parallel {
 namespace {
 
 // Every check (checks.hpp) on t = 1, 2, 3 and 4 thread ranks: the
-// parallel module's outputs and gradients are the unsplit module's.
+// parallel module's outputs and gradients are the unsplit module's. As many
+// checks ran as accept t, and some did: a size that every check turned
+// away would pass having compared nothing.
 class OnThreadRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(OnThreadRanks, EveryCheckEqualsTheUnsplitModule) {
   const int t = GetParam();
-  for (const testing::Check& check : testing::all_checks()) {
+  const std::vector<testing::Check> checks = testing::all_checks();
+  const auto accepting = std::count_if(checks.begin(), checks.end(), [&](const auto& c) { return c.accepts(t); });
+  int ran = 0;
+  for (const testing::Check& check : checks) {
     if (!check.accepts(t)) continue;
     std::mutex mutex;
-    double worst = 0;
+    test_support::Worst worst;
+    int ranks_done = 0;
     comm::run_thread_ranks(t, [&](comm::Communicator& group) {
       const double d = check.run(group);
       std::lock_guard<std::mutex> lock(mutex);
-      worst = std::max(worst, d);
+      worst.add(d);
+      ++ranks_done;
     });
-    EXPECT_LT(worst, check.tolerance) << check.name << " on " << t << " thread ranks";
-    std::printf("  %-25s t=%d  largest difference from the unsplit module %.3g\n", check.name.c_str(), t, worst);
+    EXPECT_EQ(ranks_done, t) << check.name;
+    if (ranks_done == t) ++ran;
+    EXPECT_LT(worst.value, check.tolerance) << check.name << " on " << t << " thread ranks";
+    std::printf("  %-25s t=%d  largest difference from the unsplit module %.3g\n", check.name.c_str(), t,
+                worst.value);
   }
+  EXPECT_GT(ran, 0) << "no check accepts " << t << " thread ranks";
+  EXPECT_EQ(ran, accepting) << "checks that accept " << t << " thread ranks and ran on all of them";
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorSizes, OnThreadRanks, ::testing::Values(1, 2, 3, 4),

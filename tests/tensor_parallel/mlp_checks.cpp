@@ -8,9 +8,6 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <algorithm>
-#include <limits>
-
 #include "checks.hpp"
 #include "collectives/collectives.hpp"
 #include "tensor_parallel/linear.hpp"
@@ -69,7 +66,7 @@ double check_mlp(comm::Communicator& group, bool sequence_parallel) {
   const int64_t f = kFfn / group.size();
   at::Tensor b2_grad = row->bias.grad().clone();
   if (sequence_parallel) collectives::all_reduce(group, b2_grad);  // partial sums over the rows
-  return std::max({largest_difference(y, mine(ref.y)), largest_difference(x.grad(), mine(ref.x_grad)),
+  return worst_of({largest_difference(y, mine(ref.y)), largest_difference(x.grad(), mine(ref.x_grad)),
                    largest_difference(column->weight.grad(), ref.w1_grad.narrow(0, group.rank() * f, f)),
                    largest_difference(column->bias.grad(), ref.b1_grad.narrow(0, group.rank() * f, f)),
                    largest_difference(row->weight.grad(), ref.w2_grad.narrow(1, group.rank() * f, f)),
@@ -77,11 +74,6 @@ double check_mlp(comm::Communicator& group, bool sequence_parallel) {
 }
 
 }  // namespace
-
-double largest_difference(const at::Tensor& a, const at::Tensor& b) {
-  if (!a.defined() || !b.defined() || a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();
-  return (a - b).abs().max().item<double>();
-}
 
 std::vector<Check> mlp_checks() {
   auto splits = [](int t) { return kFfn % t == 0 && kSeq % t == 0; };

@@ -20,6 +20,7 @@
 #include "checks.hpp"
 #include "comm/threads_backend.hpp"
 #include "support/python_torch.hpp"
+#include "support/required_tool.hpp"
 #include "tensor_parallel/layer.hpp"
 
 namespace distlab::tensor_parallel {
@@ -28,8 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(PyTorchReference, TensorParallelGptLayerEqualsSeed002Layer) {
-  if (!test_support::have_python_torch())
-    GTEST_SKIP() << test_support::kPython << " with torch is missing (hint: apt-get install python3-torch)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(test_support::have_python_torch(), test_support::no_python_torch());
   torch::manual_seed(3);
   torch::nn::TransformerDecoderLayer full(torch::nn::TransformerDecoderLayerOptions(32, 4));
   full->eval();
@@ -46,7 +46,7 @@ TEST(PyTorchReference, TensorParallelGptLayerEqualsSeed002Layer) {
   const fs::path script = fs::path(DISTLAB_SOURCE_DIR) / "tests" / "models" / "reference_models.py";
   const auto run = test_support::run_python(script.string() + " gpt_layer --dim 32 --n-heads 4 " + dir.string(),
                                             dir / "log");
-  ASSERT_EQ(run.status, 0) << run.log;
+  ASSERT_EQ(run.status, 0) << "the PyTorch reference failed:\n" << run.log;
   const auto result = test_support::load_pickle(dir / "reference.pt").toGenericDict();
   const at::Tensor output = result.at("output").toTensor();
   std::map<std::string, at::Tensor> grads;
@@ -55,7 +55,7 @@ TEST(PyTorchReference, TensorParallelGptLayerEqualsSeed002Layer) {
 
   for (int t : {2, 4}) {
     std::mutex mutex;
-    double worst_output = 0, worst_grad = 0;
+    test_support::Worst worst_output, worst_grad;
     size_t compared = 0;
     comm::run_thread_ranks(t, [&](comm::Communicator& group) {
       ParallelDecoderLayer layer(group, full);
@@ -65,21 +65,21 @@ TEST(PyTorchReference, TensorParallelGptLayerEqualsSeed002Layer) {
       (y * probe).sum().backward();
       std::map<std::string, at::Tensor> mine = layer->whole_state(/*gradients=*/true);
       mine["input"] = x.grad();
-      double grad = 0;
+      test_support::Worst grad;
       for (const auto& [name, reference] : grads)  // relative to the gradient's size, as tests/models does
-        grad = std::max(grad, mine.count(name) ? testing::largest_difference(mine.at(name), reference) /
-                                                     (1.0 + reference.abs().max().item<double>())
-                                               : 1e9);
+        grad.add(mine.count(name) ? testing::largest_difference(mine.at(name), reference) /
+                                        (1.0 + reference.abs().max().item<double>())
+                                  : test_support::kInfinite);
       std::lock_guard<std::mutex> lock(mutex);
-      worst_output = std::max(worst_output, testing::largest_difference(y.detach(), output));
-      worst_grad = std::max(worst_grad, grad);
+      worst_output.add(y.detach(), output);
+      worst_grad.add(grad.value);
       compared = mine.size();
     });
-    EXPECT_LE(worst_output, 1e-5) << "t=" << t;
-    EXPECT_LE(worst_grad, 1e-5) << "t=" << t;
+    EXPECT_LE(worst_output.value, 1e-5) << "t=" << t;
+    EXPECT_LE(worst_grad.value, 1e-5) << "t=" << t;
     EXPECT_EQ(compared, grads.size()) << "t=" << t << ": the parameters differ from PyTorch's";
     std::printf("  t=%d: max |output - pytorch| %.3g, max relative |gradient - pytorch| %.3g over %zu tensors\n", t,
-                worst_output, worst_grad, grads.size());
+                worst_output.value, worst_grad.value, grads.size());
   }
 }
 

@@ -69,7 +69,7 @@ double check_embedding(comm::Communicator& group, int64_t vocab, bool sequence_p
   const at::Tensor y = embedding(tokens);
   (y * mine(probe)).sum().backward();
 
-  return std::max({largest_difference(y, mine(y_ref.detach())),
+  return worst_of({largest_difference(y, mine(y_ref.detach())),
                    largest_difference(embedding->weight.grad(), my_padded_part(w.grad(), 0, embedding->part())),
                    largest_difference(embedding->full_weight(), table)});
 }
@@ -96,8 +96,8 @@ double check_cross_entropy(comm::Communicator& group, int64_t vocab, Ignored ign
   at::Tensor x = logits.clone().requires_grad_(true);
   const at::Tensor loss = vocab_parallel_cross_entropy(group, x, targets, kIgnore, name_vocab ? vocab : 0);
   loss.backward();
-  return std::max(scalar_difference(loss, loss_ref),
-                  largest_difference(x.grad(), my_padded_part(whole.grad(), 1, part)));
+  return worst_of({scalar_difference(loss, loss_ref),
+                   largest_difference(x.grad(), my_padded_part(whole.grad(), 1, part))});
 }
 
 }  // namespace

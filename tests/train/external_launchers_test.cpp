@@ -13,6 +13,7 @@
 #include "comm/error_file.hpp"
 #include "comm/errors.hpp"
 #include "run_command.hpp"
+#include "support/required_tool.hpp"
 
 namespace distlab::train {
 namespace {
@@ -51,7 +52,8 @@ std::string torchrun(const std::string& dir, const std::string& port, const std:
 }
 
 TEST(Torchrun, Lesson05RunsWithTheAgentsStore) {
-  if (!fs::exists(kTorchrun)) GTEST_SKIP() << kTorchrun << " is not installed (apt-get install python3-torch)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(fs::exists(kTorchrun),
+                               kTorchrun + " is not installed (apt-get install python3-torch)");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) { return torchrun(fresh_dir("lesson05"), port, "--nproc_per_node 2") + kLesson05; },
       90);
@@ -66,7 +68,8 @@ TEST(Torchrun, Lesson05RunsWithTheAgentsStore) {
 // torchrun's summary names the exception the rank threw, read from the
 // error file the rank wrote, as the root cause.
 TEST(Torchrun, FailureSummaryNamesTheRealError) {
-  if (!fs::exists(kTorchrun)) GTEST_SKIP() << kTorchrun << " is not installed (apt-get install python3-torch)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(fs::exists(kTorchrun),
+                               kTorchrun + " is not installed (apt-get install python3-torch)");
   const std::string dir = fresh_dir("error_file");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
@@ -114,8 +117,8 @@ print("recent:", abs(f.timestamp - time.time()) < 600)
 }
 
 TEST(Mpirun, Lesson05RunsUnderOpenMpi) {
-  if (run_command("command -v mpirun", 10).status != 0)
-    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin)";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(run_command("command -v mpirun", 10).status == 0,
+                               "mpirun is not installed (apt-get install openmpi-bin)");
   // Open MPI refuses root unless told; --oversubscribe: 2 ranks on fewer cores.
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {

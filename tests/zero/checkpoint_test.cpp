@@ -25,6 +25,9 @@
 #include "../train/run_command.hpp"
 #include "checkpoint_checks.hpp"
 #include "comm/threads_backend.hpp"
+#include "support/differences.hpp"
+#include "support/python_torch.hpp"
+#include "support/required_tool.hpp"
 #include "train/checkpoint_crc32.hpp"
 #include "train/checkpoint_files.hpp"
 #include "zero/shard_segments.hpp"
@@ -56,7 +59,7 @@ std::vector<at::Tensor> run(int ranks, const TrainSteps& steps) {
   return results;
 }
 
-double max_difference(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+using test_support::largest_difference;
 
 struct Case {
   Sharding saved;
@@ -82,25 +85,25 @@ TEST(ShardedCheckpoint, ResumedOnTwoAndThreeRanksEndsWhereTheUninterruptedRunEnd
       {Sharding::kZero3, Sharding::kZero2, Optimizer::kSgdMomentum},
       {Sharding::kZero2, Sharding::kZero1, Optimizer::kAdamWAmsgrad},
   };
-  double worst = 0;
+  test_support::Worst worst;
   for (const Case& c : cases) {
     const std::string dir = fresh_dir("resume");
     const at::Tensor uninterrupted = run(4, {c.saved, c.optimizer, 0, testing::kLastStep, "", ""})[0];
     const at::Tensor at_save = run(4, {c.saved, c.optimizer, 0, testing::kSaveStep, "", dir})[0];
     // The last steps move the parameters well past the tolerance: an
     // optimizer state lost or misplaced on resume would show.
-    ASSERT_GT(max_difference(uninterrupted, at_save), 1e-2) << describe(c, 4);
+    ASSERT_TRUE(test_support::exceeds(largest_difference(uninterrupted, at_save), 1e-2)) << describe(c, 4);
     for (int ranks : {2, 3}) {
       const auto resumed = run(ranks, {c.resumed, c.optimizer, testing::kSaveStep, testing::kLastStep, dir, ""});
       for (int r = 0; r < ranks; ++r) {
-        const double d = max_difference(resumed[static_cast<size_t>(r)], uninterrupted);
-        worst = std::max(worst, d);
+        const double d = largest_difference(resumed[static_cast<size_t>(r)], uninterrupted);
+        worst.add(d);
         EXPECT_LE(d, testing::kTolerance) << describe(c, ranks) << ", rank " << r;
       }
     }
   }
   std::cout << "[ resumed  ] " << cases.size() << " cases x {2, 3} ranks: max difference from the uninterrupted "
-            << "4-rank run " << worst << " (tolerance " << testing::kTolerance << ")\n";
+            << "4-rank run " << worst.value << " (tolerance " << testing::kTolerance << ")\n";
 }
 
 // Tensors of one state part, for bit-for-bit comparisons.
@@ -182,8 +185,7 @@ TEST(ShardSegments, TileEveryParameterOnceForAnyWorldSize) {
 // (each element exactly once); both must equal the ranks' whole parameters,
 // byte for byte (CRC-32 by zlib against the library's own).
 TEST(ShardedCheckpoint, PythonTorchLoadReadsTheModelAndTheShardsAddUpToIt) {
-  if (train::testing::run_command("/usr/bin/python3 -c \"import torch\"", 60).status != 0)
-    GTEST_SKIP() << "python3 with torch is not installed";
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(test_support::have_python_torch(), test_support::no_python_torch());
   const std::string script = fresh_dir("python_script") + "/read.py";
   std::ofstream(script) << R"PY(
 import glob, sys, zlib, torch

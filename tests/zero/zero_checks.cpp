@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "ddp/distributed_data_parallel.hpp"
+#include "support/differences.hpp"
 #include "zero/naive_zero.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
@@ -227,24 +228,24 @@ Result train(comm::Communicator& comm, const Setting& s, const Run& run, const D
   return result;
 }
 
-double max_difference(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+using test_support::largest_difference;
 
 void compare(comm::Communicator& comm, const Setting& s, const std::vector<Run>& runs, Report& report) {
   const std::string where = describe(s, comm.size()) + ", rank " + std::to_string(comm.rank()) + ": ";
   const Data data = make_data(s.shape, kSteps * s.micro * comm.size() * kRowsPerRank, 42);
   const Result single = train_single(s, data, comm.size());
-  if (max_difference(single.params, flat(*make_model(s.shape, 7))) < 1e-3)
+  if (!test_support::exceeds(largest_difference(single.params, flat(*make_model(s.shape, 7))), 1e-3))
     report.failures.push_back(where + "one process barely moved: the comparison would prove nothing");
   if (s.max_norm > 0 && single.norms.front() <= s.max_norm)
     report.failures.push_back(where + "clipping never engaged (norm " + std::to_string(single.norms.front()) + ")");
   const Result ddp = train(comm, s, {Flavor::kDdp, Algorithm::kNative, 0}, data);
   for (const Run& run : runs) {
     const Result r = train(comm, s, run, data);
-    const double vs_single = max_difference(r.params, single.params);
-    const double vs_ddp = max_difference(r.params, ddp.params);
+    const double vs_single = largest_difference(r.params, single.params);
+    const double vs_ddp = largest_difference(r.params, ddp.params);
     ++report.runs;
-    report.worst_vs_single = std::max(report.worst_vs_single, vs_single);
-    report.worst_vs_ddp = std::max(report.worst_vs_ddp, vs_ddp);
+    report.worst_vs_single = test_support::worst_of({report.worst_vs_single, vs_single});
+    report.worst_vs_ddp = test_support::worst_of({report.worst_vs_ddp, vs_ddp});
     if (!(vs_single <= kTolerance) || !(vs_ddp <= kTolerance))
       report.failures.push_back(where + describe(run) + ": max difference " + std::to_string(vs_single) +
                                 " from one process, " + std::to_string(vs_ddp) + " from DDP");
