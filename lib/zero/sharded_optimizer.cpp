@@ -216,7 +216,7 @@ void ShardedOptimizer::step_shard() {
 }
 
 void ShardedOptimizer::label_bucket_span(trace::Span& span, int bucket, const std::string& name,
-                                         const at::Tensor& flat) const {
+                                         const at::Tensor& flat, const SubmittedWhen& submitted) const {
   if (!span.active()) return;
   comm_.label(span);
   span.set_name(name)
@@ -226,6 +226,7 @@ void ShardedOptimizer::label_bucket_span(trace::Span& span, int bucket, const st
       .arg("params", layout_.plan.buckets[static_cast<size_t>(bucket)].params.size())
       .arg("step", steps_)
       .arg("algorithm", collectives::to_string(options_.algorithm));
+  for (const auto& [key, count] : submitted) span.arg(key.c_str(), count);
 }
 
 void ShardedOptimizer::wait_naming(const comm::WorkPtr& work, const std::string& which) {
@@ -236,7 +237,8 @@ void ShardedOptimizer::wait_naming(const comm::WorkPtr& work, const std::string&
   }
 }
 
-void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name) const {
+void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name,
+                                         const SubmittedWhen& submitted) const {
   torch::NoGradGuard no_grad;
   const int rank = comm_.rank();
   const collectives::Range mine = layout_.chunk(bucket, rank);
@@ -244,20 +246,21 @@ void ShardedOptimizer::all_gather_bucket(int bucket, const at::Tensor& flat, con
   at::Tensor place = flat.narrow(0, mine.offset, mine.count);
   if (place.data_ptr() != chunk.data_ptr()) place.copy_(chunk);  // a view of `flat` is in place already
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "all-gather", "zero_all_gather");
-  label_bucket_span(span, bucket, name, flat);
+  label_bucket_span(span, bucket, name, flat, submitted);
   at::Tensor target = flat;
   flight::Site site("ZeRO " + name);  // the flight recorder's call site: which bucket or unit
   collectives::all_gather(comm_, target, options_.algorithm, options_.tag);
 }
 
-void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name) {
+void ShardedOptimizer::reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name,
+                                             const SubmittedWhen& submitted) {
   torch::NoGradGuard no_grad;
   const collectives::Range mine = layout_.chunk(bucket, comm_.rank());
   at::Tensor target = chunks_[static_cast<size_t>(bucket)].mutable_grad();
   TORCH_CHECK(target.numel() == mine.count, "ZeRO: bucket ", bucket, "'s chunk has ", target.numel(), " elements, not ",
               mine.count);
   trace::Span span(comm_.recorder(), comm_.world_rank(), kLaneZero, "reduce-scatter", "zero_reduce_scatter");
-  label_bucket_span(span, bucket, name, flat);
+  label_bucket_span(span, bucket, name, flat, submitted);
   flight::Site site("ZeRO " + name);
   target.add_(collectives::reduce_scatter(comm_, flat, comm::ReduceOp::kSum, options_.algorithm, options_.tag));
 }

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/plan.hpp"
@@ -54,6 +55,13 @@ struct ZeroOptions {
 // backward, in registration order; Zero2 while backward runs, which meets
 // the last layers' gradients first.
 enum class BucketOrder { kRegistration, kBackward };
+
+// What compute was doing when a bucket's collective was queued on the comm
+// thread, as (arg, count), e.g. {"grads pending at submit", 7}: args of the
+// collective's span. A trace then shows why the collective could overlap
+// with compute (it was queued while compute still had work to do), not only
+// that their times happened to overlap.
+using SubmittedWhen = std::vector<std::pair<std::string, int64_t>>;
 
 // Where the shard lives. ZeRO-1 and ZeRO-2 keep whole parameters: each
 // bucket's parameters become views into one flat buffer, and my chunk of it
@@ -108,12 +116,14 @@ class ShardedOptimizer {
   // Bucket `bucket` whole into `flat` (bucket numel,): my chunk copied in
   // from the shard, the others' all-gathered; traced as `name`. Any thread
   // may call it (ZeRO-3's comm thread does), in the same order on every rank.
-  void all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name) const;
+  void all_gather_bucket(int bucket, const at::Tensor& flat, const std::string& name,
+                         const SubmittedWhen& submitted = {}) const;
   // Reduce-scatters bucket `bucket`'s gradient `flat` (bucket numel,),
   // each rank's already divided by p, and adds my chunk of the sum to the
   // shard's .grad; traced as `name`. Buckets' chunks are disjoint, so the
   // comm thread may do this while backward goes on. Same order on every rank.
-  void reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name);
+  void reduce_scatter_bucket(int bucket, at::Tensor flat, const std::string& name,
+                             const SubmittedWhen& submitted = {});
 
   // ZeRO-1's whole gradient, kept once: one flat (bucket numel,) buffer per
   // bucket, laid out as the parameters' buffer. Every parameter's .grad
@@ -158,8 +168,10 @@ class ShardedOptimizer {
   static void wait_naming(const comm::WorkPtr& work, const std::string& which);
 
  private:
-  // A bucket's all-gather or reduce-scatter span: its name, bytes, stage, bucket, step, algorithm.
-  void label_bucket_span(trace::Span& span, int bucket, const std::string& name, const at::Tensor& flat) const;
+  // A bucket's all-gather or reduce-scatter span: its name, bytes, stage, bucket, step, algorithm,
+  // and what compute was doing when it was queued.
+  void label_bucket_span(trace::Span& span, int bucket, const std::string& name, const at::Tensor& flat,
+                         const SubmittedWhen& submitted = {}) const;
   // Parameter i's .grad becomes its slot of the gradient buffers.
   void point_grad_at_slot(size_t i);
 

@@ -71,6 +71,13 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
     --pending[b];
   }
 
+  // Gradients this backward has not produced yet.
+  int64_t grads_pending_locked() const {
+    int64_t total = 0;
+    for (int n : pending) total += n;
+    return total;
+  }
+
   void launch_ready_locked() {
     const ShardLayout& layout = sharded.layout();
     while (next_launch < layout.buckets() && pending[static_cast<size_t>(next_launch)] == 0) {
@@ -79,11 +86,15 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
       ++stats.reduce_scatters;
       stats.bytes += static_cast<int64_t>(buffer.nbytes());
       ShardedOptimizer* target = &sharded;
+      // Above 0 for a bucket queued while backward still computes: the overlap, as a cause.
+      const SubmittedWhen submitted = {{"grads pending at submit", grads_pending_locked()}};
       // The bucket's memory goes back as soon as its chunk is taken.
       works[static_cast<size_t>(b)] = comm_thread.submit(
-          comm.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b), [target, buffer, b]() mutable {
+          comm.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b),
+          [target, buffer, b, submitted]() mutable {
             const auto bytes = static_cast<int64_t>(buffer.nbytes());
-            target->reduce_scatter_bucket(b, std::move(buffer), "reduce-scatter bucket " + std::to_string(b));
+            target->reduce_scatter_bucket(b, std::move(buffer), "reduce-scatter bucket " + std::to_string(b),
+                                          submitted);
             target->peaks().buffer_freed(bytes);
           });
     }

@@ -15,6 +15,8 @@
 // thread, in bucket order, while backward computes earlier layers; the rank
 // adds its chunk of the average to its shard's .grad and the bucket's
 // buffer is freed. At the end of backward a callback waits for every bucket.
+// Each reduce-scatter's span carries "grads pending at submit": how many
+// gradients backward had still to produce when the bucket was queued.
 // Buckets are packed last layer first, the order backward reaches them.
 //
 // Gradient accumulation, two ways:

@@ -85,6 +85,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   bool sync = true;
   bool in_backward = false;
   bool whole = false;                  // inside whole_parameters(): nothing is freed
+  int begun = 0;                       // units whose forward (or backward) this pass has begun
   Zero3Stats stats;
 
   int units() const { return static_cast<int>(buffers.size()); }
@@ -99,6 +100,13 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
     in_backward = false;
   }
 
+  // Unit u+1's prefetch is queued with "forwards begun at submit" = u: before unit u computes.
+  SubmittedWhen submitted_when(const std::string& phase) const {
+    if (phase == "forward") return {{"forwards begun at submit", begun}};
+    if (phase == "backward") return {{"backwards begun at submit", begun}};
+    return {};
+  }
+
   void launch_gather_locked(int u, const char* phase) {
     if (held[static_cast<size_t>(u)] != Held::kFreed) return;
     const at::Tensor buffer = buffers[static_cast<size_t>(u)];
@@ -110,8 +118,10 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
     stats.max_gathered_units = std::max(stats.max_gathered_units, whole);
     const std::string name = "all-gather unit " + std::to_string(u) + " (" + phase + ")";
     ShardedOptimizer* source = &sharded;
-    gathers[static_cast<size_t>(u)] = comm_thread.submit(
-        comm.self() + ": " + name, [source, buffer, u, name] { source->all_gather_bucket(u, buffer, name); });
+    gathers[static_cast<size_t>(u)] =
+        comm_thread.submit(comm.self() + ": " + name, [source, buffer, u, name, submitted = submitted_when(phase)] {
+          source->all_gather_bucket(u, buffer, name, submitted);
+        });
   }
 
   // Returns with unit u whole: launched now if it was not.
@@ -163,6 +173,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   void start_backward_locked() {
     if (in_backward) return;
     in_backward = true;
+    begun = 0;
     // Runs when the whole backward is done, on the thread that called it.
     std::weak_ptr<Zero3State> weak = shared_from_this();
     torch::autograd::Engine::get_default_engine().queue_callback([weak] {
@@ -177,6 +188,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
     launch_gather_locked(u, "backward");
     if (options.prefetch && u > 0) launch_gather_locked(u - 1, "backward");
     wait_whole(lock, u, "backward");
+    ++begun;
   }
 
   // Unit u's gradients are final: reduce-scatter them (unless no_sync) and free its parameters.
@@ -270,6 +282,10 @@ Zero3Stats Zero3::stats() const {
 at::Tensor Zero3::forward(const at::Tensor& input) {
   check_idle("forward");
   comm::Communicator& comm = sharded_.comm();
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->begun = 0;
+  }
   at::Tensor h = input;
   size_t child = 0;
   for (auto& module : *model_) {
@@ -282,6 +298,7 @@ at::Tensor Zero3::forward(const at::Tensor& input) {
       std::unique_lock<std::mutex> lock(state_->mutex);
       state_->wait_whole(lock, u, "forward");
       if (state_->options.prefetch && u + 1 < units()) state_->launch_gather_locked(u + 1, "forward");
+      ++state_->begun;
     }
     {
       trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneCompute, "forward", "zero_forward");

@@ -30,7 +30,10 @@
 // Per step: all-gather forward (Psi), all-gather backward (Psi),
 // reduce-scatter (Psi): 3 Psi against DDP's 2 Psi, for parameters that take
 // 1/p of the memory. With prefetch off, each all-gather is launched when
-// its unit needs it, and compute waits for the whole transfer.
+// its unit needs it, and compute waits for the whole transfer. Each
+// all-gather's span says how many units' forwards (or backwards) of the
+// pass had begun when it was queued, "forwards begun at submit": u for
+// unit u+1's prefetch, queued before unit u computes; u+1 without prefetch.
 //
 // Accumulation: a backward under no_sync() keeps each unit's gradient in
 // .grad (whole: the memory ZeRO-3 otherwise saves); the next backward

@@ -168,6 +168,30 @@ function image_distance(shot, figure, w, h) {
   return Number(m[1]);
 }
 
+// Waits until bespoke shows slide n (1-based): the hash is #n, its slide is
+// the active one (and so are its notes, in the presenter view), its images
+// are decoded and the fonts loaded. The event itself, never a fixed delay:
+// returns '' once it is there, else what the page showed after `ms`.
+async function until_slide(page, n, ms = 10000) {
+  try {
+    await page.waitForFunction(async (n) => {
+      if (location.hash !== `#${n}`) return false;
+      const slide = document.querySelectorAll('svg[data-marpit-svg]')[n - 1];
+      if (!slide?.classList.contains('bespoke-marp-active')) return false;
+      const notes = [...document.querySelectorAll('.bespoke-marp-note')].filter((e) => Number(e.dataset.index) === n - 1);
+      if (document.body.dataset.bespokeView === 'presenter' && !notes.every((e) => e.classList.contains('active'))) return false;
+      await Promise.all([...slide.querySelectorAll('img')].map((img) => img.decode().catch(() => {})));
+      await document.fonts.ready;
+      return true;
+    }, { timeout: ms }, n);
+    return '';
+  } catch (e) {
+    if (e.name !== 'TimeoutError') throw e;
+    const at = await page.evaluate(() => location.hash);
+    return `slide ${n} was not on screen after ${ms} ms (the page is at '${at}')`;
+  }
+}
+
 async function check_html() {
   const { default: puppeteer } = await import(path.join(slides_dir, 'node_modules', 'puppeteer-core', 'lib', 'esm', 'puppeteer', 'puppeteer-core.js'));
   const m = manifest();
@@ -223,21 +247,24 @@ async function check_html() {
       // sits are the figure's.
       if (report.figure >= 0) {
         await page.evaluate((n) => { location.hash = `#${n}`; }, report.figure + 1);
-        await new Promise((r) => setTimeout(r, 600));
-        const box = await page.evaluate((n) => {
-          const img = [...document.querySelectorAll('svg[data-marpit-svg] > foreignObject > section')][n].querySelector('img[src$=".png"]');
-          const r = img.getBoundingClientRect();
-          return { x: r.x, y: r.y, width: r.width, height: r.height, src: img.getAttribute('src') };
-        }, report.figure);
-        const shot = path.join(shots, `${name}.png`);
-        await page.screenshot({ path: shot });
-        const crop = `${shot}.crop.png`;
-        const clip = { x: Math.round(box.x), y: Math.round(box.y), width: Math.round(box.width), height: Math.round(box.height) };
-        await page.screenshot({ path: crop, clip });
-        const distance = image_distance(crop, path.join(out, decodeURI(box.src)), clip.width, clip.height);
-        if (!(distance < 0.12)) problem(`${name}.html slide ${report.figure + 1}: the screen shows something else than ${box.src} (distance ${distance.toFixed(3)})`);
-        else ++figures_seen;
-        for (const f of [crop, `${crop}.figure.png`]) fs.rmSync(f, { force: true });
+        const missing = await until_slide(page, report.figure + 1);
+        if (missing) problem(`${name}.html: ${missing}`);
+        else {
+          const box = await page.evaluate((n) => {
+            const img = [...document.querySelectorAll('svg[data-marpit-svg] > foreignObject > section')][n].querySelector('img[src$=".png"]');
+            const r = img.getBoundingClientRect();
+            return { x: r.x, y: r.y, width: r.width, height: r.height, src: img.getAttribute('src') };
+          }, report.figure);
+          const shot = path.join(shots, `${name}.png`);
+          await page.screenshot({ path: shot });
+          const crop = `${shot}.crop.png`;
+          const clip = { x: Math.round(box.x), y: Math.round(box.y), width: Math.round(box.width), height: Math.round(box.height) };
+          await page.screenshot({ path: crop, clip });
+          const distance = image_distance(crop, path.join(out, decodeURI(box.src)), clip.width, clip.height);
+          if (!(distance < 0.12)) problem(`${name}.html slide ${report.figure + 1}: the screen shows something else than ${box.src} (distance ${distance.toFixed(3)})`);
+          else ++figures_seen;
+          for (const f of [crop, `${crop}.figure.png`]) fs.rmSync(f, { force: true });
+        }
       }
       // The presenter view (what the instructor's screen shows): the slide's
       // notes, and the arrow key moves both the slide and the notes on.
@@ -245,15 +272,17 @@ async function check_html() {
       const presenter = async () => page.evaluate(() => ({
         view: document.body.dataset.bespokeView, hash: location.hash,
         note: document.querySelector('.bespoke-marp-presenter-note-container')?.innerText ?? '' }));
+      const opened = await until_slide(page, 1);
+      if (opened) problem(`${name}.html?view=presenter: ${opened}`);
       const first = await presenter();
       await page.keyboard.press('ArrowRight');
-      await new Promise((r) => setTimeout(r, 300));
+      const moved = d.slides > 1 ? await until_slide(page, 2) : '';
       const second = await presenter();
       const note_of = (i) => report.notes.find((n) => Number(n.index) === i)?.text ?? '\0';
       if (first.view !== 'presenter') problem(`${name}.html?view=presenter does not open the presenter view`);
       else if (!first.note.includes(note_of(0).split('\n')[0])) problem(`${name}.html: the presenter view does not show slide 1's notes`);
       else if (d.slides > 1 && (second.hash !== '#2' || !second.note.includes(note_of(1).split('\n')[0])))
-        problem(`${name}.html: the arrow key in the presenter view did not move to slide 2 and its notes (at ${second.hash})`);
+        problem(`${name}.html: the arrow key in the presenter view did not move to slide 2 and its notes (at ${second.hash}${moved ? `: ${moved}` : ''})`);
       await page.close();
       console.log(`check: ${name}.html: ${report.slides} slides, ${report.blocks.length} blocks, ${errors.length} errors, presenter view ok`);
     }

@@ -4,12 +4,16 @@
 #include <torch/types.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "collectives/collectives.hpp"
 #include "fault_numbers.hpp"
+#include "flight/dump_file.hpp"
 #include "flight/recorder.hpp"
 #include "flight/site.hpp"
 
@@ -26,20 +30,73 @@ bool entered(const flight::Dump& ring, const char* op, uint64_t seq) {
   return false;
 }
 
-// On thread ranks, a culprit whose call does not match the others' waits
-// until every other rank has entered all_reduce #4 (their flight rings say
-// so) before it makes its own: otherwise the mismatch could end the job
-// while a slower rank is still in #3, and the diagnosis would rightly list
-// fewer ranks in #4 than the test expects. Waits on the records, not on a
-// clock; gives up after 10 s with the rank it waited for.
+bool inside_the_fault(const flight::Dump& ring) { return entered(ring, "all_reduce", kFaultSeq); }
+
+bool on_threads(const comm::Communicator& comm) { return comm.backend() == "threads"; }
+
+// Across processes the culprit cannot read another rank's ring: that rank
+// writes it to its flight file once it is inside all_reduce #4, with this
+// reason, which also tells the file from one an earlier run left.
+constexpr const char* kInsideTheFault = "flight test: inside the fault";
+
+// What the culprit sees of rank r's record: on thread ranks its ring, in
+// processes the file it wrote once inside the fault (empty until then).
+flight::Dump record_of(const comm::Communicator& comm, flight::Recorder& recorder, int r) {
+  if (on_threads(comm)) return recorder.ring_of(r, comm.size())->snapshot();
+  try {
+    flight::Dump file = flight::read_dump(flight::dump_path(recorder.options().dir, r));
+    if (file.reason == kInsideTheFault) return file;
+  } catch (const flight::BadDump&) {
+    // not written yet
+  }
+  return {};
+}
+
+// The other ranks' side across processes: while it lives, a thread waits
+// for this rank's ring to show all_reduce #4 entered, then writes the file
+// the culprit reads. Nothing on thread ranks, whose rings the culprit reads.
+class ShowWhenInsideTheFault {
+ public:
+  explicit ShowWhenInsideTheFault(comm::Communicator& comm) {
+    flight::Recorder* recorder = comm.flight_recorder();
+    const std::shared_ptr<flight::Ring> ring = comm.flight_ring_ptr();
+    if (on_threads(comm) || recorder == nullptr || ring == nullptr) return;
+    watcher_ = std::thread([this, recorder, ring] {
+      while (!stop_) {
+        if (inside_the_fault(ring->snapshot())) {
+          recorder->dump(kInsideTheFault);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  }
+  ~ShowWhenInsideTheFault() {
+    stop_ = true;
+    if (watcher_.joinable()) watcher_.join();
+  }
+  ShowWhenInsideTheFault(const ShowWhenInsideTheFault&) = delete;
+  ShowWhenInsideTheFault& operator=(const ShowWhenInsideTheFault&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread watcher_;
+};
+
+// A culprit that stops, or whose call does not match the others', waits
+// until every other rank has entered all_reduce #4 (their records say so)
+// before it acts: otherwise the job could end while a slower rank is still
+// in #3 (or before #3's last bytes from the culprit reached it), and the
+// diagnosis would rightly list fewer ranks in #4 than the test expects.
+// Waits on the records, not on a clock; gives up after 10 s with the rank
+// it waited for.
 void wait_until_the_others_entered_the_fault(comm::Communicator& comm) {
   flight::Recorder* recorder = comm.flight_recorder();
-  if (comm.backend() != "threads" || recorder == nullptr) return;
+  if (recorder == nullptr) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (int r = 0; r < comm.size(); ++r) {
     if (r == comm.rank()) continue;
-    const auto ring = recorder->ring_of(r, comm.size());
-    while (!entered(ring->snapshot(), "all_reduce", kFaultSeq)) {
+    while (!inside_the_fault(record_of(comm, *recorder, r))) {
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("fault injection: rank " + std::to_string(r) + " never entered all_reduce #" +
                                  std::to_string(kFaultSeq));
@@ -76,21 +133,24 @@ void run_fault(comm::Communicator& comm, const std::string& fault, int culprit) 
     return;
   }
   if (fault == "skip" && me) return;
+  // dead, order and shape: the culprit acts once the others are inside #4.
+  const bool culprit_waits = fault != "skip" && culprit < comm.size();
+  if (me) wait_until_the_others_entered_the_fault(comm);
   if (fault == "dead" && me) {
-    // Long enough for the others to be inside #4 and for #3's last bytes to
-    // have reached them.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (comm.backend() == "threads") throw std::runtime_error("injected: rank " + std::to_string(culprit) + " stops");
+    if (on_threads(comm)) throw std::runtime_error("injected: rank " + std::to_string(culprit) + " stops");
     kill(getpid(), SIGKILL);
   }
-  if ((fault == "order" || fault == "shape") && me) wait_until_the_others_entered_the_fault(comm);
   if (fault == "order" && me) {
     collectives::broadcast(comm, weights, 0, Algorithm::kTree);
     collectives::all_reduce(comm, grads, comm::ReduceOp::kSum, Algorithm::kRing);
     return;
   }
   auto last = fault == "shape" && me ? torch::ones({256}) : grads;
-  collectives::all_reduce(comm, last, comm::ReduceOp::kSum, Algorithm::kRing);  // #4
+  {
+    std::optional<ShowWhenInsideTheFault> shown;
+    if (culprit_waits && !me) shown.emplace(comm);
+    collectives::all_reduce(comm, last, comm::ReduceOp::kSum, Algorithm::kRing);  // #4
+  }
   if (fault == "order") collectives::broadcast(comm, weights, 0, Algorithm::kTree);
 }
 

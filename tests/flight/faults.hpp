@@ -13,6 +13,11 @@
 //          time the culprit sends with tag 1; the rank after it waits in
 //          recv #2 from the culprit (tag 0), which never comes
 //
+// The culprits of order, shape and dead act only once every other rank is
+// inside all_reduce #4, as their flight records show: the rings themselves
+// on thread ranks; across processes, a flight file each other rank writes
+// when it enters #4 (replaced by the one it writes when it fails).
+//
 // The others' wait ends with the communicator's timeout or the job's
 // abort, and the flight files tell what happened.
 #pragma once

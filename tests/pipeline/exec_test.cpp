@@ -81,21 +81,25 @@ Failure run_with_broken_stage_1(bool throws) {
   return out;
 }
 
+// Far above the 500 ms timeout: the bound only says rank 0 did not hang.
+// What stopped it is read from its error, not from the clock.
+constexpr double kHangSeconds = 30.0;
+
 TEST(StageFailure, AStageThatThrowsStopsItsNeighbourNamingActionAndPeer) {
   const Failure f = run_with_broken_stage_1(/*throws=*/true);
   // GPipe rank 0 has posted every forward and waits for the first gradient.
   EXPECT_NE(f.rank0_error.find("pipeline action 0RECV_B0"), std::string::npos) << f.rank0_error << f.job_error;
   EXPECT_NE(f.rank0_error.find("peer rank 1"), std::string::npos) << f.rank0_error;
-  EXPECT_LT(f.rank0_seconds, 2.0);
+  EXPECT_NE(f.rank0_error.find("job aborted"), std::string::npos) << "stopped by the abort: " << f.rank0_error;
+  EXPECT_LT(f.rank0_seconds, kHangSeconds);
 }
 
 TEST(StageFailure, AStageThatVanishesTimesOutItsNeighbourNamingActionAndPeer) {
   const Failure f = run_with_broken_stage_1(/*throws=*/false);
   EXPECT_NE(f.rank0_error.find("pipeline action 0RECV_B0"), std::string::npos) << f.rank0_error << f.job_error;
   EXPECT_NE(f.rank0_error.find("peer rank 1"), std::string::npos) << f.rank0_error;
-  EXPECT_NE(f.rank0_error.find("500 ms"), std::string::npos) << f.rank0_error;
-  EXPECT_GE(f.rank0_seconds, 0.45);
-  EXPECT_LT(f.rank0_seconds, 3.0);
+  EXPECT_NE(f.rank0_error.find("500 ms"), std::string::npos) << "stopped by its timeout: " << f.rank0_error;
+  EXPECT_LT(f.rank0_seconds, kHangSeconds);
 }
 
 TEST(Executor, RefusesASchedulThatDoesNotFit) {
