@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Runs the commands a Markdown file shows and compares the output it shows.
+
+    scripts/docs_check.py --build build lessons/04_reduce/README.md ...
+    scripts/docs_check.py --build build --list README.md     # what would run
+
+What it reads, in every code block of the file:
+- a command: a line that starts a program (./build/..., build/..., scripts/...,
+  cmake, ctest, python3, /usr/bin/torchrun, mpirun, node, ...), joined with
+  the lines its trailing backslashes continue onto;
+- an output: a plain ``` block whose first line is `$ COMMAND`: the rest is
+  what COMMAND printed. Blocks with a language (```json, ```python) are
+  listings, not output.
+and these notes (HTML comments, invisible on the rendered page), each about
+the code block that follows it:
+  <!-- docs-check: not run: REASON -->     the block is not run (REASON is said)
+  <!-- docs-check: run as: COMMAND -->     the block's one command runs as
+                                           COMMAND (a short form of a long run)
+  <!-- docs-check: varies: REGEX -->       output lines matching REGEX are
+                                           compared by shape (numbers masked)
+
+How it runs them: each file in a fresh scratch folder, where `build`,
+`scripts`, `datasets` and `lessons` lead to the real ones and `/tmp/` in a
+command (and in the output shown) becomes the scratch folder's tmp/, so that
+an earlier run's checkpoints or traces cannot change what a command prints.
+A command fails the check when it exits non-zero (unless its shown output
+ends with `[exit N]` naming that status) or runs past --timeout.
+
+How output is compared: every shown line must be among the real output's
+lines (as a multiset: ranks print in any order), after masking what no two
+runs share: times and rates (12.3 ms, 0.6 GB/s), dates, pids and ports.
+A line that carries a masked time is a measurement row: compared by shape,
+every number masked. Blank lines do not count.
+"""
+import argparse
+import collections
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+PROGRAM = re.compile(
+    r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"  # VAR=value prefixes
+    r"(?:\./build/|build/|\./scripts/|scripts/|cmake\b|ctest\b|python3\b|/usr/bin/\S+|mpirun\b|torchrun\b|node\b|"
+    r"npm\b|cd\b|ninja\b|xvfb-run\b)")
+NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies):\s*(.*?)\s*-->\s*$")
+TIME_UNITS = r"(?:ns|us|µs|ms|s|sec|min|h|[KMGT]i?B/s|[KMG]bit/s|GB/s|MB/s)"
+TIMED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
+VOLATILE = [
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\b"), "<date>"),
+    (re.compile(r"\bpid \d+"), "pid <n>"),
+    (re.compile(r"\bport \d+"), "port <n>"),
+    (re.compile(r"(?<=:)\d{4,5}\b"), "<port>"),
+]
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+class Block:
+    def __init__(self, line, lang, lines, notes):
+        self.line = line        # 1-based line of the block's first line in the file
+        self.lang = lang        # "" for ``` or an indented block
+        self.lines = lines
+        self.notes = notes      # [(kind, text)]
+
+    def note(self, kind):
+        return [text for k, text in self.notes if k == kind]
+
+
+def blocks_of(text):
+    """Code blocks (fenced and indented) with the notes written just above them."""
+    lines = text.split("\n")
+    blocks, notes, i = [], [], 0
+    while i < len(lines):
+        line = lines[i]
+        m = NOTE.match(line.strip())
+        if m:
+            notes.append((m.group(1), m.group(2)))
+            i += 1
+            continue
+        if line.startswith("```"):
+            lang = line[3:].strip()
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            blocks.append(Block(i + 2, lang, lines[i + 1:j], notes))
+            notes, i = [], j + 1
+            continue
+        if line.startswith("    ") and (i == 0 or not lines[i - 1].strip() or NOTE.match(lines[i - 1].strip())):
+            j = i
+            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                j += 1
+            body = [l[4:] for l in lines[i:j]]
+            while body and not body[-1].strip():
+                body.pop()
+            blocks.append(Block(i + 1, "", body, notes))
+            notes, i = [], j
+            continue
+        if line.strip():
+            notes = []
+        i += 1
+    return blocks
+
+
+def strip_comment(command):
+    """`cmd --x   # what it does` -> `cmd --x`."""
+    return command.split("  #")[0].rstrip()
+
+
+def commands_of(block):
+    """(line, command) for each command in the block, continuations joined."""
+    out, k = [], 0
+    while k < len(block.lines):
+        text = block.lines[k].strip()
+        if not PROGRAM.match(text):
+            k += 1
+            continue
+        first = k
+        while text.endswith("\\") and k + 1 < len(block.lines):
+            k += 1
+            text = text[:-1].rstrip() + " " + block.lines[k].strip()
+        out.append((block.line + first, strip_comment(text)))
+        k += 1
+    return out
+
+
+def mask(line, scratch_tmp):
+    line = line.replace(scratch_tmp, "/tmp/")
+    line = TIMED.sub("<time>", line)
+    for pattern, replacement in VOLATILE:
+        line = pattern.sub(replacement, line)
+    return " ".join(line.split())
+
+
+def shape(line):
+    return NUMBER.sub("<n>", line)
+
+
+def compare(shown, real, varies, scratch_tmp):
+    """The shown lines missing from the real output, as (shown line, why)."""
+    def key(line):
+        m = mask(line, scratch_tmp)
+        if "<time>" in m or any(re.search(v, line) for v in varies):
+            return ("shape", shape(m))
+        return ("exact", m)
+
+    have = collections.Counter(key(l) for l in real if l.strip())
+    missing = []
+    for line in shown:
+        if not line.strip():
+            continue
+        k = key(line)
+        if have[k] > 0:
+            have[k] -= 1
+        else:
+            missing.append(line)
+    return missing
+
+
+class Runner:
+    def __init__(self, source, build, timeout):
+        self.source, self.build, self.timeout = source, build, timeout
+        self.scratch = tempfile.mkdtemp(prefix="docs_check_")
+        self.tmp = os.path.join(self.scratch, "tmp") + "/"
+        os.makedirs(self.tmp)
+        os.makedirs(os.path.join(self.scratch, "docs", "images"))
+        for name, target in (("build", build), ("scripts", os.path.join(source, "scripts")),
+                             ("datasets", os.path.join(source, "datasets")),
+                             ("lessons", os.path.join(source, "lessons"))):
+            os.symlink(target, os.path.join(self.scratch, name))
+        self.cache = {}
+
+    def run(self, command):
+        if command in self.cache:
+            return self.cache[command]
+        real = command.replace("/tmp/", self.tmp)
+        if real.startswith("cmake --build"):
+            # Docs checks run side by side; one build at a time in the folder.
+            real = "flock " + shlex.quote(os.path.join(self.build, ".docs_check.lock")) + " " + real
+        start = time.time()
+        # Programs named bare (`lesson_11_capstone ...`, `distlab-run ...`) are the build's.
+        path = ":".join(os.path.join(self.build, d) for d in ("launcher", "lessons", "bench", "viz"))
+        env = dict(os.environ, PATH=path + ":" + os.environ.get("PATH", ""))
+        try:
+            p = subprocess.run(["bash", "-c", real], cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=self.timeout)
+            result = (p.returncode, p.stdout.decode("utf-8", "replace"), time.time() - start)
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"").decode("utf-8", "replace")
+            result = (None, out, time.time() - start)
+        self.cache[command] = result
+        return result
+
+
+def check_file(path, runner, listing):
+    text = open(path, encoding="utf-8").read()
+    problems, ran = [], 0
+    for block in blocks_of(text):
+        skip = block.note("not run")
+        run_as = block.note("run as")
+        varies = block.note("varies")
+        if block.lang:
+            continue
+        if block.lines and block.lines[0].startswith("$ "):
+            command = run_as[0] if run_as else block.lines[0][2:].strip()
+            targets = [(block.line, command, block.lines[1:])]
+        else:
+            found = commands_of(block)
+            if run_as:
+                if len(found) != 1:
+                    problems.append(f"{path}:{block.line}: 'run as' stands above {len(found)} commands, not one")
+                    continue
+                found = [(found[0][0], run_as[0])]
+            targets = [(line, command, None) for line, command in found]
+        for line, command, shown in targets:
+            where = f"{path}:{line}"
+            if skip:
+                print(f"{where}: not run ({skip[0]}): {command}")
+                continue
+            if listing:
+                print(f"{where}: would run: {command}")
+                continue
+            status, output, seconds = runner.run(command)
+            ran += 1
+            expected = 0
+            if shown and shown[-1].startswith("[exit "):
+                expected = int(shown[-1][6:-1])
+                shown = shown[:-1]
+            if status is None:
+                problems.append(f"{where}: ran past {runner.timeout} s: {command}\n{tail(output)}")
+                continue
+            if status != expected:
+                problems.append(f"{where}: exit status {status} (expected {expected}): {command}\n{tail(output)}")
+                continue
+            missing = compare(shown or [], output.splitlines(), varies, runner.tmp)
+            if missing:
+                problems.append(f"{where}: {len(missing)} of the lines shown are not in the output of: {command}\n"
+                                + "\n".join("  shown: " + m for m in missing[:8]) + "\n  real output:\n" +
+                                tail(output, 40))
+                continue
+            print(f"{where}: ok in {seconds:.1f} s: {command}")
+    return problems, ran
+
+
+def tail(text, n=15):
+    lines = text.rstrip("\n").split("\n")
+    return "\n".join("    | " + l for l in lines[-n:])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", required=True, help="the build folder the commands' build/ stands for")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds one command may take")
+    parser.add_argument("--list", action="store_true", help="only list what would run")
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    runner = Runner(source, os.path.abspath(args.build), args.timeout)
+    problems, ran = [], 0
+    for path in args.files:
+        p, r = check_file(os.path.join(source, path) if not os.path.isabs(path) else path, runner, args.list)
+        problems += p
+        ran += r
+    for p in problems:
+        print("docs-check: " + p, file=sys.stderr)
+    if not args.list:
+        print(f"docs-check: {ran} command(s) run, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

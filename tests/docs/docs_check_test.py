@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""scripts/docs_check.py on small Markdown files made here: a right output
+passes; a wrong line, a wrong exit status, a command that fails and a run
+past the timeout each fail, naming the file's line; times are masked and
+measurement rows compared by shape; notes skip and shorten runs."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "docs_check.py")
+
+
+def check(markdown, *extra):
+    folder = tempfile.mkdtemp(prefix="docs_check_test_")
+    path = os.path.join(folder, "README.md")
+    with open(path, "w") as f:
+        f.write(markdown)
+    p = subprocess.run([sys.executable, SCRIPT, "--build", folder, *extra, path], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return p.returncode, p.stdout
+
+
+FENCE = "```"
+
+
+class DocsCheck(unittest.TestCase):
+    def test_shown_output_that_the_command_prints_passes(self):
+        status, out = check(f"{FENCE}\n$ printf 'a 1\\nb 2\\n'\nb 2\na 1\n{FENCE}\n")
+        self.assertEqual(status, 0, out)
+        self.assertIn("1 command(s) run, 0 problem(s)", out)
+
+    def test_a_line_the_command_does_not_print_fails_naming_it(self):
+        status, out = check(f"text\n\n{FENCE}\n$ echo 'loss 0.25'\nloss 0.26\n{FENCE}\n")
+        self.assertEqual(status, 1, out)
+        self.assertIn("README.md:4:", out)
+        self.assertIn("shown: loss 0.26", out)
+
+    def test_times_are_masked_and_measurement_rows_compared_by_shape(self):
+        ok = f"{FENCE}\n$ echo 'ring 4 steps 12.5 ms 0.62'\nring 4 steps 99.1 ms 0.97\n{FENCE}\n"
+        self.assertEqual(check(ok)[0], 0)
+        # Shape: the words must still agree.
+        bad = f"{FENCE}\n$ echo 'ring 4 steps 12.5 ms'\ntree 4 steps 99.1 ms\n{FENCE}\n"
+        self.assertEqual(check(bad)[0], 1)
+
+    def test_varies_note_compares_its_lines_by_shape(self):
+        md = f"<!-- docs-check: varies: ratio -->\n{FENCE}\n$ echo 'ratio 1.18'\nratio 0.85\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("<!-- docs-check: varies: ratio -->\n", ""))[0], 1)
+
+    def test_exit_status_must_be_zero_or_the_shown_one(self):
+        self.assertEqual(check("    python3 -c 'exit(3)'\n")[0], 1)
+        self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 3'\nno\n[exit 3]\n{FENCE}\n")[0], 0)
+        self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 2'\nno\n[exit 3]\n{FENCE}\n")[0], 1)
+
+    def test_a_run_past_the_timeout_fails(self):
+        status, out = check("    python3 -c 'import time; time.sleep(5)'\n", "--timeout", "1")
+        self.assertEqual(status, 1, out)
+        self.assertIn("ran past 1.0 s", out)
+
+    def test_notes_skip_and_shorten(self):
+        md = ("<!-- docs-check: not run: it needs a GPU -->\n\n    python3 -c 'exit(1)'\n\n"
+              "<!-- docs-check: run as: echo short -->\n\n    python3 -c 'import time; time.sleep(60)'\n")
+        status, out = check(md, "--timeout", "5")
+        self.assertEqual(status, 0, out)
+        self.assertIn("not run (it needs a GPU)", out)
+        self.assertIn("ok in", out)
+
+    def test_tmp_paths_are_the_scratch_folders_own(self):
+        md = f"{FENCE}\n$ sh -c 'mkdir /tmp/docs_x && echo made /tmp/docs_x'\nmade /tmp/docs_x\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md)[0], 0)  # a second run starts from an empty tmp/ again
+        self.assertFalse(os.path.exists("/tmp/docs_x"))
+
+    def test_listings_with_a_language_are_not_run(self):
+        self.assertEqual(check(f"{FENCE}json\n$ false\n{FENCE}\n{FENCE}sh\nbuild/x\n{FENCE}\n")[0], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
