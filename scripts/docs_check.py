@@ -14,8 +14,10 @@ What it reads, in every code block of the file:
 and these notes (HTML comments, invisible on the rendered page), each about
 the code block that follows it:
   <!-- docs-check: not run: REASON -->     the block is not run (REASON is said)
-  <!-- docs-check: run as: COMMAND -->     the block's one command runs as
-                                           COMMAND (a short form of a long run)
+  <!-- docs-check: run as: COMMAND -->     a command runs as COMMAND, a short
+                                           form of a long run: the block's one
+                                           command, or the one COMMAND begins
+                                           with (followed by limiting flags)
   <!-- docs-check: varies: REGEX -->       output lines matching REGEX are
                                            compared by shape (numbers masked)
 
@@ -209,11 +211,15 @@ def check_file(path, runner, listing):
             targets = [(block.line, command, block.lines[1:])]
         else:
             found = commands_of(block)
-            if run_as:
-                if len(found) != 1:
-                    problems.append(f"{path}:{block.line}: 'run as' stands above {len(found)} commands, not one")
+            for short in run_as:
+                # Above one command: that command; above several: the one
+                # the short form begins with (it adds limiting flags).
+                hits = [k for k, (_, c) in enumerate(found) if len(found) == 1 or short.startswith(c + " ")]
+                if len(hits) != 1:
+                    problems.append(f"{path}:{block.line}: 'run as: {short}' fits {len(hits)} of the block's "
+                                    f"{len(found)} commands, not one")
                     continue
-                found = [(found[0][0], run_as[0])]
+                found[hits[0]] = (found[hits[0]][0], short)
             targets = [(line, command, None) for line, command in found]
         for line, command, shown in targets:
             where = f"{path}:{line}"

@@ -66,6 +66,15 @@ class DocsCheck(unittest.TestCase):
         self.assertIn("not run (it needs a GPU)", out)
         self.assertIn("ok in", out)
 
+    def test_run_as_above_several_commands_shortens_the_one_it_extends(self):
+        md = ("<!-- docs-check: run as: python3 -c 'import sys; print(sys.argv)' --quick -->\n\n"
+              "    python3 -c 'print(1)'\n    python3 -c 'import sys; print(sys.argv)'\n")
+        status, out = check(md)
+        self.assertEqual(status, 0, out)
+        self.assertIn("--quick", out)
+        bad = "<!-- docs-check: run as: python3 -c 'exit(0)' --quick -->\n\n    python3 -c 'print(1)'\n    python3 -c 'print(2)'\n"
+        self.assertEqual(check(bad)[0], 1)
+
     def test_tmp_paths_are_the_scratch_folders_own(self):
         md = f"{FENCE}\n$ sh -c 'mkdir /tmp/docs_x && echo made /tmp/docs_x'\nmade /tmp/docs_x\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)
