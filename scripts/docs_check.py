@@ -22,7 +22,7 @@ the code block that follows it:
                                            compared by shape (numbers masked)
 
 How it runs them: each file in a fresh scratch folder, where `build`,
-`scripts`, `datasets` and `lessons` lead to the real ones and `/tmp/` in a
+`scripts`, `datasets`, `lessons` and `bench` lead to the real ones and `/tmp/` in a
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 A command fails the check when it exits non-zero (unless its shown output
@@ -171,7 +171,8 @@ class Runner:
         os.makedirs(os.path.join(self.scratch, "docs", "images"))
         for name, target in (("build", build), ("scripts", os.path.join(source, "scripts")),
                              ("datasets", os.path.join(source, "datasets")),
-                             ("lessons", os.path.join(source, "lessons"))):
+                             ("lessons", os.path.join(source, "lessons")),
+                             ("bench", os.path.join(source, "bench"))):
             os.symlink(target, os.path.join(self.scratch, name))
         self.cache = {}
 
