@@ -26,13 +26,15 @@ How it runs them: each file in a fresh scratch folder, where `build`,
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 A command fails the check when it exits non-zero (unless its shown output
-ends with `[exit N]` naming that status) or runs past --timeout.
+ends with `exit status N` naming that status) or runs past --timeout.
+Lines `...` and `[... what was left out ...]` stand for output not shown.
 
 How output is compared: every shown line must be among the real output's
 lines (as a multiset: ranks print in any order), after masking what no two
 runs share: times and rates (12.3 ms, 0.6 GB/s), dates, pids and ports.
-Lines a `varies` note names (measured ratios, bandwidths without a unit)
-are compared by shape: their words, every number masked. Blank lines do
+Lines a `varies` note names (measured ratios, bandwidths without a unit,
+timelines drawn in text) are compared by shape: their words, every number
+masked, a bar between two `|` as one mark. Blank lines do
 not count.
 """
 import argparse
@@ -58,6 +60,8 @@ VOLATILE = [
     (re.compile(r"\bport \d+"), "port <n>"),
     (re.compile(r"(?<=:)\d{4,5}\b"), "<port>"),
 ]
+EXIT = re.compile(r"^(?:\[exit (\d+)\]|exit status (\d+))$")
+ELISION = re.compile(r"^(?:\.\.\.|\[\.\.\..*\])$")
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -137,8 +141,12 @@ def mask(line, scratch_tmp):
     return " ".join(line.split())
 
 
+BAR = re.compile(r"\|[^|]*\|")
+
+
 def shape(line):
-    return NUMBER.sub("<n>", line)
+    """Words only: numbers masked, and a bar drawn between two | as one mark."""
+    return NUMBER.sub("<n>", BAR.sub("|<bar>|", line))
 
 
 def compare(shown, real, varies, scratch_tmp):
@@ -152,7 +160,7 @@ def compare(shown, real, varies, scratch_tmp):
     have = collections.Counter(key(l) for l in real if l.strip())
     missing = []
     for line in shown:
-        if not line.strip():
+        if not line.strip() or ELISION.match(line.strip()):
             continue
         k = key(line)
         if have[k] > 0:
@@ -233,8 +241,9 @@ def check_file(path, runner, listing):
             status, output, seconds = runner.run(command)
             ran += 1
             expected = 0
-            if shown and shown[-1].startswith("[exit "):
-                expected = int(shown[-1][6:-1])
+            m = EXIT.match(shown[-1].strip()) if shown else None
+            if m:
+                expected = int(m.group(1) or m.group(2))
                 shown = shown[:-1]
             if status is None:
                 problems.append(f"{where}: ran past {runner.timeout} s: {command}\n{tail(output)}")

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cinttypes>
+#include <filesystem>
 #include <stdexcept>
 
 namespace distlab::trace {
@@ -97,9 +98,14 @@ std::string event_to_json(const Event& e, int tid) {
 }
 
 ChromeJsonSink::ChromeJsonSink(const std::string& path) : path_(path) {
+  // `--trace /tmp/run7/t.json` makes /tmp/run7, as --flight-dir does; if it
+  // cannot, fopen's failure below says so.
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::error_code ignored;
+  if (!folder.empty()) std::filesystem::create_directories(folder, ignored);
   file_ = std::fopen(path.c_str(), "w");
   if (file_ == nullptr)
-    throw std::runtime_error("trace: cannot open '" + path + "' for writing (does its folder exist?)");
+    throw std::runtime_error("trace: cannot open '" + path + "' for writing (can its folder be made and written?)");
   std::fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", file_);
 }
 

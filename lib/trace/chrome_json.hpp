@@ -41,7 +41,8 @@ std::string clock_offset_json(int rank, const ClockOffset& offset);
 
 class ChromeJsonSink : public Sink {
  public:
-  // Opens (truncates) `path`; throws std::runtime_error naming the path.
+  // Opens (truncates) `path`, making its folder if missing; throws
+  // std::runtime_error naming the path.
   explicit ChromeJsonSink(const std::string& path);
   ~ChromeJsonSink() override;
   void write(const Event& event) override;

@@ -48,10 +48,20 @@ class DocsCheck(unittest.TestCase):
         self.assertEqual(check(md)[0], 0)
         self.assertEqual(check(md.replace("<!-- docs-check: varies: ratio -->\n", ""))[0], 1)
 
+    def test_a_timeline_drawn_in_text_varies_as_one_mark(self):
+        md = (f"<!-- docs-check: varies: ^bucket -->\n{FENCE}\n$ echo 'bucket 0 |  ##  | 1.5 .. 2.0'\n"
+              f"bucket 0 |#     | 0.5 .. 9.0\n{FENCE}\n")
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("bucket 0 |#", "backward 0 |#"))[0], 1)
+
     def test_exit_status_must_be_zero_or_the_shown_one(self):
         self.assertEqual(check("    python3 -c 'exit(3)'\n")[0], 1)
-        self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 3'\nno\n[exit 3]\n{FENCE}\n")[0], 0)
-        self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 2'\nno\n[exit 3]\n{FENCE}\n")[0], 1)
+        self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 3'\nno\nexit status 3\n{FENCE}\n")[0], 0)
+        self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 2'\nno\nexit status 3\n{FENCE}\n")[0], 1)
+
+    def test_elisions_stand_for_output_not_shown(self):
+        md = f"{FENCE}\n$ printf 'a\\nb\\nc\\n'\na\n...\n[... b, left out ...]\nc\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
 
     def test_a_run_past_the_timeout_fails(self):
         status, out = check("    python3 -c 'import time; time.sleep(5)'\n", "--timeout", "1")

@@ -112,6 +112,23 @@ TEST(ChromeJson, IsValidChromeTraceWithLanesAndPairedFlows) {
   std::remove(path.c_str());
 }
 
+TEST(ChromeJson, MakesTheFoldersOfItsPath) {
+  const std::string folder = temp_path("made") + "/a/b";
+  const std::string path = folder + "/t.json";
+  {
+    ChromeJsonSink sink(path);
+    for (const auto& e : sample_events()) sink.write(e);
+  }
+  EXPECT_EQ(read_chrome_trace(path).size(), sample_events().size());
+  // A folder that cannot be made (its parent is a file) is named in the error.
+  try {
+    ChromeJsonSink sink(path + "/under_a_file.json");
+    ADD_FAILURE() << "a trace under a file was opened";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("under_a_file.json"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ChromeJson, TruncatedFileGivesAClearMessage) {
   const std::string path = temp_path("truncated.json");
   {
