@@ -44,7 +44,7 @@ using comm::ReduceOp;
 
 struct CollectiveOptions {
   comm::JobOptions job;
-  std::string min_bytes = "8", max_bytes = "64M";
+  SizeSweep sizes{"8", "64M"};
   int factor = 2;
   int iters = 20, warmup = 5, check = 1, rounds = 1;
   std::string collective = "all_reduce", algorithm = "native", dtype = "float", op = "sum";
@@ -235,8 +235,7 @@ int run_rank(comm::Communicator& comm, const CollectiveOptions& o) {
   if (o.root >= comm.size())
     throw comm::SetupError("--root " + std::to_string(o.root) + " is not a rank of a job of " +
                            std::to_string(comm.size()));
-  const int64_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
-  if (lo > hi) throw comm::SetupError("-b " + o.min_bytes + " is larger than -e " + o.max_bytes);
+  const int64_t lo = o.sizes.min(), hi = o.sizes.max();
   const Inputs inputs(comm.size(), dtype, comm.device());
   const Case bench_case(comm, collective, op, o.root, inputs);
   const int elem = static_cast<int>(c10::elementSize(dtype));
@@ -320,8 +319,7 @@ int run_rank(comm::Communicator& comm, const CollectiveOptions& o) {
 Registration reg("collective", "collectives timed and checked, nccl-tests style", [](CLI::App& cmd) {
   auto o = std::make_shared<CollectiveOptions>();
   comm::add_job_flags(cmd, o->job);
-  cmd.add_option("-b,--minbytes", o->min_bytes, "smallest buffer (8, 1K, 1M, ...)")->capture_default_str();
-  cmd.add_option("-e,--maxbytes", o->max_bytes, "largest buffer")->capture_default_str();
+  o->sizes.add_flags(cmd, "buffer");
   cmd.add_option("-f,--stepfactor", o->factor, "size multiplier between rows")->check(CLI::Range(2, 1024))
       ->capture_default_str();
   cmd.add_option("-n,--iters", o->iters, "timed calls per size")->check(CLI::Range(1, 1000000))

@@ -25,6 +25,17 @@ int64_t parse_size(const std::string& text) {
   return static_cast<int64_t>(value * scale);
 }
 
+void SizeSweep::add_flags(CLI::App& cmd, const std::string& what) {
+  cmd.add_option("-b,--minbytes", min_bytes, "smallest " + what + " (8, 1K, 1M, ...)")->capture_default_str();
+  cmd.add_option("-e,--maxbytes", max_bytes, "largest " + what)->capture_default_str();
+  // Checked once both are known: the sweep would otherwise print an empty table.
+  cmd.parse_complete_callback([this] {
+    if (min() > max())
+      throw CLI::ValidationError("-b " + min_bytes + " is larger than -e " + max_bytes +
+                                 ": give the smallest size to -b and the largest to -e");
+  });
+}
+
 std::string format_size(int64_t bytes) {
   const char* units[] = {"", "K", "M", "G"};
   int u = 0;
@@ -47,10 +58,21 @@ int main(int argc, char** argv) {
   CLI::App app{"distlab-bench: DistLab's benchmarks; each prints a table"};
   app.require_subcommand(1);
   std::function<int()> chosen;
+  std::string names;
+  bool known = false;
   for (auto& b : registry()) {
     CLI::App* cmd = app.add_subcommand(b.name, b.description);
     auto run = b.setup(*cmd);
     cmd->callback([&chosen, run] { chosen = run; });
+    names += (names.empty() ? "" : ", ") + b.name;
+    known = known || (argc > 1 && b.name == argv[1]);
+  }
+  // CLI11 answers a misspelt or missing benchmark with "A subcommand is
+  // required": name what was given and the benchmarks there are.
+  if (!known && (argc == 1 || argv[1][0] != '-')) {
+    std::cerr << "distlab-bench: " << (argc == 1 ? std::string() : "no benchmark '" + std::string(argv[1]) + "'; ")
+              << "name one of " << names << " (distlab-bench --help says what each measures)" << std::endl;
+    return 2;
   }
   CLI11_PARSE(app, argc, argv);
   try {

@@ -19,7 +19,7 @@ namespace {
 
 struct P2pOptions {
   comm::JobOptions job;
-  std::string min_bytes = "8", max_bytes = "256M";
+  SizeSweep sizes{"8", "256M"};
   int factor = 2;
   int iters = 200, warmup = 5;
 };
@@ -47,7 +47,7 @@ double memcpy_gbps(int64_t bytes) {
 
 void run_rank(comm::Communicator& comm, const P2pOptions& o) {
   if (comm.size() < 2) throw comm::SetupError("p2p needs at least 2 ranks (--ranks 2, or 2 processes)");
-  const int64_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
+  const int64_t lo = o.sizes.min(), hi = o.sizes.max();
   const bool me0 = comm.rank() == 0;
   if (me0)
     std::printf("# distlab-bench p2p: backend %s, %d ranks; rank 0 <-> rank 1 ping-pong, one-way time\n"
@@ -91,8 +91,7 @@ Registration reg("p2p", "point-to-point latency and bandwidth beside memcpy", []
   auto o = std::make_shared<P2pOptions>();
   o->job.ranks = 2;
   comm::add_job_flags(cmd, o->job);
-  cmd.add_option("-b,--minbytes", o->min_bytes, "smallest message (8, 1K, 1M, ...)")->capture_default_str();
-  cmd.add_option("-e,--maxbytes", o->max_bytes, "largest message")->capture_default_str();
+  o->sizes.add_flags(cmd, "message");
   cmd.add_option("-f,--stepfactor", o->factor, "size multiplier between rows")->check(CLI::Range(2, 1024))
       ->capture_default_str();
   cmd.add_option("-n,--iters", o->iters, "timed round trips per size (fewer for big sizes, ~1 GiB per row)")

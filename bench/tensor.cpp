@@ -48,6 +48,7 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "models/transformer_lm.hpp"
 #include "tensor_parallel/layer.hpp"
 #include "tensor_parallel/memory.hpp"
@@ -158,11 +159,11 @@ void run_rank(comm::Communicator& world, const TensorBenchOptions& o) {
   const collectives::LinkParams link = collectives::calibrate(world);
   if (world.rank() == 0) {
     std::printf("distlab-bench tensor: preset %s (E %lld, %lld heads, feed-forward %lld, %lld layers), "
-                "(S %lld, N %lld), %d %s ranks; link alpha %.1f us, %.2f GB/s\n",
+                "(S %lld, N %lld), %s; link alpha %.1f us, %.2f GB/s\n",
                 o.preset.c_str(), static_cast<long long>(m.emsize), static_cast<long long>(m.nhead),
                 static_cast<long long>(m.nhid), static_cast<long long>(m.nlayers), static_cast<long long>(o.seq),
-                static_cast<long long>(o.batch), world.size(), world.backend().c_str(), link.alpha_s * 1e6,
-                link.beta_s_per_byte > 0 ? 1e-9 / link.beta_s_per_byte : 0.0);
+                static_cast<long long>(o.batch), comm::backend_ranks(world.size(), world.backend()).c_str(),
+                link.alpha_s * 1e6, link.beta_s_per_byte > 0 ? 1e-9 / link.beta_s_per_byte : 0.0);
     std::printf("%-6s %2s %3s %10s %13s %7s %12s %14s %10s %10s\n", "what", "t", "SP", "step ms", "predicted ms",
                 "ratio", "sent/step", "predicted sent", "act/rank", "formula");
   }

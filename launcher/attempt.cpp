@@ -9,6 +9,8 @@
 #include <array>
 #include <cerrno>
 
+#include "flight/exit_file.hpp"
+
 namespace distlab::launcher {
 namespace {
 
@@ -70,6 +72,8 @@ void Attempt::start_all() {
     Worker w;
     w.rank = options_.rank_of(local);
     comm::Environment env = worker_environment(options_, local, restart_count_, master_port_);
+    if (const std::string note = exit_records_.note_path(w.rank); !note.empty())
+      env[flight::kFlightDirNoteVariable] = note;
     if (forward_stdin && w.rank == 0) {
       // Its stdin is a pipe, not a terminal: the variable tells a lesson
       // run with --step that a person answers there.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "attempt.hpp"
 #include "child_process.hpp"
@@ -42,13 +43,36 @@ std::string host_name() {
   char name[256] = {};
   return gethostname(name, sizeof name - 1) == 0 ? name : "";
 }
+
+// "" when none can be made: the records then go by the workers' rule alone.
+std::string make_notes_folder() {
+  std::error_code error;
+  std::string pattern = (std::filesystem::temp_directory_path(error) / "distlab-run.XXXXXX").string();
+  if (error) return "";
+  return mkdtemp(pattern.data()) != nullptr ? pattern : "";
+}
 }  // namespace
 
 ExitRecords::ExitRecords(const LaunchOptions& options, int restart_count)
     : options_(options),
       restart_count_(restart_count),
       on_(recorder_on()),
-      dir_(workers_flight_dir(options.command)) {}
+      dir_(workers_flight_dir(options.command)),
+      notes_(on_ ? make_notes_folder() : "") {}
+
+ExitRecords::~ExitRecords() {
+  std::error_code ignored;
+  if (!notes_.empty()) std::filesystem::remove_all(notes_, ignored);
+}
+
+std::string ExitRecords::note_path(int rank) const {
+  return notes_.empty() ? "" : notes_ + "/rank" + std::to_string(rank);
+}
+
+std::string ExitRecords::dir_of(int rank) const {
+  const std::string noted = notes_.empty() ? "" : flight::noted_flight_dir(note_path(rank));
+  return noted.empty() ? dir_ : noted;
+}
 
 void ExitRecords::forget_earlier() const {
   if (!on_) return;
@@ -75,7 +99,7 @@ void ExitRecords::record(int rank, pid_t pid, int wait_status, bool asked_to_sto
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
   try {
-    flight::write_exit(r, flight::exit_path(dir_, rank));
+    flight::write_exit(r, flight::exit_path(dir_of(rank), rank));
   } catch (const std::exception& e) {
     say("rank " + std::to_string(rank) + "'s exit record for distlab-trace why: " + e.what());
   }

@@ -5,6 +5,17 @@
 namespace distlab::launcher {
 namespace {
 
+constexpr const char* kUsage = "distlab-run [flags] [--] program [args...]";
+
+// CLI11's own usage line says "[OPTIONS]" and knows nothing of the program
+// that follows them: the help has this one line instead.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return std::string("Usage: ") + kUsage + "\n";
+  }
+};
+
 void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError(message);
 }
@@ -25,7 +36,7 @@ void validate(const LaunchOptions& o) {
   require(o.max_restarts >= 0, "--max-restarts must be 0 or more");
   require(!o.timeout_ms || *o.timeout_ms >= 1, "--timeout-ms must be 1 or more");
   require(o.grace_ms >= 0, "--grace-ms must be 0 or more");
-  require(!o.command.empty(), "no program given; usage: distlab-run [flags] [--] program [args...]");
+  require(!o.command.empty(), std::string("no program given; usage: ") + kUsage);
 }
 
 }  // namespace
@@ -47,7 +58,7 @@ std::optional<LaunchOptions> parse_launch_options(const std::vector<std::string>
   app.add_option("--grace-ms", o.grace_ms, "time between SIGTERM and SIGKILL when stopping workers")
       ->capture_default_str();
   app.add_flag("--no-prefix", no_prefix, "print worker lines without the \"[rank N] \" prefix");
-  app.footer("Usage: distlab-run [flags] [--] program [args...]");
+  app.formatter(std::make_shared<UsageFormatter>());
   // The first word that is not a flag starts the program's own arguments.
   app.prefix_command();
 

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "trace_loader.hpp"
+
 namespace distlab::viz {
 
 void apply_preset(Options& o) {
@@ -89,6 +91,9 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   app.add_option("--scale", o.scale, "Size of text and widgets (projector: 1.5)")->check(CLI::Range(0.5f, 4.0f));
   try {
     app.parse(argc, argv);
+    // A job of several processes writes X.rank0.json, X.rank1.json, ... for
+    // --trace X.json: the name the program was given opens them all.
+    for (const std::string& line : open_rank_files_instead(o.trace_files)) std::cerr << "distlab-viz: " << line << "\n";
     // Opening a trace means looking at it: the Trace panel, unless told.
     if (panel->count() == 0 && (!o.trace_files.empty() || !o.flight_paths.empty() || o.listen_port >= 0))
       o.panel = "trace";

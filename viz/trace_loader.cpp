@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 
+#include "trace/config.hpp"
 #include "trace/json_pull.hpp"
 
 namespace distlab::viz {
@@ -138,6 +139,11 @@ void apply_offsets(const trace::TraceInfo& info, std::vector<trace::Event>& even
   }
 }
 
+bool exists(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0;
+}
+
 Target vector_target(std::vector<trace::Event>& events) {
   return Target{[&events](trace::Event& e) { events.push_back(e); }, [&events] { events.clear(); }};
 }
@@ -190,6 +196,33 @@ LoadedTrace load_trace_file(const std::string& path, const trace::ReadLimits& li
   for (std::string& w : loaded.warnings) w = "'" + path + "': " + w;
   apply_offsets(loaded.info, loaded.events);
   return loaded;
+}
+
+std::vector<std::string> rank_files_of(const std::string& path) {
+  std::vector<std::string> files;
+  if (exists(path)) return files;
+  for (int rank = 0;; ++rank) {
+    std::string file = trace::trace_file_for(path, rank, /*several_processes=*/true);
+    if (!exists(file)) break;
+    files.push_back(std::move(file));
+  }
+  return files;
+}
+
+std::vector<std::string> open_rank_files_instead(std::vector<std::string>& paths) {
+  std::vector<std::string> opened, lines;
+  for (const std::string& path : paths) {
+    const std::vector<std::string> ranks = rank_files_of(path);
+    if (ranks.empty()) {
+      opened.push_back(path);
+      continue;
+    }
+    lines.push_back("'" + path + "' does not exist: opened the " + std::to_string(ranks.size()) +
+                    " file(s) its ranks wrote, " + ranks.front() + (ranks.size() > 1 ? " .. " + ranks.back() : ""));
+    opened.insert(opened.end(), ranks.begin(), ranks.end());
+  }
+  paths = std::move(opened);
+  return lines;
 }
 
 }  // namespace distlab::viz

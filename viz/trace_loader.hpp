@@ -47,4 +47,13 @@ LoadReport load_trace_into(const std::string& path, TraceModel& model, const tra
 LoadedTrace load_trace_text(const std::string& text, const trace::ReadLimits& limits = kViewerLimits);
 LoadedTrace load_trace_file(const std::string& path, const trace::ReadLimits& limits = kViewerLimits);
 
+// The files a job's processes wrote for `--trace path` (path.rank0.json,
+// path.rank1.json, ... as trace::trace_file_for names them, up to the first
+// missing rank) when `path` itself does not exist; empty otherwise.
+std::vector<std::string> rank_files_of(const std::string& path);
+
+// Replaces each path in `paths` that does not exist by its ranks' files, if
+// any; returns one line per path replaced, saying which files were opened.
+std::vector<std::string> open_rank_files_instead(std::vector<std::string>& paths);
+
 }  // namespace distlab::viz

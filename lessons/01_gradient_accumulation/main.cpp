@@ -19,6 +19,7 @@
 #include "lesson.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 
 using namespace distlab;
 using lessons::Gradients;
@@ -173,7 +174,8 @@ int main(int argc, char** argv) {
   return lessons::run_lesson("lesson_01_gradient_accumulation", o.job, [&](comm::Communicator& comm) {
     const bool rank0 = comm.rank() == 0;
     if (rank0) {
-      std::printf("Lesson 01: gradient accumulation  (%s backend, %d ranks)\n", comm.backend().c_str(), comm.size());
+      std::printf("Lesson 01: gradient accumulation  (%s backend, %s)\n", comm.backend().c_str(),
+                  comm::counted(comm.size(), "rank").c_str());
       std::printf("Model: price = bedrooms*w1 + bathrooms*w2 + b; loss = (price_pred - price)^2; SGD lr %g\n", o.lr);
       print_params("Start: ", Params::make(o.w1, o.w2, o.b));
     }

@@ -16,6 +16,7 @@
 #include "collectives/cost_model.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "lesson.hpp"
 #include "over_ranks.hpp"
 #include "story.hpp"
@@ -117,7 +118,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
                   format_seconds(links.here->alpha_s).c_str(), 1e-9 / links.here->beta_s_per_byte);
     else
       std::printf("add --calibrate to predict\nfor the link measured here. ");
-    std::printf("Measured: real sends, best of %d rounds.\n", o.story.iters);
+    std::printf("Measured: real sends, best of %s.\n", comm::counted(o.story.iters, "round").c_str());
   }
 
   const auto options = torch::TensorOptions().dtype(torch::kUInt8).device(comm.device());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "comm/plural.hpp"
 #include "compare.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
@@ -81,7 +82,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const lessons::Links links = lessons::links_for(comm, o.story);
 
   if (me == 0)
-    std::printf("Lesson 03: broadcast  (%s backend, %d ranks, root %d)\n\n", comm.backend().c_str(), p, o.root);
+    std::printf("Lesson 03: broadcast  (%s backend, %s, root %d)\n\n", comm.backend().c_str(),
+                comm::counted(p, "rank").c_str(), o.root);
 
   parts.begin(comm, "The story");
   if (me == 0) {
@@ -119,8 +121,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const lessons::AlgorithmTable table(Collective::kBroadcast, p, n, 4, o.root,
                                       links, /*bandwidth=*/false);
   if (me == 0) {
-    std::printf("\n3. The library's broadcasts on this machine: %g MB (%lld float32) from rank %d, %d calls each:\n",
-                o.story.mb, static_cast<long long>(n), o.root, o.story.iters);
+    std::printf("\n3. The library's broadcasts on this machine: %g MB (%lld float32) from rank %d, %s each:\n",
+                o.story.mb, static_cast<long long>(n), o.root, comm::counted(o.story.iters, "call").c_str());
     table.print_header();
   }
   std::vector<double> measured;

@@ -18,6 +18,7 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "lesson.hpp"
 #include "over_ranks.hpp"
 
@@ -76,8 +77,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const lessons::Links links = lessons::links_for(comm, o.story);
 
   if (me == 0)
-    std::printf("Lesson 04: reduce  (%s backend, %d ranks, root %d, op %s)\n\n", comm.backend().c_str(), p, o.root,
-                o.op.c_str());
+    std::printf("Lesson 04: reduce  (%s backend, %s, root %d, op %s)\n\n", comm.backend().c_str(),
+                comm::counted(p, "rank").c_str(), o.root, o.op.c_str());
 
   parts.begin(comm, "The story");
   if (me == 0) {
@@ -95,9 +96,10 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   auto output = torch::empty_like(input);
   const lessons::AlgorithmTable table(Collective::kReduce, p, n, 4, o.root, links, /*bandwidth=*/false);
   if (me == 0) {
-    std::printf("\n2. The library's reduces on this machine: %g MB (%lld float32) per rank to rank %d, %d calls each;\n"
+    std::printf("\n2. The library's reduces on this machine: %g MB (%lld float32) per rank to rank %d, %s each;\n"
                 "   #wrong: elements of the root's result that differ from torch's own %s of all gradients\n",
-                o.story.mb, static_cast<long long>(n), o.root, o.story.iters, o.op.c_str());
+                o.story.mb, static_cast<long long>(n), o.root, comm::counted(o.story.iters, "call").c_str(),
+                o.op.c_str());
     table.print_header();
   }
   std::vector<double> measured;

@@ -23,6 +23,7 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "lesson.hpp"
 #include "over_ranks.hpp"
 
@@ -53,7 +54,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const lessons::Links links = lessons::links_for(comm, o.story);
 
   if (me == 0)
-    std::printf("Lesson 05: all-reduce  (%s backend, %d ranks, op %s)\n\n", comm.backend().c_str(), p, o.op.c_str());
+    std::printf("Lesson 05: all-reduce  (%s backend, %s, op %s)\n\n", comm.backend().c_str(),
+                comm::counted(p, "rank").c_str(), o.op.c_str());
 
   parts.begin(comm, "The story");
   if (me == 0) {
@@ -73,9 +75,10 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   auto output = torch::empty_like(input);
   const lessons::AlgorithmTable table(Collective::kAllReduce, p, n, 4, 0, links, /*bandwidth=*/true);
   if (me == 0) {
-    std::printf("\n2. The library's all-reduces on this machine: %g MB (%lld float32), %d calls each; #wrong:\n"
+    std::printf("\n2. The library's all-reduces on this machine: %g MB (%lld float32), %s each; #wrong:\n"
                 "   elements, on all ranks, that differ from the %s backend's own all-reduce\n",
-                o.story.mb, static_cast<long long>(n), o.story.iters, comm.backend().c_str());
+                o.story.mb, static_cast<long long>(n), comm::counted(o.story.iters, "call").c_str(),
+                comm.backend().c_str());
     table.print_header();
   }
   std::vector<Algorithm> algorithms = collectives::algorithms_for(Collective::kAllReduce);
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
   lessons::add_story_flags(app, o.story, "--mb", "each rank's gradient");
   app.add_option("--op", o.op, "sum, avg, max or min")->check(CLI::IsMember({"sum", "avg", "max", "min"}))
       ->capture_default_str();
-  app.add_flag("!--no-steps", o.show_steps, "leave out the step-by-step plans");
+  app.add_flag_callback("--no-steps", [&o] { o.show_steps = false; }, "leave out the step-by-step plans");
   CLI11_PARSE(app, argc, argv);
   return lessons::run_lesson("lesson_05_all_reduce", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

@@ -32,6 +32,7 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 
@@ -87,9 +88,11 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const Data data = lessons::make_data(batch * o.steps, 8, 4, /*seed=*/7);
 
   if (me == 0) {
-    std::printf("Lesson 06: DDP from scratch  (%s backend, %d ranks)\n", comm.backend().c_str(), p);
+    std::printf("Lesson 06: DDP from scratch  (%s backend, %s)\n", comm.backend().c_str(),
+                comm::counted(p, "rank").c_str());
     std::printf("  model 8 -> 32 -> 32 -> 4 (tanh), 1,476 parameters, MSE loss, SGD lr %g\n", o.lr);
-    std::printf("  %d steps; each step's batch is %lld rows, %d per rank\n", o.steps, static_cast<long long>(batch),
+    std::printf("  %s; each step's batch is %lld rows, %d per rank\n", comm::counted(o.steps, "step").c_str(),
+                static_cast<long long>(batch),
                 o.rows_per_rank);
   }
 
@@ -202,8 +205,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
                                  {"DistributedDataParallel", model.ptr().get()}};
   bool all_equal = true;
   if (me == 0)
-    std::printf("\n4. The check after %d steps: largest difference of any parameter (float32 rounding: < %g)\n",
-                o.steps, o.tolerance);
+    std::printf("\n4. The check after %s: largest difference of any parameter (float32 rounding: < %g)\n",
+                comm::counted(o.steps, "step").c_str(), o.tolerance);
   for (const Row& row : rows) {
     const double vs_reference = lessons::max_over_ranks(comm, lessons::largest_difference(*row.model, *reference));
     const double across = lessons::largest_difference_across_ranks(comm, *row.model);

@@ -36,6 +36,7 @@
 #include "timing.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 
 using namespace distlab;
@@ -141,11 +142,12 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
 
   const int threads = lessons::share_cores(o.threads);
   if (me == 0) {
-    std::printf("Lesson 07: no_sync  (%s backend, %d ranks, %d intra-op thread(s) per rank)\n",
-                comm.backend().c_str(), p, threads);
+    std::printf("Lesson 07: no_sync  (%s backend, %s, %d intra-op thread(s) per rank)\n",
+                comm.backend().c_str(), comm::counted(p, "rank").c_str(), threads);
     std::printf("  model 128 -> 512 -> 512 -> 16, %s of float32 gradients; SGD lr %g\n",
                 lessons::format_megabytes(static_cast<double>(grad_bytes)).c_str(), o.lr);
-    std::printf("  %d optimizer steps of k = %d micro-steps, %d rows per micro-step per rank\n", o.steps, k, o.rows);
+    std::printf("  %s of k = %d micro-steps, %d rows per micro-step per rank\n",
+                comm::counted(o.steps, "optimizer step").c_str(), k, o.rows);
   }
   parts.begin(comm, "The reference");
   if (me == 0)
@@ -186,7 +188,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     };
     row("without no_sync", synced);
     row("with no_sync", local);
-    std::printf("  bytes: with no_sync %d steps x %s = %s; without, k = %d times as many\n", o.steps,
+    std::printf("  bytes: with no_sync %s x %s = %s; without, k = %d times as many\n",
+                comm::counted(o.steps, "step").c_str(),
                 lessons::format_megabytes(static_cast<double>(grad_bytes)).c_str(),
                 lessons::format_megabytes(static_cast<double>(grad_bytes) * o.steps).c_str(), k);
   }

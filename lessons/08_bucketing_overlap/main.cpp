@@ -34,6 +34,7 @@
 #include "timing.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp/overlap.hpp"
@@ -169,8 +170,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   torch::optim::SGD sgd(model->parameters(), 1e-4);
 
   if (me == 0) {
-    std::printf("Lesson 08: bucketing and overlap  (%s backend, %d ranks, %d intra-op thread(s) per rank)\n",
-                comm.backend().c_str(), p, threads);
+    std::printf("Lesson 08: bucketing and overlap  (%s backend, %s, %d intra-op thread(s) per rank)\n",
+                comm.backend().c_str(), comm::counted(p, "rank").c_str(), threads);
     std::printf("  model: %d x Linear(%d, %d) + ReLU, %lld parameters, %s of gradients; %d rows per rank\n",
                 o.layers, o.width, o.width, static_cast<long long>(params),
                 lessons::format_megabytes(static_cast<double>(params) * 4).c_str(), o.rows);
@@ -222,9 +223,9 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   // ---- 4. The bucket-size sweep ----------------------------------------------
   parts.begin(comm, "Bucket sizes");
   if (me == 0)
-    std::printf("\n4. Bucket sizes (first bucket 1 MiB), %d timed steps each after 2 untimed; all-reduce and\n"
+    std::printf("\n4. Bucket sizes (first bucket 1 MiB), %s each after 2 untimed; all-reduce and\n"
                 "   hidden: rank 0's per step, from the trace\n",
-                o.steps);
+                comm::counted(o.steps, "timed step").c_str());
   std::vector<SweepRow> rows;
   const std::vector<std::pair<std::string, int64_t>> caps = {
       {"1 MiB", ddp::kMiB}, {"5 MiB", 5 * ddp::kMiB}, {"25 MiB", 25 * ddp::kMiB}, {"100 MiB", 100 * ddp::kMiB},

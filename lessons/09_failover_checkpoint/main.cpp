@@ -30,10 +30,12 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -41,6 +43,7 @@
 #include "comm/env.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "lesson.hpp"
 #include "train/checkpoint.hpp"
 #include "train/checkpoint_module.hpp"
@@ -63,6 +66,7 @@ struct Options {
   int kill_at_step = -1;
   std::string fail_how = "kill";
   std::string expect_digest;
+  bool fresh = false;  // delete the checkpoint folder first (first attempt only)
   int pause_ms = 0;  // after each step: time to kill a launcher by hand mid-run
 };
 
@@ -128,7 +132,7 @@ void from_part(TrainState& s, const train::CheckpointPart& part) {
 // Rank 0 picks the checkpoint and tells everybody, so that all ranks resume
 // from the same one even if the folder changes under them.
 void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& checkpoints, const Place& p,
-            int64_t batch) {
+            int64_t batch, int64_t steps) {
   at::Tensor chosen = at::full({1}, -1, at::kLong);
   if (p.rank == 0) {
     auto latest = checkpoints.latest_complete([](const std::string& line) { std::printf("[RANK 0] %s\n", line.c_str()); });
@@ -140,6 +144,13 @@ void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& 
     if (p.rank == 0) std::printf("[RANK 0] no checkpoint in %s: training from step 0\n", checkpoints.dir().c_str());
     return;
   }
+  // A first attempt that finds checkpoints found an earlier run's: going on
+  // from them is the point after a failure, a surprise otherwise.
+  if (p.rank == 0 && p.restart == 0)
+    std::printf("[RANK 0] resuming from %s (step %lld of %lld), left by an earlier run: --fresh (or deleting %s) "
+                "starts from step 0\n",
+                checkpoints.folder(step).c_str(), static_cast<long long>(step), static_cast<long long>(steps),
+                checkpoints.dir().c_str());
   const train::CheckpointPart part = checkpoints.load(step, 0);
   from_part(s, part);
   std::printf("[RANK %d] resumed from %s: step %lld, epochs done %lld, data position %lld (saved by %s)\n", p.rank,
@@ -207,9 +218,14 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     for (auto& item : s.net.named_parameters()) item.value().copy_(at::randn(item.value().sizes(), init) * 0.5);
   }
   for (const auto& item : s.net.named_parameters()) s.momentum[item.key()] = at::zeros_like(item.value());
+  // Only the first attempt starts afresh: a restarted one resumes from what it saved.
+  if (o.fresh && p.rank == 0 && p.restart == 0) {
+    std::filesystem::remove_all(o.checkpoint_dir);
+    std::printf("[RANK 0] --fresh: deleted %s\n", o.checkpoint_dir.c_str());
+  }
   const train::Checkpointer checkpoints(o.checkpoint_dir, /*num_stages=*/1, o.keep);
   parts.begin(comm, "Resume from the newest checkpoint");
-  resume(comm, s, checkpoints, p, o.batch);
+  resume(comm, s, checkpoints, p, o.batch, o.steps);
 
   parts.begin(comm, "Train and save checkpoints");
   while (s.step < o.steps) {
@@ -233,8 +249,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   }
   parts.begin(comm, "The final parameters");
   const std::string digest = train::state_digest(train::named_state(s.net));
-  std::printf("[RANK %d] final parameters digest %s after %lld steps\n", p.rank, digest.c_str(),
-              static_cast<long long>(s.step));
+  std::printf("[RANK %d] final parameters digest %s after %s\n", p.rank, digest.c_str(),
+              comm::counted(s.step, "step").c_str());
   if (!o.expect_digest.empty()) {
     if (digest != o.expect_digest)
       throw std::runtime_error("rank " + std::to_string(p.rank) + ": final parameters digest " + digest +
@@ -247,6 +263,18 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
                 "the error), two distlab-run launchers as two nodes (--nnodes 2 --node-rank 0|1), a bit flipped in\n"
                 "the newest checkpoint (the run goes back one).\n");
 }
+
+// What state_digest prints, checked before the run rather than compared
+// after it: "0x" and 8 lowercase hex digits (uppercase is taken too).
+const CLI::Validator kDigestForm(
+    [](std::string& text) -> std::string {
+      const bool hex = text.size() == 10 && text.compare(0, 2, "0x") == 0 &&
+                       text.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
+      if (!hex) return "'" + text + "' is not a digest: 0x and 8 hex digits, as a run prints it (e.g. 0xadb92151)";
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return "";
+    },
+    "DIGEST");
 
 }  // namespace
 
@@ -279,7 +307,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   app.add_option("--expect-digest", o.expect_digest,
-                 "the digest an uninterrupted run printed; exit 1 when the final parameters differ");
+                 "the digest an uninterrupted run printed (0x and 8 hex digits); exit 1 when the final parameters "
+                 "differ")
+      ->check(kDigestForm);
+  app.add_flag("--fresh", o.fresh,
+               "delete --checkpoint-dir first and train from step 0 (a restarted attempt still resumes)");
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they happen under a launcher's pipe
   at::set_num_threads(1);                    // one fixed order of additions: bit-for-bit repeatable

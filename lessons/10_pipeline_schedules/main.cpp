@@ -33,6 +33,7 @@
 
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "lesson.hpp"
 #include "over_ranks.hpp"
 #include "timing.hpp"
@@ -295,7 +296,8 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
 
   parts.begin(comm, "Each schedule run for real");
   if (me == 0)
-    std::printf("\n3. Each schedule run for real: step 0 checked, then %d timed steps%s\n", o.steps,
+    std::printf("\n3. Each schedule run for real: step 0 checked, then %s%s\n",
+                comm::counted(o.steps, "timed step").c_str(),
                 sinks.files ? "" : " (--trace FILE: a trace per schedule)");
   std::vector<Row> rows;
   for (const std::string& name : o.schedules)

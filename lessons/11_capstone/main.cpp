@@ -38,6 +38,7 @@
 #include "comm/job.hpp"
 #include "comm/env.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
 #include "lesson.hpp"
@@ -124,8 +125,8 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
                   comm.size(), fitted.layout.text().c_str(), fitted.why.c_str());
   }
   if (comm.rank() == 0) {
-    std::printf("[RANK 0]: Lesson 11: the capstone, %s on %d %s ranks (%s)\n", t.layout.text().c_str(), comm.size(),
-                comm.backend().c_str(), comm.device().str().c_str());
+    std::printf("[RANK 0]: Lesson 11: the capstone, %s on %s (%s)\n", t.layout.text().c_str(),
+                comm::backend_ranks(comm.size(), comm.backend()).c_str(), comm.device().str().c_str());
     const train::Layout& l = t.layout;
     const std::string sharing = t.zero > 0 ? "ZeRO-" + std::to_string(t.zero) : std::string("DDP");
     std::printf("[RANK 0]:   pipelines (stage groups):%s   replica groups (%s per stage):%s\n",
@@ -148,9 +149,10 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
     std::istringstream lines(data::format_summary(summary));
     for (std::string line; std::getline(lines, line);)
       if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());
-    std::printf("[RANK 0]:   preset %s, %lld epochs x %lld batches of %lld x %lld tokens, %lld microbatches (%s), "
+    std::printf("[RANK 0]:   preset %s, %s x %s of %lld x %lld tokens, %lld microbatches (%s), "
                 "lr %.2f, clip %.2f, dropout %s, causal\n",
-                t.preset.c_str(), static_cast<long long>(t.epochs), static_cast<long long>(t.batches_per_epoch),
+                t.preset.c_str(), comm::counted(t.epochs, "epoch").c_str(),
+                comm::counted(t.batches_per_epoch, "batch", "batches").c_str(),
                 static_cast<long long>(t.batch_size), static_cast<long long>(t.bptt),
                 static_cast<long long>(t.chunks), o.schedule.c_str(), t.lr, t.clip,
                 t.dropout < 0 ? "0.2 (preset)" : std::to_string(t.dropout).c_str());

@@ -43,6 +43,7 @@
 #include "timing.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "models/square_mlp.hpp"
 #include "trace/clock.hpp"
@@ -358,8 +359,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   Lesson lesson(comm, o);
   const int64_t psi = lesson.psi();
   if (me == 0) {
-    std::printf("Lesson 12: ZeRO  (%s backend, %d ranks, %d intra-op thread(s) per rank)\n",
-                comm.backend().c_str(), p, threads);
+    std::printf("Lesson 12: ZeRO  (%s backend, %s, %d intra-op thread(s) per rank)\n",
+                comm.backend().c_str(), comm::counted(p, "rank").c_str(), threads);
     std::printf("  model: %d x Linear(%d, %d) + Tanh, %lld parameters; Adam, lr %g; %d rows per rank\n", o.layers,
                 o.width, o.width, static_cast<long long>(psi), o.lr, o.rows);
   }
@@ -425,7 +426,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
 
   parts.begin(comm, "Step time");
   if (me == 0) {
-    std::printf("\n4. Step time, the median of %d steps (slowest rank)\n", o.steps);
+    std::printf("\n4. Step time, the median of %s (slowest rank)\n", comm::counted(o.steps, "step").c_str());
     for (const Run& r : runs)
       std::printf("  %-20s %10s   %.2fx DDP\n", r.name.c_str(), format_seconds(r.seconds).c_str(),
                   r.seconds / runs[0].seconds);

@@ -40,6 +40,7 @@
 #include "replicas.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "tensor_parallel/layer.hpp"
 #include "tensor_parallel/memory.hpp"
 #include "trace/clock.hpp"
@@ -439,8 +440,8 @@ void run(comm::Communicator& world, const Options& o, lessons::Parts& parts) {
   if (world.size() < 2) throw comm::SetupError("lesson 13 needs at least 2 ranks to split over (--ranks 4)");
   const int threads = lessons::share_cores(o.threads);
   if (world.rank() == 0) {
-    std::printf("Lesson 13: tensor and sequence parallelism  (%s backend, %d ranks, %d thread(s) each)\n",
-                world.backend().c_str(), world.size(), threads);
+    std::printf("Lesson 13: tensor and sequence parallelism  (%s backend, %s, %d thread(s) each)\n",
+                world.backend().c_str(), comm::counted(world.size(), "rank").c_str(), threads);
   }
   Wire wire(world);
   const std::vector<int> sizes = tensor_sizes(world, o);

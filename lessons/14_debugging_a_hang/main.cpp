@@ -42,6 +42,7 @@
 
 #include "ask_for_records.hpp"
 #include "bugs.hpp"
+#include "comm/plural.hpp"
 #include "lesson.hpp"
 #include "on_sigterm.hpp"
 #include "report.hpp"
@@ -254,10 +255,11 @@ void train(comm::Communicator& comm, const Options& o, const Setup& s) {
 
 void describe(const comm::Communicator& comm, const Options& o, const Setup& s) {
   const int p = comm.size();
-  std::printf("Lesson 14: debugging a hang  (%s backend, %d ranks, communicator timeout %lld ms)\n",
-              comm.backend().c_str(), p, static_cast<long long>(comm.timeout().count()));
-  std::printf("\n1. The job: %d DDP steps of an 8 -> 16 -> 1 MLP (%lld parameters), %d rows a step, %d per rank\n",
-              o.steps, static_cast<long long>(lesson14::kParameters), o.batch, o.batch / p);
+  std::printf("Lesson 14: debugging a hang  (%s backend, %s, communicator timeout %lld ms)\n",
+              comm.backend().c_str(), comm::counted(p, "rank").c_str(), static_cast<long long>(comm.timeout().count()));
+  std::printf("\n1. The job: %s of an 8 -> 16 -> 1 MLP (%lld parameters), %d rows a step, %d per rank\n",
+              comm::counted(o.steps, "DDP step").c_str(), static_cast<long long>(lesson14::kParameters), o.batch,
+              o.batch / p);
   std::printf("  every rank calls these collectives, each numbered by group world's count:\n"
               "    #0      broadcast   rank 0's initial weights        lesson 14 initial weights\n"
               "    #2s-1   all_reduce  step s's gradients (ring)       lesson 14 step s gradients\n"

@@ -45,8 +45,9 @@ inline std::vector<int> wait_for_files(const std::string& dir, const std::vector
   return missing;
 }
 
-// Removes `dir`/flight.rank<r>.json (and .pid, ask_for_records.hpp) for
-// every r with keep(r) false: an earlier run's files would be read as this one's.
+// Removes `dir`/flight.rank<r>.json (and .pid, ask_for_records.hpp, and
+// distlab-run's .exit.json) for every r with keep(r) false: an earlier
+// run's files would be read as this one's.
 template <typename Keep>
 void remove_old_files(const std::string& dir, Keep&& keep) {
   std::error_code ignored;
@@ -56,7 +57,7 @@ void remove_old_files(const std::string& dir, Keep&& keep) {
     char tail[8] = {};
     const std::string name = entry.path().filename().string();
     if (std::sscanf(name.c_str(), "flight.rank%d.%5s", &rank, tail) == 2 && rank >= 0 && !keep(rank) &&
-        (std::string(tail) == "json" || std::string(tail) == "pid"))
+        (std::string(tail) == "json" || std::string(tail) == "pid" || flight::is_exit_path(name)))
       old.push_back(entry.path());
   }
   for (const auto& path : old) std::filesystem::remove(path, ignored);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/tags.hpp"
+#include "comm/peer_closed.hpp"
 
 namespace distlab::collectives {
 namespace {
@@ -127,6 +128,9 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
         else
           landing.target.copy_(landing.data);
       }
+    } catch (const comm::PeerClosed& e) {
+      // A peer that died is the cause: no hint about mismatched calls.
+      comm::rethrow_with_context(where(plan, s, flat), e);
     } catch (const comm::CommError& e) {
       // The inner message names this rank and its peer already.
       comm::rethrow_with_context(where(plan, s, flat), e,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "comm/peer_closed.hpp"
 #include "comm/store.hpp"
 
 namespace distlab::comm {
@@ -30,8 +31,8 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
     throw_timeout(what, timeout,
                   peer >= 0 ? "Rank " + std::to_string(peer) + " never did its side (is it still running?)" : "");
   if (why.find("closed") != std::string::npos || why.find("reset") != std::string::npos)
-    throw CommError(what + ": " + (peer >= 0 ? "rank " + std::to_string(peer) : std::string("a peer")) +
-                    " closed the connection (did it exit or crash?): " + why);
+    throw PeerClosed(what + ": " + (peer >= 0 ? "rank " + std::to_string(peer) : std::string("a peer")) +
+                     " closed the connection (did it exit or crash?): " + why);
   throw CommError(what + ": " + why);
 }
 

@@ -42,6 +42,16 @@ void announce(const IntraOpThreads& threads, int local_ranks) {
   std::fprintf(stderr, "distlab: %d intra-op thread(s) per rank for %d rank(s) here (%s)\n", threads.threads,
                local_ranks, threads.reason.c_str());
 }
+
+// A process backend started without a launcher is a job of one rank, which
+// runs without complaint: say so, and how to start the others.
+void announce_alone(const WorldInfo& world, const std::string& backend) {
+  if (world.source != "none" || std::getenv("DISTLAB_QUIET") != nullptr) return;
+  std::fprintf(stderr,
+               "distlab: no launcher's variables (RANK, WORLD_SIZE, ...): --backend %s runs this process alone, a job "
+               "of 1 rank; for N ranks start it as distlab-run --nproc-per-node N -- %s ...\n",
+               backend.c_str(), program_invocation_short_name);
+}
 }  // namespace
 
 JobOptions with_env_defaults(JobOptions options) {
@@ -80,6 +90,7 @@ void run_job_unrecorded(const JobOptions& options, const std::shared_ptr<flight:
     return;
   }
   const WorldInfo world = world_from_env();
+  announce_alone(world, options.backend);
   const IntraOpThreads threads = choose_intra_op_threads(world.local_world_size);
   set_intra_op_threads(threads);
   if (world.local_rank == 0) announce(threads, world.local_world_size);

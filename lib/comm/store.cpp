@@ -3,6 +3,14 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +39,45 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const WorldInfo& world, bool server, M
   options.waitWorkers = false;  // join() counts the ranks, with a message naming the missing ones
   options.timeout = timeout;
   return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+}
+
+// The outcome of a non-blocking connect under way: 0 or an errno.
+int finish_connect(int fd, Milliseconds limit) {
+  pollfd p{fd, POLLOUT, 0};
+  if (poll(&p, 1, static_cast<int>(limit.count())) != 1) return ETIMEDOUT;
+  int error = 0;
+  socklen_t size = sizeof error;
+  return getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 ? error : errno;
+}
+
+// "" when something accepts a TCP connection at the master's address
+// within `limit`, else why not ("Connection refused"). Asked before each
+// TCPStore client is made: LibTorch logs every connect of its own that
+// fails as an error line of its socket code, so a master that is not up
+// yet would print a screen of them before this file's one message.
+std::string probe_master(const WorldInfo& world, Milliseconds limit) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(world.master_port);
+  if (const int error = getaddrinfo(world.master_addr.c_str(), port.c_str(), &hints, &found); error != 0)
+    return gai_strerror(error);
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int error = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (error == EINPROGRESS) error = finish_connect(fd, limit);
+    close(fd);
+    if (error == 0) {
+      freeaddrinfo(found);
+      return "";
+    }
+    why = std::strerror(error);
+  }
+  freeaddrinfo(found);
+  return why;
 }
 
 // Every rank sets its key, then waits for all the others' keys.
@@ -89,11 +136,14 @@ c10::intrusive_ptr<c10d::Store> reach_store(const WorldInfo& world, Milliseconds
   std::string other_attempt, last_error;
   do {
     try {
-      auto store = tcp_store(world, false, std::max(left(), Milliseconds(1)));
-      const auto bytes = store->get(kAttemptKey);
-      const std::string theirs(bytes.begin(), bytes.end());
-      if (theirs == mine) return store;
-      other_attempt = "rank 0 there is in attempt " + theirs + ", this rank in attempt " + mine;
+      last_error = probe_master(world, std::min(left(), Milliseconds(1000)));
+      if (last_error.empty()) {
+        auto store = tcp_store(world, false, std::max(left(), Milliseconds(1)));
+        const auto bytes = store->get(kAttemptKey);
+        const std::string theirs(bytes.begin(), bytes.end());
+        if (theirs == mine) return store;
+        other_attempt = "rank 0 there is in attempt " + theirs + ", this rank in attempt " + mine;
+      }
     } catch (const std::exception& e) {
       last_error = first_line(e);
     }

@@ -3,6 +3,8 @@
 #include "flight/exit_file.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,6 +32,23 @@ bool is_exit_path(const std::string& path) {
   int consumed = 0;
   return std::sscanf(name.c_str(), "flight.rank%d.exit.json%n", &rank, &consumed) == 1 && rank >= 0 &&
          static_cast<size_t>(consumed) == name.size();
+}
+
+void note_flight_dir(const std::string& dir) {
+  const char* note = std::getenv(kFlightDirNoteVariable);
+  if (note == nullptr || *note == '\0') return;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
+  try {
+    write_whole(note, (error ? dir : absolute.lexically_normal().string()) + "\n");
+  } catch (const std::exception&) {
+  }
+}
+
+std::string noted_flight_dir(const std::string& note_path) {
+  std::string dir;
+  std::getline(std::ifstream(note_path), dir);
+  return dir;
 }
 
 void write_exit(const ExitRecord& r, const std::string& path) {

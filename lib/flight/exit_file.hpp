@@ -40,4 +40,17 @@ void write_exit(const ExitRecord& record, const std::string& path);
 // Throws BadDump (dump_file.hpp) naming the file and what is wrong, in one line.
 ExitRecord read_exit(const std::string& path);
 
+// The records belong beside the worker's flight files, and a program may
+// choose that folder itself after it started (lesson 14's --flight-dir),
+// where the launcher cannot see it. So distlab-run names a file per worker
+// in DISTLAB_FLIGHT_DIR_NOTE; the worker's flight recorder writes its folder
+// there (note_flight_dir) and the launcher reads it (noted_flight_dir).
+inline constexpr const char* kFlightDirNoteVariable = "DISTLAB_FLIGHT_DIR_NOTE";
+// Writes `dir`, made absolute, into the file DISTLAB_FLIGHT_DIR_NOTE names,
+// when it is set. Never throws: without the note the launcher goes by its
+// own rule.
+void note_flight_dir(const std::string& dir);
+// The folder written into `note_path`; "" when there is none.
+std::string noted_flight_dir(const std::string& note_path);
+
 }  // namespace distlab::flight

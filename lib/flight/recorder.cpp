@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "flight/exit_file.hpp"
 #include "trace/clock.hpp"
 
 namespace distlab::flight {
@@ -121,6 +122,7 @@ std::string host_name() {
 }  // namespace
 
 std::shared_ptr<Recorder> Recorder::create(RecorderOptions options) {
+  if (options.entries > 0) note_flight_dir(options.dir);  // for the launcher's exit records
   std::shared_ptr<Recorder> recorder(new Recorder(std::move(options)));
   std::lock_guard<std::mutex> lock(live_mutex);
   auto& all = live();

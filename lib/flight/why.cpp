@@ -55,6 +55,27 @@ bool left_on_its_own(const Job& job, int rank, const Dump& dump) {
   return (idle && (dump.exit.rfind("failed", 0) == 0 || unasked)) || (unasked && !record->signal.empty());
 }
 
+Finding all_completed() {
+  Finding f;
+  f.cause = "none";
+  f.text = "no rank is waiting: every recorded operation completed";
+  return f;
+}
+
+// Nothing read is no evidence of a healthy job: say where the files were
+// looked for and what puts them there.
+Finding no_files(const std::vector<std::string>& paths) {
+  std::string where;
+  for (const std::string& p : paths) where += (where.empty() ? " in " : ", ") + p;
+  Finding f;
+  f.cause = "no files";
+  f.text = "no flight file found" + where +
+           ": ranks write flight.rank<N>.json when a wait times out, a rank fails or gets SIGUSR1, into "
+           "DISTLAB_FLIGHT_DIR (lesson 14: --flight-dir DIR), else beside the --trace file, else the working "
+           "directory; point distlab-trace why at that folder";
+  return f;
+}
+
 // "exits seen by distlab-run: rank 2 (killed by SIGKILL, exit 137); ranks
 // 0, 1 (killed by SIGTERM, exit 143) after distlab-run asked them to stop":
 // alike exits together, the earliest first.
@@ -145,12 +166,7 @@ Diagnosis diagnose(const std::vector<Dump>& dumps, const std::vector<ExitRecord>
   for (const Finding& f : d.findings)
     for (int r : f.waiting) explained.insert(r);
   why::find_p2p(job, explained, d.findings);
-  if (d.findings.empty()) {
-    Finding f;
-    f.cause = "none";
-    f.text = "no rank is waiting: every recorded operation completed";
-    d.findings.push_back(f);
-  }
+  if (d.findings.empty()) d.findings.push_back(dumps.empty() ? no_files({}) : all_completed());
   return d;
 }
 
@@ -189,6 +205,7 @@ std::vector<std::string> flight_files_in(const std::string& dir) {
 
 FlightFiles read_flight_files(const std::vector<std::string>& paths) {
   FlightFiles out;
+  out.paths = paths;
   std::vector<std::string> files, exit_files;
   for (const std::string& p : paths) {
     if (!is_directory(p)) {
@@ -221,6 +238,8 @@ Diagnosis diagnose(const FlightFiles& files) {
   std::vector<std::string> refused = files.refused;
   refused.insert(refused.end(), d.refused.begin(), d.refused.end());
   d.refused = std::move(refused);
+  if (files.dumps.empty() && d.findings.size() == 1 && d.findings.front().cause == "no files")
+    d.findings.front() = no_files(files.paths);
   return d;
 }
 

@@ -38,7 +38,7 @@
 namespace distlab::flight {
 
 struct Finding {
-  std::string cause;           // dead, order, shape, mismatch, skip, p2p, stuck, none
+  std::string cause;           // dead, order, shape, mismatch, skip, p2p, stuck, none, no files
   std::string group;           // the collective's group ("" for p2p)
   uint64_t seq = 0;            // the sequence number it is about
   std::string op;              // the operation the others are in
@@ -61,6 +61,7 @@ struct FlightFiles {
   std::vector<Dump> dumps;
   std::vector<ExitRecord> exits;
   std::vector<std::string> refused;
+  std::vector<std::string> paths;  // where they were looked for
 };
 FlightFiles read_flight_files(const std::vector<std::string>& paths);
 // The flight.rank<N>.json files in `dir`, by rank ("" dir: none).
@@ -71,7 +72,8 @@ std::vector<std::string> flight_files_in(const std::string& dir);
 // size differs from theirs, is left out with a line of `refused`.
 Diagnosis diagnose(const std::vector<Dump>& dumps, const std::vector<ExitRecord>& exits = {});
 // diagnose() of what read_flight_files(paths) read, its refused lines first:
-// what distlab-trace why and the visualizer show.
+// what distlab-trace why and the visualizer show. With no flight file at all
+// the finding (cause "no files") names the paths and how files get there.
 Diagnosis diagnose(const FlightFiles& files);
 Diagnosis diagnose_files(const std::vector<std::string>& paths);
 

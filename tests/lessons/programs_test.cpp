@@ -457,6 +457,10 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
       {DISTLAB_BENCH, "collective --collective broadcast --algorithm ring", "does not implement"},
       {DISTLAB_BENCH, "collective -b 1M -e 1K", "larger than"},
       {DISTLAB_BENCH, "collective --dtype int8", "--dtype"},
+      {DISTLAB_BENCH, "p2p -b 1M -e 1K", "-b 1M is larger than -e 1K: give the smallest size to -b"},
+      {DISTLAB_BENCH, "foo", "no benchmark 'foo'; name one of capstone, collective,"},
+      {DISTLAB_BENCH, "", "distlab-bench: name one of capstone, collective,"},
+      {LESSON_09, "--expect-digest zz", "'zz' is not a digest: 0x and 8 hex digits"},
   };
   for (const auto& c : cases) {
     const Outcome r = run(c.program + " " + c.flags);

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "comm/threads_backend.hpp"
 #include "faults.hpp"
@@ -29,6 +31,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (culprit >= ranks) {
     std::fprintf(stderr, "--culprit %d: there are only %d ranks\n", culprit, ranks);
+    return 2;
+  }
+
+  // The trace and the flight files go into DIR: a new folder is made, as
+  // the README's first run asks for one.
+  std::error_code made;
+  std::filesystem::create_directories(dir, made);
+  if (made) {
+    std::fprintf(stderr, "--dir %s: cannot create the folder (%s)\n", dir.c_str(), made.message().c_str());
     return 2;
   }
 

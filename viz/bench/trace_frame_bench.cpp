@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   cli.add_option("--frames", frames, "Frames measured per case")->check(CLI::Range(1, 10000));
   cli.add_option("--width", width, "Frame width")->check(CLI::Range(320, 8192));
   cli.add_option("--height", height, "Frame height")->check(CLI::Range(240, 8192));
-  cli.add_flag("!--no-file", through_file, "Skip writing and reading the trace as JSON");
+  cli.add_flag_callback("--no-file", [&through_file] { through_file = false; },
+                        "Skip writing and reading the trace as JSON");
   CLI11_PARSE(cli, argc, argv);
 
   auto start = Clock::now();
