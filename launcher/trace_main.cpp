@@ -23,6 +23,14 @@ int main(int argc, char** argv) {
       "why", "read every rank's flight recorder file (flight.rank<N>.json) and say why the job hangs or stopped");
   std::vector<std::string> dumps;
   why->add_option("files", dumps, "flight files, or directories holding them")->required();
+  // CLI11 answers a misspelt or missing tool with "A subcommand is
+  // required": name what was given and the tools there are.
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (first != "merge" && first != "why" && (first.empty() || first[0] != '-')) {
+    std::cerr << "distlab-trace: " << (first.empty() ? std::string() : "no tool '" + first + "'; ")
+              << "name one of merge, why (distlab-trace --help says what each does)" << std::endl;
+    return 2;
+  }
   CLI11_PARSE(app, argc, argv);
   if (why->parsed()) {
     // A missing or damaged file is one line of the report, never a crash;

@@ -461,6 +461,8 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
       {DISTLAB_BENCH, "foo", "no benchmark 'foo'; name one of capstone, collective,"},
       {DISTLAB_BENCH, "", "distlab-bench: name one of capstone, collective,"},
       {LESSON_09, "--expect-digest zz", "'zz' is not a digest: 0x and 8 hex digits"},
+      {DISTLAB_TRACE, "foo", "no tool 'foo'; name one of merge, why"},
+      {DISTLAB_TRACE, "", "distlab-trace: name one of merge, why"},
   };
   for (const auto& c : cases) {
     const Outcome r = run(c.program + " " + c.flags);
