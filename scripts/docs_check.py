@@ -8,8 +8,8 @@ What it reads, in every code block of the file:
 - a command: a line that starts a program (./build/..., build/..., scripts/...,
   cmake, ctest, python3, /usr/bin/torchrun, mpirun, node, ...), joined with
   the lines its trailing backslashes continue onto;
-- an output: a plain ``` block whose first line is `$ COMMAND`: the rest is
-  what COMMAND printed. Blocks with a language (```json, ```python) are
+- an output: a plain ``` block whose first line is `$ COMMAND`: the lines
+  down to the next `$ COMMAND` (or the block's end) are what it printed. Blocks with a language (```json, ```python) are
   listings, not output.
 and these notes (HTML comments, invisible on the rendered page), each about
 the code block that follows it:
@@ -20,13 +20,17 @@ the code block that follows it:
                                            with (followed by limiting flags)
   <!-- docs-check: varies: REGEX -->       output lines matching REGEX are
                                            compared by shape (numbers masked)
+  <!-- docs-check: racy: REGEX -->         shown lines matching REGEX are not
+                                           compared: their words change from
+                                           run to run (which rank failed first)
 
 How it runs them: each file in a fresh scratch folder, where `build`,
 `scripts`, `datasets`, `lessons` and `bench` lead to the real ones and `/tmp/` in a
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 A command fails the check when it exits non-zero (unless its shown output
-ends with `exit status N` naming that status) or runs past --timeout.
+ends with `exit status N`, or its line ends with a comment `# exits N: why`,
+naming that status) or runs past --timeout.
 Lines `...` and `[... what was left out ...]` stand for output not shown.
 
 How output is compared: every shown line must be among the real output's
@@ -51,11 +55,12 @@ PROGRAM = re.compile(
     r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"  # VAR=value prefixes
     r"(?:\./build/|build/|\./scripts/|scripts/|cmake\b|ctest\b|python3\b|/usr/bin/\S+|mpirun\b|torchrun\b|node\b|"
     r"npm\b|cd\b|ninja\b|xvfb-run\b)")
-NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies):\s*(.*?)\s*-->\s*$")
+NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies|racy):\s*(.*?)\s*-->\s*$")
 TIME_UNITS = r"(?:ns|us|µs|ms|s|sec|min|h|[KMGT]i?B/s|[KMG]bit/s|GB/s|MB/s)"
 TIMED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
 VOLATILE = [
     (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\b"), "<date>"),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b"), "<clock>"),
     (re.compile(r"\bpid \d+"), "pid <n>"),
     (re.compile(r"\bport \d+"), "port <n>"),
     (re.compile(r"(?<=:)\d{4,5}\b"), "<port>"),
@@ -111,9 +116,18 @@ def blocks_of(text):
     return blocks
 
 
+EXITS = re.compile(r"\bexits (\d+)\b")
+
+
 def strip_comment(command):
     """`cmd --x   # what it does` -> `cmd --x`."""
     return command.split("  #")[0].rstrip()
+
+
+def expected_status(command):
+    """The status `cmd   # exits 1: why` says it ends with, else 0."""
+    m = EXITS.search(command.split("  #", 1)[1]) if "  #" in command else None
+    return int(m.group(1)) if m else 0
 
 
 def commands_of(block):
@@ -128,7 +142,7 @@ def commands_of(block):
         while text.endswith("\\") and k + 1 < len(block.lines):
             k += 1
             text = text[:-1].rstrip() + " " + block.lines[k].strip()
-        out.append((block.line + first, strip_comment(text)))
+        out.append((block.line + first, strip_comment(text), expected_status(text)))
         k += 1
     return out
 
@@ -149,7 +163,7 @@ def shape(line):
     return NUMBER.sub("<n>", BAR.sub("|<bar>|", line))
 
 
-def compare(shown, real, varies, scratch_tmp):
+def compare(shown, real, varies, scratch_tmp, racy=()):
     """The shown lines missing from the real output, as (shown line, why)."""
     def key(line):
         m = mask(line, scratch_tmp)
@@ -160,7 +174,7 @@ def compare(shown, real, varies, scratch_tmp):
     have = collections.Counter(key(l) for l in real if l.strip())
     missing = []
     for line in shown:
-        if not line.strip() or ELISION.match(line.strip()):
+        if not line.strip() or ELISION.match(line.strip()) or any(re.search(r, line) for r in racy):
             continue
         k = key(line)
         if have[k] > 0:
@@ -216,21 +230,25 @@ def check_file(path, runner, listing):
         if block.lang:
             continue
         if block.lines and block.lines[0].startswith("$ "):
-            command = run_as[0] if run_as else block.lines[0][2:].strip()
-            targets = [(block.line, command, block.lines[1:])]
+            # One output block may hold several `$ COMMAND` and what each printed.
+            starts = [k for k, l in enumerate(block.lines) if l.startswith("$ ")] + [len(block.lines)]
+            targets = [(block.line + a, block.lines[a][2:].strip(), block.lines[a + 1:b], 0)
+                       for a, b in zip(starts, starts[1:])]
+            if run_as:
+                targets[0] = (targets[0][0], run_as[0], targets[0][2], 0)
         else:
             found = commands_of(block)
             for short in run_as:
                 # Above one command: that command; above several: the one
                 # the short form begins with (it adds limiting flags).
-                hits = [k for k, (_, c) in enumerate(found) if len(found) == 1 or short.startswith(c + " ")]
+                hits = [k for k, (_, c, _) in enumerate(found) if len(found) == 1 or short.startswith(c + " ")]
                 if len(hits) != 1:
                     problems.append(f"{path}:{block.line}: 'run as: {short}' fits {len(hits)} of the block's "
                                     f"{len(found)} commands, not one")
                     continue
-                found[hits[0]] = (found[hits[0]][0], short)
-            targets = [(line, command, None) for line, command in found]
-        for line, command, shown in targets:
+                found[hits[0]] = (found[hits[0]][0], short, found[hits[0]][2])
+            targets = [(line, command, None, status) for line, command, status in found]
+        for line, command, shown, expected in targets:
             where = f"{path}:{line}"
             if skip:
                 print(f"{where}: not run ({skip[0]}): {command}")
@@ -240,7 +258,6 @@ def check_file(path, runner, listing):
                 continue
             status, output, seconds = runner.run(command)
             ran += 1
-            expected = 0
             m = EXIT.match(shown[-1].strip()) if shown else None
             if m:
                 expected = int(m.group(1) or m.group(2))
@@ -251,7 +268,7 @@ def check_file(path, runner, listing):
             if status != expected:
                 problems.append(f"{where}: exit status {status} (expected {expected}): {command}\n{tail(output)}")
                 continue
-            missing = compare(shown or [], output.splitlines(), varies, runner.tmp)
+            missing = compare(shown or [], output.splitlines(), varies, runner.tmp, block.note("racy"))
             if missing:
                 problems.append(f"{where}: {len(missing)} of the lines shown are not in the output of: {command}\n"
                                 + "\n".join("  shown: " + m for m in missing[:8]) + "\n  real output:\n" +

@@ -59,6 +59,20 @@ class DocsCheck(unittest.TestCase):
         self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 3'\nno\nexit status 3\n{FENCE}\n")[0], 0)
         self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 2'\nno\nexit status 3\n{FENCE}\n")[0], 1)
 
+    def test_a_comment_names_the_status_a_command_exits_with(self):
+        self.assertEqual(check("    python3 -c 'exit(1)'   # exits 1: on purpose\n")[0], 0)
+        self.assertEqual(check("    python3 -c 'exit(0)'   # exits 1: on purpose\n")[0], 1)
+
+    def test_an_output_block_may_hold_several_commands(self):
+        md = f"{FENCE}\n$ echo one\none\n$ sh -c 'echo two; exit 1'\ntwo\nexit status 1\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("\ntwo\n", "\none\n"))[0], 1)
+
+    def test_racy_lines_are_not_compared(self):
+        md = f"<!-- docs-check: racy: saw: -->\n{FENCE}\n$ echo 'rank 1 saw: a'\nrank 2 saw: b\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("<!-- docs-check: racy: saw: -->\n", ""))[0], 1)
+
     def test_elisions_stand_for_output_not_shown(self):
         md = f"{FENCE}\n$ printf 'a\\nb\\nc\\n'\na\n...\n[... b, left out ...]\nc\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)
