@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "bench_registry.hpp"
+#include "comm/subcommand_cli.hpp"
 
 namespace distlab::bench {
 
@@ -58,20 +59,15 @@ int main(int argc, char** argv) {
   CLI::App app{"distlab-bench: DistLab's benchmarks; each prints a table"};
   app.require_subcommand(1);
   std::function<int()> chosen;
-  std::string names;
-  bool known = false;
   for (auto& b : registry()) {
     CLI::App* cmd = app.add_subcommand(b.name, b.description);
     auto run = b.setup(*cmd);
     cmd->callback([&chosen, run] { chosen = run; });
-    names += (names.empty() ? "" : ", ") + b.name;
-    known = known || (argc > 1 && b.name == argv[1]);
   }
-  // CLI11 answers a misspelt or missing benchmark with "A subcommand is
-  // required": name what was given and the benchmarks there are.
-  if (!known && (argc == 1 || argv[1][0] != '-')) {
-    std::cerr << "distlab-bench: " << (argc == 1 ? std::string() : "no benchmark '" + std::string(argv[1]) + "'; ")
-              << "name one of " << names << " (distlab-bench --help says what each measures)" << std::endl;
+  if (const std::string unknown =
+          distlab::comm::unknown_subcommand(app, argc, argv, "distlab-bench", "benchmark", "what each measures");
+      !unknown.empty()) {
+    std::cerr << unknown << std::endl;
     return 2;
   }
   CLI11_PARSE(app, argc, argv);

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "comm/subcommand_cli.hpp"
 #include "flight/why.hpp"
 #include "trace/merge.hpp"
 #include "trace/reader.hpp"
@@ -23,12 +24,10 @@ int main(int argc, char** argv) {
       "why", "read every rank's flight recorder file (flight.rank<N>.json) and say why the job hangs or stopped");
   std::vector<std::string> dumps;
   why->add_option("files", dumps, "flight files, or directories holding them")->required();
-  // CLI11 answers a misspelt or missing tool with "A subcommand is
-  // required": name what was given and the tools there are.
-  const std::string first = argc > 1 ? argv[1] : "";
-  if (first != "merge" && first != "why" && (first.empty() || first[0] != '-')) {
-    std::cerr << "distlab-trace: " << (first.empty() ? std::string() : "no tool '" + first + "'; ")
-              << "name one of merge, why (distlab-trace --help says what each does)" << std::endl;
+  if (const std::string unknown =
+          distlab::comm::unknown_subcommand(app, argc, argv, "distlab-trace", "tool", "what each does");
+      !unknown.empty()) {
+    std::cerr << unknown << std::endl;
     return 2;
   }
   CLI11_PARSE(app, argc, argv);
