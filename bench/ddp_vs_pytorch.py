@@ -70,9 +70,9 @@ def main():
     else:
         what = "DDP%s" % (", .grad a view of the bucket (both)" if args.bucket_view else "")
     print("# %s; %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB, "
-          "%s, gloo, CPU; -n %d -w %d --rounds %d per run, %d pairs" %
+          "%s, gloo, CPU; -n %d -w %d --rounds %d per run, %d pair%s" %
           (what, args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb, optimizer_of(args),
-           args.iters, args.warmup, args.rounds, args.pairs))
+           args.iters, args.warmup, args.rounds, args.pairs, "" if args.pairs == 1 else "s"))
     print("%-6s %10s %15s %10s %15s %7s %8s %13s  %s" %
           ("nproc", "distlab_ms", "distlab_range", "pytorch_ms", "pytorch_range", "ratio", "pair_med", "pair_range",
            "runs (distlab/pytorch ms)"))

@@ -6,7 +6,9 @@
 
 What it reads, in every code block of the file:
 - a command: a line that starts a program (./build/..., build/..., scripts/...,
-  cmake, ctest, python3, /usr/bin/torchrun, mpirun, node, ...), joined with
+  cmake, ctest, python3, /usr/bin/torchrun, mpirun, node, and in a block
+  that starts with a command a build's program named bare: distlab-run,
+  lesson_11_capstone, ...), joined with
   the lines its trailing backslashes continue onto;
 - an output: a plain ``` block whose first line is `$ COMMAND`: the lines
   down to the next `$ COMMAND` (or the block's end) are what it printed. Blocks with a language (```json, ```python) are
@@ -25,7 +27,8 @@ the code block that follows it:
                                            run to run (which rank failed first)
 
 How it runs them: each file in a fresh scratch folder, where `build`,
-`scripts`, `datasets`, `lessons` and `bench` lead to the real ones and `/tmp/` in a
+`scripts`, `datasets`, `lessons`, `bench`, `lib`, `tests`, `launcher` and
+`viz` lead to the real ones and `/tmp/` in a
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 A command fails the check when it exits non-zero (unless its shown output
@@ -37,7 +40,8 @@ How output is compared: every shown line must be among the real output's
 lines (as a multiset: ranks print in any order), after masking what no two
 runs share: times and rates (12.3 ms, 0.6 GB/s), dates, pids and ports.
 Lines a `varies` note names (measured ratios, bandwidths without a unit,
-timelines drawn in text) are compared by shape: their words, every number
+timelines drawn in text), and the intra-op threads line (the machine's
+cores), are compared by shape: their words, every number
 masked, a bar between two `|` as one mark. Blank lines do
 not count.
 """
@@ -55,6 +59,9 @@ PROGRAM = re.compile(
     r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"  # VAR=value prefixes
     r"(?:\./build/|build/|\./scripts/|scripts/|cmake\b|ctest\b|python3\b|/usr/bin/\S+|mpirun\b|torchrun\b|node\b|"
     r"npm\b|cd\b|ninja\b|xvfb-run\b)")
+# A build's program named bare starts a command in a block of commands (one
+# whose first line is a command), not in a block of output that quotes one.
+BARE = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:distlab-[a-z][a-z-]*|lesson_\d\d_\w+)(?=\s|$)")
 NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies|racy):\s*(.*?)\s*-->\s*$")
 TIME_UNITS = r"(?:ns|us|µs|ms|s|sec|min|h|[KMGT]i?B/s|[KMG]bit/s|GB/s|MB/s)"
 TIMED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
@@ -65,9 +72,12 @@ VOLATILE = [
     (re.compile(r"\bport \d+"), "port <n>"),
     (re.compile(r"(?<=:)\d{4,5}\b"), "<port>"),
 ]
+# Lines whose numbers come from the machine (its cores), compared by shape
+# everywhere: the READMEs show the 2-core VM's.
+MACHINE = [r"^(?:\[rank \d+\] )?distlab: \d+ intra-op thread\(s\) per rank for"]
 EXIT = re.compile(r"^(?:\[exit (\d+)\]|exit status (\d+))$")
 ELISION = re.compile(r"^(?:\.\.\.|\[\.\.\..*\])$")
-NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:[KMG](?![A-Za-z]))?")  # 16065K is a number too
 
 
 class Block:
@@ -133,9 +143,11 @@ def expected_status(command):
 def commands_of(block):
     """(line, command) for each command in the block, continuations joined."""
     out, k = [], 0
+    first_line = next((l.strip() for l in block.lines if l.strip()), "")
+    commands_block = bool(PROGRAM.match(first_line) or BARE.match(first_line))
     while k < len(block.lines):
         text = block.lines[k].strip()
-        if not PROGRAM.match(text):
+        if not (PROGRAM.match(text) or (commands_block and BARE.match(text))):
             k += 1
             continue
         first = k
@@ -167,7 +179,7 @@ def compare(shown, real, varies, scratch_tmp, racy=()):
     """The shown lines missing from the real output, as (shown line, why)."""
     def key(line):
         m = mask(line, scratch_tmp)
-        if any(re.search(v, line) for v in varies):
+        if any(re.search(v, line) for v in list(varies) + MACHINE):
             return ("shape", shape(m))
         return ("exact", m)
 
@@ -194,7 +206,9 @@ class Runner:
         for name, target in (("build", build), ("scripts", os.path.join(source, "scripts")),
                              ("datasets", os.path.join(source, "datasets")),
                              ("lessons", os.path.join(source, "lessons")),
-                             ("bench", os.path.join(source, "bench"))):
+                             ("bench", os.path.join(source, "bench")), ("lib", os.path.join(source, "lib")),
+                             ("tests", os.path.join(source, "tests")),
+                             ("launcher", os.path.join(source, "launcher")), ("viz", os.path.join(source, "viz"))):
             os.symlink(target, os.path.join(self.scratch, name))
         self.cache = {}
 

@@ -54,6 +54,28 @@ class DocsCheck(unittest.TestCase):
         self.assertEqual(check(md)[0], 0)
         self.assertEqual(check(md.replace("bucket 0 |#", "backward 0 |#"))[0], 1)
 
+    def test_numbers_with_a_thousands_suffix_vary_as_numbers(self):
+        md = f"<!-- docs-check: varies: ^layer -->\n{FENCE}\n$ echo 'layer 4 135K'\nlayer 4 2142720\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("layer 4 2142720", "model 4 2142720"))[0], 1)
+
+    def test_the_intra_op_threads_line_is_the_machines_and_varies(self):
+        line = "distlab: {} intra-op thread(s) per rank for 4 rank(s) here ({} core(s) / 4 rank(s) on this machine)"
+        md = f"{FENCE}\n$ echo '{line.format(4, 16)}'\n{line.format(1, 2)}\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        other_words = line.format(1, 2).replace("per rank", "per process")
+        md = f"{FENCE}\n$ echo '{line.format(4, 16)}'\n{other_words}\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 1)
+
+    def test_a_builds_program_named_bare_runs_in_a_block_of_commands_only(self):
+        status, out = check("    distlab-nothing-here --flag\n")
+        self.assertEqual(status, 1, out)
+        self.assertIn("exit status 127", out)
+        # In a block of output that quotes a program, it is not a command.
+        status, out = check("    Lesson 99: output\n    distlab-nothing-here: a line it printed\n")
+        self.assertEqual(status, 0, out)
+        self.assertIn("0 command(s) run", out)
+
     def test_exit_status_must_be_zero_or_the_shown_one(self):
         self.assertEqual(check("    python3 -c 'exit(3)'\n")[0], 1)
         self.assertEqual(check(f"{FENCE}\n$ sh -c 'echo no; exit 3'\nno\nexit status 3\n{FENCE}\n")[0], 0)
