@@ -32,8 +32,8 @@ How it runs them: each file in a fresh scratch folder, where `build`,
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 A command fails the check when it exits non-zero (unless its shown output
-ends with `exit status N`, or its line ends with a comment `# exits N: why`,
-naming that status) or runs past --timeout.
+ends with `exit status N`, or its line, `$ COMMAND` too, ends with a comment
+`# exits N: why`, naming that status) or runs past --timeout.
 Lines `...` and `[... what was left out ...]` stand for output not shown.
 
 How output is compared: every shown line must be among the real output's
@@ -66,7 +66,7 @@ NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies|racy):\s*(.*?)\
 TIME_UNITS = r"(?:ns|us|µs|ms|s|sec|min|h|[KMGT]i?B/s|[KMG]bit/s|GB/s|MB/s)"
 TIMED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
 VOLATILE = [
-    (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\b"), "<date>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T_]\d{2}:\d{2}(?::\d{2})?)?\b"), "<date>"),  # torchrun: 2026-11-26_20:47:48
     (re.compile(r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b"), "<clock>"),
     (re.compile(r"\bpid \d+"), "pid <n>"),
     (re.compile(r"\bport \d+"), "port <n>"),
@@ -138,6 +138,16 @@ def expected_status(command):
     """The status `cmd   # exits 1: why` says it ends with, else 0."""
     m = EXITS.search(command.split("  #", 1)[1]) if "  #" in command else None
     return int(m.group(1)) if m else 0
+
+
+DOLLAR_EXITS = re.compile(r"\s{2,}#\s*exits (\d+)\b.*$")
+
+
+def dollar_command(line):
+    """`$ cmd   # exits 1: why` -> ("cmd", 1); other text after # is the command's own."""
+    command = line[2:].strip()
+    m = DOLLAR_EXITS.search(command)
+    return (command[:m.start()].rstrip(), int(m.group(1))) if m else (command, 0)
 
 
 def commands_of(block):
@@ -235,6 +245,7 @@ class Runner:
 
 
 def check_file(path, runner, listing):
+    started = time.time()
     text = open(path, encoding="utf-8").read()
     problems, ran = [], 0
     for block in blocks_of(text):
@@ -246,10 +257,11 @@ def check_file(path, runner, listing):
         if block.lines and block.lines[0].startswith("$ "):
             # One output block may hold several `$ COMMAND` and what each printed.
             starts = [k for k, l in enumerate(block.lines) if l.startswith("$ ")] + [len(block.lines)]
-            targets = [(block.line + a, block.lines[a][2:].strip(), block.lines[a + 1:b], 0)
+            targets = [(block.line + a, *dollar_command(block.lines[a]), block.lines[a + 1:b])
                        for a, b in zip(starts, starts[1:])]
+            targets = [(line, command, shown, status) for line, command, status, shown in targets]
             if run_as:
-                targets[0] = (targets[0][0], run_as[0], targets[0][2], 0)
+                targets[0] = (targets[0][0], run_as[0], targets[0][2], targets[0][3])
         else:
             found = commands_of(block)
             for short in run_as:
@@ -289,6 +301,8 @@ def check_file(path, runner, listing):
                                 tail(output, 40))
                 continue
             print(f"{where}: ok in {seconds:.1f} s: {command}")
+    if not listing:
+        print(f"docs-check: {path}: {ran} command(s) in {time.time() - started:.1f} s")
     return problems, ran
 
 

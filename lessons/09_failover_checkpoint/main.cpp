@@ -21,6 +21,11 @@
 // more when they return; the sums then add in another order, so the
 // result is the uninterrupted run's to float rounding, not bit for bit.
 //
+// The flight recorder's files (a rank's last collectives, written when it
+// fails, times out or gets SIGTERM from its launcher after a peer died) go
+// to --flight-dir, by default the checkpoint folder's flight/ (or
+// DISTLAB_FLIGHT_DIR): `distlab-trace why checkpoints_09/flight` reads them.
+//
 //   distlab-run --nproc-per-node 2 --max-restarts 1 -- \
 //     lesson_09_failover_checkpoint --backend gloo --kill-rank 1 --kill-at-step 25
 #include <ATen/ATen.h>
@@ -68,6 +73,11 @@ struct Options {
   std::string expect_digest;
   bool fresh = false;  // delete the checkpoint folder first (first attempt only)
   int pause_ms = 0;  // after each step: time to kill a launcher by hand mid-run
+  // Where the flight recorder's files go (flight.rank<N>.json, written on a
+  // failure, a timeout or SIGTERM): "" is DISTLAB_FLIGHT_DIR when set, else
+  // the checkpoint folder's flight/, so that a killed run leaves nothing in
+  // the working directory and its records sit beside its checkpoints.
+  std::string flight_dir;
 };
 
 struct Net : torch::nn::Module {
@@ -221,6 +231,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   // Only the first attempt starts afresh: a restarted one resumes from what it saved.
   if (o.fresh && p.rank == 0 && p.restart == 0) {
     std::filesystem::remove_all(o.checkpoint_dir);
+    std::error_code ignored;
+    std::filesystem::create_directories(o.flight_dir, ignored);  // it may have been inside
     std::printf("[RANK 0] --fresh: deleted %s\n", o.checkpoint_dir.c_str());
   }
   const train::Checkpointer checkpoints(o.checkpoint_dir, /*num_stages=*/1, o.keep);
@@ -312,8 +324,24 @@ int main(int argc, char** argv) {
       ->check(kDigestForm);
   app.add_flag("--fresh", o.fresh,
                "delete --checkpoint-dir first and train from step 0 (a restarted attempt still resumes)");
+  app.add_option("--flight-dir", o.flight_dir,
+                 "where every rank writes its flight recorder file flight.rank<N>.json on a failure, a timeout or "
+                 "SIGTERM, and distlab-run how a failed worker ended (made if missing; sets DISTLAB_FLIGHT_DIR for "
+                 "the job); default: DISTLAB_FLIGHT_DIR if set, else <checkpoint-dir>/flight");
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they happen under a launcher's pipe
+  if (o.flight_dir.empty()) {
+    const char* env = std::getenv("DISTLAB_FLIGHT_DIR");
+    o.flight_dir = env != nullptr && *env != '\0' ? env : o.checkpoint_dir + "/flight";
+  }
+  std::error_code error;
+  std::filesystem::create_directories(o.flight_dir, error);
+  if (error) {
+    std::fprintf(stderr, "lesson_09_failover_checkpoint: cannot make --flight-dir %s: %s\n", o.flight_dir.c_str(),
+                 error.message().c_str());
+    return 1;
+  }
+  setenv("DISTLAB_FLIGHT_DIR", o.flight_dir.c_str(), 1);  // read by the job's flight recorder (comm/job.cpp)
   at::set_num_threads(1);                    // one fixed order of additions: bit-for-bit repeatable
   return lessons::run_lesson("lesson_09_failover_checkpoint", o.job,
                              [&](comm::Communicator& comm) { run(comm, o, parts); });

@@ -85,6 +85,15 @@ class DocsCheck(unittest.TestCase):
         self.assertEqual(check("    python3 -c 'exit(1)'   # exits 1: on purpose\n")[0], 0)
         self.assertEqual(check("    python3 -c 'exit(0)'   # exits 1: on purpose\n")[0], 1)
 
+    def test_a_dollar_line_may_name_its_status_in_a_comment(self):
+        md = f"{FENCE}\n$ sh -c 'echo no; exit 3'   # exits 3: on purpose\nno\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("exits 3", "exits 2"))[0], 1)
+
+    def test_torchruns_timestamps_are_masked(self):
+        md = f"{FENCE}\n$ echo 'error at 2026-11-26_20:47:48'\nerror at 2025-01-02_03:04:05\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+
     def test_an_output_block_may_hold_several_commands(self):
         md = f"{FENCE}\n$ echo one\none\n$ sh -c 'echo two; exit 1'\ntwo\nexit status 1\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)

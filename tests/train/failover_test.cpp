@@ -7,6 +7,7 @@
 // its own after the launcher's restart. Every run has a hard deadline.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -89,17 +90,23 @@ TEST(Failover, UninterruptedRunsRepeatBitForBit) {
 }
 
 TEST(Failover, KillAndResumeUnderDistlabRun) {
-  const std::string dir = fresh_dir("distlab_run");
+  const std::string dir = fresh_dir("distlab_run"), here = fresh_dir("distlab_run_cwd");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return distlab_run_restarting(2, port) + kLesson + kTraining + " --checkpoint-dir " + emptied(dir) +
-               " --kill-rank 1 --kill-at-step 25 --expect-digest " + uninterrupted_digest();
+        return "cd " + emptied(here) + " && " + distlab_run_restarting(2, port) + kLesson + kTraining +
+               " --checkpoint-dir " + emptied(dir) + " --kill-rank 1 --kill-at-step 25 --expect-digest " +
+               uninterrupted_digest();
       },
       90);
   EXPECT_TRUE(contains(r.output, "rank 1 (pid")) << r.output;
   EXPECT_TRUE(contains(r.output, "was killed by SIGKILL")) << r.output;
   EXPECT_TRUE(contains(r.output, "restarting all workers (restart 1 of 1)")) << r.output;
   expect_resumed_bit_for_bit(r, dir);
+  // The flight records of the failed attempt sit beside the checkpoints
+  // (the launcher's record of the SIGKILL among them), none in the working
+  // directory.
+  EXPECT_TRUE(std::filesystem::exists(dir + "/flight/flight.rank1.exit.json")) << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(here)) << r.output;
 }
 
 // RANK vs LOCAL_RANK: two launchers of one rank each act as two nodes. The
