@@ -50,6 +50,7 @@ import collections
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,7 +65,7 @@ PROGRAM = re.compile(
 BARE = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:distlab-[a-z][a-z-]*|lesson_\d\d_\w+)(?=\s|$)")
 NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies|racy):\s*(.*?)\s*-->\s*$")
 TIME_UNITS = r"(?:ns|us|µs|ms|s|sec|min|h|[KMGT]i?B/s|[KMG]bit/s|GB/s|MB/s)"
-TIMED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
+TIMED = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
 VOLATILE = [
     (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T_]\d{2}:\d{2}(?::\d{2})?)?\b"), "<date>"),  # torchrun: 2026-11-26_20:47:48
     (re.compile(r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b"), "<clock>"),
@@ -316,6 +317,7 @@ def main():
     parser.add_argument("--build", required=True, help="the build folder the commands' build/ stands for")
     parser.add_argument("--timeout", type=float, default=180, help="seconds one command may take")
     parser.add_argument("--list", action="store_true", help="only list what would run")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -325,6 +327,10 @@ def main():
         p, r = check_file(os.path.join(source, path) if not os.path.isabs(path) else path, runner, args.list)
         problems += p
         ran += r
+    if args.keep:
+        print(f"docs-check: the scratch folder is kept: {runner.scratch}")
+    else:
+        shutil.rmtree(runner.scratch, ignore_errors=True)
     for p in problems:
         print("docs-check: " + p, file=sys.stderr)
     if not args.list:

@@ -5,9 +5,23 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "pipeline/schedule.hpp"
+#include "pipeline_panel.hpp"
 #include "trace_loader.hpp"
 
 namespace distlab::viz {
+
+namespace {
+
+// Every schedule the Pipeline panel takes, as --schedule spells it.
+std::string schedule_names() {
+  std::string names;
+  for (pipeline::ScheduleKind kind : pipeline::all_kinds())
+    names += (names.empty() ? "" : ", ") + std::string(pipeline::kind_name(kind));
+  return names;
+}
+
+}  // namespace
 
 void apply_preset(Options& o) {
   if (o.preset.empty()) return;
@@ -71,10 +85,12 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   app.add_option("--time", o.time_s, "Put the time cursor here, seconds")->check(CLI::Range(0.0, 1e12));
   app.add_option("--preset", o.preset, "friends: the slides' 5 MB file sent to 7 friends at 1 MB/s")
       ->check(CLI::IsMember({"friends"}));
-  app.add_option("--schedule", o.schedule, "Pipeline: 1 to 4 of gpipe, 1f1b, interleaved, looped_bfs, zb_h1 (comma-separated)");
+  app.add_option("--schedule", o.schedule,
+                 "Pipeline: 1 to " + std::to_string(kMaxSchedulesSideBySide) + " of " + schedule_names() +
+                     " (comma-separated)");
   app.add_option("--stages", o.pipeline_stages, "Pipeline: ranks p (one stage each, v with --chunks)")->check(CLI::Range(1, 16));
   app.add_option("--microbatches", o.microbatches, "Pipeline: microbatches m")->check(CLI::Range(1, 256));
-  app.add_option("--chunks", o.chunks, "Pipeline: stages per rank v (interleaved, looped_bfs)")->check(CLI::Range(1, 8));
+  app.add_option("--chunks", o.chunks, "Pipeline: stages per rank v (interleaved, looped_bfs, interleaved_zb; zbv and dualpipev hold 2)")->check(CLI::Range(1, 8));
   app.add_option("--forward", o.cost_forward, "Pipeline: seconds of forward, one rank's share, one microbatch")->check(CLI::Range(0.0, 1e6));
   app.add_option("--backward", o.cost_backward, "Pipeline: seconds of full backward (I + W)")->check(CLI::Range(0.0, 1e6));
   app.add_option("--weight", o.cost_weight, "Pipeline: seconds of the weight-gradient part W (zero-bubble)")->check(CLI::Range(0.0, 1e6));

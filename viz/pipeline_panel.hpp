@@ -2,7 +2,8 @@
 // and a real run's trace drawn under the simulation of the same schedule.
 //
 // Compare: one to four schedules side by side (GPipe, 1F1B, Interleaved
-// 1F1B, LoopedBFS, ZB-H1) for the same p, m, v and costs, on one time axis.
+// 1F1B, LoopedBFS, ZB-H1, Interleaved ZB, ZBV, DualPipeV) for the same p, m,
+// v and costs, on one time axis.
 // Each column has one row per rank, a box per compute action coloured by
 // microbatch (F bright, B dark, I and W lighter) and labelled "F3", idle
 // time as gaps; under it each stage's activations held over time, with the

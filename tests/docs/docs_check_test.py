@@ -94,6 +94,20 @@ class DocsCheck(unittest.TestCase):
         md = f"{FENCE}\n$ echo 'error at 2026-11-26_20:47:48'\nerror at 2025-01-02_03:04:05\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)
 
+    def test_a_signed_time_is_masked_whole(self):
+        md = f"{FENCE}\n$ echo 'rank 1 clock -57 us'\nrank 1 clock +12 us\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+
+    def test_the_scratch_folder_is_removed_unless_kept(self):
+        status, out = check("    python3 -c 'import os; print(os.getcwd()); exit(1)'\n")
+        scratch = next(l.split("| ")[-1] for l in out.splitlines() if "docs_check_" in l and "| " in l)
+        self.assertFalse(os.path.exists(scratch), out)
+        status, out = check("    python3 -c 'print(1)'\n", "--keep")
+        kept = out.split("the scratch folder is kept: ")[1].split()[0]
+        self.assertTrue(os.path.isdir(kept), out)
+        import shutil
+        shutil.rmtree(kept)
+
     def test_an_output_block_may_hold_several_commands(self):
         md = f"{FENCE}\n$ echo one\none\n$ sh -c 'echo two; exit 1'\ntwo\nexit status 1\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)

@@ -101,6 +101,30 @@ TEST(PipelineScene, RefusesWhatCannotBeShown) {
   EXPECT_FALSE(PipelinePanel(two_schedules()).set_trace({}));
 }
 
+// distlab-viz --help names, for --schedule, exactly the schedules the
+// library builds (pipeline::all_kinds()), and the panel takes each of them.
+TEST(PipelineScene, HelpNamesEveryScheduleThePanelTakes) {
+  std::string help;
+  ASSERT_EQ(testing_util::run({VIZ_BINARY, "--help"}, {}, &help), 0) << help;
+  const size_t option = help.find("--schedule");
+  ASSERT_NE(option, std::string::npos) << help;
+  const size_t from = help.find(" of ", option), to = help.find(" (comma-separated)", option);
+  ASSERT_NE(from, std::string::npos) << help;
+  ASSERT_NE(to, std::string::npos) << help;
+  std::vector<std::string> named;
+  std::stringstream list(help.substr(from + 4, to - from - 4));
+  for (std::string name; std::getline(list, name, ',');) named.push_back(name.substr(name.find_first_not_of(' ')));
+  std::vector<std::string> built;
+  for (pipeline::ScheduleKind kind : pipeline::all_kinds()) {
+    built.push_back(pipeline::kind_name(kind));
+    Options o = two_schedules();
+    o.schedule = built.back();
+    o.chunks = 2;
+    EXPECT_NO_THROW(PipelinePanel{o}) << built.back();
+  }
+  EXPECT_EQ(named, built) << help;
+}
+
 // The measured view: simulated ranks on top, measured ranks under them, on
 // one time axis. Each box wide enough to probe shows its action's colour
 // where its times put it. Returns how many measured boxes were probed.
