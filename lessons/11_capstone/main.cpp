@@ -43,7 +43,6 @@
 #include "data/corpus_stats.hpp"
 #include "lesson.hpp"
 #include "pipeline/schedule.hpp"
-#include "train/sharded_stage.hpp"
 #include "train/trainer.hpp"
 
 using namespace distlab;
@@ -93,26 +92,6 @@ std::function<void(int64_t)> killer(const comm::Communicator& comm, const Option
   };
 }
 
-// Every group of one kind as world ranks: " {0, 2} {1, 3}". `kind` 'p':
-// pipelines (a replica's stages), 'r': a stage's replicas, 't': a stage's
-// tensor ranks; rank = (replica * P + stage) * T + tensor (train/layout.hpp).
-std::string groups_text(const train::Layout& l, char kind) {
-  const int P = l.pipeline, R = l.replicas, T = l.tensor;
-  const int along = kind == 'p' ? P : kind == 'r' ? R : T;  // the group's members vary this index
-  std::string text;
-  for (int g = 0; g < l.world_size() / along; ++g) {
-    // The two fixed indices of group g, outer before inner as the groups are printed.
-    const int a = g / (kind == 't' ? P : T), b = g % (kind == 't' ? P : T);
-    text += " {";
-    for (int i = 0; i < along; ++i) {
-      const int rank = kind == 'p' ? (a * P + i) * T + b : kind == 'r' ? (i * P + a) * T + b : (a * P + b) * T + i;
-      text += (i ? ", " : "") + std::to_string(rank);
-    }
-    text += "}";
-  }
-  return text;
-}
-
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
          const Options& o, lessons::Parts& parts) {
   train::TrainerOptions t = o.trainer;
@@ -127,25 +106,10 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
   if (comm.rank() == 0) {
     std::printf("[RANK 0]: Lesson 11: the capstone, %s on %s (%s)\n", t.layout.text().c_str(),
                 comm::backend_ranks(comm.size(), comm.backend()).c_str(), comm.device().str().c_str());
-    const train::Layout& l = t.layout;
-    const std::string sharing = t.zero > 0 ? "ZeRO-" + std::to_string(t.zero) : std::string("DDP");
-    std::printf("[RANK 0]:   pipelines (stage groups):%s   replica groups (%s per stage):%s\n",
-                groups_text(l, 'p').c_str(), sharing.c_str(), groups_text(l, 'r').c_str());
-    if (l.tensor > 1) std::printf("[RANK 0]:   tensor groups (each stage's layers cut):%s\n", groups_text(l, 't').c_str());
-    if (t.stages_per_rank > 1) try {  // where the schedule places the stages (train() refuses a bad m itself)
-      const pipeline::Schedule placed =
-          pipeline::make_schedule(t.schedule, l.pipeline, static_cast<int>(t.chunks), t.stages_per_rank);
-      std::printf("[RANK 0]:   %d stages per pipeline rank (%s), %d in all:", t.stages_per_rank,
-                  pipeline::kind_name(t.schedule), placed.num_stages());
-      for (int r = 0; r < l.pipeline; ++r) {
-        std::string list;
-        for (int s = 0; s < placed.num_stages(); ++s)
-          if (placed.rank_of_stage(s) == r) list += (list.empty() ? "" : ", ") + std::to_string(s);
-        std::printf("%s rank %d holds %s", r ? ";" : "", r, list.c_str());
-      }
-      std::printf("\n");
-    } catch (const pipeline::ScheduleError&) {
-    }
+    // The plan train() trains by (train/plan.hpp): its groups and, with
+    // several stages per rank, where the schedule places them.
+    const train::ParallelPlan plan(train::plan_options(t, static_cast<int64_t>(corpus.vocab.size())));
+    for (const std::string& line : plan.describe()) std::printf("[RANK 0]:   %s\n", line.c_str());
     std::istringstream lines(data::format_summary(summary));
     for (std::string line; std::getline(lines, line);)
       if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());
@@ -245,8 +209,10 @@ int main(int argc, char** argv) {
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
 
   try {
-    train::check_zero_stage(t.zero);
     const data::Corpus corpus = data::load_corpus(o.data_dir.empty() ? data::default_corpus_folder() : o.data_dir);
+    // The plan's rules (train/plan.hpp), once before the ranks start; with
+    // --elastic the layout is fitted to the world first, and train() checks that.
+    if (!t.elastic) train::ParallelPlan(train::plan_options(t, static_cast<int64_t>(corpus.vocab.size()))).check();
     const data::CorpusSummary summary = data::summarize(corpus);
     return lessons::run_lesson("lesson_11_capstone", o.job,
                                [&](comm::Communicator& comm) { run(comm, corpus, summary, o, parts); });

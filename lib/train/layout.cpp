@@ -4,35 +4,138 @@
 
 namespace distlab::train {
 
+const char* axis_name(Axis axis) {
+  switch (axis) {
+    case Axis::kData: return "data";
+    case Axis::kPipeline: return "pipeline";
+    case Axis::kTensor: return "tensor";
+  }
+  return "?";
+}
+
+int Layout::size(Axis axis) const {
+  switch (axis) {
+    case Axis::kData: return replicas;
+    case Axis::kPipeline: return pipeline;
+    case Axis::kTensor: return tensor;
+  }
+  return 1;
+}
+
+int Layout::world_size() const {
+  int n = 1;
+  for (const Axis axis : kAxes) n *= size(axis);
+  return n;
+}
+
 std::string Layout::text() const {
   const std::string two = std::to_string(pipeline) + (pipeline == 1 ? " stage x " : " stages x ") +
                           std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
   return tensor == 1 ? two : two + " x " + std::to_string(tensor) + " tensor ranks";
 }
 
+int Place::at(Axis axis) const {
+  switch (axis) {
+    case Axis::kData: return replica;
+    case Axis::kPipeline: return stage;
+    case Axis::kTensor: return tensor;
+  }
+  return 0;
+}
+
+int& Place::at(Axis axis) {
+  switch (axis) {
+    case Axis::kData: return replica;
+    case Axis::kPipeline: return stage;
+    case Axis::kTensor: return tensor;
+  }
+  throw std::invalid_argument("Place: no such axis");
+}
+
+namespace {
+
+bool valid(const Layout& layout) {
+  for (const Axis axis : kAxes)
+    if (layout.size(axis) < 1) return false;
+  return true;
+}
+
+// The group along `axis` that `place` belongs to: its other coordinates as
+// one mixed-radix number, outermost first (the split's color).
+int color_of(const Place& place, const Layout& layout, Axis axis) {
+  int color = 0;
+  for (const Axis other : kAxes)
+    if (other != axis) color = color * layout.size(other) + place.at(other);
+  return color;
+}
+
+// The groups' names (as the traces and the flight recorder show them).
+std::string group_name(const Place& p, const Layout& layout, Axis axis) {
+  const std::string k = layout.tensor == 1 ? "" : "-tensor" + std::to_string(p.tensor);
+  switch (axis) {
+    case Axis::kPipeline: return "pipeline" + std::to_string(p.replica) + k;
+    case Axis::kData: return "stage" + std::to_string(p.stage) + "-replicas" + k;
+    case Axis::kTensor: return "tensor-r" + std::to_string(p.replica) + "s" + std::to_string(p.stage);
+  }
+  return "?";
+}
+
+}  // namespace
+
 Place place_of(int world_rank, const Layout& layout) {
-  if (layout.pipeline < 1 || layout.replicas < 1 || layout.tensor < 1 || world_rank < 0 ||
-      world_rank >= layout.world_size())
+  if (!valid(layout) || world_rank < 0 || world_rank >= layout.world_size())
     throw std::invalid_argument("rank " + std::to_string(world_rank) + " is not in a layout of " + layout.text());
-  const int cell = world_rank / layout.tensor;  // (replica, stage), as in the two-dimensional layout
-  return Place{cell % layout.pipeline, cell / layout.pipeline, world_rank % layout.tensor};
+  Place place;
+  int rest = world_rank;
+  for (auto axis = kAxes.rbegin(); axis != kAxes.rend(); ++axis) {  // innermost digit first
+    place.at(*axis) = rest % layout.size(*axis);
+    rest /= layout.size(*axis);
+  }
+  return place;
+}
+
+int rank_of(const Place& place, const Layout& layout) {
+  int rank = 0;
+  for (const Axis axis : kAxes) {
+    if (place.at(axis) < 0 || place.at(axis) >= layout.size(axis))
+      throw std::invalid_argument(std::string("rank_of: ") + axis_name(axis) + " coordinate " +
+                                  std::to_string(place.at(axis)) + " is outside a layout of " + layout.text());
+    rank = rank * layout.size(axis) + place.at(axis);
+  }
+  return rank;
+}
+
+std::vector<std::vector<int>> group_members(const Layout& layout, Axis axis) {
+  std::vector<std::vector<int>> groups(static_cast<size_t>(layout.world_size() / layout.size(axis)));
+  for (int rank = 0; rank < layout.world_size(); ++rank) {  // in rank order: each group's members by coordinate
+    const Place place = place_of(rank, layout);
+    groups[static_cast<size_t>(color_of(place, layout, axis))].push_back(rank);
+  }
+  return groups;
+}
+
+comm::Communicator& Groups::along(Axis axis) const {
+  switch (axis) {
+    case Axis::kData: return *replica;
+    case Axis::kPipeline: return *pipeline;
+    case Axis::kTensor: return *tensor;
+  }
+  throw std::invalid_argument("Groups: no such axis");
 }
 
 Groups make_groups(comm::Communicator& world, const Layout& layout) {
-  if (layout.pipeline < 1 || layout.replicas < 1 || layout.tensor < 1 || world.size() != layout.world_size())
+  if (!valid(layout) || world.size() != layout.world_size())
     throw std::invalid_argument(world.self() + ": a layout of " + layout.text() + " needs " +
                                 std::to_string(layout.world_size()) + " ranks, the job has " +
                                 std::to_string(world.size()) +
                                 " (hint: --ranks P*R*T with threads, or as many processes under distlab-run)");
   Groups g;
   const Place p = g.place = place_of(world.rank(), layout);
-  const int T = layout.tensor, P = layout.pipeline;
-  // Colors: one per group of each kind; with T = 1 the names are the two-dimensional layout's.
-  const std::string k = T == 1 ? "" : "-tensor" + std::to_string(p.tensor);
-  g.pipeline = world.split(p.replica * T + p.tensor, p.stage, "pipeline" + std::to_string(p.replica) + k);
-  g.replica = world.split(p.stage * T + p.tensor, p.replica, "stage" + std::to_string(p.stage) + "-replicas" + k);
-  g.tensor = world.split(p.replica * P + p.stage, p.tensor,
-                         "tensor-r" + std::to_string(p.replica) + "s" + std::to_string(p.stage));
+  // Every rank splits in the same order (each split is a collective).
+  for (const Axis axis : {Axis::kPipeline, Axis::kData, Axis::kTensor}) {
+    auto group = world.split(color_of(p, layout, axis), p.at(axis), group_name(p, layout, axis));
+    (axis == Axis::kPipeline ? g.pipeline : axis == Axis::kData ? g.replica : g.tensor) = std::move(group);
+  }
   return g;
 }
 

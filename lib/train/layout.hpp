@@ -1,8 +1,14 @@
-// Where a rank sits in a pipeline x data-parallel (x tensor-parallel) job,
-// and its groups.
+// Where a rank sits in a job of several parallel dimensions, and its groups.
 //
-// P pipeline stages x R replicas = P * R ranks. A pipeline is P consecutive
-// ranks; stage s of replica r is rank r * P + s. 2 x 2:
+// The job's ranks form a grid with one axis per dimension, outermost first:
+//
+//   data      R replicas of the whole model (DDP or ZeRO within a stage's replicas)
+//   pipeline  P stages per model (activations travel along it)
+//   tensor    T ranks cutting each stage's layers (innermost: the chattiest
+//             group, four all-reduces per layer, on one node)
+//
+// A rank's number is its place read as a mixed-radix number, outermost
+// digit first: rank = (replica * P + stage) * T + tensor. 2 x 2 (T = 1):
 //
 //                 stage 0   stage 1
 //   replica 0     rank 0 -> rank 1      pipeline group {0, 1}
@@ -11,33 +17,38 @@
 //                 group     group
 //                 {0, 2}    {1, 3}
 //
-// Activations and their gradients travel inside a pipeline group; each
-// stage's gradients are averaged inside its replica group (DDP). 1 x R is
-// plain DDP, P x 1 a plain pipeline.
+// The group along an axis holds the ranks that differ only there: with
+// 2 x 2 x 2, tensor rank k of a stage talks to tensor rank k of the next
+// stage (pipeline group {k, k+2} in replica 0) and to tensor rank k of the
+// same stage in the other replica (replica group {0, 4}: DDP averages the
+// same cut of the same matrices). 1 x R is plain DDP, P x 1 a plain
+// pipeline; T = 1 is the two-dimensional layout rank for rank.
 //
-// The third dimension, tensor parallelism (T ranks cut each stage's layers,
-// tensor_stage.hpp), is the innermost: the T ranks of one stage of one
-// replica are consecutive (on one node, where their four all-reduces per
-// layer are cheapest), so rank = (r * P + s) * T + k. 2 x 2 x 2: stage 0 of
-// replica 0 is ranks {0, 1}, stage 1 {2, 3}; replica 1's stages {4, 5} and
-// {6, 7}. Tensor rank k of a stage talks to tensor rank k of the next stage
-// (pipeline group {k, k+2} in replica 0) and to tensor rank k of the same
-// stage in the other replicas (replica group {0, 4}: DDP averages the same
-// cut of the same matrices). T = 1 is the layout above, rank for rank.
+// A new dimension is one more Axis (in kAxes, at its place in the order),
+// its size in Layout, its coordinate in Place and its group's name in
+// layout.cpp: place_of, rank_of, group_members and make_groups follow.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.hpp"
 
 namespace distlab::train {
 
+enum class Axis { kData, kPipeline, kTensor };
+// Outermost first: the order of the digits of a rank's number.
+inline constexpr std::array<Axis, 3> kAxes = {Axis::kData, Axis::kPipeline, Axis::kTensor};
+const char* axis_name(Axis axis);  // "data", "pipeline", "tensor"
+
 struct Layout {
   int pipeline = 2;  // P: stages per model
   int replicas = 2;  // R: data-parallel copies of the pipeline
   int tensor = 1;    // T: ranks that cut each stage's layers
-  int world_size() const { return pipeline * replicas * tensor; }
+  int size(Axis axis) const;
+  int world_size() const;
   std::string text() const;  // "2 stages x 2 replicas", "... x 2 tensor ranks"
 };
 
@@ -45,19 +56,27 @@ struct Place {
   int stage = 0;
   int replica = 0;
   int tensor = 0;  // this rank's place in its stage's tensor group
+  int at(Axis axis) const;
+  int& at(Axis axis);
 };
 
 // Throws std::invalid_argument unless 0 <= world_rank < layout.world_size().
 Place place_of(int world_rank, const Layout& layout);
+int rank_of(const Place& place, const Layout& layout);
+
+// Every group along `axis`, each as its world ranks in group-rank order;
+// the groups in the order of the other coordinates (outermost first).
+std::vector<std::vector<int>> group_members(const Layout& layout, Axis axis);
 
 struct Groups {
   Place place;
   std::unique_ptr<comm::Communicator> pipeline;  // this replica's P stages (same tensor rank), group rank = stage
   std::unique_ptr<comm::Communicator> replica;   // this stage's R replicas (same tensor rank), group rank = replica
   std::unique_ptr<comm::Communicator> tensor;    // this stage's T tensor ranks, group rank = tensor
+  comm::Communicator& along(Axis axis) const;
 };
 
-// Every rank of `world` calls it (three comm.split collectives). Throws
+// Every rank of `world` calls it (one comm.split per axis). Throws
 // std::invalid_argument with a hint when world.size() != P * R * T.
 Groups make_groups(comm::Communicator& world, const Layout& layout);
 

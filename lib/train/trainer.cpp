@@ -20,6 +20,7 @@
 #include "train/grad_clip.hpp"
 #include "train/model_digest.hpp"
 #include "train/pipeline_forward.hpp"
+#include "train/plan.hpp"
 #include "train/replicated_stage.hpp"
 #include "train/sharded_stage.hpp"
 #include "train/stage_model.hpp"
@@ -40,6 +41,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 struct Run {
   comm::Communicator& world;
   const TrainerOptions& o;
+  const ParallelPlan& plan;
   Groups groups;
   // This rank's stages (one, or v for interleaved and V schedules), each
   // whole or cut across the tensor group, by stage number.
@@ -237,18 +239,17 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   return step;
 }
 
-TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o) {
-  Run run{world, o, make_groups(world, o.layout)};
+TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o,
+                            const ParallelPlan& plan) {
+  Run run{world, o, plan, plan.make_groups(world)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
   TrainResult result;
   result.layout = o.layout;
   result.place = place;
 
-  // Data: training columns shared among replicas; evaluation splits whole.
-  if (o.batch_size < R)
-    throw std::invalid_argument(world.self() + ": batch " + std::to_string(o.batch_size) + " cannot be split among " +
-                                std::to_string(R) + " replicas; use a batch size of at least --replicas");
+  // Data: training columns shared among replicas (the plan checked there
+  // are enough); evaluation splits whole.
   run.train_data = data::shard_for_replica(data::batchify(corpus.train, o.batch_size), place.replica, R,
                                            data::ReplicaSplit::kColumns);
   run.valid_data = data::batchify(corpus.valid, o.eval_batch_size);
@@ -256,30 +257,17 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   run.ntokens = corpus.vocab.size();
 
   const int64_t columns = run.train_data.size(1);
-  // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
-  // microbatch, so the replicas of a stage must agree on m even when their
-  // columns do not (an uneven split: the last replica has the fewest).
-  const int64_t fewest = data::replica_columns(o.batch_size, R - 1, R).count;
-  const int64_t chunks = std::min(o.chunks, fewest);
+  const int64_t chunks = plan.options().microbatches;
   const pipeline::Schedule schedule =
       pipeline::make_schedule(o.schedule, P, static_cast<int>(chunks), o.stages_per_rank);
-  // Where the schedule puts each of its P * v stages (looped or in a V).
-  for (int s = 0; s < schedule.num_stages(); ++s) {
-    run.rank_of_stage.push_back(schedule.rank_of_stage(s));
-    if (run.rank_of_stage.back() == place.stage) run.stage_numbers.push_back(s);
-  }
+  // Where the plan puts each of the P * v stages (looped or in a V).
+  for (int s = 0; s < plan.stages(); ++s) run.rank_of_stage.push_back(plan.rank_of_stage(s));
+  run.stage_numbers = plan.stages_held(place.stage);
   run.first = run.rank_of_stage.front() == place.stage;
   run.last = run.last_rank() == place.stage;
 
   // Model: this rank's stages, the whole model's initial weights.
   const models::TransformerLmOptions model = model_options(o, run.ntokens);
-  if (o.stages_per_rank > 1 && schedule.num_stages() > model.nlayers)
-    throw std::invalid_argument(world.self() + ": " + std::to_string(P) + " pipeline ranks x " +
-                                std::to_string(o.stages_per_rank) + " stages per rank need " +
-                                std::to_string(schedule.num_stages()) + " layers, the model has " +
-                                std::to_string(model.nlayers) + ": use --layers " +
-                                std::to_string(schedule.num_stages()) +
-                                ", fewer --stages-per-rank, or a larger preset");
   for (const int s : run.stage_numbers) {
     run.stages.push_back(
         std::make_unique<RankStage>(build_stage(model, s, schedule.num_stages(), o.seed), *run.groups.tensor));
@@ -314,7 +302,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
     run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
   }
   if (world.rank() == 0 && chunks != o.chunks)
-    run.print("chunks " + std::to_string(chunks) + " (the smallest replica has " + std::to_string(fewest) + " columns)");
+    run.print("chunks " + std::to_string(chunks) + " (the smallest replica has " + std::to_string(chunks) + " columns)");
 
   TrainerState state;
   state.lr = o.lr;
@@ -445,29 +433,40 @@ FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t v
   return fit_layout(world_size, options.layout, static_cast<int>(model.nlayers / std::max(1, options.stages_per_rank)));
 }
 
+PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
+  PlanOptions plan;
+  plan.layout = o.layout;
+  plan.schedule = o.schedule;
+  plan.stages_per_rank = o.stages_per_rank;
+  plan.zero = o.zero;
+  plan.layers = model_options(o, vocab_size).nlayers;
+  plan.batch_size = o.batch_size;
+  // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
+  // microbatch, so the replicas of a stage must agree on m even when their
+  // columns do not (an uneven split: the last replica has the fewest).
+  const int R = o.layout.replicas;
+  plan.microbatches =
+      o.batch_size >= R && R >= 1 ? std::min(o.chunks, data::replica_columns(o.batch_size, R - 1, R).count) : o.chunks;
+  return plan;
+}
+
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {
-  check_zero_stage(options.zero);  // before any collective: every rank fails alike
-  if (options.stages_per_rank < 1)
-    throw std::invalid_argument("--stages-per-rank " + std::to_string(options.stages_per_rank) + ": at least 1");
-  if (options.stages_per_rank > 1 && options.zero > 0)
-    throw std::invalid_argument("--zero " + std::to_string(options.zero) + " with " +
-                                std::to_string(options.stages_per_rank) +
-                                " stages per rank: ZeRO shards one stage per rank here; use --zero 0 (DDP, a DDP per "
-                                "stage) with interleaved and V schedules");
-  if (options.layout.tensor > 1 && options.zero > 0)
-    throw std::invalid_argument("--zero " + std::to_string(options.zero) + " with --tensor " +
-                                std::to_string(options.layout.tensor) +
-                                ": ZeRO shards a whole stage among its replicas, and cut across a tensor group no "
-                                "rank holds a whole stage; use --zero 0 (DDP) with --tensor, or --tensor 1 with --zero");
+  const int64_t vocab = static_cast<int64_t>(corpus.vocab.size());
   TrainerOptions fitted = options;
-  const FittedLayout layout = layout_for(world.size(), options, static_cast<int64_t>(corpus.vocab.size()));
+  const FittedLayout layout = layout_for(world.size(), options, vocab);
   fitted.layout = layout.layout;
+  const ParallelPlan plan(plan_options(fitted, vocab));
+  try {
+    plan.check();  // before any collective: every rank fails alike
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(world.self() + ": " + e.what());
+  }
   if (world.rank() == 0 && !options.quiet && fitted.layout.text() != options.layout.text()) {
     const std::string line = "[RANK 0]: elastic: " + layout.reason + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
   }
-  return train_on_layout(world, corpus, fitted);
+  return train_on_layout(world, corpus, fitted, plan);
 }
 
 }  // namespace distlab::train

@@ -36,6 +36,7 @@
 #include "pipeline/schedule.hpp"
 #include "train/elastic.hpp"
 #include "train/layout.hpp"
+#include "train/plan.hpp"
 
 namespace distlab::train {
 
@@ -119,6 +120,13 @@ models::TransformerLmOptions model_options(const TrainerOptions& options, int64_
 // preset's layers, with its reason. The one place that decides it: a
 // program that prints the layout before training asks here.
 FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t vocab_size);
+
+// The parallel plan the options describe (plan.hpp) for a corpus of
+// `vocab_size` words: the layout as given (train() passes the fitted one),
+// the model's layers, and m as the trainer runs it (at most the columns of
+// the smallest replica). train() checks it before any collective; lesson 11
+// prints it.
+PlanOptions plan_options(const TrainerOptions& options, int64_t vocab_size);
 
 // Every rank of `world` calls it; `corpus` may be shared by thread ranks.
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options);

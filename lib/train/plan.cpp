@@ -1,0 +1,111 @@
+#include "train/plan.hpp"
+
+#include <stdexcept>
+
+namespace distlab::train {
+
+namespace {
+
+std::string n(int64_t value) { return std::to_string(value); }
+
+// " {0, 2} {1, 3}"
+std::string groups_text(const Layout& layout, Axis axis) {
+  std::string text;
+  for (const auto& group : group_members(layout, axis)) {
+    text += " {";
+    for (size_t i = 0; i < group.size(); ++i) text += (i ? ", " : "") + n(group[i]);
+    text += "}";
+  }
+  return text;
+}
+
+// The rules that need no schedule, in the order a user meets them.
+std::vector<std::string> layout_refusals(const PlanOptions& o) {
+  std::vector<std::string> out;
+  const Layout& l = o.layout;
+  for (const Axis axis : kAxes)
+    if (l.size(axis) < 1)
+      out.push_back(std::string("the ") + axis_name(axis) + " dimension has size " + n(l.size(axis)) +
+                    ": every dimension needs at least 1 rank (--pipeline, --replicas, --tensor)");
+  if (o.zero < 0 || o.zero > 3)
+    out.push_back("--zero " + n(o.zero) +
+                  ": expected 0 (DDP), 1 (ZeRO-1: optimizer state sharded), 2 (ZeRO-2: gradients too) or 3 (ZeRO-3: "
+                  "parameters too)");
+  if (o.stages_per_rank < 1) out.push_back("--stages-per-rank " + n(o.stages_per_rank) + ": at least 1");
+  if (o.zero > 0 && o.stages_per_rank > 1)
+    out.push_back("--zero " + n(o.zero) + " with " + n(o.stages_per_rank) +
+                  " stages per rank: ZeRO shards one stage per rank here; use --zero 0 (DDP, a DDP per stage) with "
+                  "interleaved and V schedules");
+  if (o.zero > 0 && l.tensor > 1)
+    out.push_back("--zero " + n(o.zero) + " with --tensor " + n(l.tensor) +
+                  ": ZeRO shards a whole stage among its replicas, and cut across a tensor group no rank holds a "
+                  "whole stage; use --zero 0 (DDP) with --tensor, or --tensor 1 with --zero");
+  const int64_t stages = int64_t(l.pipeline) * o.stages_per_rank;
+  if (o.layers > 0 && l.pipeline >= 1 && o.stages_per_rank > 1 && stages > o.layers)
+    out.push_back(n(l.pipeline) + " pipeline ranks x " + n(o.stages_per_rank) + " stages per rank need " + n(stages) +
+                  " layers, the model has " + n(o.layers) + ": use --layers " + n(stages) +
+                  ", fewer --stages-per-rank, or a larger preset");
+  else if (o.layers > 0 && stages > o.layers)
+    out.push_back(n(stages) + " pipeline stages need " + n(stages) + " layers, the model has " + n(o.layers) +
+                  ": use --layers " + n(stages) + ", fewer --pipeline, or a larger preset");
+  if (o.batch_size > 0 && o.batch_size < l.replicas)
+    out.push_back("batch " + n(o.batch_size) + " cannot be split among " + n(l.replicas) +
+                  " replicas; use a batch size of at least --replicas");
+  return out;
+}
+
+}  // namespace
+
+std::string ParallelPlan::strategy() const { return o_.zero > 0 ? "ZeRO-" + n(o_.zero) : std::string("DDP"); }
+
+std::vector<std::string> ParallelPlan::refusals() const {
+  std::vector<std::string> out = layout_refusals(o_);
+  if (!out.empty()) return out;  // the schedule's rules read sizes these found wrong
+  try {
+    (void)pipeline::make_schedule(o_.schedule, o_.layout.pipeline, static_cast<int>(o_.microbatches),
+                                  o_.stages_per_rank);
+  } catch (const pipeline::ScheduleError& e) {
+    out.push_back(e.what());
+  }
+  return out;
+}
+
+void ParallelPlan::check() const {
+  const std::vector<std::string> refused = layout_refusals(o_);
+  if (!refused.empty()) throw std::invalid_argument(refused.front());
+  (void)pipeline::make_schedule(o_.schedule, o_.layout.pipeline, static_cast<int>(o_.microbatches),
+                                o_.stages_per_rank);  // throws its ScheduleError
+}
+
+int ParallelPlan::rank_of_stage(int stage) const {
+  if (stage < 0 || stage >= stages())
+    throw std::invalid_argument("stage " + n(stage) + " is not one of the plan's " + n(stages()));
+  return pipeline::rank_of_stage(stage, o_.layout.pipeline, pipeline::placement_of(o_.schedule));
+}
+
+std::vector<int> ParallelPlan::stages_held(int pipeline_rank) const {
+  std::vector<int> held;
+  for (int s = 0; s < stages(); ++s)
+    if (rank_of_stage(s) == pipeline_rank) held.push_back(s);
+  return held;
+}
+
+std::vector<std::string> ParallelPlan::describe() const {
+  const Layout& l = o_.layout;
+  std::vector<std::string> lines{"pipelines (stage groups):" + groups_text(l, Axis::kPipeline) +
+                                 "   replica groups (" + strategy() + " per stage):" + groups_text(l, Axis::kData)};
+  if (l.tensor > 1) lines.push_back("tensor groups (each stage's layers cut):" + groups_text(l, Axis::kTensor));
+  if (o_.stages_per_rank > 1 && refusals().empty()) {
+    std::string line = n(o_.stages_per_rank) + " stages per pipeline rank (" + pipeline::kind_name(o_.schedule) +
+                       "), " + n(stages()) + " in all:";
+    for (int r = 0; r < l.pipeline; ++r) {
+      std::string list;
+      for (const int s : stages_held(r)) list += (list.empty() ? "" : ", ") + n(s);
+      line += std::string(r ? ";" : "") + " rank " + n(r) + " holds " + list;
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace distlab::train

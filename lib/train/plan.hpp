@@ -1,0 +1,75 @@
+// The parallel plan: how a job's ranks share the training of one model, in
+// one object that the trainer, lesson 11 and the tests all ask.
+//
+// It owns, for every parallelism the trainer composes:
+//   the dimensions   data x pipeline x tensor (layout.hpp): rank <-> place
+//                    and the groups along each axis;
+//   the stages       which of the schedule's P * v stages each pipeline rank
+//                    holds: v = 1, one each; looped (Interleaved 1F1B,
+//                    LoopedBFS, interleaved zero bubble): rank r holds r,
+//                    r + P, ...; in a V (ZBV, DualPipeV): r and 2P - 1 - r;
+//   the strategy     how a stage's replicas share it: DDP (each holds all
+//                    and all-reduces the gradients), or ZeRO-1/2/3 (each
+//                    owns 1/R of the optimizer state, then of the
+//                    gradients, then of the parameters);
+//   the rules        every combination refused, each with its reason and
+//                    the fix (refusals(): one function, each rule tested);
+//   the description  the lines lesson 11 prints before it trains.
+//
+// A next dimension joins in layout.hpp (its axis, size, place and group)
+// and here (its rules, its line in describe()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/schedule.hpp"
+#include "train/layout.hpp"
+
+namespace distlab::train {
+
+struct PlanOptions {
+  Layout layout;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int stages_per_rank = 1;  // v: the model is cut into P * v stages
+  int64_t microbatches = 8;  // m: per step and replica
+  int zero = 0;             // the data-parallel strategy: 0 DDP, 1..3 ZeRO-1..3
+  int64_t layers = 0;       // the model's layers (0: not known yet, not checked)
+  int64_t batch_size = 0;   // the columns of a step, all replicas together (0: not checked)
+};
+
+class ParallelPlan {
+ public:
+  explicit ParallelPlan(PlanOptions options) : o_(std::move(options)) {}
+
+  const PlanOptions& options() const { return o_; }
+  const Layout& layout() const { return o_.layout; }
+  int stages() const { return o_.layout.pipeline * o_.stages_per_rank; }  // P * v
+  std::string strategy() const;  // "DDP", "ZeRO-1", ...
+
+  // Every rule this plan breaks, each a sentence with its reason and the
+  // fix; empty when it can run. No communication: every rank finds the same.
+  std::vector<std::string> refusals() const;
+  // Throws std::invalid_argument with the first refusal (the schedule's own
+  // rules as the pipeline::ScheduleError make_schedule throws).
+  void check() const;
+
+  Place place_of(int world_rank) const { return train::place_of(world_rank, o_.layout); }
+  int rank_of(const Place& place) const { return train::rank_of(place, o_.layout); }
+  Groups make_groups(comm::Communicator& world) const { return train::make_groups(world, o_.layout); }
+
+  // The pipeline rank holding each of the P * v stages, and the stages
+  // pipeline rank `rank` holds, in stage order.
+  int rank_of_stage(int stage) const;
+  std::vector<int> stages_held(int pipeline_rank) const;
+
+  // What lesson 11 prints: the groups along each axis, and with v > 1 the
+  // stages each pipeline rank holds.
+  std::vector<std::string> describe() const;
+
+ private:
+  PlanOptions o_;
+};
+
+}  // namespace distlab::train

@@ -1,0 +1,170 @@
+// The parallel plan (train/plan.hpp): every refusal with its reason, each
+// from the one function that holds the rules; the stages each pipeline rank
+// holds, against the schedule's own placement; the groups it describes,
+// against the ranks place_of puts on each axis; rank <-> place both ways.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/schedule.hpp"
+#include "train/plan.hpp"
+
+namespace distlab::train {
+namespace {
+
+using pipeline::ScheduleKind;
+
+PlanOptions two_by_two() {
+  PlanOptions o;
+  o.layout = Layout{2, 2, 1};
+  o.layers = 4;
+  o.batch_size = 20;
+  o.microbatches = 4;
+  return o;
+}
+
+// The plan's one refusal, which must contain `words`.
+void expect_refused(const PlanOptions& o, const std::string& words) {
+  const ParallelPlan plan(o);
+  const std::vector<std::string> refused = plan.refusals();
+  ASSERT_EQ(refused.size(), 1u) << (refused.empty() ? "none" : refused.front());
+  EXPECT_NE(refused.front().find(words), std::string::npos) << refused.front();
+  EXPECT_ANY_THROW(plan.check());
+}
+
+TEST(Plan, AGoodPlanHasNoRefusal) {
+  const ParallelPlan plan(two_by_two());
+  EXPECT_TRUE(plan.refusals().empty());
+  EXPECT_NO_THROW(plan.check());
+  EXPECT_EQ(plan.strategy(), "DDP");
+}
+
+TEST(Plan, EachRuleRefusesWithItsReason) {
+  PlanOptions o = two_by_two();
+  o.layout.tensor = 0;
+  expect_refused(o, "the tensor dimension has size 0");
+  o = two_by_two();
+  o.zero = 4;
+  expect_refused(o, "--zero 4: expected 0 (DDP), 1");
+  o = two_by_two();
+  o.stages_per_rank = 0;
+  expect_refused(o, "--stages-per-rank 0: at least 1");
+  o = two_by_two();
+  o.zero = 2;
+  o.stages_per_rank = 2;
+  o.schedule = ScheduleKind::kInterleaved1F1B;
+  expect_refused(o, "ZeRO shards one stage per rank here");
+  o = two_by_two();
+  o.zero = 1;
+  o.layout.tensor = 2;
+  expect_refused(o, "no rank holds a whole stage");
+  o = two_by_two();
+  o.stages_per_rank = 2;
+  o.schedule = ScheduleKind::kInterleaved1F1B;
+  o.layers = 2;
+  expect_refused(o, "2 pipeline ranks x 2 stages per rank need 4 layers, the model has 2: use --layers 4");
+  o = two_by_two();
+  o.layout.pipeline = 4;
+  o.layout.replicas = 1;
+  o.layers = 2;
+  expect_refused(o, "4 pipeline stages need 4 layers, the model has 2");
+  o = two_by_two();
+  o.batch_size = 1;
+  expect_refused(o, "batch 1 cannot be split among 2 replicas");
+}
+
+TEST(Plan, TheSchedulesRulesAreItsRefusalsToo) {
+  PlanOptions o = two_by_two();
+  o.schedule = ScheduleKind::kGPipe;
+  o.stages_per_rank = 2;  // GPipe holds one stage per rank
+  const ParallelPlan plan(o);
+  ASSERT_EQ(plan.refusals().size(), 1u);
+  try {
+    pipeline::make_schedule(o.schedule, 2, 4, 2);
+    FAIL() << "make_schedule took v = 2 for GPipe";
+  } catch (const pipeline::ScheduleError& e) {
+    EXPECT_EQ(plan.refusals().front(), e.what());  // the schedule's own words
+  }
+  EXPECT_THROW(plan.check(), pipeline::ScheduleError);
+}
+
+TEST(Plan, StagesHeldFollowTheSchedulesPlacement) {
+  for (const ScheduleKind kind : pipeline::all_kinds()) {
+    PlanOptions o = two_by_two();
+    o.layout = Layout{4, 1, 1};
+    o.layers = 8;
+    o.microbatches = 8;
+    o.schedule = kind;
+    o.stages_per_rank = pipeline::stages_per_rank_for(kind, 2);
+    const ParallelPlan plan(o);
+    ASSERT_TRUE(plan.refusals().empty()) << pipeline::kind_name(kind) << ": " << plan.refusals().front();
+    const pipeline::Schedule schedule = pipeline::make_schedule(kind, 4, 8, o.stages_per_rank);
+    ASSERT_EQ(plan.stages(), schedule.num_stages()) << pipeline::kind_name(kind);
+    std::set<int> every;
+    for (int r = 0; r < 4; ++r)
+      for (const int s : plan.stages_held(r)) {
+        EXPECT_EQ(schedule.rank_of_stage(s), r) << pipeline::kind_name(kind) << " stage " << s;
+        every.insert(s);
+      }
+    EXPECT_EQ(static_cast<int>(every.size()), plan.stages()) << pipeline::kind_name(kind);  // each held once
+  }
+  PlanOptions v = two_by_two();
+  v.layout = Layout{4, 1, 1};
+  v.layers = 8;
+  v.microbatches = 8;
+  v.schedule = ScheduleKind::kZeroBubbleV;
+  v.stages_per_rank = 2;
+  EXPECT_EQ(ParallelPlan(v).stages_held(0), (std::vector<int>{0, 7}));  // the V: r and 2p - 1 - r
+  v.schedule = ScheduleKind::kInterleaved1F1B;
+  EXPECT_EQ(ParallelPlan(v).stages_held(1), (std::vector<int>{1, 5}));  // looped: r and r + p
+}
+
+TEST(Plan, RankAndPlaceBothWaysAndGroupsAlongEachAxis) {
+  PlanOptions o = two_by_two();
+  o.layout = Layout{2, 3, 2};  // P, R, T: 12 ranks
+  const ParallelPlan plan(o);
+  for (int rank = 0; rank < 12; ++rank) EXPECT_EQ(plan.rank_of(plan.place_of(rank)), rank);
+  for (const Axis axis : kAxes) {
+    const auto groups = group_members(o.layout, axis);
+    EXPECT_EQ(static_cast<int>(groups.size()), 12 / o.layout.size(axis)) << axis_name(axis);
+    std::set<int> seen;
+    for (const auto& group : groups) {
+      ASSERT_EQ(static_cast<int>(group.size()), o.layout.size(axis));
+      const Place first = plan.place_of(group.front());
+      for (int k = 0; k < static_cast<int>(group.size()); ++k) {
+        const Place p = plan.place_of(group[static_cast<size_t>(k)]);
+        EXPECT_EQ(p.at(axis), k);  // group rank = the coordinate along the axis
+        for (const Axis other : kAxes)
+          if (other != axis) EXPECT_EQ(p.at(other), first.at(other));  // the others fixed
+        seen.insert(group[static_cast<size_t>(k)]);
+      }
+    }
+    EXPECT_EQ(seen.size(), 12u) << axis_name(axis);  // every rank in exactly one group
+  }
+}
+
+TEST(Plan, DescribesItsGroupsAndHeldStages) {
+  PlanOptions o = two_by_two();
+  o.layout = Layout{2, 2, 2};
+  o.zero = 0;
+  o.layers = 4;
+  o.schedule = ScheduleKind::kInterleaved1F1B;
+  o.stages_per_rank = 2;
+  const std::vector<std::string> lines = ParallelPlan(o).describe();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0],
+            "pipelines (stage groups): {0, 2} {1, 3} {4, 6} {5, 7}   replica groups (DDP per stage): {0, 4} {1, 5} "
+            "{2, 6} {3, 7}");
+  EXPECT_EQ(lines[1], "tensor groups (each stage's layers cut): {0, 1} {2, 3} {4, 5} {6, 7}");
+  EXPECT_EQ(lines[2], "2 stages per pipeline rank (interleaved), 4 in all: rank 0 holds 0, 2; rank 1 holds 1, 3");
+  PlanOptions z = two_by_two();
+  z.zero = 3;
+  EXPECT_EQ(ParallelPlan(z).describe(),
+            (std::vector<std::string>{"pipelines (stage groups): {0, 1} {2, 3}   replica groups (ZeRO-3 per stage): "
+                                      "{0, 2} {1, 3}"}));
+}
+
+}  // namespace
+}  // namespace distlab::train
