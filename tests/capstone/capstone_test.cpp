@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "capstone_runs.hpp"
+#include "support/print_names.hpp"
 #include "data/corpus_stats.hpp"
 #include "reference_training.hpp"
 #include "pipeline/schedule.hpp"

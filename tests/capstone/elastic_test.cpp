@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "capstone_runs.hpp"
+#include "support/print_names.hpp"
 #include "support/differences.hpp"
 #include "train/checkpoint_module.hpp"
 #include "train/elastic.hpp"
@@ -117,6 +118,11 @@ struct Move {
   int zero = 0;  // 0: DDP; 1-3: each stage's replicas shard (ZeRO), resharded for the new replica count
   int tensor_after = 0;  // > 0: resumed with this many tensor ranks per stage (the checkpoint is the unsplit model's)
 };
+void PrintTo(const Move& m, std::ostream* os) {
+  *os << m.before.text() << " -> " << m.ranks_after << " ranks (" << m.expected_after << ")"
+      << (m.zero ? ", ZeRO-" + std::to_string(m.zero) : "")
+      << (m.tensor_after ? ", tensor " + std::to_string(m.tensor_after) : "");
+}
 
 class ElasticResume : public ::testing::TestWithParam<Move> {};
 

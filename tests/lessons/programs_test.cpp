@@ -407,6 +407,7 @@ struct CapstoneRun {
   std::string name, flags;
   int processes;
 };
+void PrintTo(const CapstoneRun& run, std::ostream* os) { *os << run.name << " (" << run.processes << " processes)"; }
 
 class Lesson11 : public ::testing::TestWithParam<CapstoneRun> {};
 

@@ -9,6 +9,7 @@
 #include "comm/threads_backend.hpp"
 #include "pipeline/gather_events.hpp"
 #include "pipeline/simulator.hpp"
+#include "support/print_names.hpp"
 
 namespace distlab::pipeline {
 namespace {
