@@ -71,7 +71,7 @@ struct ExecutorOptions {
   // Called just before each action that accumulates weight gradients into
   // .grad (B, or W of a split backward) with its stage, microbatch and
   // whether it is that stage's last one in this step. A DDP-wrapped stage
-  // turns synchronization on before the last (train/replicated_stage.hpp),
+  // turns synchronization on before the last (train/data_parallel.hpp),
   // so gradients are all-reduced once per step, not once per microbatch.
   std::function<void(int stage, int microbatch, bool is_last)> before_backward;
 };

@@ -8,59 +8,58 @@ namespace distlab::train {
 
 namespace {
 
-// Sum of squares in float64 on the parameters' device: (1,)
-at::Tensor sum_of_squares(const std::vector<at::Tensor>& parameters, const at::Device& device) {
+// Sum of squares in float64 on `device`: (1,)
+at::Tensor sum_of_squares(const std::vector<at::Tensor>& tensors, const at::Device& device) {
   at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
-  for (const auto& p : parameters)
+  for (const auto& p : tensors)
     if (p.grad().defined()) total += p.grad().to(at::kDouble).pow(2).sum();
   return total;
 }
 
-void scale(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {
+void scale(const std::vector<at::Tensor>& tensors, double norm, double max_norm) {
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return;
   at::NoGradGuard no_grad;
-  for (const auto& p : parameters)
+  for (const auto& p : tensors)
     if (p.grad().defined()) p.grad().mul_(coef);
+}
+
+// Shares with the same groups as one, their tensors in the order given.
+std::vector<NormShare> merged(const std::vector<NormShare>& shares) {
+  std::vector<NormShare> out;
+  for (const NormShare& share : shares) {
+    auto it = out.begin();
+    while (it != out.end() && it->summed_over != share.summed_over) ++it;
+    if (it == out.end()) {
+      out.push_back(share);
+    } else {
+      it->tensors.insert(it->tensors.end(), share.tensors.begin(), share.tensors.end());
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
-double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor>& parameters, double max_norm) {
-  at::Tensor total = sum_of_squares(parameters, pipeline.device());
-  if (pipeline.size() > 1) pipeline.native_all_reduce(total);
+double clip_grad_norm(const std::vector<NormShare>& shares, double max_norm, comm::Communicator* whole_model) {
+  at::Device device = whole_model != nullptr ? whole_model->device() : at::Device(at::kCPU);
+  if (whole_model == nullptr)
+    for (const NormShare& share : shares)
+      if (!share.tensors.empty()) {
+        device = share.tensors.front().device();
+        break;
+      }
+  const std::vector<NormShare> parts = merged(shares);
+  at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
+  for (const NormShare& part : parts) {
+    at::Tensor sum = sum_of_squares(part.tensors, device);
+    for (comm::Communicator* group : part.summed_over)
+      if (group->size() > 1) group->native_all_reduce(sum);  // the pieces on the group's ranks
+    total += sum;
+  }
+  if (whole_model != nullptr && whole_model->size() > 1) whole_model->native_all_reduce(total);  // every stage's
   const double norm = std::sqrt(total.cpu().item<double>());
-  scale(parameters, norm, max_norm);
-  return norm;
-}
-
-double clip_grad_norm_sharded(comm::Communicator& pipeline, comm::Communicator& replicas,
-                              const std::vector<at::Tensor>& shard, double max_norm) {
-  at::Tensor total = sum_of_squares(shard, pipeline.device());  // this rank's chunks of its stage
-  if (replicas.size() > 1) replicas.native_all_reduce(total);    // the stage's whole gradient
-  if (pipeline.size() > 1) pipeline.native_all_reduce(total);    // the whole model's
-  const double norm = std::sqrt(total.cpu().item<double>());
-  scale(shard, norm, max_norm);
-  return norm;
-}
-
-double clip_grad_norm_tensor_parallel(comm::Communicator& pipeline, comm::Communicator& tensor,
-                                      const std::vector<at::Tensor>& replicated, const std::vector<at::Tensor>& split,
-                                      double max_norm) {
-  at::Tensor total = sum_of_squares(split, pipeline.device());  // my parts of the cut matrices
-  if (tensor.size() > 1) tensor.native_all_reduce(total);       // the stage's whole cut matrices
-  total += sum_of_squares(replicated, pipeline.device());        // counted once: every tensor rank holds them
-  if (pipeline.size() > 1) pipeline.native_all_reduce(total);   // the whole model's
-  const double norm = std::sqrt(total.cpu().item<double>());
-  scale(split, norm, max_norm);
-  scale(replicated, norm, max_norm);
-  return norm;
-}
-
-double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm) {
-  const at::Device device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
-  const double norm = std::sqrt(sum_of_squares(parameters, device).cpu().item<double>());
-  scale(parameters, norm, max_norm);
+  for (const NormShare& part : parts) scale(part.tensors, norm, max_norm);
   return norm;
 }
 

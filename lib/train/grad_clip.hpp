@@ -1,8 +1,14 @@
-// torch.nn.utils.clip_grad_norm_ over a model cut into pipeline stages.
+// torch.nn.utils.clip_grad_norm_ over a model whose gradients lie on many
+// ranks: cut into pipeline stages, sharded among replicas (ZeRO), cut
+// across a tensor group, or all at once.
 //
-// The norm is the whole model's: each stage's sum of squared gradient
-// entries, summed across the pipeline group (one all-reduce of one float),
-// then square-rooted. Every stage then scales its own gradients by
+// Each held stage's data-parallel object (data_parallel.hpp) says what its
+// gradients add to the norm as shares: tensors, and the groups over which
+// their sum of squares is all-reduced first (a ZeRO shard's over the
+// replica group, a cut matrix's over the tensor group; a tensor every rank
+// of its groups holds whole, none). The shares' sums are added, then summed
+// over `whole_model` (the pipeline group: every stage's part), and
+// square-rooted. Every rank then scales its shares' gradients by
 // max_norm / (norm + 1e-6) when that is below 1, as torch does. Replicas
 // hold equal (averaged) gradients, so every pipeline computes the same norm.
 #pragma once
@@ -12,31 +18,15 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "train/data_parallel.hpp"
 
 namespace distlab::train {
 
-// Returns the whole model's gradient norm before clipping (same on every
-// rank of `pipeline`). Parameters without a gradient count as zero.
-double clip_grad_norm(comm::Communicator& pipeline, const std::vector<at::Tensor>& parameters, double max_norm);
-
-// The same where each stage's replicas shard its averaged gradient (ZeRO,
-// sharded_stage.hpp): `shard` holds this rank's chunks, whose .grad the
-// reduce-scatters filled. The squares are summed over the shards (one
-// all-reduce in `replicas`), then over the stages (one in `pipeline`), and
-// each rank scales its shard's gradient. Same value on every rank.
-double clip_grad_norm_sharded(comm::Communicator& pipeline, comm::Communicator& replicas,
-                              const std::vector<at::Tensor>& shard, double max_norm);
-
-// The same where each stage's layers are cut across a tensor group
-// (tensor_stage.hpp): `split` holds this rank's parts of the cut matrices,
-// whose squares are summed over `tensor`; `replicated` (the same on every
-// tensor rank: embedding, decoder, norms, biases) count once. Then the
-// stages' sums are added over `pipeline`, and every rank scales both.
-double clip_grad_norm_tensor_parallel(comm::Communicator& pipeline, comm::Communicator& tensor,
-                                      const std::vector<at::Tensor>& replicated, const std::vector<at::Tensor>& split,
-                                      double max_norm);
-
-// The one-process reference: the same on parameters that hold the whole model.
-double clip_grad_norm_local(const std::vector<at::Tensor>& parameters, double max_norm);
+// Returns the whole model's gradient norm before clipping, the same on
+// every rank. Shares with the same groups are added as one list, in the
+// order given (so that the sum is the same whatever the number of stages a
+// rank holds). `whole_model` null: the shares are the whole model (the
+// one-process reference). Parameters without a gradient count as zero.
+double clip_grad_norm(const std::vector<NormShare>& shares, double max_norm, comm::Communicator* whole_model = nullptr);
 
 }  // namespace distlab::train

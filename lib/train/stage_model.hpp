@@ -60,8 +60,8 @@ class RankStage {
 
   // What the whole model's gradient norm counts once (every tensor rank
   // holds it; all of a whole stage) and what it sums over the tensor group
-  // (this rank's parts of the cut matrices): grad_clip.hpp's
-  // clip_grad_norm_tensor_parallel takes both, over all of a rank's stages.
+  // (this rank's parts of the cut matrices): DDP's norm shares
+  // (data_parallel.hpp), the second summed over the tensor group.
   std::vector<at::Tensor> replicated_parameters() const;
   std::vector<at::Tensor> split_parameters() const;
 

@@ -19,14 +19,12 @@
 #include "train/elastic.hpp"
 #include "train/grad_clip.hpp"
 #include "train/model_digest.hpp"
+#include "train/data_parallel.hpp"
 #include "train/pipeline_forward.hpp"
 #include "train/plan.hpp"
-#include "train/replicated_stage.hpp"
-#include "train/sharded_stage.hpp"
 #include "train/stage_model.hpp"
 #include "train/trainer_state.hpp"
 #include "train/training_log.hpp"
-#include "zero/optimizer_factory.hpp"
 
 namespace distlab::train {
 
@@ -48,10 +46,11 @@ struct Run {
   std::vector<int> stage_numbers;
   std::vector<std::unique_ptr<RankStage>> stages;
   std::vector<int> rank_of_stage;  // every stage's pipeline rank, as the schedule places them
-  std::unique_ptr<ReplicatedStage> replicated;  // DDP (--zero 0), or
-  std::unique_ptr<ShardedStage> sharded;        // ZeRO (--zero 1|2|3)
-  std::unique_ptr<torch::optim::SGD> optimizer;  // DDP's; ZeRO steps its shard with its own
-  std::vector<at::Tensor> parameters;
+  // How each held stage's replicas keep it equal (DDP or ZeRO-k), each on
+  // its own replica group when a rank holds several stages.
+  std::vector<std::unique_ptr<comm::Communicator>> stage_replicas;
+  std::vector<std::unique_ptr<DataParallelStage>> data_parallel;
+  std::unique_ptr<pipeline::PipelineExecutor> executor;  // one for all of this rank's stages
   std::optional<Checkpointer> checkpoints;
   at::Tensor train_data, valid_data, test_data;  // (rows, columns) int64, CPU
   int64_t ntokens = 0;
@@ -63,7 +62,9 @@ struct Run {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }
-  torch::optim::Optimizer& sgd() { return sharded ? sharded->optimizer() : *optimizer; }
+  void set_lr(double lr) {
+    for (auto& dp : data_parallel) dp->set_lr(lr);
+  }
   int last_rank() const { return rank_of_stage.back(); }  // the pipeline rank computing the loss
 
   // The unsplit stages' tensors by their names, all of this rank's stages
@@ -94,25 +95,26 @@ struct Run {
       stage->load_whole_state(mine);
     }
   }
-  // torch's clip_grad_norm_ over the whole model (grad_clip.hpp): all of
-  // this rank's stages, the cut matrices summed over the tensor group, then
-  // every stage over the pipeline. Returns the norm before clipping.
+  // torch's clip_grad_norm_ over the whole model (grad_clip.hpp): each of
+  // this rank's stages' shares, then every stage over the pipeline.
+  // Returns the norm before clipping.
   double clip_grad_norm() {
-    std::vector<at::Tensor> replicated, split;
-    for (const auto& stage : stages) {
-      for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p);
-      for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
-    }
-    if (groups.tensor->size() == 1) return train::clip_grad_norm(*groups.pipeline, replicated, o.clip);
-    return clip_grad_norm_tensor_parallel(*groups.pipeline, *groups.tensor, replicated, split, o.clip);
+    std::vector<NormShare> shares;
+    for (auto& dp : data_parallel)
+      for (NormShare& share : dp->norm_shares()) shares.push_back(std::move(share));
+    return train::clip_grad_norm(shares, o.clip, groups.pipeline.get());
   }
   void set_training(bool on) {
     for (auto& stage : stages) stage->module()->train(on);
   }
 
-  // The stage's parameters whole until it ends (ZeRO-3 gathers them from
+  // The stages' parameters whole until it ends (ZeRO-3 gathers them from
   // the replica group: every replica takes it at the same point).
-  std::optional<zero::Zero3::WholeParameters> whole() { return sharded ? sharded->whole_parameters() : std::nullopt; }
+  std::vector<std::optional<zero::Zero3::WholeParameters>> whole() {
+    std::vector<std::optional<zero::Zero3::WholeParameters>> guards;
+    for (auto& dp : data_parallel) guards.push_back(dp->whole());
+    return guards;
+  }
 };
 
 // (S, N) input and (S, N) targets of rows i .. i+S of `source`: the
@@ -217,25 +219,16 @@ int64_t resume(Run& run, TrainerState& state) {
   return step;
 }
 
-void set_lr(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-}
-
 // One training step: the pipeline's microbatches, this stage's gradients
 // averaged among its replicas (DDP's all-reduce or ZeRO's reduce-scatter),
 // the whole model's norm clipped, SGD. Appends the norm to `result`.
 pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Tensor& target, TrainResult& result) {
-  if (run.sharded) {
-    run.sharded->zero_grad();
-    const pipeline::StepResult step = run.sharded->step(input, target);
-    result.grad_norms.push_back(run.sharded->clip_grad_norm(run.o.clip));
-    run.sharded->optimizer_step();  // the shard, then the all-gather
-    return step;
-  }
-  run.optimizer->zero_grad();
-  const pipeline::StepResult step = run.replicated->step(input, target);
+  for (auto& dp : run.data_parallel) dp->zero_grad();
+  for (auto& dp : run.data_parallel) dp->begin_step();  // the microbatches accumulate without traffic ...
+  const pipeline::StepResult step = run.executor->step(input, target);  // ... until each stage's last backward
+  for (auto& dp : run.data_parallel) dp->end_step();
   result.grad_norms.push_back(run.clip_grad_norm());
-  run.optimizer->step();
+  for (auto& dp : run.data_parallel) dp->optimizer_step();
   return step;
 }
 
@@ -285,22 +278,25 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   exec.loss = [ntokens = run.ntokens](const at::Tensor& out, const at::Tensor& target) {
     return at::cross_entropy_loss(out.reshape({-1, ntokens}), target.reshape({-1}));  // out (S, n, V), target (S, n)
   };
-  if (o.zero > 0) {
-    run.sharded = std::make_unique<ShardedStage>(*run.groups.pipeline, *run.groups.replica,
-                                                 run.stages.front()->unsplit()->units(), schedule, exec, o.zero,
-                                                 zero::sgd(torch::optim::SGDOptions(o.lr)));
-  } else {
-    ddp::DdpOptions ddp_options;
-    ddp_options.broadcast_buffers = false;  // the only buffer is the constant positional table
-    std::vector<ReplicatedStage::Held> held;
-    for (size_t c = 0; c < run.stages.size(); ++c) {
-      held.push_back({run.stage_numbers[c], run.stages[c]->module(), run.stages[c]->stage()});
-      for (const at::Tensor& p : run.stages[c]->parameters()) run.parameters.push_back(p);
+  // Each held stage's data-parallel object (the plan's strategy), then one
+  // executor that arms each before that stage's last backward.
+  std::vector<pipeline::StageModule> forwards;
+  for (size_t c = 0; c < run.stages.size(); ++c) {
+    comm::Communicator* replicas = run.groups.replica.get();
+    if (run.stages.size() > 1) {  // every replica splits in the same order: stage by stage
+      run.stage_replicas.push_back(replicas->split(0, replicas->rank(), replicas->group() + "-stage" +
+                                                                          std::to_string(run.stage_numbers[c])));
+      replicas = run.stage_replicas.back().get();
     }
-    run.replicated = std::make_unique<ReplicatedStage>(*run.groups.pipeline, *run.groups.replica, std::move(held),
-                                                       schedule, exec, ddp_options);
-    run.optimizer = std::make_unique<torch::optim::SGD>(run.parameters, torch::optim::SGDOptions(o.lr));
+    run.data_parallel.push_back(make_data_parallel(o.zero, *replicas, *run.groups.tensor, *run.stages[c], o.lr));
+    forwards.push_back(run.data_parallel.back()->stage());
   }
+  exec.before_backward = [&run](int stage, int, bool is_last) {
+    if (!is_last) return;
+    for (size_t c = 0; c < run.stage_numbers.size(); ++c)
+      if (run.stage_numbers[c] == stage) run.data_parallel[c]->before_last_backward();
+  };
+  run.executor = std::make_unique<pipeline::PipelineExecutor>(*run.groups.pipeline, schedule, std::move(forwards), exec);
   if (world.rank() == 0 && chunks != o.chunks)
     run.print("chunks " + std::to_string(chunks) + " (the smallest replica has " + std::to_string(chunks) + " columns)");
 
@@ -313,7 +309,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
     const int restart = world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
     if (o.resume || restart > 0) result.resumed_from_step = resume(run, state);
   }
-  set_lr(run.sgd(), state.lr);  // the sharded optimizer too: StepLR's lr reaches whatever steps
+  run.set_lr(state.lr);  // every stage's optimizer (ZeRO's steps the shard): StepLR's lr reaches whatever steps
 
   const auto starts = data::batch_starts(run.train_data, o.bptt, o.batches_per_epoch > 0 ? o.batches_per_epoch : -1);
   const int64_t batches = static_cast<int64_t>(starts.size());
@@ -371,7 +367,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
       for (const auto& [name, tensor] : run.whole_state()) state.best[name] = tensor.detach().cpu().clone();
     }
     state.lr *= o.gamma;  // StepLR(step_size 1, gamma)
-    set_lr(run.sgd(), state.lr);
+    run.set_lr(state.lr);
     TrainerState saved = state;
     ++saved.epoch;
     saved.data_position = 0;
@@ -385,8 +381,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   }
   result.steps = state.step;
   result.best_valid_loss = state.best_valid_loss;
-  if (run.replicated) result.ddp_stats = run.replicated->ddp().stats();
-  if (run.sharded) result.zero_synced_steps = run.sharded->synced_steps();
+  for (auto& dp : run.data_parallel) result.data_parallel.push_back(dp->stats());
   {
     const auto whole = run.whole();
     const auto parameters = run.whole_state(/*parameters_only=*/true);

@@ -1,6 +1,7 @@
 // The DDP + Pipe tutorial's training loop (seed 001) on P pipeline stages x
-// R data-parallel replicas (layout.hpp), each stage a ReplicatedStage (DDP),
-// or with options.zero 1, 2 or 3 a ShardedStage (ZeRO within the replica group).
+// R data-parallel replicas (layout.hpp, plan.hpp), each stage kept equal
+// among its replicas by DDP, or with options.zero 1, 2 or 3 by ZeRO within
+// the replica group (data_parallel.hpp).
 // With layout.tensor T > 1 each stage's layers are cut across T ranks
 // (tensor_stage.hpp) and DDP averages each cut among the replicas: P x R x T
 // ranks, three dimensions. Checkpoints, the best model and the digest hold
@@ -30,10 +31,10 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "ddp/reducer.hpp"
 #include "data/corpus.hpp"
 #include "models/transformer_lm.hpp"
 #include "pipeline/schedule.hpp"
+#include "train/data_parallel.hpp"
 #include "train/elastic.hpp"
 #include "train/layout.hpp"
 #include "train/plan.hpp"
@@ -59,10 +60,9 @@ struct TrainerOptions {
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient
-  // 0: DDP all-reduces each stage's gradients among its replicas
-  // (replicated_stage.hpp); 1, 2, 3: ZeRO-1 / ZeRO-2 / ZeRO-3 shard the
-  // optimizer state, then the gradients, then the parameters, within the
-  // same replica group (sharded_stage.hpp).
+  // 0: DDP all-reduces each stage's gradients among its replicas; 1, 2, 3:
+  // ZeRO-1 / ZeRO-2 / ZeRO-3 shard the optimizer state, then the gradients,
+  // then the parameters, within the same replica group (data_parallel.hpp).
   int zero = 0;
   int64_t epochs = 3;
   int64_t batches_per_epoch = 50;   // 0: whole epochs
@@ -101,8 +101,7 @@ struct TrainResult {
   bool interrupted = false;          // stopped by stop_after_steps
   std::string digest;                // of the final parameters, all stages (model_digest.hpp)
   int64_t parameters = 0;            // the whole model's
-  ddp::ReducerStats ddp_stats;           // this stage's DDP: synced_steps should equal the steps run here
-  int64_t zero_synced_steps = 0;         // --zero: this stage's reduce-scatter rounds, one per step run here
+  std::vector<DataParallelStats> data_parallel;  // each held stage's strategy: synced_steps one per step run here
   std::map<std::string, at::Tensor> final_state;  // this stage's parameters by full name (keep_final_state)
 };
 

@@ -11,8 +11,7 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/trainer_state.cpp
 )
 list(APPEND DISTLAB_NN_SOURCES  # these reach torch::nn or torch::optim
-  ${CMAKE_CURRENT_LIST_DIR}/replicated_stage.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/sharded_stage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data_parallel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stage_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tensor_stage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp

@@ -65,7 +65,11 @@ void expect_equals_one_process(const train::TrainerOptions& o) {
                 step, mean_loss(step), ref.step_losses[step], results[0].grad_norms.at(step), ref.grad_norms[step]);
   for (const auto& result : results) {
     EXPECT_NEAR(result.valid_losses.at(0), ref.valid_loss, 2e-5 * ref.valid_loss);
-    EXPECT_EQ(result.ddp_stats.synced_steps, o.batches_per_epoch) << "one all-reduce round per step";
+    for (const auto& stage : result.data_parallel) {  // each stage this rank holds
+      EXPECT_EQ(stage.strategy, "DDP");
+      EXPECT_EQ(stage.ddp.synced_steps, o.batches_per_epoch) << "one all-reduce round per step";
+    }
+    EXPECT_FALSE(result.data_parallel.empty());
     EXPECT_EQ(result.digest, results[0].digest) << "rank " << result.place.stage << "/" << result.place.replica;
   }
 

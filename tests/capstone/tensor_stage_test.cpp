@@ -59,7 +59,7 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad().clone();
   // The clipped gradients too: a max norm below the norm, so that clipping scales.
   constexpr double kMaxNorm = 0.1;
-  const double norm = clip_grad_norm_local(whole->parameters(), kMaxNorm);
+  const double norm = clip_grad_norm({{whole->parameters(), {}}}, kMaxNorm);  // one process: one share, no group
   ASSERT_TRUE(test_support::exceeds(norm, kMaxNorm)) << "gradient norm " << norm << ": clipping would not engage";
   std::map<std::string, at::Tensor> clipped;
   for (const auto& item : whole->named_parameters()) clipped[item.key()] = item.value().grad();
@@ -91,7 +91,7 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
       for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
     }
     auto solo = tensor.split(tensor.rank(), 0, "alone");
-    const double my_norm = clip_grad_norm_tensor_parallel(*solo, tensor, replicated, split, kMaxNorm);
+    const double my_norm = clip_grad_norm({{replicated, {}}, {split, {&tensor}}}, kMaxNorm, solo.get());
     std::map<std::string, at::Tensor> my_clipped;
     for (auto& stage : chain) my_clipped.merge(stage->whole_state(/*gradients=*/true));
     std::map<std::string, at::Tensor> loaded;

@@ -1,4 +1,4 @@
-// The capstone with --zero 1|2|3 (lib/train/sharded_stage.hpp) against the
+// The capstone with --zero 1|2|3 (lib/train/data_parallel.hpp) against the
 // same layout trained with DDP: sharding changes where the gradients are
 // averaged and who steps which elements, not the arithmetic, so the losses,
 // gradient norms and final parameters are the DDP run's to float32
@@ -65,8 +65,11 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
   }
   for (size_t rank = 0; rank < sharded.size(); ++rank) {
     EXPECT_NEAR(sharded[rank].valid_losses.at(0), ddp[rank].valid_losses.at(0), 2e-5 * ddp[rank].valid_losses[0]);
-    EXPECT_EQ(sharded[rank].zero_synced_steps, o.batches_per_epoch) << "rank " << rank << ": one round per step";
-    EXPECT_EQ(sharded[rank].ddp_stats.synced_steps, 0) << "rank " << rank << ": no DDP under --zero";
+    ASSERT_EQ(sharded[rank].data_parallel.size(), 1u) << "rank " << rank;
+    const train::DataParallelStats& stats = sharded[rank].data_parallel.front();
+    EXPECT_EQ(stats.strategy, "ZeRO-" + std::to_string(zero)) << "rank " << rank;
+    EXPECT_EQ(stats.synced_steps, o.batches_per_epoch) << "rank " << rank << ": one round per step";
+    EXPECT_EQ(stats.ddp.synced_steps, 0) << "rank " << rank << ": no DDP under --zero";
     EXPECT_EQ(sharded[rank].digest, sharded[0].digest) << "rank " << rank;
   }
 

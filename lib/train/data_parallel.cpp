@@ -1,0 +1,147 @@
+#include "train/data_parallel.hpp"
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/sgd.h>
+
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "ddp/distributed_data_parallel.hpp"
+#include "zero/optimizer_factory.hpp"
+#include "zero/zero1.hpp"
+#include "zero/zero2.hpp"
+
+namespace distlab::train {
+
+namespace {
+
+void set_sgd_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+}
+
+// DDP: the stage whole on every replica; the last backward all-reduces.
+class DdpStage final : public DataParallelStage {
+ public:
+  DdpStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr)
+      : stage_(stage), tensor_(tensor) {
+    ddp::DdpOptions options;
+    options.broadcast_buffers = false;  // the only buffer is the constant positional table
+    ddp_ = std::make_unique<ddp::DistributedDataParallel>(replicas, stage.module(), options);
+    optimizer_ = std::make_unique<torch::optim::SGD>(stage.parameters(), torch::optim::SGDOptions(lr));
+  }
+
+  pipeline::StageModule stage() override { return stage_.stage(); }
+  void zero_grad() override { optimizer_->zero_grad(); }
+  void begin_step() override {
+    // The flag is read when the reducer is prepared: once here for every
+    // microbatch but the last (no_sync), once more before the last backward.
+    no_sync_.emplace(ddp_->no_sync());
+    ddp_->prepare_forward();
+  }
+  void before_last_backward() override {
+    no_sync_.reset();          // synchronization back on ...
+    ddp_->prepare_forward();   // ... and the reducer armed for this backward
+  }
+  void end_step() override {
+    no_sync_.reset();
+    ddp_->reducer().finalize();  // a no-op when the engine's callback already waited
+  }
+  std::vector<NormShare> norm_shares() override {
+    // Whole tensors count once; the cut matrices' squares add over the tensor group.
+    std::vector<NormShare> shares{{stage_.replicated_parameters(), {}}};
+    if (tensor_.size() > 1) shares.push_back({stage_.split_parameters(), {&tensor_}});
+    return shares;
+  }
+  void optimizer_step() override { optimizer_->step(); }
+  void set_lr(double lr) override { set_sgd_lr(*optimizer_, lr); }
+  DataParallelStats stats() override {
+    DataParallelStats s{"DDP", 0, ddp_->stats()};
+    s.synced_steps = s.ddp.synced_steps;
+    return s;
+  }
+
+ private:
+  RankStage& stage_;
+  comm::Communicator& tensor_;
+  std::unique_ptr<ddp::DistributedDataParallel> ddp_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::optional<ddp::DistributedDataParallel::NoSync> no_sync_;
+};
+
+// ZeRO-k: each replica owns 1/R of the stage's optimizer state (and its
+// gradients, k >= 2; its parameters, k = 3). Z is zero::Zero1, Zero2 or Zero3.
+template <class Z>
+class ZeroStage final : public DataParallelStage {
+  static constexpr int kStage = std::is_same_v<Z, zero::Zero1> ? 1 : std::is_same_v<Z, zero::Zero2> ? 2 : 3;
+
+ public:
+  ZeroStage(comm::Communicator& replicas, torch::nn::Sequential units, double lr)
+      : units_(std::move(units)), zero_(make(replicas, units_, lr)) {}
+
+  pipeline::StageModule stage() override {
+    // ZeRO made the parameters views into its flat buffers (set_data): the
+    // same tensors, so the executor's list of them still holds.
+    pipeline::StageModule stage = pipeline::stage_of(units_);
+    if constexpr (kStage == 3) stage.forward = [z = zero_.get()](const at::Tensor& x) { return z->forward(x); };
+    return stage;
+  }
+  void zero_grad() override { zero_->zero_grad(); }
+  void begin_step() override {
+    if constexpr (kStage >= 2) no_sync_.emplace(zero_->no_sync());  // lifted before the last backward
+  }
+  void before_last_backward() override { no_sync_.reset(); }  // its hooks reduce-scatter the summed .grad
+  void end_step() override {
+    no_sync_.reset();
+    if constexpr (kStage == 1) {  // the m backwards summed in .grad; now one reduce-scatter of the sum
+      zero_->reduce_gradients();
+      ++reductions_;
+    }
+  }
+  std::vector<NormShare> norm_shares() override {
+    // This rank's chunks of the stage: their squares add over the replicas.
+    return {{zero_->sharded().shard(), {&zero_->sharded().comm()}}};
+  }
+  void optimizer_step() override { zero_->step(); }  // the shard; ZeRO-1/2 then all-gather
+  void set_lr(double lr) override { set_sgd_lr(zero_->sharded().optimizer(), lr); }
+  std::optional<zero::Zero3::WholeParameters> whole() override {
+    if constexpr (kStage == 3) return zero_->whole_parameters();
+    return std::nullopt;
+  }
+  DataParallelStats stats() override {
+    DataParallelStats s{"ZeRO-" + std::to_string(kStage), reductions_, {}};
+    if constexpr (kStage >= 2) s.synced_steps = zero_->stats().synced_steps;
+    return s;
+  }
+
+ private:
+  static std::unique_ptr<Z> make(comm::Communicator& replicas, torch::nn::Sequential units, double lr) {
+    const zero::OptimizerFactory sgd = zero::sgd(torch::optim::SGDOptions(lr));
+    if constexpr (kStage == 3)
+      return std::make_unique<Z>(replicas, units, sgd);
+    else
+      return std::make_unique<Z>(replicas, *units, sgd);
+  }
+
+  torch::nn::Sequential units_;
+  std::unique_ptr<Z> zero_;
+  std::optional<ddp::NoSyncGuard> no_sync_;  // ZeRO-2 and ZeRO-3
+  int64_t reductions_ = 0;                   // ZeRO-1's reduce-scatter rounds
+};
+
+}  // namespace
+
+std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
+                                                      comm::Communicator& tensor, RankStage& stage, double lr) {
+  if (zero == 0) return std::make_unique<DdpStage>(replicas, tensor, stage, lr);
+  if (stage.split())  // the plan refuses it first (plan.hpp)
+    throw std::invalid_argument("ZeRO takes a whole stage; this one is cut across " + std::to_string(tensor.size()) +
+                                " tensor ranks");
+  // The stage as a chain of one-tensor units (TransformerLm::units()).
+  if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, stage.unsplit()->units(), lr);
+  if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, stage.unsplit()->units(), lr);
+  if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, stage.unsplit()->units(), lr);
+  throw std::invalid_argument("--zero " + std::to_string(zero) + ": expected 0 (DDP), 1, 2 or 3");
+}
+
+}  // namespace distlab::train

@@ -1,0 +1,89 @@
+// The data-parallel dimension of the trainer, one object per stage a rank
+// holds: how that stage's replicas keep their copies equal.
+//
+// The trainer runs one pipeline executor over all of a rank's stages and
+// asks each stage's object, in this order, every step:
+//
+//   zero_grad()             gradients to zero (ZeRO: its buffers, its shard)
+//   begin_step()            the microbatches' backwards accumulate without traffic
+//   before_last_backward()  from the executor's hook, just before this stage's
+//                           last backward: that backward synchronizes (DDP's
+//                           buckets all-reduce, ZeRO-2/3's reduce-scatter)
+//   end_step()              after the executor's step: what is left (DDP waits
+//                           for its buckets if the engine did not; ZeRO-1
+//                           reduce-scatters the summed .grad once)
+//   norm_shares()           what the whole model's gradient norm counts of it
+//                           (grad_clip.hpp adds every stage's shares)
+//   optimizer_step()
+//
+// and, between steps, whole() (the stage's parameters whole while the guard
+// lives: ZeRO-3 gathers them) and stats(). Two implementations:
+//
+//   DDP       the stage whole on every replica, its gradients all-reduced in
+//             buckets during the last backward (lib/ddp); PyTorch's
+//             pipelining arms DDP's reducer the same way ("HACK" in
+//             torch/distributed/pipelining/stage.py), here through DDP's
+//             public prepare_forward() and the executor's before_backward hook;
+//   ZeRO-k    each replica owns 1/R of the optimizer state (k = 1), of the
+//             gradients too (2), of the parameters too (3: the stage runs as
+//             a chain of units, each gathered for its forward and backward),
+//             lib/zero. ZeRO-1/2 send the bytes of DDP's once-per-step
+//             all-reduce (a reduce-scatter and an all-gather are its two
+//             halves); ZeRO-3 gathers every unit twice per microbatch.
+//
+// make_data_parallel() picks one from the plan's strategy.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "ddp/reducer.hpp"
+#include "pipeline/executor.hpp"
+#include "train/stage_model.hpp"
+#include "zero/zero3.hpp"
+
+namespace distlab::train {
+
+// Tensors whose gradients' squares the norm adds, and the groups over which
+// their sum is all-reduced first (their pieces lie on the groups' ranks).
+struct NormShare {
+  std::vector<at::Tensor> tensors;
+  std::vector<comm::Communicator*> summed_over;
+};
+
+struct DataParallelStats {
+  std::string strategy;       // "DDP", "ZeRO-1", ...
+  int64_t synced_steps = 0;   // steps whose gradients crossed the replica group: one per step
+  ddp::ReducerStats ddp;      // DDP's reducer (zero under ZeRO)
+};
+
+class DataParallelStage {
+ public:
+  virtual ~DataParallelStage() = default;
+  // What the executor runs for this stage (ZeRO-3: unit by unit, gathering).
+  virtual pipeline::StageModule stage() = 0;
+  virtual void zero_grad() = 0;
+  virtual void begin_step() = 0;
+  virtual void before_last_backward() = 0;
+  virtual void end_step() = 0;
+  virtual std::vector<NormShare> norm_shares() = 0;
+  virtual void optimizer_step() = 0;
+  virtual void set_lr(double lr) = 0;
+  virtual std::optional<zero::Zero3::WholeParameters> whole() { return std::nullopt; }
+  virtual DataParallelStats stats() = 0;
+};
+
+// The strategy `zero` (0: DDP, 1-3: ZeRO-k) for `stage` among its replicas
+// `replicas` (group rank = replica), SGD at `lr`. Every replica of the stage
+// calls it alike (DDP broadcasts replica 0's parameters; ZeRO takes them).
+// `tensor`: the stage's tensor group (its cut matrices' squares are summed
+// over it). ZeRO takes the stage whole (RankStage::unsplit()).
+std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
+                                                      comm::Communicator& tensor, RankStage& stage, double lr);
+
+}  // namespace distlab::train
