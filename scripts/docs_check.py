@@ -127,7 +127,7 @@ def blocks_of(text):
     return blocks
 
 
-EXITS = re.compile(r"\bexits (\d+)\b")
+EXITS = re.compile(r"\s{2,}#\s*exits (\d+)\b.*$")
 
 
 def strip_comment(command):
@@ -135,19 +135,9 @@ def strip_comment(command):
     return command.split("  #")[0].rstrip()
 
 
-def expected_status(command):
-    """The status `cmd   # exits 1: why` says it ends with, else 0."""
-    m = EXITS.search(command.split("  #", 1)[1]) if "  #" in command else None
-    return int(m.group(1)) if m else 0
-
-
-DOLLAR_EXITS = re.compile(r"\s{2,}#\s*exits (\d+)\b.*$")
-
-
-def dollar_command(line):
-    """`$ cmd   # exits 1: why` -> ("cmd", 1); other text after # is the command's own."""
-    command = line[2:].strip()
-    m = DOLLAR_EXITS.search(command)
+def exit_comment(command):
+    """`cmd   # exits 1: why` -> ("cmd", 1); without that comment (command, 0)."""
+    m = EXITS.search(command)
     return (command[:m.start()].rstrip(), int(m.group(1))) if m else (command, 0)
 
 
@@ -165,7 +155,7 @@ def commands_of(block):
         while text.endswith("\\") and k + 1 < len(block.lines):
             k += 1
             text = text[:-1].rstrip() + " " + block.lines[k].strip()
-        out.append((block.line + first, strip_comment(text), expected_status(text)))
+        out.append((block.line + first, strip_comment(text), exit_comment(text)[1]))
         k += 1
     return out
 
@@ -214,13 +204,9 @@ class Runner:
         self.tmp = os.path.join(self.scratch, "tmp") + "/"
         os.makedirs(self.tmp)
         os.makedirs(os.path.join(self.scratch, "docs", "images"))
-        for name, target in (("build", build), ("scripts", os.path.join(source, "scripts")),
-                             ("datasets", os.path.join(source, "datasets")),
-                             ("lessons", os.path.join(source, "lessons")),
-                             ("bench", os.path.join(source, "bench")), ("lib", os.path.join(source, "lib")),
-                             ("tests", os.path.join(source, "tests")),
-                             ("launcher", os.path.join(source, "launcher")), ("viz", os.path.join(source, "viz"))):
-            os.symlink(target, os.path.join(self.scratch, name))
+        os.symlink(build, os.path.join(self.scratch, "build"))
+        for name in ("scripts", "datasets", "lessons", "bench", "lib", "tests", "launcher", "viz"):
+            os.symlink(os.path.join(source, name), os.path.join(self.scratch, name))
         self.cache = {}
 
     def run(self, command):
@@ -258,9 +244,11 @@ def check_file(path, runner, listing):
         if block.lines and block.lines[0].startswith("$ "):
             # One output block may hold several `$ COMMAND` and what each printed.
             starts = [k for k, l in enumerate(block.lines) if l.startswith("$ ")] + [len(block.lines)]
-            targets = [(block.line + a, *dollar_command(block.lines[a]), block.lines[a + 1:b])
-                       for a, b in zip(starts, starts[1:])]
-            targets = [(line, command, shown, status) for line, command, status, shown in targets]
+            # A `$` line's other text after a # is the command's own (an echo of "|  ##  |").
+            targets = []
+            for a, b in zip(starts, starts[1:]):
+                command, status = exit_comment(block.lines[a][2:].strip())
+                targets.append((block.line + a, command, block.lines[a + 1:b], status))
             if run_as:
                 targets[0] = (targets[0][0], run_as[0], targets[0][2], targets[0][3])
         else:

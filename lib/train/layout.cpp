@@ -1,58 +1,22 @@
 #include "train/layout.hpp"
 
+#include <iterator>
 #include <stdexcept>
 
 namespace distlab::train {
 
-const char* axis_name(Axis axis) {
-  switch (axis) {
-    case Axis::kData: return "data";
-    case Axis::kPipeline: return "pipeline";
-    case Axis::kTensor: return "tensor";
-  }
-  return "?";
-}
-
-int Layout::size(Axis axis) const {
-  switch (axis) {
-    case Axis::kData: return replicas;
-    case Axis::kPipeline: return pipeline;
-    case Axis::kTensor: return tensor;
-  }
-  return 1;
-}
-
-int Layout::world_size() const {
-  int n = 1;
-  for (const Axis axis : kAxes) n *= size(axis);
-  return n;
-}
-
-std::string Layout::text() const {
-  const std::string two = std::to_string(pipeline) + (pipeline == 1 ? " stage x " : " stages x ") +
-                          std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
-  return tensor == 1 ? two : two + " x " + std::to_string(tensor) + " tensor ranks";
-}
-
-int Place::at(Axis axis) const {
-  switch (axis) {
-    case Axis::kData: return replica;
-    case Axis::kPipeline: return stage;
-    case Axis::kTensor: return tensor;
-  }
-  return 0;
-}
-
-int& Place::at(Axis axis) {
-  switch (axis) {
-    case Axis::kData: return replica;
-    case Axis::kPipeline: return stage;
-    case Axis::kTensor: return tensor;
-  }
-  throw std::invalid_argument("Place: no such axis");
-}
-
 namespace {
+
+// Each axis's name and fields, by the axis's number (kData, kPipeline, kTensor).
+constexpr const char* kNameOf[] = {"data", "pipeline", "tensor"};
+constexpr int Layout::*kSizeOf[] = {&Layout::replicas, &Layout::pipeline, &Layout::tensor};
+constexpr int Place::*kCoordinateOf[] = {&Place::replica, &Place::stage, &Place::tensor};
+constexpr std::unique_ptr<comm::Communicator> Groups::*kGroupOf[] = {&Groups::replica, &Groups::pipeline,
+                                                                      &Groups::tensor};
+static_assert(std::size(kNameOf) == kAxes.size() && std::size(kSizeOf) == kAxes.size() &&
+              std::size(kCoordinateOf) == kAxes.size() && std::size(kGroupOf) == kAxes.size());
+
+size_t index(Axis axis) { return static_cast<size_t>(axis); }
 
 bool valid(const Layout& layout) {
   for (const Axis axis : kAxes)
@@ -81,6 +45,25 @@ std::string group_name(const Place& p, const Layout& layout, Axis axis) {
 }
 
 }  // namespace
+
+const char* axis_name(Axis axis) { return kNameOf[index(axis)]; }
+
+int Layout::size(Axis axis) const { return this->*kSizeOf[index(axis)]; }
+
+int Layout::world_size() const {
+  int n = 1;
+  for (const Axis axis : kAxes) n *= size(axis);
+  return n;
+}
+
+std::string Layout::text() const {
+  const std::string two = std::to_string(pipeline) + (pipeline == 1 ? " stage x " : " stages x ") +
+                          std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
+  return tensor == 1 ? two : two + " x " + std::to_string(tensor) + " tensor ranks";
+}
+
+int Place::at(Axis axis) const { return this->*kCoordinateOf[index(axis)]; }
+int& Place::at(Axis axis) { return this->*kCoordinateOf[index(axis)]; }
 
 Place place_of(int world_rank, const Layout& layout) {
   if (!valid(layout) || world_rank < 0 || world_rank >= layout.world_size())
@@ -114,14 +97,7 @@ std::vector<std::vector<int>> group_members(const Layout& layout, Axis axis) {
   return groups;
 }
 
-comm::Communicator& Groups::along(Axis axis) const {
-  switch (axis) {
-    case Axis::kData: return *replica;
-    case Axis::kPipeline: return *pipeline;
-    case Axis::kTensor: return *tensor;
-  }
-  throw std::invalid_argument("Groups: no such axis");
-}
+comm::Communicator& Groups::along(Axis axis) const { return *(this->*kGroupOf[index(axis)]); }
 
 Groups make_groups(comm::Communicator& world, const Layout& layout) {
   if (!valid(layout) || world.size() != layout.world_size())
@@ -132,10 +108,8 @@ Groups make_groups(comm::Communicator& world, const Layout& layout) {
   Groups g;
   const Place p = g.place = place_of(world.rank(), layout);
   // Every rank splits in the same order (each split is a collective).
-  for (const Axis axis : {Axis::kPipeline, Axis::kData, Axis::kTensor}) {
-    auto group = world.split(color_of(p, layout, axis), p.at(axis), group_name(p, layout, axis));
-    (axis == Axis::kPipeline ? g.pipeline : axis == Axis::kData ? g.replica : g.tensor) = std::move(group);
-  }
+  for (const Axis axis : {Axis::kPipeline, Axis::kData, Axis::kTensor})
+    g.*kGroupOf[index(axis)] = world.split(color_of(p, layout, axis), p.at(axis), group_name(p, layout, axis));
   return g;
 }
 

@@ -38,7 +38,7 @@
 
 namespace distlab::train {
 
-enum class Axis { kData, kPipeline, kTensor };
+enum class Axis { kData, kPipeline, kTensor };  // numbered 0, 1, 2: layout.cpp's tables
 // Outermost first: the order of the digits of a rank's number.
 inline constexpr std::array<Axis, 3> kAxes = {Axis::kData, Axis::kPipeline, Axis::kTensor};
 const char* axis_name(Axis axis);  // "data", "pipeline", "tensor"

@@ -41,7 +41,7 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
                   ": ZeRO shards a whole stage among its replicas, and cut across a tensor group no rank holds a "
                   "whole stage; use --zero 0 (DDP) with --tensor, or --tensor 1 with --zero");
   const int64_t stages = int64_t(l.pipeline) * o.stages_per_rank;
-  if (o.layers > 0 && l.pipeline >= 1 && o.stages_per_rank > 1 && stages > o.layers)
+  if (o.layers > 0 && o.stages_per_rank > 1 && stages > o.layers)
     out.push_back(n(l.pipeline) + " pipeline ranks x " + n(o.stages_per_rank) + " stages per rank need " + n(stages) +
                   " layers, the model has " + n(o.layers) + ": use --layers " + n(stages) +
                   ", fewer --stages-per-rank, or a larger preset");

@@ -39,7 +39,6 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 struct Run {
   comm::Communicator& world;
   const TrainerOptions& o;
-  const ParallelPlan& plan;
   Groups groups;
   // This rank's stages (one, or v for interleaved and V schedules), each
   // whole or cut across the tensor group, by stage number.
@@ -234,7 +233,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
 
 TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o,
                             const ParallelPlan& plan) {
-  Run run{world, o, plan, plan.make_groups(world)};
+  Run run{world, o, plan.make_groups(world)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
   TrainResult result;

@@ -25,6 +25,18 @@ PlanOptions two_by_two() {
   return o;
 }
 
+// Four pipeline ranks, eight layers, eight microbatches: every schedule
+// builds, with one or two stages per rank.
+PlanOptions four_stages(ScheduleKind kind) {
+  PlanOptions o = two_by_two();
+  o.layout = Layout{4, 1, 1};
+  o.layers = 8;
+  o.microbatches = 8;
+  o.schedule = kind;
+  o.stages_per_rank = pipeline::stages_per_rank_for(kind, 2);
+  return o;
+}
+
 // The plan's one refusal, which must contain `words`.
 void expect_refused(const PlanOptions& o, const std::string& words) {
   const ParallelPlan plan(o);
@@ -92,12 +104,7 @@ TEST(Plan, TheSchedulesRulesAreItsRefusalsToo) {
 
 TEST(Plan, StagesHeldFollowTheSchedulesPlacement) {
   for (const ScheduleKind kind : pipeline::all_kinds()) {
-    PlanOptions o = two_by_two();
-    o.layout = Layout{4, 1, 1};
-    o.layers = 8;
-    o.microbatches = 8;
-    o.schedule = kind;
-    o.stages_per_rank = pipeline::stages_per_rank_for(kind, 2);
+    const PlanOptions o = four_stages(kind);
     const ParallelPlan plan(o);
     ASSERT_TRUE(plan.refusals().empty()) << pipeline::kind_name(kind) << ": " << plan.refusals().front();
     const pipeline::Schedule schedule = pipeline::make_schedule(kind, 4, 8, o.stages_per_rank);
@@ -110,15 +117,10 @@ TEST(Plan, StagesHeldFollowTheSchedulesPlacement) {
       }
     EXPECT_EQ(static_cast<int>(every.size()), plan.stages()) << pipeline::kind_name(kind);  // each held once
   }
-  PlanOptions v = two_by_two();
-  v.layout = Layout{4, 1, 1};
-  v.layers = 8;
-  v.microbatches = 8;
-  v.schedule = ScheduleKind::kZeroBubbleV;
-  v.stages_per_rank = 2;
-  EXPECT_EQ(ParallelPlan(v).stages_held(0), (std::vector<int>{0, 7}));  // the V: r and 2p - 1 - r
-  v.schedule = ScheduleKind::kInterleaved1F1B;
-  EXPECT_EQ(ParallelPlan(v).stages_held(1), (std::vector<int>{1, 5}));  // looped: r and r + p
+  EXPECT_EQ(ParallelPlan(four_stages(ScheduleKind::kZeroBubbleV)).stages_held(0),
+            (std::vector<int>{0, 7}));  // the V: r and 2p - 1 - r
+  EXPECT_EQ(ParallelPlan(four_stages(ScheduleKind::kInterleaved1F1B)).stages_held(1),
+            (std::vector<int>{1, 5}));  // looped: r and r + p
 }
 
 TEST(Plan, RankAndPlaceBothWaysAndGroupsAlongEachAxis) {
