@@ -198,8 +198,8 @@ def compare(shown, real, varies, scratch_tmp, racy=()):
 
 
 class Runner:
-    def __init__(self, source, build, timeout):
-        self.source, self.build, self.timeout = source, build, timeout
+    def __init__(self, source, build, timeout, times=False):
+        self.source, self.build, self.timeout, self.times = source, build, timeout, times
         self.scratch = tempfile.mkdtemp(prefix="docs_check_")
         self.tmp = os.path.join(self.scratch, "tmp") + "/"
         os.makedirs(self.tmp)
@@ -228,6 +228,8 @@ class Runner:
             out = (e.stdout or b"").decode("utf-8", "replace")
             result = (None, out, time.time() - start)
         self.cache[command] = result
+        if self.times:
+            print(f"{result[2]:6.1f} s  {command}")
         return result
 
 
@@ -306,10 +308,11 @@ def main():
     parser.add_argument("--timeout", type=float, default=180, help="seconds one command may take")
     parser.add_argument("--list", action="store_true", help="only list what would run")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
+    parser.add_argument("--times", action="store_true", help="print each command's seconds (which ones are slow)")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    runner = Runner(source, os.path.abspath(args.build), args.timeout)
+    runner = Runner(source, os.path.abspath(args.build), args.timeout, args.times)
     problems, ran = [], 0
     for path in args.files:
         p, r = check_file(os.path.join(source, path) if not os.path.isabs(path) else path, runner, args.list)

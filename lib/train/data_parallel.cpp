@@ -3,18 +3,28 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/sgd.h>
 
+#include <set>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
 
 #include "ddp/distributed_data_parallel.hpp"
 #include "zero/optimizer_factory.hpp"
+#include "zero/shard_segments.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
 
 namespace distlab::train {
 
 namespace {
+
+// The gradients the norm counts: those that exist.
+std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : tensors)
+    if (t.grad().defined()) out.push_back(t.grad());
+  return out;
+}
 
 void set_sgd_lr(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
@@ -49,8 +59,8 @@ class DdpStage final : public DataParallelStage {
   }
   std::vector<NormShare> norm_shares() override {
     // Whole tensors count once; the cut matrices' squares add over the tensor group.
-    std::vector<NormShare> shares{{stage_.replicated_parameters(), {}}};
-    if (tensor_.size() > 1) shares.push_back({stage_.split_parameters(), {&tensor_}});
+    std::vector<NormShare> shares{{gradients_of(stage_.replicated_parameters()), {}}};
+    if (tensor_.size() > 1) shares.push_back({gradients_of(stage_.split_parameters()), {&tensor_}});
     return shares;
   }
   void optimizer_step() override { optimizer_->step(); }
@@ -71,13 +81,15 @@ class DdpStage final : public DataParallelStage {
 
 // ZeRO-k: each replica owns 1/R of the stage's optimizer state (and its
 // gradients, k >= 2; its parameters, k = 3). Z is zero::Zero1, Zero2 or Zero3.
+// A stage cut across a tensor group: each tensor rank's replica group
+// shards that rank's pieces and replicated parameters alike.
 template <class Z>
 class ZeroStage final : public DataParallelStage {
   static constexpr int kStage = std::is_same_v<Z, zero::Zero1> ? 1 : std::is_same_v<Z, zero::Zero2> ? 2 : 3;
 
  public:
-  ZeroStage(comm::Communicator& replicas, torch::nn::Sequential units, double lr)
-      : units_(std::move(units)), zero_(make(replicas, units_, lr)) {}
+  ZeroStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr)
+      : stage_(stage), tensor_(tensor), units_(stage.units()), zero_(make(replicas, units_, lr)) {}
 
   pipeline::StageModule stage() override {
     // ZeRO made the parameters views into its flat buffers (set_data): the
@@ -100,7 +112,20 @@ class ZeroStage final : public DataParallelStage {
   }
   std::vector<NormShare> norm_shares() override {
     // This rank's chunks of the stage: their squares add over the replicas.
-    return {{zero_->sharded().shard(), {&zero_->sharded().comm()}}};
+    const zero::ShardedOptimizer& sharded = zero_->sharded();
+    if (tensor_.size() == 1) return {{gradients_of(sharded.shard()), {&sharded.comm()}}};
+    // Cut across a tensor group, the shard's segments of cut matrices add
+    // over the replicas and the tensor group; those of replicated
+    // parameters (the same on every tensor rank) over the replicas only.
+    std::set<const c10::TensorImpl*> cut;
+    for (const at::Tensor& p : stage_.split_parameters()) cut.insert(p.unsafeGetTensorImpl());
+    NormShare replicated{{}, {&sharded.comm()}}, pieces{{}, {&sharded.comm(), &tensor_}};
+    for (const zero::Segment& s : zero::shard_segments(sharded.layout(), sharded.comm().rank())) {
+      const bool is_cut = cut.count(sharded.params()[static_cast<size_t>(s.param)].unsafeGetTensorImpl()) > 0;
+      (is_cut ? pieces : replicated)
+          .gradients.push_back(sharded.shard()[static_cast<size_t>(s.bucket)].grad().narrow(0, s.chunk_offset, s.length));
+    }
+    return {replicated, pieces};
   }
   void optimizer_step() override { zero_->step(); }  // the shard; ZeRO-1/2 then all-gather
   void set_lr(double lr) override { set_sgd_lr(zero_->sharded().optimizer(), lr); }
@@ -123,6 +148,8 @@ class ZeroStage final : public DataParallelStage {
       return std::make_unique<Z>(replicas, *units, sgd);
   }
 
+  RankStage& stage_;
+  comm::Communicator& tensor_;
   torch::nn::Sequential units_;
   std::unique_ptr<Z> zero_;
   std::optional<ddp::NoSyncGuard> no_sync_;  // ZeRO-2 and ZeRO-3
@@ -134,13 +161,9 @@ class ZeroStage final : public DataParallelStage {
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
                                                       comm::Communicator& tensor, RankStage& stage, double lr) {
   if (zero == 0) return std::make_unique<DdpStage>(replicas, tensor, stage, lr);
-  if (stage.split())  // the plan refuses it first (plan.hpp)
-    throw std::invalid_argument("ZeRO takes a whole stage; this one is cut across " + std::to_string(tensor.size()) +
-                                " tensor ranks");
-  // The stage as a chain of one-tensor units (TransformerLm::units()).
-  if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, stage.unsplit()->units(), lr);
-  if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, stage.unsplit()->units(), lr);
-  if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, stage.unsplit()->units(), lr);
+  if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, tensor, stage, lr);
+  if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, tensor, stage, lr);
+  if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, tensor, stage, lr);
   throw std::invalid_argument("--zero " + std::to_string(zero) + ": expected 0 (DDP), 1, 2 or 3");
 }
 

@@ -49,10 +49,11 @@
 
 namespace distlab::train {
 
-// Tensors whose gradients' squares the norm adds, and the groups over which
-// their sum is all-reduced first (their pieces lie on the groups' ranks).
+// Gradients whose squares the norm adds (clipping scales them in place),
+// and the groups over which their sum is all-reduced first (their pieces
+// lie on the groups' ranks).
 struct NormShare {
-  std::vector<at::Tensor> tensors;
+  std::vector<at::Tensor> gradients;
   std::vector<comm::Communicator*> summed_over;
 };
 
@@ -82,7 +83,8 @@ class DataParallelStage {
 // `replicas` (group rank = replica), SGD at `lr`. Every replica of the stage
 // calls it alike (DDP broadcasts replica 0's parameters; ZeRO takes them).
 // `tensor`: the stage's tensor group (its cut matrices' squares are summed
-// over it). ZeRO takes the stage whole (RankStage::unsplit()).
+// over it). ZeRO shards the stage's units (RankStage::units()): cut across
+// a tensor group, each tensor rank's replicas shard that rank's pieces.
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
                                                       comm::Communicator& tensor, RankStage& stage, double lr);
 

@@ -9,22 +9,20 @@ namespace distlab::train {
 namespace {
 
 // Sum of squares in float64 on `device`: (1,)
-at::Tensor sum_of_squares(const std::vector<at::Tensor>& tensors, const at::Device& device) {
+at::Tensor sum_of_squares(const std::vector<at::Tensor>& gradients, const at::Device& device) {
   at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
-  for (const auto& p : tensors)
-    if (p.grad().defined()) total += p.grad().to(at::kDouble).pow(2).sum();
+  for (const auto& g : gradients) total += g.to(at::kDouble).pow(2).sum();
   return total;
 }
 
-void scale(const std::vector<at::Tensor>& tensors, double norm, double max_norm) {
+void scale(const std::vector<at::Tensor>& gradients, double norm, double max_norm) {
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return;
   at::NoGradGuard no_grad;
-  for (const auto& p : tensors)
-    if (p.grad().defined()) p.grad().mul_(coef);
+  for (const auto& g : gradients) g.mul_(coef);
 }
 
-// Shares with the same groups as one, their tensors in the order given.
+// Shares with the same groups as one, their gradients in the order given.
 std::vector<NormShare> merged(const std::vector<NormShare>& shares) {
   std::vector<NormShare> out;
   for (const NormShare& share : shares) {
@@ -33,7 +31,7 @@ std::vector<NormShare> merged(const std::vector<NormShare>& shares) {
     if (it == out.end()) {
       out.push_back(share);
     } else {
-      it->tensors.insert(it->tensors.end(), share.tensors.begin(), share.tensors.end());
+      it->gradients.insert(it->gradients.end(), share.gradients.begin(), share.gradients.end());
     }
   }
   return out;
@@ -45,21 +43,21 @@ double clip_grad_norm(const std::vector<NormShare>& shares, double max_norm, com
   at::Device device = whole_model != nullptr ? whole_model->device() : at::Device(at::kCPU);
   if (whole_model == nullptr)
     for (const NormShare& share : shares)
-      if (!share.tensors.empty()) {
-        device = share.tensors.front().device();
+      if (!share.gradients.empty()) {
+        device = share.gradients.front().device();
         break;
       }
   const std::vector<NormShare> parts = merged(shares);
   at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
   for (const NormShare& part : parts) {
-    at::Tensor sum = sum_of_squares(part.tensors, device);
+    at::Tensor sum = sum_of_squares(part.gradients, device);
     for (comm::Communicator* group : part.summed_over)
       if (group->size() > 1) group->native_all_reduce(sum);  // the pieces on the group's ranks
     total += sum;
   }
   if (whole_model != nullptr && whole_model->size() > 1) whole_model->native_all_reduce(total);  // every stage's
   const double norm = std::sqrt(total.cpu().item<double>());
-  for (const NormShare& part : parts) scale(part.tensors, norm, max_norm);
+  for (const NormShare& part : parts) scale(part.gradients, norm, max_norm);
   return norm;
 }
 

@@ -32,14 +32,6 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
                   ": expected 0 (DDP), 1 (ZeRO-1: optimizer state sharded), 2 (ZeRO-2: gradients too) or 3 (ZeRO-3: "
                   "parameters too)");
   if (o.stages_per_rank < 1) out.push_back("--stages-per-rank " + n(o.stages_per_rank) + ": at least 1");
-  if (o.zero > 0 && o.stages_per_rank > 1)
-    out.push_back("--zero " + n(o.zero) + " with " + n(o.stages_per_rank) +
-                  " stages per rank: ZeRO shards one stage per rank here; use --zero 0 (DDP, a DDP per stage) with "
-                  "interleaved and V schedules");
-  if (o.zero > 0 && l.tensor > 1)
-    out.push_back("--zero " + n(o.zero) + " with --tensor " + n(l.tensor) +
-                  ": ZeRO shards a whole stage among its replicas, and cut across a tensor group no rank holds a "
-                  "whole stage; use --zero 0 (DDP) with --tensor, or --tensor 1 with --zero");
   const int64_t stages = int64_t(l.pipeline) * o.stages_per_rank;
   if (o.layers > 0 && o.stages_per_rank > 1 && stages > o.layers)
     out.push_back(n(l.pipeline) + " pipeline ranks x " + n(o.stages_per_rank) + " stages per rank need " + n(stages) +

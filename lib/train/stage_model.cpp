@@ -49,11 +49,7 @@ std::shared_ptr<torch::nn::Module> RankStage::module() const {
 
 pipeline::StageModule RankStage::stage() const { return split() ? pipeline::stage_of(split_) : pipeline::stage_of(whole_); }
 
-models::TransformerLm RankStage::unsplit() const {
-  if (split()) throw std::logic_error("RankStage: the stage is cut across " + std::to_string(tensor_.size()) +
-                                     " tensor ranks; there is no whole stage to shard");
-  return whole_;
-}
+torch::nn::Sequential RankStage::units() { return split() ? split_->units() : whole_->units(); }
 
 std::vector<at::Tensor> RankStage::parameters() const { return module()->parameters(); }
 

@@ -45,8 +45,9 @@ class RankStage {
   at::Tensor forward(const at::Tensor& x);
   std::shared_ptr<torch::nn::Module> module() const;
   pipeline::StageModule stage() const;
-  // The whole stage as ZeRO takes it (TransformerLm::units()); not split.
-  models::TransformerLm unsplit() const;
+  // The stage as a chain of one-tensor units, as ZeRO shards it
+  // (TransformerLm::units(); split: with the cut layers).
+  torch::nn::Sequential units();
   // What this rank holds and optimizes (its cut of the split matrices).
   std::vector<at::Tensor> parameters() const;
 

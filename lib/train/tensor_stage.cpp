@@ -2,7 +2,10 @@
 
 #include <torch/nn/modules/container/moduledict.h>
 
+#include <memory>
 #include <stdexcept>
+
+#include "models/model_unit.hpp"
 
 namespace distlab::train {
 
@@ -22,19 +25,43 @@ TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, mod
     alike_ = tensor_parallel::generator_alike(unsplit_->named_parameters()["encoder.weight"]);
 }
 
+at::Tensor TensorParallelStageImpl::enter(const at::Tensor& input) {
+  if (!unsplit_->has_embedding()) return unsplit_->check_hidden(input);
+  if (!alike_.defined()) return unsplit_->embed(input);
+  const at::Tensor h = unsplit_->embed(input, /*dropout=*/false);  // the positional encoding's dropout, drawn alike
+  return is_training() ? tensor_parallel::dropout_alike(h, unsplit_->options().dropout, alike_) : h;
+}
+
 at::Tensor TensorParallelStageImpl::forward(const at::Tensor& input) {
-  at::Tensor h;
-  if (!unsplit_->has_embedding())
-    h = unsplit_->check_hidden(input);
-  else if (!alike_.defined())
-    h = unsplit_->embed(input);
-  else {  // the positional encoding's dropout, drawn alike
-    h = unsplit_->embed(input, /*dropout=*/false);
-    if (is_training()) h = tensor_parallel::dropout_alike(h, unsplit_->options().dropout, alike_);
-  }
+  at::Tensor h = enter(input);
   const at::Tensor mask = unsplit_->mask_for(h);
   for (auto& layer : layers_) h = layer(h, mask);
   return unsplit_->has_output() ? unsplit_->decode(h) : h;
+}
+
+torch::nn::Sequential TensorParallelStageImpl::units() {
+  using models::ModelUnit;
+  using Parts = models::ModelUnitImpl::Parts;
+  using Function = models::ModelUnitImpl::Function;
+  auto self = std::dynamic_pointer_cast<TensorParallelStageImpl>(shared_from_this());
+  std::map<std::string, std::shared_ptr<torch::nn::Module>> part;  // the unsplit stage's embedding and decoder
+  for (const auto& item : unsplit_->named_children()) part[item.key()] = item.value();
+  torch::nn::Sequential chain;
+  if (unsplit_->has_embedding())
+    chain->push_back("embedding", ModelUnit(Parts{{"encoder", part.at("encoder")}, {"pos_encoder", part.at("pos_encoder")}},
+                                            Function([self](const at::Tensor& x) { return self->enter(x); })));
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const bool first = !unsplit_->has_embedding() && k == 0;  // takes the previous stage's hidden states: checked
+    const Function run([self, k, first](const at::Tensor& x) {
+      const at::Tensor h = first ? self->enter(x) : x;
+      return self->layers_[k](h, self->unsplit_->mask_for(h));
+    });
+    chain->push_back("layer" + std::to_string(indices_[k]), ModelUnit(Parts{{"layer", layers_[k].ptr()}}, run));
+  }
+  if (unsplit_->has_output())
+    chain->push_back("decoder", ModelUnit(Parts{{"decoder", part.at("decoder")}},
+                                          Function([self](const at::Tensor& h) { return self->unsplit_->decode(h); })));
+  return chain;
 }
 
 std::map<std::string, at::Tensor> TensorParallelStageImpl::whole_state(bool gradients) {

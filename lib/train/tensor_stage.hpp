@@ -23,6 +23,7 @@
 #pragma once
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
 #include <map>
@@ -43,6 +44,9 @@ class TensorParallelStageImpl : public torch::nn::Module {
   // As the unsplit stage: tokens (S, N) on the first stage, hidden states
   // between, logits (S, N, ntokens) from the last.
   at::Tensor forward(const at::Tensor& input);
+  // The same as a chain of units (embedding, each cut layer, decoder), as
+  // TransformerLm::units(): what ZeRO-3 gathers one at a time.
+  torch::nn::Sequential units();
 
   // The unsplit stage's parameters (or their gradients) by its names:
   // "encoder.weight", "layers.3.self_attn.in_proj_weight", ...; every rank
@@ -59,6 +63,8 @@ class TensorParallelStageImpl : public torch::nn::Module {
   const models::TransformerLm& unsplit() const { return unsplit_; }
 
  private:
+  at::Tensor enter(const at::Tensor& input);  // tokens embedded (first stage), or hidden states checked
+
   comm::Communicator& tensor_;
   models::TransformerLm unsplit_;
   std::vector<int64_t> indices_;  // the layers' global numbers

@@ -6,11 +6,20 @@
 #include <string>
 
 #include "comm/job.hpp"
+#include "support/small_corpus.hpp"
 
 namespace distlab::tests {
 
-const data::Corpus& bundled_corpus() {
-  static const data::Corpus corpus = data::load_corpus(std::string(DISTLAB_SOURCE_DIR) + "/datasets/austen");
+const data::Corpus& small_corpus() {
+  static const data::Corpus corpus = [] {
+    test_support::SmallCorpusText text = test_support::small_corpus_text();
+    data::WikiTextLines lines;
+    lines.folder = "(tests/support/small_corpus.hpp)";
+    lines.train = std::move(text.train);
+    lines.valid = std::move(text.valid);
+    lines.test = std::move(text.test);
+    return data::build_corpus(lines);
+  }();
   return corpus;
 }
 
@@ -53,7 +62,7 @@ StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, i
   o.stop_after_steps = -1;
   o.resume = true;
   if (resume_tensor > 0) o.layout.tensor = resume_tensor;
-  runs.resumed = run_threads(o, bundled_corpus(), resume_ranks);
+  runs.resumed = run_threads(o, small_corpus(), resume_ranks);
   for (size_t rank = 0; rank < runs.resumed.size(); ++rank)
     EXPECT_EQ(runs.resumed[rank].resumed_from_step, stop) << "rank " << rank;
   return runs;

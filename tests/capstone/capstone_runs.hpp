@@ -1,4 +1,4 @@
-// What the capstone tests share: the bundled corpus, the trainer run on
+// What the capstone tests share: a small corpus, the trainer run on
 // thread ranks, and the tiny options every comparison starts from.
 #pragma once
 
@@ -10,12 +10,12 @@
 
 namespace distlab::tests {
 
-// datasets/austen, loaded once.
-const data::Corpus& bundled_corpus();
+// The corpus the comparisons train on (tests/support/small_corpus.hpp), built once.
+const data::Corpus& small_corpus();
 
 // Every rank's result of train() on `ranks` thread ranks (0: o.layout.world_size()), indexed by world rank.
 std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
-                                            const data::Corpus& corpus = bundled_corpus(), int ranks = 0);
+                                            const data::Corpus& corpus = small_corpus(), int ranks = 0);
 
 // The tiny preset without dropout (equality needs no random masks), one
 // epoch of 5 steps, 2 validation batches, quiet, final parameters kept.

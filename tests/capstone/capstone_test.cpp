@@ -22,7 +22,7 @@
 namespace distlab {
 namespace {
 
-using tests::bundled_corpus;
+using tests::small_corpus;
 using tests::run_threads;
 using tests::tiny_options;
 
@@ -36,7 +36,7 @@ using test_support::largest_difference;
 void expect_equals_one_process(const train::TrainerOptions& o) {
   const int P = o.layout.pipeline, R = o.layout.replicas, T = o.layout.tensor;
   const std::string what = o.layout.text() + ", " + pipeline::kind_name(o.schedule);
-  const tests::ReferenceResult ref = tests::train_one_process(bundled_corpus(), o);
+  const tests::ReferenceResult ref = tests::train_one_process(small_corpus(), o);
   const auto results = run_threads(o);
   const auto at_place = [&](int replica, int stage, int tensor) -> const train::TrainResult& {
     const train::TrainResult& r = results.at(static_cast<size_t>((replica * P + stage) * T + tensor));

@@ -32,6 +32,12 @@ models::TransformerLmOptions tiny() {
   return o;
 }
 
+std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : parameters) out.push_back(p.grad());
+  return out;
+}
+
 // +infinity when the names differ or any tensor holds a NaN.
 double largest(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
   if (a.size() != b.size()) return test_support::kInfinite;
@@ -59,7 +65,7 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad().clone();
   // The clipped gradients too: a max norm below the norm, so that clipping scales.
   constexpr double kMaxNorm = 0.1;
-  const double norm = clip_grad_norm({{whole->parameters(), {}}}, kMaxNorm);  // one process: one share, no group
+  const double norm = clip_grad_norm({{gradients_of(whole->parameters()), {}}}, kMaxNorm);  // one process: one share
   ASSERT_TRUE(test_support::exceeds(norm, kMaxNorm)) << "gradient norm " << norm << ": clipping would not engage";
   std::map<std::string, at::Tensor> clipped;
   for (const auto& item : whole->named_parameters()) clipped[item.key()] = item.value().grad();
@@ -87,8 +93,8 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
     // pipeline group a group of one (these stages all live on this rank).
     std::vector<at::Tensor> replicated, split;
     for (auto& stage : chain) {
-      for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p);
-      for (const at::Tensor& p : stage->split_parameters()) split.push_back(p);
+      for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p.grad());
+      for (const at::Tensor& p : stage->split_parameters()) split.push_back(p.grad());
     }
     auto solo = tensor.split(tensor.rank(), 0, "alone");
     const double my_norm = clip_grad_norm({{replicated, {}}, {split, {&tensor}}}, kMaxNorm, solo.get());

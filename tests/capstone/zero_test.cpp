@@ -12,13 +12,15 @@
 #include <filesystem>
 #include <map>
 #include <string>
-#include <tuple>
+#include <ostream>
 
 #include <unistd.h>
 
 #include "capstone_runs.hpp"
 #include "lessons/run_program.hpp"
+#include "pipeline/schedule.hpp"
 #include "support/differences.hpp"
+#include "support/small_corpus.hpp"
 #include "train/trainer.hpp"
 
 namespace distlab {
@@ -27,81 +29,117 @@ namespace {
 using tests::run_threads;
 using tests::tiny_options;
 
-// The DDP run of a layout, computed once for all the ZeRO stages compared with it.
-const std::vector<train::TrainResult>& ddp_run(int P, int R) {
-  static std::map<std::pair<int, int>, std::vector<train::TrainResult>> runs;
-  auto it = runs.find({P, R});
-  if (it == runs.end()) it = runs.emplace(std::make_pair(P, R), run_threads(tiny_options(P, R))).first;
+// A layout, a schedule and a ZeRO stage to hold equal to DDP.
+struct ZeroCase {
+  train::Layout layout;
+  int zero = 1;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+};
+
+std::string name_of(const ZeroCase& c) {
+  const train::Layout& l = c.layout;
+  std::string name = "zero" + std::to_string(c.zero) + "_" + std::to_string(l.pipeline) + "x" +
+                     std::to_string(l.replicas) + (l.tensor > 1 ? "x" + std::to_string(l.tensor) : "");
+  if (c.schedule != pipeline::ScheduleKind::k1F1B) name += std::string("_") + pipeline::kind_name(c.schedule);
+  return name;
+}
+void PrintTo(const ZeroCase& c, std::ostream* os) { *os << name_of(c); }
+
+train::TrainerOptions options_of(const ZeroCase& c, int zero) {
+  train::TrainerOptions o = tiny_options(c.layout.pipeline, c.layout.replicas);
+  o.layout.tensor = c.layout.tensor;
+  o.schedule = c.schedule;
+  o.stages_per_rank = train::default_stages_per_rank(c.schedule);
+  if (o.stages_per_rank > 1) o.layers = 2 * c.layout.pipeline;  // a layer for each of a rank's stages
+  o.zero = zero;
+  return o;
+}
+
+// The DDP run of a layout and schedule, computed once for all the ZeRO stages compared with it.
+const std::vector<train::TrainResult>& ddp_run(const ZeroCase& c) {
+  static std::map<std::string, std::vector<train::TrainResult>> runs;
+  const std::string key = c.layout.text() + " " + pipeline::kind_name(c.schedule);
+  auto it = runs.find(key);
+  if (it == runs.end()) it = runs.emplace(key, run_threads(options_of(c, 0))).first;
   return it->second;
 }
 
-class ZeroEqualsDdp : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+class ZeroEqualsDdp : public ::testing::TestWithParam<ZeroCase> {};
 
-// P x R ranks, each stage's replica group sharding with ZeRO-k, for 5 steps
-// of the tiny model: the same mean losses, gradient norms (the whole
-// model's, from the shards), validation loss and parameters as DDP; the
-// replicas bit-identical (all-gathered from one shard); one reduce-scatter
-// round per step (the microbatches accumulate locally).
+// P x R (x T) ranks, each held stage's replica group sharding with ZeRO-k
+// (cut across T tensor ranks: each tensor rank's replicas shard its
+// pieces), for 5 steps of the tiny model: the same mean losses, gradient
+// norms (the whole model's, from the shards), validation loss and
+// parameters as DDP; the replicas and tensor ranks bit-identical; one
+// reduce-scatter round per step and stage (the microbatches accumulate
+// locally).
 TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
-  const auto [P, R, zero] = GetParam();
-  train::TrainerOptions o = tiny_options(P, R);
-  o.zero = zero;
-  const auto& ddp = ddp_run(P, R);
+  const ZeroCase c = GetParam();
+  const train::TrainerOptions o = options_of(c, c.zero);
+  const auto& ddp = ddp_run(c);
   const auto sharded = run_threads(o);
+  ASSERT_EQ(sharded.size(), ddp.size());
 
+  const int R = c.layout.replicas;
+  const auto mean_loss = [&](const std::vector<train::TrainResult>& run, size_t step) {
+    double mean = 0;  // the replicas' mean losses, from the rank holding the last stage (tensor rank 0)
+    for (const auto& r : run)
+      if (r.place.tensor == 0 && !r.step_losses.empty()) mean += r.step_losses.at(step) / R;
+    return mean;
+  };
   for (size_t step = 0; step < static_cast<size_t>(o.batches_per_epoch); ++step) {
-    double mean = 0, ddp_mean = 0;
-    for (int r = 0; r < R; ++r) {
-      const auto last = static_cast<size_t>(r * P + P - 1);
-      mean += sharded[last].step_losses.at(step) / R;
-      ddp_mean += ddp[last].step_losses.at(step) / R;
-    }
+    const double mean = mean_loss(sharded, step), ddp_mean = mean_loss(ddp, step);
+    EXPECT_GT(mean, 0) << "step " << step;
     EXPECT_NEAR(mean, ddp_mean, 2e-5 * ddp_mean) << "step " << step;
     for (size_t rank = 0; rank < sharded.size(); ++rank)
       EXPECT_NEAR(sharded[rank].grad_norms.at(step), ddp[rank].grad_norms.at(step), 1e-5 * ddp[rank].grad_norms[step])
           << "rank " << rank << " step " << step;
-    std::printf("  ZeRO-%d %dx%d step %zu: loss %.7f (DDP %.7f), gradient norm %.7f (DDP %.7f)\n", zero, P, R, step,
+    std::printf("  %s step %zu: loss %.7f (DDP %.7f), gradient norm %.7f (DDP %.7f)\n", name_of(c).c_str(), step,
                 mean, ddp_mean, sharded[0].grad_norms.at(step), ddp[0].grad_norms.at(step));
   }
-  for (size_t rank = 0; rank < sharded.size(); ++rank) {
-    EXPECT_NEAR(sharded[rank].valid_losses.at(0), ddp[rank].valid_losses.at(0), 2e-5 * ddp[rank].valid_losses[0]);
-    ASSERT_EQ(sharded[rank].data_parallel.size(), 1u) << "rank " << rank;
-    const train::DataParallelStats& stats = sharded[rank].data_parallel.front();
-    EXPECT_EQ(stats.strategy, "ZeRO-" + std::to_string(zero)) << "rank " << rank;
-    EXPECT_EQ(stats.synced_steps, o.batches_per_epoch) << "rank " << rank << ": one round per step";
-    EXPECT_EQ(stats.ddp.synced_steps, 0) << "rank " << rank << ": no DDP under --zero";
-    EXPECT_EQ(sharded[rank].digest, sharded[0].digest) << "rank " << rank;
-  }
-
   test_support::Worst worst;
-  size_t compared = 0;
-  for (int s = 0; s < P; ++s) {
-    for (const auto& [name, value] : sharded[static_cast<size_t>(s)].final_state) {
-      const auto& reference = ddp[static_cast<size_t>(s)].final_state;
-      ASSERT_TRUE(reference.count(name)) << name;
-      worst.add(value, reference.at(name));
-      ++compared;
-      for (int r = 1; r < R; ++r)
-        EXPECT_TRUE(at::equal(value, sharded[static_cast<size_t>(r * P + s)].final_state.at(name))) << name;
+  size_t compared = 0, expected = 0;
+  for (size_t rank = 0; rank < sharded.size(); ++rank) {
+    const train::TrainResult& r = sharded[rank];
+    EXPECT_NEAR(r.valid_losses.at(0), ddp[rank].valid_losses.at(0), 2e-5 * ddp[rank].valid_losses[0]);
+    ASSERT_EQ(r.data_parallel.size(), static_cast<size_t>(o.stages_per_rank)) << "rank " << rank << ": one per stage";
+    for (const train::DataParallelStats& stats : r.data_parallel) {
+      EXPECT_EQ(stats.strategy, "ZeRO-" + std::to_string(c.zero)) << "rank " << rank;
+      EXPECT_EQ(stats.synced_steps, o.batches_per_epoch) << "rank " << rank << ": one round per step";
+      EXPECT_EQ(stats.ddp.synced_steps, 0) << "rank " << rank << ": no DDP under --zero";
     }
+    EXPECT_EQ(r.digest, sharded[0].digest) << "rank " << rank;
+    // Every rank holds its stages' unsplit parameters (tensor ranks gather theirs).
+    for (const auto& [name, value] : r.final_state) {
+      ASSERT_TRUE(ddp[rank].final_state.count(name)) << name;
+      worst.add(value, ddp[rank].final_state.at(name));
+      if (r.place.replica == 0 && r.place.tensor == 0) ++compared;
+      for (const auto& other : sharded)  // replicas and tensor ranks of the same stage: bit-identical
+        if (other.place.stage == r.place.stage && other.final_state.count(name))
+          EXPECT_TRUE(at::equal(value, other.final_state.at(name))) << name;
+    }
+    if (r.place.replica == 0 && r.place.tensor == 0) expected += ddp[rank].final_state.size();
   }
-  size_t expected = 0;
-  for (int s = 0; s < P; ++s) expected += ddp[static_cast<size_t>(s)].final_state.size();
+  EXPECT_GT(compared, 0u);
   EXPECT_EQ(compared, expected) << "the stages together hold every parameter once";
   EXPECT_LT(worst.value, 2e-5) << "largest parameter difference from the DDP run";
-  std::printf("  ZeRO-%d %dx%d: %zu parameters, largest difference from DDP %.3g, digest %s (DDP %s)\n", zero, P, R,
+  std::printf("  %s: %zu parameters, largest difference from DDP %.3g, digest %s (DDP %s)\n", name_of(c).c_str(),
               compared, worst.value, sharded[0].digest.c_str(), ddp[0].digest.c_str());
 }
 
+using pipeline::ScheduleKind;
 INSTANTIATE_TEST_SUITE_P(Capstone, ZeroEqualsDdp,
-                         ::testing::Values(std::make_tuple(2, 2, 1), std::make_tuple(2, 2, 2),
-                                           std::make_tuple(1, 4, 2), std::make_tuple(2, 2, 3),
-                                           std::make_tuple(1, 4, 3)),
-                         [](const auto& info) {
-                           return "zero" + std::to_string(std::get<2>(info.param)) + "_" +
-                                  std::to_string(std::get<0>(info.param)) + "x" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+                         ::testing::Values(ZeroCase{{2, 2}, 1}, ZeroCase{{2, 2}, 2}, ZeroCase{{1, 4}, 2},
+                                           ZeroCase{{2, 2}, 3}, ZeroCase{{1, 4}, 3},
+                                           // With tensor parallelism: each tensor rank's replicas shard its pieces.
+                                           ZeroCase{{2, 2, 2}, 1}, ZeroCase{{1, 2, 2}, 2}, ZeroCase{{2, 2, 2}, 3},
+                                           // Two stages per rank: each stage's own replica group shards it.
+                                           ZeroCase{{2, 2}, 1, ScheduleKind::kInterleaved1F1B},
+                                           ZeroCase{{2, 2}, 2, ScheduleKind::kZeroBubbleV},
+                                           ZeroCase{{2, 2}, 3, ScheduleKind::kDualPipeV},
+                                           // All at once.
+                                           ZeroCase{{2, 2, 2}, 3, ScheduleKind::kInterleaved1F1B}),
+                         [](const auto& info) { return name_of(info.param); });
 
 // --zero 2 and 3 over an epoch boundary, stopped after step 3 (in epoch 2,
 // lr 4.75 from StepLR) and resumed: the uninterrupted run ends with DDP's
@@ -153,7 +191,8 @@ bool contains(const std::string& text, const std::string& piece) { return text.f
 TEST(Lesson11Zero, AcceptsOneTwoThreeRejectsOthers) {
   using lessons::testing::run;
   const std::string lesson = LESSON_11;
-  const std::string flags = " --backend threads --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 2 --eval-batches 1";
+  const std::string flags = " --data " + test_support::small_corpus_folder() +
+                            " --backend threads --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 2 --eval-batches 1";
   const auto ddp = run(lesson + flags);
   ASSERT_EQ(ddp.status, 0) << ddp.output;
   EXPECT_TRUE(contains(ddp.output, "replica groups (DDP per stage): {0, 2} {1, 3}")) << ddp.output;

@@ -51,11 +51,16 @@ TEST(FirstRun, AnUnreachableMasterIsOneLineWithoutLibTorchsSocketLog) {
   EXPECT_FALSE(contains(r.output, "InitGoogleLogging")) << r.output;
 }
 
+// The three ranks started by hand, not by distlab-run: a launcher stops the
+// survivors once rank 1 is gone, and its SIGTERM may come before they see
+// the closed connection. Rank 0's status is the command's.
 TEST(FirstRun, ADeadPeerIsNotCalledAMismatch) {
   const std::string hint = "(every rank must call the same collective with the same element count and dtype)";
-  const Outcome dead = run(std::string(DISTLAB_RUN) + " --nproc-per-node 3 --master-port 0 -- " + LESSON_14 +
+  const std::string rank = kAlone + "WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                           std::to_string(free_port()) + " RANK=$r LOCAL_RANK=$r " + LESSON_14 +
                            " --backend gloo --bug dead --culprit 1 --batch 24 --flight-dir " +
-                           fresh_dir("first_run_dead"));
+                           fresh_dir("first_run_dead");
+  const Outcome dead = run("sh -c 'for r in 1 2; do " + rank + " & done; r=0; " + rank + "; s=$?; wait; exit $s'");
   EXPECT_NE(dead.status, 0) << dead.output;
   EXPECT_TRUE(contains(dead.output, "closed the connection (did it exit or crash?)")) << dead.output;
   EXPECT_FALSE(contains(dead.output, hint)) << dead.output;

@@ -16,6 +16,7 @@
 
 #include "run_program.hpp"
 #include "support/perfetto_tracks.hpp"
+#include "support/small_corpus.hpp"
 
 namespace {
 
@@ -25,7 +26,7 @@ using distlab::lessons::testing::run;
 struct TracedRun {
   std::string name;
   std::string program;    // the built program
-  std::string flags;      // without --trace; {dir} is the run's own folder
+  std::string flags;      // without --trace; {dir} is the run's own folder, {corpus} the small corpus
   int processes = 0;      // > 0: under distlab-run, one file per process
   size_t min_events = 1;  // a run that traced nothing would prove nothing
 };
@@ -65,6 +66,8 @@ TEST_P(PerfettoTraces, EveryTrackNestsAndEveryArrowLandsOnItsSlice) {
   const std::string trace = dir + "/trace.json";
   std::string flags = t.flags;
   for (size_t at; (at = flags.find("{dir}")) != std::string::npos;) flags.replace(at, 5, dir);
+  for (size_t at; (at = flags.find("{corpus}")) != std::string::npos;)
+    flags.replace(at, 8, distlab::test_support::small_corpus_folder());
   const std::string command =
       t.processes > 0 ? std::string(DISTLAB_RUN) + " --nproc-per-node " + std::to_string(t.processes) +
                             " --master-port 0 --no-prefix -- " + t.program + " " + flags + " --trace " + trace
@@ -86,7 +89,8 @@ TEST_P(PerfettoTraces, EveryTrackNestsAndEveryArrowLandsOnItsSlice) {
   EXPECT_EQ(expect_nested(merged), total);
 }
 
-const std::string kCapstone = "--preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2";
+const std::string kCapstone =
+    "--data {corpus} --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2";
 
 INSTANTIATE_TEST_SUITE_P(
     Lessons, PerfettoTraces,

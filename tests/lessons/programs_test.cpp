@@ -20,6 +20,7 @@
 
 #include "pipeline/simulator.hpp"
 #include "run_program.hpp"
+#include "support/small_corpus.hpp"
 
 namespace {
 
@@ -413,7 +414,8 @@ class Lesson11 : public ::testing::TestWithParam<CapstoneRun> {};
 
 TEST_P(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
   const CapstoneRun c = GetParam();
-  const std::string flags = " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2 " + c.flags;
+  const std::string flags = " --data " + distlab::test_support::small_corpus_folder() +
+                            " --preset tiny --dropout 0 --epochs 1 --batches-per-epoch 3 --eval-batches 2 " + c.flags;
   const Outcome threads = run(std::string(LESSON_11) + " --backend threads" + flags);
   ASSERT_EQ(threads.status, 0) << threads.output;
   const Outcome gloo = run(std::string(DISTLAB_RUN) + " --nproc-per-node " + std::to_string(c.processes) +

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "run_command.hpp"
+#include "support/small_corpus.hpp"
 
 namespace distlab::train {
 namespace {
@@ -228,16 +229,18 @@ TEST(Failover, CorruptNewestCheckpointIsSkippedOnResume) {
 // the trainer resumes on its own (no --resume: the launcher's restart count
 // says it is a restart) from the newest complete checkpoint.
 
-const std::string kCapstone = LESSON_11;
-// 2 epochs of 4 batches = 8 steps; checkpoints at steps 2, 4 (epoch end), 6, 8.
-const std::string kCapstoneTraining =
-    " --backend gloo --preset tiny --epochs 2 --batches-per-epoch 4 --eval-batches 4 --timeout-ms 30000"
-    " --checkpoint-every 2";
+// 2 epochs of 4 batches = 8 steps; checkpoints at steps 2, 4 (epoch end), 6,
+// 8; on the tests' small corpus (tests/support/small_corpus.hpp).
+std::string capstone_training() {
+  return std::string(LESSON_11) + " --data " + test_support::small_corpus_folder() +
+         " --backend gloo --preset tiny --epochs 2 --batches-per-epoch 4 --eval-batches 4 --timeout-ms 30000"
+         " --checkpoint-every 2";
+}
 
 const std::string& capstone_uninterrupted_digest() {
   static const std::string digest = testing::digest_of_run(
       "capstone_uninterrupted", 1, 120, [](const std::string& port, const std::string& dir) {
-        return kRun + " --nproc-per-node 4 --master-port " + port + " -- " + kCapstone + kCapstoneTraining +
+        return kRun + " --nproc-per-node 4 --master-port " + port + " -- " + capstone_training() +
                " --checkpoint-dir " + dir;
       });  // world rank 0 prints it
   return digest;
@@ -260,7 +263,7 @@ TEST(CapstoneFailover, KilledRankUnderDistlabRunResumesOnItsOwn) {
   const std::string dir = fresh_dir("capstone_distlab_run");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return distlab_run_restarting(4, port) + kCapstone + kCapstoneTraining + " --checkpoint-dir " + emptied(dir) +
+        return distlab_run_restarting(4, port) + capstone_training() + " --checkpoint-dir " + emptied(dir) +
                " --kill-rank 3 --kill-at-step 5";
       },
       180);
@@ -273,7 +276,7 @@ TEST(CapstoneFailover, KilledRankUnderTorchrunResumesOnItsOwn) {
   const std::string dir = fresh_dir("capstone_torchrun");
   const Outcome r = run_on_free_port(
       [&](const std::string& port) {
-        return torchrun_restarting(4, emptied(dir) + "/logs", port) + kCapstone + kCapstoneTraining +
+        return torchrun_restarting(4, emptied(dir) + "/logs", port) + capstone_training() +
                " --checkpoint-dir " + dir + " --kill-rank 3 --kill-at-step 5";
       },
       180);
@@ -291,7 +294,7 @@ const std::string& capstone_uninterrupted_test_line() {
   static const std::string line = [] {
     const Outcome r = run_on_free_port(
         [&](const std::string& port) {
-          return kRun + " --nproc-per-node 4 --master-port " + port + " -- " + kCapstone + kCapstoneTraining +
+          return kRun + " --nproc-per-node 4 --master-port " + port + " -- " + capstone_training() +
                  " --dropout 0 --checkpoint-dir " + emptied(fresh_dir("capstone_elastic_whole"));
         },
         120);
@@ -327,7 +330,7 @@ std::string two_agents_one_lost(const std::string& dir, const std::string& port,
 TEST(CapstoneElastic, TorchrunAgentLostGoesOnAsTwoByOne) {
   const std::string dir = fresh_dir("capstone_elastic");
   const std::string program =
-      kCapstone + kCapstoneTraining + " --dropout 0 --elastic --checkpoint-dir " + dir + "/ckpt";
+      capstone_training() + " --dropout 0 --elastic --checkpoint-dir " + dir + "/ckpt";
   const Outcome r = run_on_free_port(
       [&](const std::string& port) { return two_agents_one_lost(emptied(dir), port, program, "ckpt/step_000000004"); },
       240);
@@ -353,7 +356,7 @@ TEST(CapstoneElastic, DistlabRunWithFewerProcessesReCutsTheStages) {
     return run_on_free_port(
         [&](const std::string& port) {
           return kRun + " --nproc-per-node " + std::to_string(nproc) + " --master-port " + port + " -- " +
-                 kCapstone + kCapstoneTraining + " --dropout 0 --elastic --checkpoint-dir " + dir + extra;
+                 capstone_training() + " --dropout 0 --elastic --checkpoint-dir " + dir + extra;
         },
         180);
   };
