@@ -137,6 +137,8 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ZeroEqualsDdp,
                                            ZeroCase{{2, 2}, 1, ScheduleKind::kInterleaved1F1B},
                                            ZeroCase{{2, 2}, 2, ScheduleKind::kZeroBubbleV},
                                            ZeroCase{{2, 2}, 3, ScheduleKind::kDualPipeV},
+                                           ZeroCase{{2, 2}, 2, ScheduleKind::kLoopedBFS},
+                                           ZeroCase{{2, 2}, 1, ScheduleKind::kInterleavedZeroBubble},
                                            // All at once.
                                            ZeroCase{{2, 2, 2}, 3, ScheduleKind::kInterleaved1F1B}),
                          [](const auto& info) { return name_of(info.param); });
