@@ -56,7 +56,7 @@ void announce_alone(const WorldInfo& world, const std::string& backend) {
 
 JobOptions with_env_defaults(JobOptions options) {
   options.trace = options.trace.with_env_defaults();
-  read_ms("DISTLAB_TIMEOUT_MS", options.timeout);
+  if (!options.timeout_given) read_ms("DISTLAB_TIMEOUT_MS", options.timeout);
   read_ms("DISTLAB_CONNECT_TIMEOUT_MS", options.connect_timeout);
   return options;
 }

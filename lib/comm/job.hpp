@@ -23,6 +23,7 @@ struct JobOptions {
   int ranks = 4;                    // threads: how many thread ranks
   std::string device = "cpu";       // threads: cpu | cuda (ranks share the GPUs round-robin)
   Milliseconds timeout = kDefaultTimeout;
+  bool timeout_given = false;       // set by --timeout-ms: DISTLAB_TIMEOUT_MS then leaves it alone
   Milliseconds connect_timeout = kDefaultConnectTimeout;
   trace::Config trace;              // --trace FILE, --live HOST:PORT
 };

@@ -21,7 +21,11 @@ inline void add_job_flags(CLI::App& app, JobOptions& job) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option_function<long long>(
-         "--timeout-ms", [&job](long long ms) { job.timeout = Milliseconds(ms); },
+         "--timeout-ms",
+         [&job](long long ms) {
+           job.timeout = Milliseconds(ms);
+           job.timeout_given = true;  // over DISTLAB_TIMEOUT_MS
+         },
          "give up waiting on another rank after this long (default 180000; env DISTLAB_TIMEOUT_MS)")
       ->check(CLI::PositiveNumber);
   app.add_option("--trace", job.trace.file,
