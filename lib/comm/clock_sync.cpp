@@ -9,9 +9,22 @@ namespace distlab::comm {
 trace::ClockOffset measure_clock_offset(Communicator& comm, int rounds) {
   if (comm.size() == 1) return {};
   const auto options = at::TensorOptions().dtype(at::kLong).device(comm.device());
+  // Ranks on rank 0's machine read its very clock: their offset is 0, with
+  // no uncertainty (a measurement would add a loaded machine's jitter,
+  // hundreds of microseconds, and turn arrows around). The others ping.
+  const auto domain = static_cast<int64_t>(trace::clock_domain());
+  at::Tensor rank0_domain = at::full({1}, domain, options);
+  comm.native_broadcast(rank0_domain, 0);
+  const bool shared = rank0_domain.cpu().item<int64_t>() == domain;
+  at::Tensor pinging = at::zeros({comm.size()}, options);  // 1 for each rank that measures
+  if (!shared) pinging[comm.rank()].fill_(1);
+  comm.native_all_reduce(pinging);
+  const at::Tensor pings = pinging.cpu();
+  if (shared && comm.rank() != 0) return {};
   at::Tensor message = at::zeros({1}, options);
   if (comm.rank() == 0) {
     for (int peer = 1; peer < comm.size(); ++peer) {
+      if (pings[peer].item<int64_t>() == 0) continue;
       for (int round = 0; round < rounds; ++round) {
         comm.recv(message, peer, kClockSyncTag);
         message.fill_(trace::now_us());  // T: after the ping arrived, before the pong leaves

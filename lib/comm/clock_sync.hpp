@@ -9,7 +9,9 @@
 //
 // and the round with the shortest round trip gives the tightest bound. The
 // offset is written into r's trace ("clock_offset" metadata) and the readers
-// (distlab-trace merge, the visualizer) add it to r's times.
+// (distlab-trace merge, the visualizer) add it to r's times. A rank whose
+// clock is rank 0's (trace::clock_domain: the same machine) takes {0, 0}
+// without pinging.
 #pragma once
 
 #include "comm/communicator.hpp"
@@ -23,8 +25,9 @@ inline constexpr int kClockSyncRounds = 16;
 // flow ids) of the job's own tags.
 inline constexpr int kClockSyncTag = (1 << 30) - 1;
 
-// Called by every rank at once. Rank 0 answers each other rank in turn and
-// returns {0, 0}. Throws TimeoutError (naming the peer) if a rank is missing.
+// Called by every rank at once. Rank 0 answers each other rank of another
+// clock in turn and returns {0, 0}. Throws TimeoutError (naming the peer)
+// if a rank is missing.
 trace::ClockOffset measure_clock_offset(Communicator& comm, int rounds = kClockSyncRounds);
 
 // Start-up of a multi-process job whose communicator's recorder has no sinks

@@ -2,10 +2,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 #include "trace/event.hpp"
+
+#include <unistd.h>
 
 namespace distlab::trace {
 
@@ -23,6 +27,18 @@ int64_t clock_shift_us() {
 }
 
 }  // namespace
+
+uint64_t clock_domain() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  if (boot.empty()) {  // no /proc: the host's name stands for its boot
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    boot = host;
+  }
+  return flow_id(0, 0, static_cast<int64_t>(std::hash<std::string>{}(boot)),
+                 static_cast<uint64_t>(clock_shift_us()));
+}
 
 int64_t now_us() {
   using namespace std::chrono;

@@ -13,6 +13,10 @@ namespace distlab::trace {
 // DISTLAB_TRACE_CLOCK_SHIFT_US=N adds N to this process's clock: a second
 // machine's unrelated clock, made on one machine for the tests.
 int64_t now_us();
+// Which clock now_us() reads: equal on every process of one boot of one
+// machine (one CLOCK_MONOTONIC, containers included) with the same
+// DISTLAB_TRACE_CLOCK_SHIFT_US. Processes of one domain need no offset.
+uint64_t clock_domain();
 
 // What to add to a rank's timestamps to put them on rank 0's clock. The
 // true offset lies within offset_us +- uncertainty_us (half the round trip

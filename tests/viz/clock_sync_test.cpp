@@ -45,6 +45,39 @@ std::vector<std::string> node_of_lesson_05(int node, const std::string& port, co
   return argv;
 }
 
+// Three ranks of one launcher: one machine, one clock. Each writes offset
+// 0 with no uncertainty (a ping-pong on a loaded machine would state
+// hundreds of microseconds and move the ranks apart by that much), and every
+// recv ends after its send began, without any correction.
+TEST(ClockSync, RanksOfOneMachineKeepRankZerosClock) {
+  const std::string pattern = temp_path("one_machine.rank{rank}.json");
+  const std::string out = temp_path("one_machine.txt");
+  const pid_t job = spawn({VIZ_DISTLAB_RUN, "--nproc-per-node", "3", "--master-port", "0", "--", VIZ_LESSON_05,
+                           "--backend", "gloo", "--mb", "0.25", "--no-steps", "--iters", "2", "--trace", pattern},
+                          {}, out);
+  ASSERT_GT(job, 0);
+  ASSERT_EQ(wait_exit(job, kWaitMs), 0) << read_text(out);
+  std::vector<trace::Event> all;
+  for (int rank = 0; rank < 3; ++rank) {
+    trace::TraceInfo info;
+    const auto events = trace::read_chrome_trace(temp_path("one_machine.rank" + std::to_string(rank) + ".json"), {}, &info);
+    ASSERT_EQ(info.clock_offsets.count(rank), 1u) << "rank " << rank;
+    EXPECT_EQ(info.clock_offsets.at(rank).offset_us, 0) << "rank " << rank;
+    EXPECT_EQ(info.clock_offsets.at(rank).uncertainty_us, 0) << "rank " << rank;
+    all.insert(all.end(), events.begin(), events.end());
+  }
+  std::map<uint64_t, int64_t> send_begin;
+  for (const auto& e : all)
+    if (e.category == "send" && e.flow != 0) send_begin[e.flow] = e.begin_us;
+  size_t pairs = 0;
+  for (const auto& e : all)
+    if (e.category == "recv" && send_begin.count(e.flow)) {
+      ++pairs;
+      EXPECT_GE(e.end_us, send_begin[e.flow]) << "a recv ended before its send began";
+    }
+  EXPECT_GT(pairs, 10u);
+}
+
 TEST(ClockSync, OffsetBetweenTwoNodesIsMeasuredAndApplied) {
   const std::string pattern = temp_path("nodes.rank{rank}.json");
   const std::string port = std::to_string(free_port());
