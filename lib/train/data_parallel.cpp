@@ -89,7 +89,20 @@ class ZeroStage final : public DataParallelStage {
 
  public:
   ZeroStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr)
-      : stage_(stage), tensor_(tensor), units_(stage.units()), zero_(make(replicas, units_, lr)) {}
+      : tensor_(tensor), units_(stage.units()), zero_(make(replicas, units_, lr)) {
+    if (tensor_.size() == 1) return;
+    // Cut across a tensor group, the shard's segments of cut matrices add
+    // over the replicas and the tensor group; those of replicated
+    // parameters (the same on every tensor rank) over the replicas only.
+    // Which is which is fixed by the layout: sorted once, here.
+    std::set<const c10::TensorImpl*> cut;
+    for (const at::Tensor& p : stage.split_parameters()) cut.insert(p.unsafeGetTensorImpl());
+    const zero::ShardedOptimizer& sharded = zero_->sharded();
+    for (const zero::Segment& s : zero::shard_segments(sharded.layout(), sharded.comm().rank()))
+      (cut.count(sharded.params()[static_cast<size_t>(s.param)].unsafeGetTensorImpl()) ? cut_segments_
+                                                                                       : replicated_segments_)
+          .push_back(s);
+  }
 
   pipeline::StageModule stage() override {
     // ZeRO made the parameters views into its flat buffers (set_data): the
@@ -114,18 +127,14 @@ class ZeroStage final : public DataParallelStage {
     // This rank's chunks of the stage: their squares add over the replicas.
     const zero::ShardedOptimizer& sharded = zero_->sharded();
     if (tensor_.size() == 1) return {{gradients_of(sharded.shard()), {&sharded.comm()}}};
-    // Cut across a tensor group, the shard's segments of cut matrices add
-    // over the replicas and the tensor group; those of replicated
-    // parameters (the same on every tensor rank) over the replicas only.
-    std::set<const c10::TensorImpl*> cut;
-    for (const at::Tensor& p : stage_.split_parameters()) cut.insert(p.unsafeGetTensorImpl());
-    NormShare replicated{{}, {&sharded.comm()}}, pieces{{}, {&sharded.comm(), &tensor_}};
-    for (const zero::Segment& s : zero::shard_segments(sharded.layout(), sharded.comm().rank())) {
-      const bool is_cut = cut.count(sharded.params()[static_cast<size_t>(s.param)].unsafeGetTensorImpl()) > 0;
-      (is_cut ? pieces : replicated)
-          .gradients.push_back(sharded.shard()[static_cast<size_t>(s.bucket)].grad().narrow(0, s.chunk_offset, s.length));
-    }
-    return {replicated, pieces};
+    const auto gradients = [&](const std::vector<zero::Segment>& segments) {
+      std::vector<at::Tensor> out;
+      for (const zero::Segment& s : segments)
+        out.push_back(sharded.shard()[static_cast<size_t>(s.bucket)].grad().narrow(0, s.chunk_offset, s.length));
+      return out;
+    };
+    return {{gradients(replicated_segments_), {&sharded.comm()}},
+            {gradients(cut_segments_), {&sharded.comm(), &tensor_}}};
   }
   void optimizer_step() override { zero_->step(); }  // the shard; ZeRO-1/2 then all-gather
   void set_lr(double lr) override { set_sgd_lr(zero_->sharded().optimizer(), lr); }
@@ -148,10 +157,10 @@ class ZeroStage final : public DataParallelStage {
       return std::make_unique<Z>(replicas, *units, sgd);
   }
 
-  RankStage& stage_;
   comm::Communicator& tensor_;
   torch::nn::Sequential units_;
   std::unique_ptr<Z> zero_;
+  std::vector<zero::Segment> replicated_segments_, cut_segments_;  // of a cut stage's shard
   std::optional<ddp::NoSyncGuard> no_sync_;  // ZeRO-2 and ZeRO-3
   int64_t reductions_ = 0;                   // ZeRO-1's reduce-scatter rounds
 };
