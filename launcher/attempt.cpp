@@ -45,7 +45,7 @@ int millis_until(std::chrono::steady_clock::time_point t) {
 void say(const std::string& text) { write_all(STDERR_FILENO, "distlab-run: " + text + "\n"); }
 
 Attempt::Attempt(const LaunchOptions& options, std::string program, int restart_count, int master_port,
-                 SignalPipe& signals)
+                 flight::SignalPipe& signals)
     : options_(options),
       program_(std::move(program)),
       restart_count_(restart_count),

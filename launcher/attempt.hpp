@@ -15,7 +15,7 @@
 #include "exit_records.hpp"
 #include "line_prefixer.hpp"
 #include "options.hpp"
-#include "signal_pipe.hpp"
+#include "flight/signal_pipe.hpp"
 #include "stdin_forwarder.hpp"
 
 namespace distlab::launcher {
@@ -30,7 +30,7 @@ struct AttemptOutcome {
 class Attempt {
  public:
   // `program` from find_program; `restart_count` 0 for the first start.
-  Attempt(const LaunchOptions& options, std::string program, int restart_count, int master_port, SignalPipe& signals);
+  Attempt(const LaunchOptions& options, std::string program, int restart_count, int master_port, flight::SignalPipe& signals);
   ~Attempt();  // kills whatever still runs, e.g. when starting threw
 
   // Throws LaunchError when the program cannot be executed.
@@ -64,7 +64,7 @@ class Attempt {
   std::string program_;
   int restart_count_;
   int master_port_;
-  SignalPipe& signals_;
+  flight::SignalPipe& signals_;
   ExitRecords exit_records_;  // flight.rank<N>.exit.json for distlab-trace why
   std::vector<Worker> workers_;
 

@@ -35,6 +35,10 @@ void make_pipe(int fds[2]) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+  // SIGUSR1 asks for a flight dump (distlab-run forwards it): ignored until
+  // the worker installs its handler (comm::run_job does), so a request in
+  // its first moments, or to a program with no handler, does not kill it.
+  ::signal(SIGUSR1, SIG_IGN);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
   // A worker in a background process group would stop on reading the

@@ -1,11 +1,32 @@
 #include "job.hpp"
 
+#include <signal.h>
+
 #include <cstdlib>
 
 #include "attempt.hpp"
+#include "flight/signal_pipe.hpp"
 #include "network.hpp"
 
 namespace distlab::launcher {
+namespace {
+
+// A reader that went away must not kill the launcher while workers run;
+// writes then fail with EPIPE, which write_all ignores.
+class SigpipeIgnored {
+ public:
+  SigpipeIgnored() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &replaced_);
+  }
+  ~SigpipeIgnored() { ::sigaction(SIGPIPE, &replaced_, nullptr); }
+
+ private:
+  struct sigaction replaced_ {};
+};
+
+}  // namespace
 
 int run_job(const LaunchOptions& options) {
   try {
@@ -14,7 +35,9 @@ int run_job(const LaunchOptions& options) {
     check_host_resolves(options.master_addr);
     // Picked once: a restarted job meets at the same address as before.
     int port = options.master_port != 0 ? options.master_port : pick_free_port();
-    SignalPipe signals;
+    // Signals and worker output in the one poll() loop of Attempt::run.
+    flight::SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1});
+    SigpipeIgnored sigpipe;
 
     for (int restart = 0;; ++restart) {
       AttemptOutcome outcome = Attempt(options, program, restart, port, signals).run();

@@ -219,7 +219,9 @@ class Runner:
         start = time.time()
         # Programs named bare (`lesson_11_capstone ...`, `distlab-run ...`) are the build's.
         path = ":".join(os.path.join(self.build, d) for d in ("launcher", "lessons", "bench", "viz"))
-        env = dict(os.environ, PATH=path + ":" + os.environ.get("PATH", ""))
+        # The temporary folder is the scratch one too: a program's default
+        # under $TMPDIR (lesson 14's flight_14) is where the README's /tmp/ is.
+        env = dict(os.environ, PATH=path + ":" + os.environ.get("PATH", ""), TMPDIR=self.tmp)
         try:
             p = subprocess.run(["bash", "-c", real], cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=self.timeout)

@@ -5,7 +5,7 @@
 #
 #   scripts/slides.sh              install what is missing, build the programs the decks run, build the slides
 #   scripts/slides.sh --deps       install the slide tools only (Marp, puppeteer-core: npm ci in slides/)
-#   scripts/slides.sh --check      build the slides, then run the slide checks
+#   scripts/slides.sh --check      build the slides, then run the slide checks (on --out DIR when given after --)
 #   scripts/slides.sh -- --only 03_broadcast --no-pdf    pass flags to slides/tools/build.mjs
 #
 # Nothing downloads a browser: PDFs and checks use Debian's chromium.
@@ -30,15 +30,28 @@ case "${1:-}" in
   --deps) install_slide_tools; exit 0 ;;
 esac
 
-scripts/setup.sh slides_programs   # the programs the decks run, not the tests
-install_slide_tools
+# DISTLAB_SLIDES_DRY_RUN=1: print the commands instead of running them
+# (tests/build/slides_sh_test.sh checks what reaches the builder and the checks).
+run() { if [ -n "${DISTLAB_SLIDES_DRY_RUN:-}" ]; then echo "$*"; else "$@"; fi; }
+
+run scripts/setup.sh slides_programs   # the programs the decks run, not the tests
+run install_slide_tools
 build_dir="${BUILD_DIR:-build}"
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 [ "${1:-}" = "--" ] && shift
-node slides/tools/build.mjs --build-dir "$build_dir" "$@"
+run node slides/tools/build.mjs --build-dir "$build_dir" "$@"
+# The checks read the slides where the builder wrote them: its --out, if given.
+out=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) [ $# -ge 2 ] && out=(--out "$2"); shift ;;
+    --out=*) out=(--out "${1#--out=}") ;;
+  esac
+  shift
+done
 if ((check)); then
   for what in decks manifest pdf html notes; do
-    node slides/tools/check.mjs "$what" --build-dir "$build_dir"
+    run node slides/tools/check.mjs "$what" --build-dir "$build_dir" "${out[@]}"
   done
 fi

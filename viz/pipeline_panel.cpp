@@ -197,7 +197,7 @@ void PipelinePanel::draw_controls() {
   for (ScheduleKind kind : pipeline::all_kinds()) {
     auto at = std::find(kinds_.begin(), kinds_.end(), kind);
     bool on = at != kinds_.end();
-    if (ImGui::Checkbox(schedule_display_name(kind).c_str(), &on)) {
+    if (ImGui::Checkbox(pipeline::display_name(kind), &on)) {
       if (!on && kinds_.size() > 1) {
         kinds_.erase(at);
         changed = true;
@@ -266,7 +266,7 @@ void PipelinePanel::draw_column(size_t index, ImVec2 size) {
   const int p = run.schedule.ranks, m = run.schedule.microbatches;
   ImGui::BeginGroup();
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(schedule_color(run.schedule.kind)), "%s: %s",
-                     schedule_display_name(run.schedule.kind).c_str(), format_duration(run.makespan_s).c_str());
+                     pipeline::display_name(run.schedule.kind), format_duration(run.makespan_s).c_str());
   if (run.closed)
     ImGui::Text("bubble %s  (closed form %s)", percent(run.bubble).c_str(), percent(run.closed->bubble).c_str());
   else

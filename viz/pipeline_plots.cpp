@@ -44,7 +44,7 @@ SweepPlotLayout draw_sweep_plot(const char* id, const std::vector<SweepSeries>& 
   for (const SweepSeries& s : series) {
     ImGui::SameLine(0, 12.0f * scale);
     const SweepPoint* point = s.at(current_m);
-    const std::string text = schedule_display_name(s.kind) + " " + (point ? value_text(sweep_value(*point, quantity), quantity) : "-");
+    const std::string text = std::string(pipeline::display_name(s.kind)) + " " + (point ? value_text(sweep_value(*point, quantity), quantity) : "-");
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(schedule_color(s.kind)), "%s", text.c_str());
   }
 
@@ -115,7 +115,7 @@ SweepPlotLayout draw_sweep_plot(const char* id, const std::vector<SweepSeries>& 
     if (quantity == SweepQuantity::kBubble) ImGui::TextDisabled("(p-1)/(m+p-1) = %s", value_text(pipeline::gpipe_bubble(ranks, m), quantity).c_str());
     for (const SweepSeries& s : series) {
       const SweepPoint* point = s.at(m);
-      const std::string text = schedule_display_name(s.kind) + ": " +
+      const std::string text = std::string(pipeline::display_name(s.kind)) + ": " +
                                (point ? value_text(sweep_value(*point, quantity), quantity) : "refuses this m");
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(schedule_color(s.kind)), "%s", text.c_str());
     }

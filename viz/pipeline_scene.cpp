@@ -212,20 +212,6 @@ const std::vector<SweepSeries>& SweepCache::get(const PipelineSetup& setup, cons
   return series_;
 }
 
-std::string schedule_display_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kGPipe: return "GPipe";
-    case ScheduleKind::k1F1B: return "1F1B";
-    case ScheduleKind::kInterleaved1F1B: return "Interleaved 1F1B";
-    case ScheduleKind::kLoopedBFS: return "LoopedBFS";
-    case ScheduleKind::kZeroBubbleH1: return "ZB-H1";
-    case ScheduleKind::kInterleavedZeroBubble: return "Interleaved ZB";
-    case ScheduleKind::kZeroBubbleV: return "ZBV";
-    case ScheduleKind::kDualPipeV: return "DualPipeV";
-    default: return pipeline::kind_name(kind);
-  }
-}
-
 Color schedule_color(ScheduleKind kind) {
   // Far from the memory bars' blue-grey and the cursor's yellow, and from
   // each other on the dark canvas.

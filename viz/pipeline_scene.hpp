@@ -139,10 +139,6 @@ class SweepCache {
   int computed_ = 0;
 };
 
-// "GPipe", "1F1B", "Interleaved 1F1B", "LoopedBFS", "ZB-H1"; a kind
-// without a display name of its own: its kind_name.
-std::string schedule_display_name(pipeline::ScheduleKind kind);
-
 // One colour per schedule kind, for its line in the plots and its column's
 // title: a palette indexed by the kind's place in pipeline::all_kinds(), so
 // a kind added there gets the next colour.

@@ -5,7 +5,7 @@
 // seeded generator and trains on its slice; the gradients are summed with
 // the backend's all-reduce and divided by the world size; SGD with momentum
 // updates every replica the same way. Rank 0 saves a checkpoint every
-// --save-every steps (lib/train/checkpoint.hpp): parameters, momentum
+// --save-every steps (lib/checkpoint/checkpointer.hpp): parameters, momentum
 // buffers, the data generator's state, step, epoch, data position.
 //
 // --kill-rank R --kill-at-step S makes rank R SIGKILL itself at step S on
@@ -50,8 +50,8 @@
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
 #include "lesson.hpp"
-#include "train/checkpoint.hpp"
-#include "train/checkpoint_module.hpp"
+#include "checkpoint/checkpointer.hpp"
+#include "checkpoint/module_state.hpp"
 
 using namespace distlab;
 
@@ -119,9 +119,9 @@ struct TrainState {
   std::int64_t step = 0;  // steps done
 };
 
-train::CheckpointPart to_part(TrainState& s, const Options& o, const Place& p, int world_size) {
-  train::CheckpointPart part;
-  part.model = train::named_state(s.net);
+checkpoint::CheckpointPart to_part(TrainState& s, const Options& o, const Place& p, int world_size) {
+  checkpoint::CheckpointPart part;
+  part.model = checkpoint::named_state(s.net);
   for (const auto& [name, buffer] : s.momentum) part.tensors["optimizer/momentum/" + name] = buffer;
   part.tensors["rng/data"] = s.data.get_state();
   part.ints = {{"step", s.step}, {"epoch", s.step / o.steps_per_epoch}, {"data_position", s.step * o.batch},
@@ -132,8 +132,8 @@ train::CheckpointPart to_part(TrainState& s, const Options& o, const Place& p, i
   return part;
 }
 
-void from_part(TrainState& s, const train::CheckpointPart& part) {
-  train::load_named_state(s.net, part.model);
+void from_part(TrainState& s, const checkpoint::CheckpointPart& part) {
+  checkpoint::load_named_state(s.net, part.model);
   for (auto& [name, buffer] : s.momentum) buffer.copy_(part.tensors.at("optimizer/momentum/" + name));
   s.data.set_state(part.tensors.at("rng/data"));
   s.step = part.ints.at("step");
@@ -141,7 +141,7 @@ void from_part(TrainState& s, const train::CheckpointPart& part) {
 
 // Rank 0 picks the checkpoint and tells everybody, so that all ranks resume
 // from the same one even if the folder changes under them.
-void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& checkpoints, const Place& p,
+void resume(comm::Communicator& comm, TrainState& s, const checkpoint::Checkpointer& checkpoints, const Place& p,
             int64_t batch, int64_t steps) {
   at::Tensor chosen = at::full({1}, -1, at::kLong);
   if (p.rank == 0) {
@@ -161,7 +161,7 @@ void resume(comm::Communicator& comm, TrainState& s, const train::Checkpointer& 
                 "starts from step 0\n",
                 checkpoints.folder(step).c_str(), static_cast<long long>(step), static_cast<long long>(steps),
                 checkpoints.dir().c_str());
-  const train::CheckpointPart part = checkpoints.load(step, 0);
+  const checkpoint::CheckpointPart part = checkpoints.load(step, 0);
   from_part(s, part);
   std::printf("[RANK %d] resumed from %s: step %lld, epochs done %lld, data position %lld (saved by %s)\n", p.rank,
               checkpoints.folder(step).c_str(), static_cast<long long>(step),
@@ -235,7 +235,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     std::filesystem::create_directories(o.flight_dir, ignored);  // it may have been inside
     std::printf("[RANK 0] --fresh: deleted %s\n", o.checkpoint_dir.c_str());
   }
-  const train::Checkpointer checkpoints(o.checkpoint_dir, /*num_stages=*/1, o.keep);
+  const checkpoint::Checkpointer checkpoints(o.checkpoint_dir, /*num_stages=*/1, o.keep);
   parts.begin(comm, "Resume from the newest checkpoint");
   resume(comm, s, checkpoints, p, o.batch, o.steps);
 
@@ -260,7 +260,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     }
   }
   parts.begin(comm, "The final parameters");
-  const std::string digest = train::state_digest(train::named_state(s.net));
+  const std::string digest = checkpoint::state_digest(checkpoint::named_state(s.net));
   std::printf("[RANK %d] final parameters digest %s after %s\n", p.rank, digest.c_str(),
               comm::counted(s.step, "step").c_str());
   if (!o.expect_digest.empty()) {

@@ -1,6 +1,6 @@
 // Lesson 10: pipeline schedules.
 //
-// Seed 002's GPT, split in two by hand as the seed's manual_model_split
+// The tutorial's GPT, split in two by hand as the tutorial's manual_model_split
 // does: stage 0 keeps the embedding and the first half of the layers, stage
 // 1 the rest, the norm and the output, every parameter under the whole
 // model's name. Each schedule (GPipe, 1F1B, Interleaved 1F1B, LoopedBFS,
@@ -10,8 +10,8 @@
 //   2. its bubble is measured from the trace, beside the simulator's (fed the
 //      same run's measured action costs) and beside (p-1)/(m+p-1);
 //   3. the activations each stage held at once are counted from the trace.
-// Last, seed 002's batch_first=False trap: cutting microbatches along dim 0,
-// as the seed's x.chunk() does, changes the loss.
+// Last, the pipelining tutorial's batch_first=False trap: cutting microbatches along dim 0,
+// as the tutorial's x.chunk() does, changes the loss.
 //
 //   lesson_10_pipeline_schedules                       (2 thread ranks, small GPT)
 //   lesson_10_pipeline_schedules --trace /tmp/pp.json  (/tmp/pp.gpipe.json, /tmp/pp.1f1b.json, ...)
@@ -55,7 +55,7 @@ namespace {
 struct Options {
   comm::JobOptions job;
   int64_t dim = 64, layers = 4, heads = 8, ffn = 256, vocab = 1000;
-  int64_t seq = 32, batch = 16;  // tokens are (seq, batch): batch_first=False, as the seed's x (32, 500)
+  int64_t seq = 32, batch = 16;  // tokens are (seq, batch): batch_first=False, as the tutorial's x (32, 500)
   int microbatches = 4, steps = 3;
   bool seed_shapes = false;
   std::vector<std::string> schedules{"gpipe", "1f1b", "interleaved", "looped_bfs", "zb_h1"};
@@ -67,7 +67,7 @@ struct Options {
 // microbatch weight, a missed gradient) is far above it.
 constexpr double kRelativeTolerance = 1e-4;
 
-// Seed 002's tokenwise_loss_fn: mean cross entropy over every token.
+// The tutorial's tokenwise_loss_fn: mean cross entropy over every token.
 // logits (A, b, V), targets (A, b).
 at::Tensor tokenwise_loss(const at::Tensor& logits, const at::Tensor& targets) {
   return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
@@ -92,7 +92,7 @@ Reference make_reference(const Options& o) {
   Reference ref;
   torch::manual_seed(2);  // the same model and batch in every process
   ref.whole = models::Gpt(g);
-  // Random tokens, not the seed's x = torch.ones: with every token equal,
+  // Random tokens, not the tutorial's x = torch.ones: with every token equal,
   // every row of a column is the same vector and the dim-0 trap of part 4
   // would not show.
   ref.tokens = torch::randint(o.vocab, {o.seq, o.batch}, torch::kLong);
@@ -219,7 +219,7 @@ Row run_schedule(comm::Communicator& comm, const Options& o, const Reference& re
 }
 
 // GPipe's loss with microbatches cut along `dim` of the tokens (seq, batch):
-// dim 1 as the executor is told above, dim 0 as seed 002's x.chunk(m) cuts.
+// dim 1 as the executor is told above, dim 0 as the pipelining tutorial's x.chunk(m) cuts.
 double gpipe_loss_cut_along(comm::Communicator& comm, const Options& o, const Reference& ref, int64_t dim) {
   const pipeline::Schedule gpipe = pipeline::make_schedule(ScheduleKind::kGPipe, comm.size(), o.microbatches);
   std::vector<models::Gpt> stages = build_stages(comm, ref, gpipe);
@@ -248,10 +248,10 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
     throw comm::SetupError("a pipeline of " + std::to_string(o.layers) + " layers needs 2 to " +
                            std::to_string(o.layers) + " ranks, got " + std::to_string(p) + " (--ranks 2)");
   if (me == 0) std::printf("Lesson 10: pipeline schedules  (%s backend, %d ranks)\n\n", comm.backend().c_str(), p);
-  parts.begin(comm, "Seed 002's GPT");
+  parts.begin(comm, "The tutorial's GPT");
   if (me == 0) {
-    std::printf("1. Seed 002's GPT: dim %lld, %lld layers, %lld heads, ffn %lld, vocab %lld; tokens (%lld, %lld),\n"
-                "   %d microbatches. Split by hand into %d stages, as the seed's manual_model_split:\n",
+    std::printf("1. The tutorial's GPT: dim %lld, %lld layers, %lld heads, ffn %lld, vocab %lld; tokens (%lld, %lld),\n"
+                "   %d microbatches. Split by hand into %d stages, as the tutorial's manual_model_split:\n",
                 (long long)o.dim, (long long)o.layers, (long long)o.heads, (long long)o.ffn, (long long)o.vocab,
                 (long long)o.seq, (long long)o.batch, m, p);
     const auto ranges = models::split_layers(o.layers, p);
@@ -264,7 +264,7 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                   stage->named_parameters().keys().front().c_str());
     }
     std::printf("   Each stage keeps the whole model's parameter names, and copy_state_by_name gives it the\n"
-                "   whole model's weights. The seed's other way, the tracer split (pipeline(model,\n"
+                "   whole model's weights. The tutorial's other way, the tracer split (pipeline(model,\n"
                 "   split_spec={\"layers.4\": SplitPoint.BEGINNING})), has no LibTorch equivalent: C++ has no\n"
                 "   tracer that turns a forward() into a graph to cut, so DistLab splits by hand.\n");
     std::printf("   Unsplit model on the whole batch, one process: loss %.6f, %s per forward + backward.\n\n",
@@ -305,6 +305,8 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
   comm.barrier();
   if (sinks.files && (comm.backend() != "threads" || me == 0)) sinks.files->close();
   comm.barrier();
+  const bool none_ran =
+      std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.skipped.empty(); });
   bool all_equal = true;
   for (const Row& r : rows)
     if (r.skipped.empty()) all_equal = all_equal && r.loss_diff <= kRelativeTolerance * std::abs(ref.loss) &&
@@ -321,6 +323,12 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
       std::printf("   %-*s %2d %10.6f %11.2e %16.2e %14.2e\n", w, r.name.c_str(), r.v, r.loss, r.loss_diff, r.grad_diff,
                   r.grad_rel);
     }
+  }
+  // Nothing compared is nothing shown equal: say so, and fail.
+  if (none_ran)
+    throw comm::SetupError("none of the schedules asked for ran (each was skipped, see the table): give --layers "
+                           "enough for every stage, or other --schedules");
+  if (me == 0) {
     std::printf("\n   Time and bubble (idle fraction of the ranks in the last step); peak activations:\n"
                 "   microbatches whose activations a stage held at once, measured (simulated)\n");
     std::printf("   %-*s %2s %10s %9s %10s %14s   %s\n", w, "schedule", "v", "step", "measured", "simulated",
@@ -334,15 +342,15 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
     }
   }
 
-  parts.begin(comm, "Seed 002's batch_first=False trap");
+  parts.begin(comm, "The tutorial's batch_first=False trap");
   const double dim1_loss = gpipe_loss_cut_along(comm, o, ref, 1), dim0_loss = gpipe_loss_cut_along(comm, o, ref, 0);
   if (me == 0) {
-    std::printf("\n4. Seed 002's batch_first=False trap: the layers attend along dim 0 of the tokens (%lld, %lld).\n"
+    std::printf("\n4. The tutorial's batch_first=False trap: the layers attend along dim 0 of the tokens (%lld, %lld).\n"
                 "   the unsplit model:                          loss %.6f\n"
                 "   GPipe, cut along dim 1 (the batch, as above): loss %.6f\n"
-                "   GPipe, cut along dim 0 (the seed's x.chunk(%d)): loss %.6f, %.2e away from the unsplit model's\n"
+                "   GPipe, cut along dim 0 (the tutorial's x.chunk(%d)): loss %.6f, %.2e away from the unsplit model's\n"
                 "   Cutting dim 0 hands each microbatch %lld of the %lld positions, so each position attends to\n"
-                "   fewer others: a different model. (The seed's dummy x = torch.ones hides it: every token equal.)\n",
+                "   fewer others: a different model. (The tutorial's dummy x = torch.ones hides it: every token equal.)\n",
                 (long long)o.seq, (long long)o.batch, ref.loss, dim1_loss, m, dim0_loss, std::abs(dim0_loss - ref.loss),
                 (long long)(o.seq / m), (long long)o.seq);
     std::printf("\n%s\n", all_equal ? "Every schedule: loss and every gradient equal to the unsplit model's "
@@ -358,7 +366,7 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
     std::printf("\nNext: --microbatches 8 or 16 (the bubble falls as (p-1)/(m+p-1)), --ranks 4 --layers 8,\n"
                 "--trace /tmp/pp.json and open /tmp/pp.1f1b.json in Perfetto or distlab-viz,\n"
                 "distlab-run --nproc-per-node 2 -- lesson_10_pipeline_schedules --backend gloo,\n"
-                "--seed-shapes (the seed's sizes; on a GPU with --device cuda); then distlab-bench pipeline.\n");
+                "--seed-shapes (the tutorial's sizes; on a GPU with --device cuda); then distlab-bench pipeline.\n");
   }
   if (!all_equal)
     throw std::runtime_error("a schedule's loss or gradients differ from the unsplit model's beyond float32 "
@@ -369,10 +377,10 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
 
 int main(int argc, char** argv) {
   Options o;
-  o.job.ranks = 2;  // the seed's two stages
-  lessons::Parts parts({"Seed 002's GPT", "The schedules as data", "Each schedule run for real",
-                        "Seed 002's batch_first=False trap"});
-  CLI::App app{"Lesson 10: pipeline schedules on seed 002's GPT, checked against the unsplit model"};
+  o.job.ranks = 2;  // the tutorial's two stages
+  lessons::Parts parts({"The tutorial's GPT", "The schedules as data", "Each schedule run for real",
+                        "The tutorial's batch_first=False trap"});
+  CLI::App app{"Lesson 10: pipeline schedules on the pipelining tutorial's GPT, checked against the unsplit model"};
   comm::add_job_flags(app, o.job);
   parts.add_flags(app);
   app.add_option("--dim", o.dim, "model width")->check(CLI::PositiveNumber)->capture_default_str();
@@ -403,7 +411,7 @@ int main(int argc, char** argv) {
           "SCHEDULE")
       ->capture_default_str();
   app.add_flag("--seed-shapes", o.seed_shapes,
-               "seed 002's sizes: dim 512, 8 layers, 8 heads, ffn 2048, vocab 10000, x (32, 500), 4 microbatches");
+               "the pipelining tutorial's sizes: dim 512, 8 layers, 8 heads, ffn 2048, vocab 10000, x (32, 500), 4 microbatches");
   CLI11_PARSE(app, argc, argv);
   if (o.seed_shapes) {
     o.dim = 512, o.layers = 8, o.heads = 8, o.ffn = 2048, o.vocab = 10000, o.seq = 32, o.batch = 500;

@@ -1,4 +1,4 @@
-// Lesson 11: the capstone. The DDP + Pipe tutorial (seeds 000/001) on
+// Lesson 11: the capstone. The DDP + Pipe tutorial on
 // DistLab: a Transformer language model cut into P pipeline stages, the
 // pipeline replicated R times with DDP, trained with the tutorial's loop.
 //

@@ -48,6 +48,7 @@
 #include "models/square_mlp.hpp"
 #include "trace/clock.hpp"
 #include "trace/recorder.hpp"
+#include "memory/allocator_meter.hpp"
 #include "zero/memory.hpp"
 #include "zero/overlap.hpp"
 #include "zero/zero1.hpp"
@@ -136,7 +137,7 @@ double median(std::vector<double> v) {
 class Lesson {
  public:
   Lesson(comm::Communicator& comm, const Options& o) : comm_(comm), o_(o), p_(comm.size()) {
-    if (comm.backend() != "threads") meter_ = &zero::AllocatorMeter::install();
+    if (comm.backend() != "threads") meter_ = &memory::AllocatorMeter::install();
     memory_ = std::make_shared<trace::MemorySink>();
     if (comm.rank() == 0) comm.recorder_ptr()->add_sink(memory_);  // thread ranks share one recorder
     comm.barrier();
@@ -154,7 +155,7 @@ class Lesson {
   // same for every stage (ZeRO shards model states, not activations).
   void reference() {
     if (comm_.rank() == 0) {
-      zero::AllocatorMeter& meter = zero::AllocatorMeter::install();
+      memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
       auto model = make_model(o_);
       torch::optim::Adam adam(model->parameters(), adam_options(o_));
       for (int s = 0; s < o_.steps + 1; ++s) {
@@ -292,7 +293,7 @@ class Lesson {
   lessons::Data whole_, mine_;
   int64_t psi_ = 0;
   int64_t activations_ = 0;
-  zero::AllocatorMeter* meter_ = nullptr;  // gloo: this rank's process
+  memory::AllocatorMeter* meter_ = nullptr;  // gloo: this rank's process
   std::vector<at::Tensor> reference_;  // rank 0
 };
 

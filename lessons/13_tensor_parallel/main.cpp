@@ -141,21 +141,34 @@ class Wire {
   std::shared_ptr<trace::MemorySink> sink_;
 };
 
-// The tensor sizes the world and the layer allow: 1, 2, 4, ... up to the
-// world's size, each dividing the world (groups of t ranks side by side),
-// the heads, the feed-forward width and the sequence. Rank 0 says why a
-// power of two up to the world's size is left out.
+// The tensor sizes the lesson cuts the layer over: 1, 2, 4, ... up to the
+// world's size, each dividing the world (groups of t ranks side by side);
+// rank 0 says which powers of two the world leaves out. Each size must also
+// divide the heads, the feed-forward width and the sequence: a size those
+// leave out is refused, naming the flag, rather than skipped (the lesson
+// would pass with a part of what was asked never run).
 std::vector<int> tensor_sizes(const comm::Communicator& world, const Options& o) {
   std::vector<int> sizes;
+  std::string refused;
   for (int t = 1; t <= world.size(); t *= 2) {
+    if (world.size() % t != 0) {
+      if (world.rank() == 0)
+        std::printf("  (t=%d left out: %d ranks do not make groups of %d)\n", t, world.size(), t);
+      continue;
+    }
     std::string why;
-    if (world.size() % t != 0) why = std::to_string(world.size()) + " ranks do not make groups of " + std::to_string(t);
-    else if (o.heads % t != 0) why = std::to_string(o.heads) + " heads do not split among " + std::to_string(t);
-    else if (o.ffn % t != 0) why = "--ffn " + std::to_string(o.ffn) + " does not split among " + std::to_string(t);
-    else if (o.seq % t != 0) why = "--seq " + std::to_string(o.seq) + " does not split among " + std::to_string(t);
-    if (why.empty()) sizes.push_back(t);
-    else if (world.rank() == 0) std::printf("  (t=%d left out: %s)\n", t, why.c_str());
+    if (o.heads % t != 0) why = "--heads " + std::to_string(o.heads);
+    else if (o.ffn % t != 0) why = "--ffn " + std::to_string(o.ffn);
+    else if (o.seq % t != 0) why = "--seq " + std::to_string(o.seq);
+    if (!why.empty()) refused += (refused.empty() ? "" : "; ") + why + " does not split among t=" + std::to_string(t);
+    sizes.push_back(t);
   }
+  std::string listed;
+  for (int t : sizes) listed += (listed.empty() ? "" : ", ") + std::to_string(t);
+  if (!refused.empty())
+    throw comm::SetupError("lesson 13 cuts the layer over t = " + listed + " on " +
+                           comm::counted(world.size(), "rank") + ", but " + refused +
+                           ": give sizes every t divides, or fewer ranks");
   return sizes;
 }
 

@@ -22,7 +22,7 @@
 //
 //   lesson_14_debugging_a_hang --backend threads --ranks 4 --bug skip
 //   distlab-run --nproc-per-node 4 -- lesson_14_debugging_a_hang --backend gloo --bug dead --culprit 2
-//   distlab-trace why flight_14
+//   distlab-trace why /tmp/flight_14       ($TMPDIR/flight_14)
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <torch/nn/functional/loss.h>
@@ -79,7 +79,8 @@ struct Options {
   int steps = 5;
   int batch = 32;  // rows of each step, over all ranks
   double lr = 0.3;
-  std::string flight_dir = "flight_14";
+  // Not the working directory (a checkout, often): the temporary folder.
+  std::string flight_dir = (std::filesystem::temp_directory_path() / "flight_14").string();
 };
 
 // What every rank derives from the flags and the world size.
@@ -431,7 +432,7 @@ int main(int argc, char** argv) {
   app.add_option("--flight-dir", o.flight_dir,
                  "where every rank writes flight.rank<N>.json (made if missing; an earlier run's files there are "
                  "removed first); sets DISTLAB_FLIGHT_DIR for the job; default: DISTLAB_FLIGHT_DIR if set, where "
-                 "distlab-run also writes how each failed worker ended")
+                 "distlab-run also writes how each failed worker ended, else flight_14 in $TMPDIR or /tmp")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they happen under a launcher's pipe

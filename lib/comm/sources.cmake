@@ -14,4 +14,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/intra_op_threads.cpp
   ${CMAKE_CURRENT_LIST_DIR}/clock_sync.cpp
   ${CMAKE_CURRENT_LIST_DIR}/wait_for_rank.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shaped_p2p.cpp
 )

@@ -1,4 +1,4 @@
-// The tutorial's data pipeline (seed 001, "Load and batch data"):
+// The DDP + Pipe tutorial's data pipeline (its "Load and batch data"):
 //
 //   data_process: tokenize each line, look the tokens up, drop lines with no
 //                 tokens, concatenate            -> (T,) int64 token stream

@@ -6,6 +6,7 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/site.cpp
   ${CMAKE_CURRENT_LIST_DIR}/recorder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/signals.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/signal_pipe.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dump_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/exit_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/why.cpp

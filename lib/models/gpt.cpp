@@ -15,7 +15,7 @@ GptImpl::GptImpl(const GptOptions& options, int64_t first_layer, int64_t end_lay
               ") and ffn_dim (", options.ffn_dim, ") must be positive");
   std::tie(first_layer_, end_layer_) = resolve_layer_range("Gpt", options.n_layers, first_layer, end_layer);
 
-  // Registration order follows the seed's __init__, so named_parameters()
+  // Registration order follows the tutorial's __init__, so named_parameters()
   // lists a stage's names in the whole model's order.
   if (has_embedding())
     tok_embeddings_ = register_module("tok_embeddings", torch::nn::Embedding(options.vocab_size, options.dim));
@@ -25,7 +25,7 @@ GptImpl::GptImpl(const GptOptions& options, int64_t first_layer, int64_t end_lay
                                                  .dim_feedforward(options.ffn_dim)
                                                  .dropout(options.dropout));
     layers_.push_back(layer);
-    // Keyed by the global layer index, as the seed's ModuleDict after `del`.
+    // Keyed by the global layer index, as the tutorial's ModuleDict after `del`.
     named_layers.emplace_back(std::to_string(i), layer.ptr());
   }
   register_module("layers", torch::nn::ModuleDict(named_layers));
@@ -49,7 +49,7 @@ at::Tensor GptImpl::forward(const at::Tensor& input) {
                 " (hint: tokens go to the stage that starts at layer 0)");
     h = input;
   }
-  // The seed's layer(h, h): the layer's "memory" is its own input, so
+  // The tutorial's layer(h, h): the layer's "memory" is its own input, so
   // cross-attention attends over the same sequence as self-attention.
   for (auto& layer : layers_) h = layer(h, h);
   if (!has_output()) return h;

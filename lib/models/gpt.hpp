@@ -1,4 +1,4 @@
-// Seed 002's GPT-style decoder: token embedding, n_layers
+// The pipelining tutorial's GPT-style decoder: token embedding, n_layers
 // TransformerDecoderLayer(dim, heads) each called as layer(h, h), LayerNorm,
 // linear output cast to float. Built whole or as one stage of a manual split.
 //
@@ -11,15 +11,15 @@
 // and its 500 "positions" are independent samples. DistLab keeps these exact
 // semantics (outputs equal PyTorch's for the same weights). Consequence for
 // pipelining: microbatches must be cut along dim 1 for the split model to
-// equal the unsplit one; cutting along dim 0, as the seed's x.chunk() does,
+// equal the unsplit one; cutting along dim 0, as the tutorial's x.chunk() does,
 // changes what each row attends to and so changes the result.
 //
-// Parameter names are the whole model's whatever the stage (seed 002's
+// Parameter names are the whole model's whatever the stage (the pipelining tutorial's
 // ModuleDict keeps them): tok_embeddings.weight, layers.<i>.self_attn.in_proj_weight,
 // layers.<i>.multihead_attn.out_proj.bias, layers.<i>.linear1.weight,
 // layers.<i>.norm3.bias, norm.weight, output.weight, output.bias. A
 // checkpoint of the stages is therefore a checkpoint of the model, and the
-// names equal those of the seed's PyTorch model (tests/models/reference_models.py).
+// names equal those of the tutorial's PyTorch model (tests/models/reference_models.py).
 #pragma once
 
 #include <torch/nn/module.h>

@@ -26,7 +26,7 @@ int64_t count_parameters(const GptOptions& options, int64_t first_layer = 0, int
 // What TransformerLmImpl(options, first_layer, end_layer) would hold.
 int64_t count_parameters(const TransformerLmOptions& options, int64_t first_layer = 0, int64_t end_layer = -1);
 
-// "Total parameters in model: 1,041,453,167", as seed 001 prints it
+// "Total parameters in model: 1,041,453,167", as the DDP + Pipe tutorial prints it
 // ('{:,}'.format(total_params)).
 std::string format_parameter_count(int64_t count);
 

@@ -10,7 +10,7 @@ PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_model, double dropout, 
   TORCH_CHECK(d_model > 0 && d_model % 2 == 0, "PositionalEncoding: d_model must be even and positive, got ", d_model,
               " (hint: sin and cos take alternate features)");
   TORCH_CHECK(max_len > 0, "PositionalEncoding: max_len must be positive, got ", max_len);
-  // The seed's float32 arithmetic, step for step, so the table matches it.
+  // The tutorial's float32 arithmetic, step for step, so the table matches it.
   const at::Tensor position = at::arange(0, max_len, at::kFloat).unsqueeze(1);                      // (max_len, 1)
   const at::Tensor div_term = at::exp(at::arange(0, d_model, 2, at::kFloat) *
                                       (-std::log(10000.0) / static_cast<double>(d_model)));       // (d/2)

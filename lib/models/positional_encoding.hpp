@@ -1,11 +1,11 @@
-// Seed 001's PositionalEncoding: adds a fixed sinusoidal table to the scaled
+// The DDP + Pipe tutorial's PositionalEncoding: adds a fixed sinusoidal table to the scaled
 // embeddings, then dropout.
 //   pe[p, 0, 2i]   = sin(p * exp(2i * -ln(10000) / d))
 //   pe[p, 0, 2i+1] = cos(p * exp(2i * -ln(10000) / d))
 // x (S, N, d) -> x + pe[:S] (broadcast over N) -> dropout.
 //
 // The table is a buffer named "pe": saved in checkpoints like a parameter,
-// but not a parameter. The seed's code holds it as
+// but not a parameter. The tutorial's code holds it as
 // nn.Parameter(requires_grad=False), which its get_total_params would count;
 // the count the tutorial printed (1,041,453,167) does not include the
 // 5000 x 4096 table, so DistLab counts as the printed result does.
@@ -21,7 +21,7 @@ namespace distlab::models {
 
 class PositionalEncodingImpl : public torch::nn::Module {
  public:
-  // d_model must be even (the seed's pe[:, 1::2] assignment needs it too).
+  // d_model must be even (the tutorial's pe[:, 1::2] assignment needs it too).
   PositionalEncodingImpl(int64_t d_model, double dropout, int64_t max_len = 5000);
 
   // x (S, N, d_model) with S <= max_len -> (S, N, d_model).

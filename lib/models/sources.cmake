@@ -1,5 +1,5 @@
-# The models the pipeline and the capstone train: seed 002's GPT-style
-# decoder and seeds 000/001's Transformer LM, each buildable whole or as one
+# The models the pipeline and the capstone train: the pipelining tutorial's GPT-style
+# decoder and the DDP + Pipe tutorial's Transformer LM, each buildable whole or as one
 # stage of a manual split, with the whole model's parameter names.
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/split.cpp

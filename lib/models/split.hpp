@@ -1,4 +1,4 @@
-// Seed 002's manual split: a stage is a contiguous range of a model's layers,
+// The pipelining tutorial's manual split: a stage is a contiguous range of a model's layers,
 // [first, end); the first stage also holds the embedding, the last the output.
 // These helpers only compute ranges; the models build what a range names.
 #pragma once
@@ -11,9 +11,9 @@
 namespace distlab::models {
 
 // [first, end) layer ranges of an even manual split into `stages` parts
-// (seed 002: 8 layers, 2 stages -> [0,4), [4,8)). When n_layers is not a
+// (the pipelining tutorial: 8 layers, 2 stages -> [0,4), [4,8)). When n_layers is not a
 // multiple of stages the first n_layers % stages stages get one layer more
-// (5 layers, 2 stages -> [0,3), [3,5)). Seed 001 instead gives every stage
+// (5 layers, 2 stages -> [0,3), [3,5)). The DDP + Pipe tutorial instead gives every stage
 // ceil(n/p) layers, which can leave the last stages empty (5 layers on 4
 // GPUs -> 2, 2, 1, 0); here every stage gets at least one layer.
 // Throws unless 1 <= stages <= n_layers.

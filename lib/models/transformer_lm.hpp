@@ -1,4 +1,4 @@
-// Seeds 000/001's Transformer language model (the DDP + Pipe tutorial):
+// The DDP + Pipe tutorial's Transformer language model:
 //   src (S, N) int64 -> embedding * sqrt(d) -> + sinusoidal position, dropout
 //   -> nlayers x TransformerEncoderLayer(d, nhead, nhid, dropout) -> Linear
 //   -> logits (S, N, ntokens).
@@ -21,7 +21,7 @@
 //   layers.<i>.self_attn.in_proj_weight ... layers.<i>.norm2.bias
 //   decoder.weight, decoder.bias  (ntokens, d), (ntokens)  last stage
 // They equal those of the PyTorch model in tests/models/reference_models.py,
-// which is the seed's code with these names.
+// which is the tutorial's code with these names.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -49,7 +49,7 @@ struct TransformerLmOptions {
   int64_t nlayers = 8;
   int64_t nhead = 16;
   double dropout = 0.2;
-  int64_t max_len = 5000;  // rows of the positional table (the seed's default)
+  int64_t max_len = 5000;  // rows of the positional table (the tutorial's default)
   bool causal = false;     // the tutorial passes no mask
 };
 

@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "comm/shaped_p2p.hpp"
 #include "flight/site.hpp"
 #include "pipeline/checker.hpp"
 #include "pipeline/simulator.hpp"
@@ -22,7 +23,6 @@ std::string peer_name(const comm::Communicator& comm, int peer) {
 }
 
 constexpr int kMaxTag = 1 << 20;  // the user's tag range (collectives/tags.hpp)
-constexpr int64_t kHeaderLength = 10;  // dtype, ndim, up to 8 sizes
 enum Channel { kHeader = 0, kActivation = 1, kGradient = 2 };
 
 }  // namespace
@@ -150,12 +150,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           break;
         case ActionType::kSendF: {
           const at::Tensor data = st.output[c][i].detach().contiguous();
-          TORCH_CHECK(data.dim() <= kHeaderLength - 2, "a stage output has ", data.dim(), " dimensions, at most 8 travel");
-          at::Tensor header = at::zeros({kHeaderLength}, at::kLong);
-          header[0] = static_cast<int64_t>(data.scalar_type());
-          header[1] = data.dim();
-          for (int64_t d = 0; d < data.dim(); ++d) header[2 + d] = data.size(d);
-          header = header.to(comm_.device());
+          at::Tensor header = comm::shape_header(data, comm_.device(), comm_.self() + " " + to_string(a));
           st.sends.push_back({comm_.isend(header, peer, tag(kHeader, s, i)), {header}});
           st.sends.push_back({comm_.isend(data, peer, tag(kActivation, s, i)), {data}});
           st.send_names.insert(st.send_names.end(), 2, to_string(a));
@@ -163,12 +158,9 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           break;
         }
         case ActionType::kRecvF: {
-          at::Tensor header = at::empty({kHeaderLength}, at::TensorOptions().dtype(at::kLong).device(comm_.device()));
+          at::Tensor header = comm::empty_shape_header(comm_.device());
           comm_.irecv(header, peer, tag(kHeader, s - 1, i))->wait();
-          header = header.cpu();
-          const auto h = header.accessor<int64_t, 1>();
-          std::vector<int64_t> sizes(h.data() + 2, h.data() + 2 + h[1]);
-          at::Tensor data = at::empty(sizes, at::TensorOptions().dtype(static_cast<at::ScalarType>(h[0])).device(comm_.device()));
+          at::Tensor data = comm::empty_from_shape_header(header, comm_.device());
           comm_.irecv(data, peer, tag(kActivation, s - 1, i))->wait();
           st.input[c][i] = data;
           span.set_bytes(data.numel() * static_cast<int64_t>(data.element_size()));

@@ -8,7 +8,7 @@
 //
 // What step() does:
 // - cuts `input` (used on the rank of stage 0) and `target` (on the rank of
-//   the last stage) into m microbatches along options.split_dim (seed 002's
+//   the last stage) into m microbatches along options.split_dim (the pipelining tutorial's
 //   GPT is batch_first=False: cut its (S, N) tokens along dim 1);
 // - runs this rank's actions in order. RECV waits (irecv + wait) where the
 //   schedule puts it; SEND posts an isend and the step waits for all sends at

@@ -73,9 +73,12 @@ struct Schedule {
   std::string describe() const;
 };
 
+// Each kind's row of schedule_kinds.hpp's table, read by name:
 // "gpipe", "1f1b", "interleaved", "looped_bfs", "zb_h1", "interleaved_zb",
-// "zbv", "dualpipev"
+// "zbv", "dualpipev".
 const char* kind_name(ScheduleKind kind);
+// "GPipe", "1F1B", "Interleaved 1F1B", ..., "DualPipeV": titles and legends.
+const char* display_name(ScheduleKind kind);
 // The inverse of kind_name, in any case and with '-' for '_' ("zb-h1", as
 // the capstone's --schedule spells it); also accepts "interleaved_1f1b",
 // "loopedbfs", "zbh1", torch's class names without "Schedule"
@@ -85,9 +88,12 @@ ScheduleKind parse_kind(const std::string& name);
 std::vector<ScheduleKind> all_kinds();
 // Where `kind` puts its stages: V for ZBV and DualPipeV, loop otherwise.
 Placement placement_of(ScheduleKind kind);
+// Whether `kind` takes any v >= 1 stages per rank, looped (Interleaved 1F1B,
+// LoopedBFS, interleaved zero bubble); the others fix v (1, or 2 in a V).
+bool holds_any_number_of_stages(ScheduleKind kind);
 // The v to build `kind` with when `chunks` stages per rank are wanted: 2
 // for the V schedules (always two), `chunks` for the looped multi-stage
-// ones (Interleaved 1F1B, LoopedBFS, interleaved zero bubble), 1 otherwise.
+// ones, 1 otherwise.
 int stages_per_rank_for(ScheduleKind kind, int chunks);
 
 // Builds `kind` for p ranks, m microbatches, v stages per rank. Throws

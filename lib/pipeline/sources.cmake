@@ -4,6 +4,7 @@
 list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/action.cpp
   ${CMAKE_CURRENT_LIST_DIR}/schedule.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/schedule_kinds.cpp
   ${CMAKE_CURRENT_LIST_DIR}/builders.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero_bubble.cpp
   ${CMAKE_CURRENT_LIST_DIR}/v_schedules.cpp

@@ -9,9 +9,8 @@
 // checker on the result.
 #include <algorithm>
 #include <deque>
-#include <map>
-#include <utility>
 
+#include "pipeline/next_microbatch.hpp"
 #include "pipeline/schedule.hpp"
 
 namespace distlab::pipeline {
@@ -39,39 +38,38 @@ std::vector<std::vector<Action>> zbv_order(int p, int m) {
   std::vector<std::vector<Action>> order(p);
   for (int r = 0; r < p; ++r) {
     const int c0 = r, c1 = 2 * p - 1 - r;
-    int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+    NextMicrobatch next;
     std::vector<Action> ops;
-    auto add = [&](ActionType type, int stage, int& counter) { ops.push_back({type, stage, counter++}); };
-    auto add_at = [&](ActionType type, int stage, int mb) { ops.push_back({type, stage, mb}); };
-    for (int k = 0; k < 2 * (p - r) - 1; ++k) add(ActionType::kForward, c0, f0);
+    auto add = [&](ActionType type, int stage) { ops.push_back(next.take(type, stage)); };
+    const auto F = ActionType::kForward, I = ActionType::kBackwardInput, W = ActionType::kBackwardWeight;
+    for (int k = 0; k < 2 * (p - r) - 1; ++k) add(F, c0);
     for (int k = 0; k < r; ++k) {
-      add(ActionType::kForward, c1, f1);
-      add(ActionType::kForward, c0, f0);
+      add(F, c1);
+      add(F, c0);
     }
     for (int k = 0; k < p - r; ++k) {
-      add(ActionType::kForward, c1, f1);
-      add_at(ActionType::kBackwardInput, c1, b1);
-      add(ActionType::kBackwardWeight, c1, b1);
+      add(F, c1);
+      add(I, c1);
+      add(W, c1);
     }
-    while (f1 < f0 || f0 < n) {  // steady
-      if (f0 < n) add(ActionType::kForward, c0, f0);
-      add_at(ActionType::kBackwardInput, c0, b0);
-      add(ActionType::kBackwardWeight, c0, b0);
-      add(ActionType::kForward, c1, f1);
-      add_at(ActionType::kBackwardInput, c1, b1);
-      add(ActionType::kBackwardWeight, c1, b1);
+    while (next.peek(F, c1) < next.peek(F, c0) || next.peek(F, c0) < n) {  // steady
+      if (next.peek(F, c0) < n) add(F, c0);
+      add(I, c0);
+      add(W, c0);
+      add(F, c1);
+      add(I, c1);
+      add(W, c1);
     }
-    int w0 = b0, w1 = b1;  // cool-down: Is first, their Ws after
-    for (int k = 0; k < r; ++k) {
-      add(ActionType::kBackwardInput, c0, b0);
-      add(ActionType::kBackwardInput, c1, b1);
+    for (int k = 0; k < r; ++k) {  // cool-down: Is first, their Ws after
+      add(I, c0);
+      add(I, c1);
     }
     for (int k = 0; k < p - r; ++k) {
-      add(ActionType::kBackwardInput, c0, b0);
-      add(ActionType::kBackwardWeight, c0, w0);
+      add(I, c0);
+      add(W, c0);
     }
-    while (w1 < b1) add(ActionType::kBackwardWeight, c1, w1);
-    while (w0 < b0) add(ActionType::kBackwardWeight, c0, w0);
+    while (next.peek(W, c1) < next.peek(I, c1)) add(W, c1);
+    while (next.peek(W, c0) < next.peek(I, c0)) add(W, c0);
     for (const Action& a : ops)
       if (a.microbatch < m) order[r].push_back(a);  // the padding microbatches go
   }
@@ -102,12 +100,11 @@ std::vector<std::vector<Action>> dualpipev_order(int p, int m) {
   std::vector<std::vector<Action>> order(p);
   for (int r = 0; r < p; ++r) {
     const int s0 = r, s1 = 2 * p - 1 - r;
-    std::map<std::pair<int, ActionType>, int> next;  // (stage, F or I) -> next microbatch
-    std::deque<Action> weights;                      // Ws owed by the Is so far, oldest first
+    NextMicrobatch next;
+    std::deque<Action> weights;  // Ws owed by the Is so far, oldest first
     auto& ops = order[r];
     auto take = [&](int stage, ActionType type) {
-      const ActionType counter = type == ActionType::kForward ? type : ActionType::kBackwardInput;
-      const Action a{type, stage, next[{stage, counter}]++};
+      const Action a = next.take(type, stage);
       if (type == ActionType::kBackwardInput) weights.push_back({ActionType::kBackwardWeight, stage, a.microbatch});
       return a;
     };

@@ -8,8 +8,9 @@
 // gradients, so every I travels back as early as in 1F1B, and moves each W
 // into a slot where 1F1B would sit idle, never holding more than p
 // microbatches in flight on a stage (from F until W; 1F1B's peak on stage
-// 0). With F = I = W its bubble is (p-1)(F+B-W) = (p-1) F, a third of
-// 1F1B's (p-1)(F+B+W) (paper, Table 2).
+// 0). With F = I = W its bubble is (p-1)(F+I-W) = (p-1) F, a third of
+// 1F1B's (p-1)(F+I+W) (paper, Table 2, which writes B for what DistLab
+// calls I; here, as in closed_form.hpp, B is the whole backward I + W).
 //
 // The paper draws the schedule by hand; here it is built by playing the
 // pipeline in unit time steps (F = I = W = 1, messages free). Each stage
@@ -20,6 +21,7 @@
 // formula.
 #include <algorithm>
 
+#include "pipeline/next_microbatch.hpp"
 #include "pipeline/schedule.hpp"
 
 namespace distlab::pipeline {
@@ -97,17 +99,17 @@ std::vector<std::vector<Action>> interleaved_zero_bubble_order(int p, int m, int
     // The stage of the k-th forward and of the k-th backward of this rank.
     auto forward_stage = [&](int k) { return ((k / g) % v) * p + r; };
     auto backward_stage = [&](int k) { return (v - 1 - (k / g) % v) * p + r; };
-    std::vector<int> next_f(p * v, 0), next_i(p * v, 0), next_w(p * v, 0);
+    NextMicrobatch next;
     std::vector<int> backward_stages;  // stage of each I so far, in order
     size_t weights = 0;
     auto& ops = order[r];
-    auto push = [&](ActionType type, int stage, std::vector<int>& next) { ops.push_back({type, stage, next[stage]++}); };
-    auto weight = [&]() { push(ActionType::kBackwardWeight, backward_stages[weights++], next_w); };
-    for (int k = 0; k < warmup; ++k) push(ActionType::kForward, forward_stage(k), next_f);
+    auto push = [&](ActionType type, int stage) { ops.push_back(next.take(type, stage)); };
+    auto weight = [&]() { push(ActionType::kBackwardWeight, backward_stages[weights++]); };
+    for (int k = 0; k < warmup; ++k) push(ActionType::kForward, forward_stage(k));
     for (int k = 0; k < total; ++k) {  // the k-th I; steady while forwards remain
-      if (warmup + k < total) push(ActionType::kForward, forward_stage(warmup + k), next_f);
+      if (warmup + k < total) push(ActionType::kForward, forward_stage(warmup + k));
       backward_stages.push_back(backward_stage(k));
-      push(ActionType::kBackwardInput, backward_stages.back(), next_i);
+      push(ActionType::kBackwardInput, backward_stages.back());
       if (k >= r) weight();
     }
     while (weights < backward_stages.size()) weight();

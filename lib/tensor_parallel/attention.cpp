@@ -40,7 +40,7 @@ at::Tensor ParallelAttentionImpl::forward(const at::Tensor& query, const at::Ten
                                           const at::Tensor& attn_mask) {
   // Into the region: every rank needs the whole input for its heads.
   auto enter = [&](const at::Tensor& x) {
-    return options_.sequence_parallel ? gather_sequence(group_, x) : copy_to_region(group_, x);
+    return options_.sequence_parallel ? gather_from_sequence_region(group_, x) : copy_to_region(group_, x);
   };
   const bool self = query.is_same(key_value);
   const at::Tensor x_q = enter(query);

@@ -105,7 +105,7 @@ class ParallelEncoderLayerImpl : public ParallelLayerBase {
 };
 TORCH_MODULE(ParallelEncoderLayer);
 
-// Seed 002's GPT layer: a torch::nn::TransformerDecoderLayer, called as
+// The pipelining tutorial's GPT layer: a torch::nn::TransformerDecoderLayer, called as
 // layer(h, h) (memory = the layer's own input):
 //
 //   x = norm1(tgt + dropout1(self_attn(tgt, tgt, tgt, tgt_mask)))

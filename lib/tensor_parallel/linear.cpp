@@ -20,7 +20,7 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(Communicator& group, const at
 }
 
 at::Tensor ColumnParallelLinearImpl::forward(const at::Tensor& x) {
-  const at::Tensor input = options_.sequence_parallel ? gather_sequence(group_, x) : copy_to_region(group_, x);
+  const at::Tensor input = options_.sequence_parallel ? gather_from_sequence_region(group_, x) : copy_to_region(group_, x);
   return at::linear(input, weight, bias);
 }
 
@@ -34,7 +34,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(Communicator& group, const at::Tens
 
 at::Tensor RowParallelLinearImpl::forward(const at::Tensor& x) {
   const at::Tensor partial = at::linear(x, weight);
-  at::Tensor y = options_.sequence_parallel ? scatter_sequence(group_, partial) : reduce_from_region(group_, partial);
+  at::Tensor y = options_.sequence_parallel ? reduce_scatter_to_sequence_region(group_, partial) : reduce_from_region(group_, partial);
   return bias.defined() ? y + bias : y;
 }
 

@@ -17,8 +17,8 @@
 //
 // With sequence parallelism (options.sequence_parallel) the input of a
 // column-parallel linear and the output of a row-parallel one are split
-// along dim 0 (the sequence): f becomes gather_sequence and g
-// scatter_sequence. The row-parallel bias then sees only this rank's rows:
+// along dim 0 (the sequence): f becomes gather_from_sequence_region and g
+// reduce_scatter_to_sequence_region. The row-parallel bias then sees only this rank's rows:
 // its gradient is a partial sum, to be all-reduced over the group with the
 // other replicated parameters of the sequence-parallel region
 // (layer.hpp's sync_sequence_parallel_grads).

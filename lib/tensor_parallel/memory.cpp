@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "tensor_parallel/split.hpp"
+#include "memory/allocator_meter.hpp"
 #include "zero/memory.hpp"
 
 namespace distlab::tensor_parallel {
@@ -50,7 +51,7 @@ ActivationBytes distlab_activation_bytes(const LayerShape& shape, int t, bool se
 }
 
 int64_t measure_forward_bytes(comm::Communicator& world, const std::function<at::Tensor()>& forward) {
-  zero::AllocatorMeter& meter = zero::AllocatorMeter::install();
+  memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
   const bool measuring = world.backend() != "threads" || world.rank() == 0;
   // Each reading of the meter sits between two barriers: no other rank of
   // this process allocates or frees while it is read.

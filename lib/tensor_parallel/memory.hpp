@@ -120,7 +120,7 @@ struct ActivationBytes {
 ActivationBytes distlab_activation_bytes(const LayerShape& shape, int t, bool sequence_parallel, bool dropout,
                                          bool gelu = false);
 
-// Measured: the bytes the process's CPU allocator (zero::AllocatorMeter)
+// Measured: the bytes the process's CPU allocator (memory::AllocatorMeter)
 // holds after forward() returns, with its output still held, minus before.
 // Every rank of `world` calls it, the tensor groups' collectives inside
 // forward(). With a process per rank (gloo) each rank measures its own

@@ -38,7 +38,7 @@ at::Tensor gathered(Communicator& comm, const at::Tensor& x) {
   return out;
 }
 
-at::Tensor scattered(Communicator& comm, const at::Tensor& x) {
+at::Tensor reduce_scattered(Communicator& comm, const at::Tensor& x) {
   const at::Tensor in = x.contiguous();
   std::vector<int64_t> sizes = in.sizes().vec();
   sizes.at(0) = split_evenly("sequence parallelism: " + std::to_string(sizes.at(0)) + " sequence rows", sizes.at(0),
@@ -66,27 +66,27 @@ struct ReduceFromRegion : torch::autograd::Function<ReduceFromRegion> {
   static variable_list backward(AutogradContext*, variable_list grad) { return {grad.at(0), at::Tensor()}; }
 };
 
-struct GatherSequence : torch::autograd::Function<GatherSequence> {
+struct GatherFromSequenceRegion : torch::autograd::Function<GatherFromSequenceRegion> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* comm) {
     keep(ctx, comm);
     return gathered(*comm, x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {scattered(comm_of(ctx), grad.at(0)), at::Tensor()};
+    return {reduce_scattered(comm_of(ctx), grad.at(0)), at::Tensor()};
   }
 };
 
-struct ScatterSequence : torch::autograd::Function<ScatterSequence> {
+struct ReduceScatterToSequenceRegion : torch::autograd::Function<ReduceScatterToSequenceRegion> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* comm) {
     keep(ctx, comm);
-    return scattered(*comm, x);
+    return reduce_scattered(*comm, x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     return {gathered(comm_of(ctx), grad.at(0)), at::Tensor()};
   }
 };
 
-struct SplitSequence : torch::autograd::Function<SplitSequence> {
+struct ScatterToSequenceRegion : torch::autograd::Function<ScatterToSequenceRegion> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* comm) {
     keep(ctx, comm);
     return my_sequence_rows(*comm, x).clone();  // a tensor of its own, not a view of the whole
@@ -104,14 +104,14 @@ at::Tensor copy_to_region(Communicator& comm, const at::Tensor& x) {
 at::Tensor reduce_from_region(Communicator& comm, const at::Tensor& x) {
   return comm.size() == 1 ? x : ReduceFromRegion::apply(x, &comm);
 }
-at::Tensor gather_sequence(Communicator& comm, const at::Tensor& x) {
-  return comm.size() == 1 ? x : GatherSequence::apply(x, &comm);
+at::Tensor gather_from_sequence_region(Communicator& comm, const at::Tensor& x) {
+  return comm.size() == 1 ? x : GatherFromSequenceRegion::apply(x, &comm);
 }
-at::Tensor scatter_sequence(Communicator& comm, const at::Tensor& x) {
-  return comm.size() == 1 ? x : ScatterSequence::apply(x, &comm);
+at::Tensor reduce_scatter_to_sequence_region(Communicator& comm, const at::Tensor& x) {
+  return comm.size() == 1 ? x : ReduceScatterToSequenceRegion::apply(x, &comm);
 }
-at::Tensor split_sequence(Communicator& comm, const at::Tensor& x) {
-  return comm.size() == 1 ? x : SplitSequence::apply(x, &comm);
+at::Tensor scatter_to_sequence_region(Communicator& comm, const at::Tensor& x) {
+  return comm.size() == 1 ? x : ScatterToSequenceRegion::apply(x, &comm);
 }
 
 at::Tensor my_sequence_rows(const Communicator& comm, const at::Tensor& whole) {

@@ -17,18 +17,26 @@
 // the sequence (dim 0: (S, ...), S a multiple of the group size, rank r
 // holding rows [r S/t, (r+1) S/t)), and the pair becomes:
 //
-//   gather_sequence      forward all-gather along dim 0, backward
-//                        reduce-scatter: f with the input split;
-//   scatter_sequence     forward reduce-scatter along dim 0, backward
-//                        all-gather: g with the output split.
+//   gather_from_sequence_region
+//       forward all-gather along dim 0, backward reduce-scatter: f with the
+//       input split;
+//   reduce_scatter_to_sequence_region
+//       forward reduce-scatter along dim 0, backward all-gather: g with the
+//       output split.
 //
 // The bytes are the same: a ring all-reduce is a reduce-scatter then an
 // all-gather (lesson 05). What sequence parallelism saves is memory: the
 // LayerNorm and dropout between the regions work on S/t rows.
 //
-//   split_sequence       forward keep my rows, backward all-gather: from a
-//                        tensor every rank holds whole into the split form
-//                        (after the embedding).
+//   scatter_to_sequence_region
+//       forward keep my rows, backward all-gather: from a tensor every rank
+//       holds whole into the split form (after the embedding).
+//
+// The names are Megatron-LM's (megatron/core/tensor_parallel/mappings.py:
+// copy_to_tensor_model_parallel_region, reduce_from_..., gather_from_
+// sequence_parallel_region, reduce_scatter_to_..., scatter_to_...): "scatter"
+// there, as here, keeps a slice without adding; the one that sums is
+// "reduce_scatter".
 //
 // Every rank of `comm` calls each operation in the same order, forward and
 // backward, as with any collective. The collectives are DistLab's own
@@ -47,9 +55,9 @@ using comm::Communicator;
 
 at::Tensor copy_to_region(Communicator& comm, const at::Tensor& x);
 at::Tensor reduce_from_region(Communicator& comm, const at::Tensor& x);
-at::Tensor gather_sequence(Communicator& comm, const at::Tensor& x);
-at::Tensor scatter_sequence(Communicator& comm, const at::Tensor& x);
-at::Tensor split_sequence(Communicator& comm, const at::Tensor& x);
+at::Tensor gather_from_sequence_region(Communicator& comm, const at::Tensor& x);
+at::Tensor reduce_scatter_to_sequence_region(Communicator& comm, const at::Tensor& x);
+at::Tensor scatter_to_sequence_region(Communicator& comm, const at::Tensor& x);
 
 // My rows of a tensor every rank holds whole (dim 0), no autograd: what a
 // rank of the sequence-parallel region holds. Throws std::invalid_argument

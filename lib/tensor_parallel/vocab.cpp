@@ -123,7 +123,7 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(Communicator& group, cons
 at::Tensor VocabParallelEmbeddingImpl::forward(const at::Tensor& tokens) {
   check_in_vocabulary("VocabParallelEmbedding", "token", tokens, vocab_);
   const at::Tensor partial = masked_lookup(weight, tokens, part_.first);
-  return options_.sequence_parallel ? scatter_sequence(group_, partial) : reduce_from_region(group_, partial);
+  return options_.sequence_parallel ? reduce_scatter_to_sequence_region(group_, partial) : reduce_from_region(group_, partial);
 }
 
 at::Tensor VocabParallelEmbeddingImpl::full_weight() {

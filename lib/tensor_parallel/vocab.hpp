@@ -21,7 +21,7 @@
 // (a token outside my range is looked up as row 0 of my part and its output
 // zeroed), then g (reduce_from_region) sums the parts; every token's vector
 // comes from exactly one rank, so the sum is exact. With sequence
-// parallelism the sum is scatter_sequence instead: this rank gets its rows
+// parallelism the sum is reduce_scatter_to_sequence_region instead: this rank gets its rows
 // of the sequence, the input of the layers that follow. Backward: g is the
 // identity (with sequence parallelism: the all-gather of the sequence), and
 // the lookup's gradient lands on my rows only, the rows of the unsplit

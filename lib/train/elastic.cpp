@@ -35,16 +35,16 @@ FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages) {
   return fitted;
 }
 
-CheckpointPart recut(const std::vector<CheckpointPart>& parts, const std::set<std::string>& names, int rng_from) {
-  if (parts.empty()) throw CheckpointError("checkpoint: no parts to re-cut");
-  CheckpointPart out;
+checkpoint::CheckpointPart recut(const std::vector<checkpoint::CheckpointPart>& parts, const std::set<std::string>& names, int rng_from) {
+  if (parts.empty()) throw checkpoint::CheckpointError("checkpoint: no parts to re-cut");
+  checkpoint::CheckpointPart out;
   out.ints = parts.front().ints;
   out.reals = parts.front().reals;
   out.texts = parts.front().texts;
-  const CheckpointPart& rng_part = parts.at(rng_from >= 0 && rng_from < static_cast<int>(parts.size()) ? rng_from : 0);
+  const checkpoint::CheckpointPart& rng_part = parts.at(rng_from >= 0 && rng_from < static_cast<int>(parts.size()) ? rng_from : 0);
   if (auto rng = rng_part.tensors.find("rng/cpu"); rng != rng_part.tensors.end()) out.tensors["rng/cpu"] = rng->second;
   bool has_best = false;
-  for (const CheckpointPart& part : parts) {
+  for (const checkpoint::CheckpointPart& part : parts) {
     for (const auto& [name, tensor] : part.model)
       if (names.count(name)) out.model[name] = tensor;
     for (const auto& [key, tensor] : part.tensors) {
@@ -55,10 +55,10 @@ CheckpointPart recut(const std::vector<CheckpointPart>& parts, const std::set<st
   }
   for (const std::string& name : names) {
     if (!out.model.count(name))
-      throw CheckpointError("checkpoint: no part of the " + std::to_string(parts.size()) + "-stage checkpoint holds '" +
+      throw checkpoint::CheckpointError("checkpoint: no part of the " + std::to_string(parts.size()) + "-stage checkpoint holds '" +
                             name + "' (written by another model?)");
     if (has_best && !out.tensors.count(kBestPrefix + name))
-      throw CheckpointError("checkpoint: the best model saved with it lacks '" + name + "'");
+      throw checkpoint::CheckpointError("checkpoint: the best model saved with it lacks '" + name + "'");
   }
   return out;
 }

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "train/checkpoint.hpp"
+#include "checkpoint/checkpointer.hpp"
 #include "train/layout.hpp"
 
 namespace distlab::train {
@@ -47,6 +47,6 @@ FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages);
 // every part of a checkpoint (stage order). Counters and texts come from
 // stage 0's part; the generator state from `rng_from`'s (or stage 0's).
 // Throws CheckpointError naming the first of `names` no part holds.
-CheckpointPart recut(const std::vector<CheckpointPart>& parts, const std::set<std::string>& names, int rng_from);
+checkpoint::CheckpointPart recut(const std::vector<checkpoint::CheckpointPart>& parts, const std::set<std::string>& names, int rng_from);
 
 }  // namespace distlab::train

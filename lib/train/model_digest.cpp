@@ -6,7 +6,8 @@
 #include <sstream>
 #include <vector>
 
-#include "train/checkpoint_crc32.hpp"
+#include "checkpoint/crc32.hpp"
+#include "comm/shaped_p2p.hpp"
 #include "train/pipeline_forward.hpp"
 
 namespace distlab::train {
@@ -17,7 +18,7 @@ std::string tensor_lines(const std::map<std::string, at::Tensor>& tensors) {
     const at::Tensor t = tensor.detach().cpu().contiguous();
     std::ostringstream line;
     line << name << ' ' << t.scalar_type() << ' ' << t.sizes() << ' '
-         << crc32_hex(crc32(t.data_ptr(), t.numel() * t.element_size())) << '\n';
+         << checkpoint::crc32_hex(checkpoint::crc32(t.data_ptr(), t.numel() * t.element_size())) << '\n';
     text += line.str();
   }
   return text;
@@ -32,7 +33,7 @@ std::string digest_of_lines(const std::string& text) {
   std::sort(lines.begin(), lines.end());
   std::string joined;
   for (const auto& line : lines) joined += line;
-  return crc32_hex(crc32(joined.data(), joined.size()));
+  return checkpoint::crc32_hex(checkpoint::crc32(joined.data(), joined.size()));
 }
 
 }  // namespace
@@ -45,12 +46,12 @@ std::string model_digest(comm::Communicator& pipeline, const std::map<std::strin
                          int tag) {
   std::string lines = tensor_lines(stage_tensors);
   if (pipeline.rank() != 0) {
-    send_bytes(pipeline, lines, 0, tag);
-    return recv_bytes(pipeline, 0, tag + 2);
+    comm::send_bytes(pipeline, lines, 0, tag);
+    return comm::recv_bytes(pipeline, 0, tag + 2);
   }
-  for (int stage = 1; stage < pipeline.size(); ++stage) lines += recv_bytes(pipeline, stage, tag);
+  for (int stage = 1; stage < pipeline.size(); ++stage) lines += comm::recv_bytes(pipeline, stage, tag);
   const std::string digest = digest_of_lines(lines);
-  for (int stage = 1; stage < pipeline.size(); ++stage) send_bytes(pipeline, digest, stage, tag + 2);
+  for (int stage = 1; stage < pipeline.size(); ++stage) comm::send_bytes(pipeline, digest, stage, tag + 2);
   return digest;
 }
 

@@ -43,13 +43,4 @@ LossSum forward_loss_sum(comm::Communicator& pipeline, const std::vector<int>& r
                          const std::map<int, StageForward>& forwards, const at::Tensor& input, const at::Tensor& target,
                          int tag = kEvalTagBase);
 
-// A tensor whose shape and dtype the receiver does not know: a small int64
-// header first (dtype, ndim, sizes), then the data.
-void send_with_shape(comm::Communicator& comm, const at::Tensor& tensor, int peer, int tag);
-at::Tensor recv_with_shape(comm::Communicator& comm, int peer, int tag);
-
-// Bytes (e.g. text) between two ranks: the length, then the bytes.
-void send_bytes(comm::Communicator& comm, const std::string& bytes, int peer, int tag);
-std::string recv_bytes(comm::Communicator& comm, int peer, int tag);
-
 }  // namespace distlab::train

@@ -8,7 +8,7 @@
 
 #include "models/copy_state.hpp"
 #include "models/split.hpp"
-#include "train/checkpoint_module.hpp"
+#include "checkpoint/module_state.hpp"
 
 namespace distlab::train {
 
@@ -32,7 +32,7 @@ models::TransformerLm build_stage(const models::TransformerLmOptions& options, i
 }
 
 RankStage::RankStage(models::TransformerLm unsplit, comm::Communicator& tensor) : tensor_(tensor) {
-  for (const auto& [name, tensor_of] : named_state(*unsplit))
+  for (const auto& [name, tensor_of] : checkpoint::named_state(*unsplit))
     shapes_[name] = at::empty(tensor_of.sizes(), tensor_of.options().device(at::kMeta));
   if (tensor.size() > 1)
     split_ = TensorParallelStage(tensor, std::move(unsplit));
@@ -63,15 +63,15 @@ std::map<std::string, at::Tensor> RankStage::whole_parameters() {
 }
 
 std::map<std::string, at::Tensor> RankStage::whole_state() {
-  if (!split()) return named_state(*whole_);
+  if (!split()) return checkpoint::named_state(*whole_);
   std::map<std::string, at::Tensor> state = split_->whole_state();
   for (const auto& item : split_->named_buffers()) state[item.key()] = item.value();  // the positional table
   return state;
 }
 
 void RankStage::load_whole_state(const std::map<std::string, at::Tensor>& state) {
-  if (!split()) return load_named_state(*whole_, state);
-  check_state_fits(shapes_, state);
+  if (!split()) return checkpoint::load_named_state(*whole_, state);
+  checkpoint::check_state_fits(shapes_, state);
   split_->load_whole_state(state);
   at::NoGradGuard no_grad;
   for (auto& item : split_->named_buffers()) item.value().copy_(state.at(item.key()));

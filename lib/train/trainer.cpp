@@ -15,7 +15,7 @@
 #include "data/batching.hpp"
 #include "models/parameter_count.hpp"
 #include "pipeline/stage.hpp"
-#include "train/checkpoint.hpp"
+#include "checkpoint/checkpointer.hpp"
 #include "train/elastic.hpp"
 #include "train/grad_clip.hpp"
 #include "train/model_digest.hpp"
@@ -50,7 +50,7 @@ struct Run {
   std::vector<std::unique_ptr<comm::Communicator>> stage_replicas;
   std::vector<std::unique_ptr<DataParallelStage>> data_parallel;
   std::unique_ptr<pipeline::PipelineExecutor> executor;  // one for all of this rank's stages
-  std::optional<Checkpointer> checkpoints;
+  std::optional<checkpoint::Checkpointer> checkpoints;
   at::Tensor train_data, valid_data, test_data;  // (rows, columns) int64, CPU
   int64_t ntokens = 0;
   bool first = false, last = false;
@@ -85,7 +85,7 @@ struct Run {
     const std::set<std::string> names = state_names();
     for (const auto& item : state)
       if (!names.count(item.first))
-        throw CheckpointError("checkpoint: '" + item.first + "' belongs to no stage of this rank; was it written by "
+        throw checkpoint::CheckpointError("checkpoint: '" + item.first + "' belongs to no stage of this rank; was it written by "
                               "another model or layout?");
     for (auto& stage : stages) {
       std::map<std::string, at::Tensor> mine;
@@ -158,7 +158,7 @@ void save(Run& run, const TrainerState& state) {
   if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes ...
   const auto model = run.whole_state();         // (cut across a tensor group: gathered)
   if (run.groups.place.tensor != 0) return;     // ... its tensor rank 0
-  CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
+  checkpoint::CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
   part.texts["layout"] = run.o.layout.text();
   const std::string folder = run.checkpoints->save(state.step, run.groups.place.stage, part);
   if (run.groups.place.stage == 0) run.print("checkpoint " + folder + " (epoch " + std::to_string(state.epoch) +
@@ -169,17 +169,17 @@ void save(Run& run, const TrainerState& state) {
 // This rank's part of the checkpoint of `step`: as written, or re-cut from
 // every part when another stage count wrote it (elastic.hpp) or the same
 // ranks held other stages (another number of stages per rank).
-CheckpointPart load_part(Run& run, int64_t step) {
+checkpoint::CheckpointPart load_part(Run& run, int64_t step) {
   const int stage = run.groups.place.stage;
   const int written = run.checkpoints->stages_of(step).value_or(run.o.layout.pipeline);
   const std::set<std::string> names = run.state_names();
   if (written == run.o.layout.pipeline) {
-    CheckpointPart part = run.checkpoints->load(step, stage);
+    checkpoint::CheckpointPart part = run.checkpoints->load(step, stage);
     std::set<std::string> held;
     for (const auto& item : part.model) held.insert(item.first);
     if (held == names) return part;
   }
-  std::vector<CheckpointPart> parts;
+  std::vector<checkpoint::CheckpointPart> parts;
   for (int s = 0; s < written; ++s) parts.push_back(run.checkpoints->load(step, s));
   if (run.world.rank() == 0 && written != run.o.layout.pipeline)
     run.print("re-cutting the " + std::to_string(written) + "-stage checkpoint of step " + std::to_string(step) +
@@ -205,7 +205,7 @@ int64_t resume(Run& run, TrainerState& state) {
     if (run.world.rank() == 0) run.print("no checkpoint in " + run.checkpoints->dir() + ": training from step 0");
     return -1;
   }
-  const CheckpointPart part = load_part(run, step);
+  const checkpoint::CheckpointPart part = load_part(run, step);
   {
     const auto whole = run.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
     run.load_state(from_part(part, state));

@@ -1,4 +1,4 @@
-// The DDP + Pipe tutorial's training loop (seed 001) on P pipeline stages x
+// The DDP + Pipe tutorial's training loop on P pipeline stages x
 // R data-parallel replicas (layout.hpp, plan.hpp), each stage kept equal
 // among its replicas by DDP, or with options.zero 1, 2 or 3 by ZeRO within
 // the replica group (data_parallel.hpp).

@@ -7,9 +7,9 @@
 
 namespace distlab::train {
 
-CheckpointPart to_part(const std::map<std::string, at::Tensor>& model, const TrainerState& state,
+checkpoint::CheckpointPart to_part(const std::map<std::string, at::Tensor>& model, const TrainerState& state,
                        const std::string& written_by) {
-  CheckpointPart part;
+  checkpoint::CheckpointPart part;
   for (const auto& [name, tensor] : model) part.model[name] = tensor.detach().cpu();
   for (const auto& [name, tensor] : state.best) part.tensors[kBestPrefix + name] = tensor.cpu();
   {
@@ -23,7 +23,7 @@ CheckpointPart to_part(const std::map<std::string, at::Tensor>& model, const Tra
   return part;
 }
 
-std::map<std::string, at::Tensor> from_part(const CheckpointPart& part, TrainerState& state) {
+std::map<std::string, at::Tensor> from_part(const checkpoint::CheckpointPart& part, TrainerState& state) {
   state.epoch = part.ints.at("epoch");
   state.data_position = part.ints.at("data_position");
   state.step = part.ints.at("step");

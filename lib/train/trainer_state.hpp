@@ -19,7 +19,7 @@
 #include <map>
 #include <string>
 
-#include "train/checkpoint.hpp"
+#include "checkpoint/checkpointer.hpp"
 
 namespace distlab::train {
 
@@ -35,9 +35,9 @@ struct TrainerState {
   std::map<std::string, at::Tensor> best;  // the best model's tensors (empty before)
 };
 
-CheckpointPart to_part(const std::map<std::string, at::Tensor>& model, const TrainerState& state,
+checkpoint::CheckpointPart to_part(const std::map<std::string, at::Tensor>& model, const TrainerState& state,
                        const std::string& written_by);
 // Fills `state` and returns the model tensors; restores the CPU generator.
-std::map<std::string, at::Tensor> from_part(const CheckpointPart& part, TrainerState& state);
+std::map<std::string, at::Tensor> from_part(const checkpoint::CheckpointPart& part, TrainerState& state);
 
 }  // namespace distlab::train

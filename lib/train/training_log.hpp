@@ -1,4 +1,4 @@
-// The tutorial's log lines (seed 001's output), with tokens/s added:
+// The DDP + Pipe tutorial's log lines (its printed output), with tokens/s added:
 //
 //   | epoch   1 |    10/   50 batches | lr 5.00 | ms/batch 778.97 | loss 43.31 | ppl 6432469059895903232.00 | tokens/s 900
 //   -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 //                    gradients (a flat bucket waiting for its collective)
 //   activations      what forward allocated and kept for backward, at its
 //                    peak: the CPU allocator's peak during forward above
-//                    what was allocated when forward began (AllocatorMeter)
+//                    what was allocated when forward began (memory::AllocatorMeter)
 //
 // The accounting (ZeRO paper, section 3, for fp32 Adam: 4 + 4 + 8 bytes per
 // parameter), Psi parameters on p ranks:
@@ -86,7 +86,7 @@ MemoryUse measure_memory(const std::vector<at::Tensor>& parameters, const torch:
 // its first gradient to its reduce-scatter, ZeRO-3's flattened unit
 // gradient), counted as they are allocated and freed, and the activations
 // a forward left for backward, as the caller measured them (note_activations:
-// e.g. an AllocatorMeter's bytes before and after forward). Thread-safe:
+// e.g. a memory::AllocatorMeter's bytes before and after forward). Thread-safe:
 // the comm thread frees buffers while backward allocates more.
 class StepPeaks {
  public:
@@ -100,27 +100,6 @@ class StepPeaks {
 
  private:
   std::atomic<int64_t> buffers_now_{0}, buffers_peak_{0}, activations_peak_{0};
-};
-
-// The process's CPU allocations, counted: install() puts a counting
-// allocator in front of LibTorch's CPU allocator (once per process; what was
-// allocated before is not seen, so call it before building the model).
-// Process-wide: with one rank per process (distlab-run, torchrun, mpirun)
-// it is that rank's.
-class AllocatorMeter {
- public:
-  static AllocatorMeter& install();
-  int64_t allocated() const { return allocated_.load(); }
-  int64_t peak() const { return peak_.load(); }
-  void reset_peak() { peak_.store(allocated_.load()); }
-
-  void on_allocate(int64_t bytes);
-  void on_free(int64_t bytes) { allocated_ -= bytes; }
-
- private:
-  AllocatorMeter() = default;
-  std::atomic<int64_t> allocated_{0};
-  std::atomic<int64_t> peak_{0};
 };
 
 }  // namespace distlab::zero

@@ -19,9 +19,9 @@
 namespace distlab::zero {
 namespace {
 
-using train::CheckpointError;
-using train::CheckpointPart;
-using train::Checkpointer;
+using checkpoint::CheckpointError;
+using checkpoint::CheckpointPart;
+using checkpoint::Checkpointer;
 
 // What saving and loading need of any stage.
 struct Target {
@@ -495,7 +495,7 @@ int ShardedCheckpointer::writers(std::int64_t step) const {
   throw CheckpointError("checkpoint: " + path + " has no 'stage 0 of N' line (truncated or corrupt)");
 }
 
-std::optional<std::int64_t> ShardedCheckpointer::latest_complete(const train::Report& report) const {
+std::optional<std::int64_t> ShardedCheckpointer::latest_complete(const checkpoint::Report& report) const {
   for (std::int64_t step : files_.steps()) {
     std::string why;
     try {

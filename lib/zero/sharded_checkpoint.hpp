@@ -6,7 +6,7 @@
 //   ...                                            // later, on q ranks (any q)
 //   checkpoints.load(step, zero3);                 // any stage: the format is the same
 //
-// On disk, through lib/train's Checkpointer (atomic files, CRC-32 in a
+// On disk, through lib/checkpoint's Checkpointer (atomic files, CRC-32 in a
 // manifest written last), one "stage" per writing rank w of p:
 //
 //   DIR/step_000000003/
@@ -57,7 +57,7 @@
 #include <optional>
 #include <string>
 
-#include "train/checkpoint.hpp"
+#include "checkpoint/checkpointer.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
 #include "zero/zero3.hpp"
@@ -67,7 +67,7 @@ namespace distlab::zero {
 class ShardedCheckpointer {
  public:
   // `dir` is created when missing; the newest `keep_last` complete
-  // checkpoints are kept (train::Checkpointer's rule).
+  // checkpoints are kept (checkpoint::Checkpointer's rule).
   explicit ShardedCheckpointer(std::string dir, int keep_last = 3);
 
   // Every rank of the group calls it between steps, with the model the
@@ -78,7 +78,7 @@ class ShardedCheckpointer {
   std::string save(std::int64_t step, Zero3& zero) const;
 
   // Every rank of the group calls it; the group's size need not be the
-  // writers'. Throws train::CheckpointError on every rank when the
+  // writers'. Throws checkpoint::CheckpointError on every rank when the
   // checkpoint is missing, damaged, or for another model.
   void load(std::int64_t step, Zero1& zero, torch::nn::Module& model) const;
   void load(std::int64_t step, Zero2& zero, torch::nn::Module& model) const;
@@ -87,7 +87,7 @@ class ShardedCheckpointer {
   // The newest step whose every part is there and passes its checks,
   // whatever the number of ranks that wrote it (reads every file: one rank
   // can call it and broadcast the step). Each newer one is reported.
-  std::optional<std::int64_t> latest_complete(const train::Report& report = {}) const;
+  std::optional<std::int64_t> latest_complete(const checkpoint::Report& report = {}) const;
 
   // How many ranks wrote `step` (stage 0's manifest says).
   int writers(std::int64_t step) const;
@@ -100,7 +100,7 @@ class ShardedCheckpointer {
  private:
   std::string dir_;
   int keep_last_;
-  train::Checkpointer files_;  // names the files (the writer count is each checkpoint's own)
+  checkpoint::Checkpointer files_;  // names the files (the writer count is each checkpoint's own)
 };
 
 }  // namespace distlab::zero

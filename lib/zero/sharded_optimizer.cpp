@@ -332,4 +332,12 @@ void ShardedOptimizer::gather_parameters() {
   }
 }
 
+void ShardedOptimizer::refuse_unreduced_grads() const {
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].grad().defined())
+      throw comm::CommError(comm_.self() + ": " + who_ + ": parameter '" + names_[i] +
+                            "' still holds a gradient that was never reduce-scattered (a backward under no_sync "
+                            "with no synchronized backward after it): run the last micro-step outside no_sync()");
+}
+
 }  // namespace distlab::zero

@@ -1,7 +1,8 @@
-// The half of ZeRO that stages 1 and 2 share: this rank's shard of the
-// parameters, an ordinary LibTorch optimizer stepping it, the gradient norm
-// over all shards, and the all-gather that gives every rank the whole
-// update.
+// What ZeRO's three stages share: this rank's shard of the parameters, an
+// ordinary LibTorch optimizer stepping it, the gradient norm over all
+// shards, and the all-gather that gives every rank the whole update (after
+// each step for stages 1 and 2; ZeRO-3 steps the shard alone, step_shard(),
+// and gathers a unit only when its forward or backward needs it).
 //
 //   shard        (shard_numel,) leaf tensor: this rank's chunks of every
 //                bucket of parameters (shard_layout.hpp)
@@ -113,6 +114,11 @@ class ShardedOptimizer {
   // its forward needs it.
   void step_shard();
   void gather_parameters();
+  // ZeRO-2 and ZeRO-3 call it before stepping: their reduce-scatters take
+  // each .grad into the shard and undefine it, so a .grad still defined is a
+  // no_sync micro-step's that no synchronized backward took (stepping would
+  // silently drop it). Throws CommError naming the first such parameter.
+  void refuse_unreduced_grads() const;
   // Bucket `bucket` whole into `flat` (bucket numel,): my chunk copied in
   // from the shard, the others' all-gathered; traced as `name`. Any thread
   // may call it (ZeRO-3's comm thread does), in the same order on every rank.

@@ -182,13 +182,7 @@ double Zero2::clip_grad_norm(double max_norm) {
 
 void Zero2::step() {
   check_reduced();
-  // A .grad still here is a no_sync micro-step's that no synchronized
-  // backward took into a bucket: stepping would silently drop it.
-  for (size_t i = 0; i < sharded_.params().size(); ++i)
-    if (sharded_.params()[i].grad().defined())
-      throw comm::CommError(sharded_.comm().self() + ": ZeRO-2: parameter '" + sharded_.names()[i] +
-                            "' still holds a gradient that was never reduce-scattered (a backward under no_sync "
-                            "with no synchronized backward after it): run the last micro-step outside no_sync()");
+  sharded_.refuse_unreduced_grads();
   sharded_.step();
 }
 

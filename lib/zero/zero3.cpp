@@ -371,11 +371,7 @@ void Zero3::step() {
   check_idle("step");
   refuse_inside_whole(
       "step() inside whole_parameters(): its end would write the old values back over the step; end the guard first");
-  for (size_t i = 0; i < sharded_.params().size(); ++i)
-    if (sharded_.params()[i].grad().defined())
-      throw comm::CommError(sharded_.comm().self() + ": ZeRO-3: parameter '" + sharded_.names()[i] +
-                            "' still holds a gradient that was never reduce-scattered (a backward under no_sync "
-                            "with no synchronized backward after it): run the last micro-step outside no_sync()");
+  sharded_.refuse_unreduced_grads();
   sharded_.step_shard();
 }
 

@@ -17,7 +17,7 @@
 #include "capstone_runs.hpp"
 #include "support/print_names.hpp"
 #include "support/differences.hpp"
-#include "train/checkpoint_module.hpp"
+#include "checkpoint/module_state.hpp"
 #include "train/elastic.hpp"
 #include "train/stage_model.hpp"
 
@@ -70,15 +70,15 @@ TEST(FitLayout, KeepsTheStagesWhenItCanElseTheMostThatDivide) {
 TEST(Recut, UnionOfThePartsIsTheWholeModel) {
   models::TransformerLmOptions options = models::transformer_lm_preset("tiny", 50);
   options.nlayers = 4;
-  const auto whole = train::named_state(*train::build_stage(options, 0, 1, 7));
-  std::vector<train::CheckpointPart> parts(2);
+  const auto whole = checkpoint::named_state(*train::build_stage(options, 0, 1, 7));
+  std::vector<checkpoint::CheckpointPart> parts(2);
   for (int s = 0; s < 2; ++s) {
-    parts[static_cast<size_t>(s)].model = train::named_state(*train::build_stage(options, s, 2, 7));
+    parts[static_cast<size_t>(s)].model = checkpoint::named_state(*train::build_stage(options, s, 2, 7));
     parts[static_cast<size_t>(s)].ints = {{"step", 3}};
   }
   std::set<std::string> names;
   for (const auto& [name, tensor] : whole) names.insert(name);
-  const train::CheckpointPart one = train::recut(parts, names, 0);
+  const checkpoint::CheckpointPart one = train::recut(parts, names, 0);
   ASSERT_EQ(one.model.size(), whole.size());
   for (const auto& [name, tensor] : whole) EXPECT_TRUE(at::equal(one.model.at(name), tensor)) << name;
   EXPECT_EQ(one.ints.at("step"), 3);
@@ -86,7 +86,7 @@ TEST(Recut, UnionOfThePartsIsTheWholeModel) {
   try {
     train::recut(parts, names, 0);
     ADD_FAILURE() << "a name no part holds was accepted";
-  } catch (const train::CheckpointError& e) {
+  } catch (const checkpoint::CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("layers.9.linear1.weight"), std::string::npos) << e.what();
   }
 }

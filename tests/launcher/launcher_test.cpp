@@ -308,6 +308,27 @@ TEST(Launcher, SigtermToTheLauncherStopsTheWorkersToo) {
   for (int r = 0; r < 2; ++r) EXPECT_TRUE(process_gone(recorded_pid(dir, r, 0)));
 }
 
+// SIGUSR1 asks every worker for its flight recorder's file. A worker that
+// has not installed its handler yet (a DistLab program loading LibTorch in
+// its first second, or a program with none) must not die of it: workers
+// start with SIGUSR1 ignored, and a program's own handler replaces that.
+TEST(Launcher, Sigusr1BeforeAWorkerHandlesItDoesNotKillIt) {
+  std::string dir = fresh_dir("sigusr1_early");
+  const std::string started = dir + "/started";
+  LauncherProcess launcher({"--nproc-per-node", "2", "--master-port", "0", "--", "/bin/sh", "-c",
+                            "touch " + started + ".$RANK; sleep 1; echo alive"},
+                           dir);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_TRUE(wait_for_file(started + "." + std::to_string(r), 10s)) << "rank " << r << " never started";
+  ::kill(launcher.pid(), SIGUSR1);
+  Finished f = launcher.wait(20s);
+  ASSERT_FALSE(f.timed_out) << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.err.find("got SIGUSR1, asking every worker"), std::string::npos) << f.err;
+  EXPECT_NE(f.out.find("[rank 0] alive"), std::string::npos) << f.out << f.err;
+  EXPECT_NE(f.out.find("[rank 1] alive"), std::string::npos) << f.out << f.err;
+}
+
 // No orphans: a launcher killed outright takes its workers with it.
 TEST(Launcher, KilledLauncherTakesItsWorkersAlong) {
   std::string dir = fresh_dir("sigkill");

@@ -75,15 +75,19 @@ TEST(FirstRun, ADeadPeerIsNotCalledAMismatch) {
 
 // The README's commands as given, in a folder of their own: the launcher's
 // exit records land beside the lesson's flight files (its default
-// flight_14, chosen inside the lesson), not in the working directory.
+// $TMPDIR/flight_14, chosen inside the lesson), and nothing lands in the
+// working directory (often a checkout).
 TEST(FirstRun, DistlabRunWritesExitRecordsBesideLesson14sFlightFiles) {
-  const std::string cwd = fresh_dir("first_run_records");
-  const Outcome job = run("sh -c 'cd " + cwd + " && " + DISTLAB_RUN + " --nproc-per-node 3 --master-port 0 -- " +
-                          LESSON_14 + " --backend gloo --bug dead --culprit 1 --batch 24'");
+  const std::string cwd = fresh_dir("first_run_records"), tmp = fresh_dir("first_run_records_tmp");
+  const Outcome job = run("sh -c 'cd " + cwd + " && TMPDIR=" + tmp + " " + DISTLAB_RUN +
+                          " --nproc-per-node 3 --master-port 0 -- " + LESSON_14 +
+                          " --backend gloo --bug dead --culprit 1 --batch 24'");
   EXPECT_TRUE(contains(job.output, "was killed by SIGKILL")) << job.output;
-  EXPECT_FALSE(std::filesystem::exists(cwd + "/flight.rank1.exit.json")) << job.output;
-  EXPECT_TRUE(std::filesystem::exists(cwd + "/flight_14/flight.rank1.exit.json")) << job.output;
-  const Outcome why = run("sh -c 'cd " + cwd + " && " + DISTLAB_TRACE + " why flight_14'");
+  EXPECT_TRUE(contains(job.output, "Run it yourself: build/launcher/distlab-trace why " + tmp + "/flight_14"))
+      << job.output;
+  EXPECT_TRUE(std::filesystem::is_empty(cwd)) << "the lesson wrote into its working directory\n" << job.output;
+  EXPECT_TRUE(std::filesystem::exists(tmp + "/flight_14/flight.rank1.exit.json")) << job.output;
+  const Outcome why = run(std::string(DISTLAB_TRACE) + " why " + tmp + "/flight_14");
   EXPECT_TRUE(contains(why.output, "rank 1 left the job (killed by SIGKILL, exit 137)")) << why.output;
 }
 

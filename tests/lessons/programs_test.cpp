@@ -155,7 +155,7 @@ void expect_lesson_10_right(const Outcome& r) {
   EXPECT_EQ(peaks.at("1f1b"), "2 1") << r.output;
   std::smatch m;
   const std::regex unsplit(R"(Unsplit model on the whole batch, one process: loss ([\d.]+))");
-  const std::regex dim0(R"(cut along dim 0 \(the seed's x\.chunk\(4\)\): loss ([\d.]+))");
+  const std::regex dim0(R"(cut along dim 0 \(the tutorial's x\.chunk\(4\)\): loss ([\d.]+))");
   ASSERT_TRUE(std::regex_search(r.output, m, unsplit)) << r.output;
   const double unsplit_loss = std::stod(m[1]);
   ASSERT_TRUE(std::regex_search(r.output, m, dim0)) << r.output;
@@ -451,6 +451,10 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
       {LESSON_05, "--no-such-flag", "no-such-flag"},
       {LESSON_10, "--backend threads --ranks 5", "needs 2 to 4 ranks"},
       {LESSON_10, "--batch 2 --microbatches 4", "cannot be cut"},
+      // Every schedule asked for skipped (zbv needs 8 stages of the 4 layers): nothing was compared.
+      {LESSON_10, "--backend threads --ranks 4 --schedules zbv --steps 1", "none of the schedules asked for ran"},
+      {LESSON_13, "--backend threads --ranks 4 --heads 2",
+       "lesson 13 cuts the layer over t = 1, 2, 4 on 4 ranks, but --heads 2 does not split among t=4"},
       {LESSON_11, "--schedule nosuch", "unknown schedule 'nosuch'"},
       {LESSON_11, "--preset tiny --schedule interleaved", "stages per rank need 4 layers, the model has 2: use --layers 4"},
       {LESSON_06, "--algorithm tree", "--algorithm"},

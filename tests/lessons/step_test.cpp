@@ -77,7 +77,7 @@ std::vector<Lesson> lessons() {
         "The final parameters"},
        "--backend threads --ranks 2 --steps 2 --save-every 1 --checkpoint-dir " + checkpoints, false},
       {LESSON_10, 1,
-       {"Seed 002's GPT", "The schedules as data", "Each schedule run for real", "Seed 002's batch_first=False trap"},
+       {"The tutorial's GPT", "The schedules as data", "Each schedule run for real", "The tutorial's batch_first=False trap"},
        "--backend threads --ranks 2 --steps 1 --schedules gpipe --dim 16 --layers 2 --heads 2 --ffn 32 --vocab 50 "
        "--seq 8 --batch 4 --microbatches 2",
        true},

@@ -22,7 +22,7 @@ using testing::parameter_names;
 
 TEST(SplitLayers, SeedsManualSplit) {
   using Ranges = std::vector<std::pair<int64_t, int64_t>>;
-  EXPECT_EQ(split_layers(8, 2), (Ranges{{0, 4}, {4, 8}}));  // seed 002
+  EXPECT_EQ(split_layers(8, 2), (Ranges{{0, 4}, {4, 8}}));  // the pipelining tutorial's
   EXPECT_EQ(split_layers(8, 1), (Ranges{{0, 8}}));
   EXPECT_EQ(split_layers(8, 4), (Ranges{{0, 2}, {2, 4}, {4, 6}, {6, 8}}));
   EXPECT_EQ(split_layers(5, 2), (Ranges{{0, 3}, {3, 5}}));
@@ -99,7 +99,7 @@ TEST(GptSplit, StageNamesPartitionTheModel) {
   expect_stage_names_partition_model<Gpt>(small_gpt(), 4);
   torch::manual_seed(0);
   Gpt whole(small_gpt());
-  // Seed 002's names, spelled out.
+  // The pipelining tutorial's names, spelled out.
   const auto names = parameter_names(*whole);
   EXPECT_EQ(names.front(), "tok_embeddings.weight");
   EXPECT_EQ(names[1], "layers.0.self_attn.in_proj_weight");

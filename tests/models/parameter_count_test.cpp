@@ -51,7 +51,7 @@ TEST(ParameterCount, AnalyticEqualsAllocatedForGptShapes) {
   shapes.push_back(GptOptions{16, 1, 2, 10, 32, 0.1});
   shapes.push_back(GptOptions{32, 4, 4, 50, 48, 0.1});
   shapes.push_back(GptOptions{24, 3, 3, 7, 2048, 0.0});
-  shapes.push_back(GptOptions{64, 2, 8, 1000});  // the seed's default ffn 2048
+  shapes.push_back(GptOptions{64, 2, 8, 1000});  // the tutorial's default ffn 2048
   for (const GptOptions& options : shapes) {
     Gpt whole(options);
     EXPECT_EQ(count_parameters(options), count_parameters(*whole)) << "dim " << options.dim;
@@ -78,7 +78,7 @@ TEST(ParameterCount, TutorialPresetMatchesThePrintedCount) {
   EXPECT_EQ(format_parameter_count(count_parameters(options)), "Total parameters in model: 1,041,453,167");
   // The tutorial's two partitions of 4 layers add up to the whole.
   EXPECT_EQ(count_parameters(options, 0, 4) + count_parameters(options, 4, 8), 1041453167);
-  // Seed 002's defaults: 8 decoder layers of dim 512.
+  // The pipelining tutorial's defaults: 8 decoder layers of dim 512.
   EXPECT_EQ(count_parameters(GptOptions{}),
             10000 * 512 + 8 * (2 * (4 * 512 * 512 + 4 * 512) + 2 * 512 * 2048 + 2048 + 512 + 6 * 512) + 2 * 512 +
                 512 * 10000 + 10000);

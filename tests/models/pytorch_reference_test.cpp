@@ -1,8 +1,8 @@
 // Both models against PyTorch in Python: the same weights (a state dict
 // written with torch::pickle_save, loaded there with strict=True, so every
 // name and shape must match) and the same tokens give the same logits, the
-// same cross-entropy and the same gradient for every parameter, in eval mode. The reference is tests/models/reference_models.py: seed 002's
-// Transformer verbatim, and seed 001's PositionalEncoding, Encoder,
+// same cross-entropy and the same gradient for every parameter, in eval mode. The reference is tests/models/reference_models.py: the pipelining tutorial's
+// Transformer verbatim, and the DDP + Pipe tutorial's PositionalEncoding, Encoder,
 // TransformerEncoderLayers and Decoder with flat names.
 #include <gtest/gtest.h>
 #include <ATen/ATen.h>
@@ -123,7 +123,7 @@ void expect_matches_reference(torch::nn::Module& model, const std::function<at::
 
 TEST(PyTorchReference, GptEqualsSeed002Model) {
   DISTLAB_SKIP_OR_FAIL_WITHOUT(have_python_torch(), test_support::no_python_torch());
-  // The seed's model leaves dim_feedforward at PyTorch's 2048.
+  // The tutorial's model leaves dim_feedforward at PyTorch's 2048.
   const GptOptions options{/*dim=*/32, /*n_layers=*/2, /*n_heads=*/4, /*vocab_size=*/50};
   torch::manual_seed(6);
   Gpt model(options);

@@ -14,7 +14,7 @@ targets, backpropagates, and writes DIR/reference.pt: {"output": logits,
 "loss": loss, "grads": {name: gradient}, "trainable": number of trainable
 parameters, "pe_max_diff": |own positional table - DistLab's| (lm only)}.
 
-gpt_layer is one layer of seed 002's model, nn.TransformerDecoderLayer(dim,
+gpt_layer is one layer of the pipelining tutorial's model, nn.TransformerDecoderLayer(dim,
 n_heads) called as layer(h, h) (tests/tensor_parallel holds the
 tensor-parallel layer against it): input.pt is h (A, B, dim), targets.pt a
 probe of the same shape, the loss sum(layer(h, h) * probe), and "grads"
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from torch.nn import TransformerEncoderLayer
 
 
-# ----------------------------------------------------------------- seed 002
+# ------------------------------------------------- the pipelining tutorial
 # The GPT-style model of the pipelining tutorial, as written there.
 
 @dataclass
@@ -68,8 +68,8 @@ class Transformer(nn.Module):
         return output
 
 
-# ------------------------------------------------------------ seeds 000/001
-# The DDP + Pipe tutorial's model. PositionalEncoding is the seed's. Its
+# ------------------------------------------------- the DDP + Pipe tutorial
+# The DDP + Pipe tutorial's model. PositionalEncoding is the tutorial's. Its
 # Encoder (embedding + positions) and Decoder (linear) sit in an
 # nn.Sequential whose names depend on the split ("0.0.encoder.weight"); here
 # the same modules live in one module with flat names that do not:
@@ -97,15 +97,15 @@ class PositionalEncoding(nn.Module):
 class TransformerLm(nn.Module):
     def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.2, causal=False):
         super().__init__()
-        # The seed's Encoder(ntoken, ninp, dropout).
+        # The tutorial's Encoder(ntoken, ninp, dropout).
         self.pos_encoder = PositionalEncoding(ninp, dropout)
         self.encoder = nn.Embedding(ntoken, ninp)
         self.ninp = ninp
-        # The seed's loop: TransformerEncoderLayer(emsize, nhead, nhid, dropout).
+        # The tutorial's loop: TransformerEncoderLayer(emsize, nhead, nhid, dropout).
         self.layers = nn.ModuleDict()
         for i in range(nlayers):
             self.layers[str(i)] = TransformerEncoderLayer(ninp, nhead, nhid, dropout)
-        # The seed's Decoder(ntoken, ninp).
+        # The tutorial's Decoder(ntoken, ninp).
         self.decoder = nn.Linear(ninp, ntoken)
         self.causal = causal
         initrange = 0.1
@@ -114,11 +114,11 @@ class TransformerLm(nn.Module):
         self.decoder.weight.data.uniform_(-initrange, initrange)
 
     def forward(self, src):
-        # src (N, S), batch first as the seed's Pipe input; Encoder.forward:
+        # src (N, S), batch first as the tutorial's Pipe input; Encoder.forward:
         src = src.t()
         src = self.encoder(src) * math.sqrt(self.ninp)
         h = self.pos_encoder(src)
-        # The seed's nn.Sequential calls each layer with no mask.
+        # The tutorial's nn.Sequential calls each layer with no mask.
         mask = None
         if self.causal:  # the single-GPU tutorial's generate_square_subsequent_mask
             s = h.size(0)
@@ -130,7 +130,7 @@ class TransformerLm(nn.Module):
 
 
 def gpt_layer(args, state):
-    layer = nn.TransformerDecoderLayer(args.dim, args.n_heads)  # as seed 002's Transformer builds each
+    layer = nn.TransformerDecoderLayer(args.dim, args.n_heads)  # as the pipelining tutorial's Transformer builds each
     layer.load_state_dict(state, strict=True)
     layer.eval()
     h = torch.load(os.path.join(args.dir, 'input.pt')).requires_grad_()

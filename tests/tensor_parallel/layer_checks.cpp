@@ -1,6 +1,6 @@
 // The tensor-parallel layers against the unsplit torch layers they were cut
 // from, dropout 0: the encoder layer (the capstone's: post-norm, relu, a
-// causal mask) and the decoder layer (seed 002's GPT: called as layer(h, h),
+// causal mask) and the decoder layer (the pipelining tutorial's GPT: called as layer(h, h),
 // no mask). E=24, 12 heads, feed-forward 48, (S=12, N=2) inputs, so that
 // t = 1, 2, 3 and 4 all split them. Output, input gradient and every
 // parameter's gradient (gathered whole by whole_state(true)) equal the

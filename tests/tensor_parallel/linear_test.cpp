@@ -109,14 +109,21 @@ TEST(TensorParallelRegions, ConjugatesAreEachOthersBackward) {
     EXPECT_TRUE(at::allclose(b.grad(), at::ones({6, 1})));
     // Sequence parallel: gather my 2 rows into 6; scatter sums and keeps my 2.
     at::Tensor s = at::full({2, 1}, float(group.rank())).requires_grad_(true);
-    const at::Tensor gathered = gather_sequence(group, s);
+    const at::Tensor gathered = gather_from_sequence_region(group, s);
     EXPECT_TRUE(at::allclose(gathered, at::tensor({0.f, 0.f, 1.f, 1.f, 2.f, 2.f}).reshape({6, 1})));
     (gathered * at::arange(6, at::kFloat).reshape({6, 1})).sum().backward();
     // Every rank's gradient of the 6 rows is 0..5; summed over 3 ranks, my 2 rows.
     const at::Tensor expected = at::arange(6, at::kFloat).reshape({6, 1}).narrow(0, 2 * group.rank(), 2) * 3;
     EXPECT_TRUE(at::allclose(s.grad(), expected)) << s.grad();
-    const at::Tensor scattered = scatter_sequence(group, base);
+    const at::Tensor scattered = reduce_scatter_to_sequence_region(group, base);
     EXPECT_TRUE(at::allclose(scattered, at::arange(6, at::kFloat).reshape({6, 1}).narrow(0, 2 * group.rank(), 2) * 6));
+    // scatter (Megatron's word for a split): my 2 rows forward, no sum; backward
+    // all-gathers: every rank's gradient of its rows lands in the whole's gradient.
+    at::Tensor w = base.clone().requires_grad_(true);
+    const at::Tensor mine = scatter_to_sequence_region(group, w);
+    EXPECT_TRUE(at::equal(mine, base.narrow(0, 2 * group.rank(), 2)));
+    (mine * (group.rank() + 1)).sum().backward();
+    EXPECT_TRUE(at::equal(w.grad(), at::tensor({1.f, 1.f, 2.f, 2.f, 3.f, 3.f}).reshape({6, 1}))) << w.grad();
   });
 }
 

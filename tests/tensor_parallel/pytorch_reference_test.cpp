@@ -1,4 +1,4 @@
-// The tensor-parallel GPT layer against seed 002's layer in PyTorch
+// The tensor-parallel GPT layer against the pipelining tutorial's layer in PyTorch
 // (Python): nn.TransformerDecoderLayer(32, 4) as the seed builds it (its
 // default feed-forward of 2048), called as layer(h, h), eval mode. DistLab
 // writes the unsplit weights, h and a probe; tests/models/reference_models.py

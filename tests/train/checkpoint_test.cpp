@@ -18,18 +18,18 @@
 #include <limits>
 #include <random>
 
+#include "checkpoint/checkpointer.hpp"
+#include "checkpoint/crc32.hpp"
+#include "checkpoint/files.hpp"
+#include "checkpoint/module_state.hpp"
 #include "run_command.hpp"
-#include "train/checkpoint.hpp"
-#include "train/checkpoint_crc32.hpp"
-#include "train/checkpoint_files.hpp"
-#include "train/checkpoint_module.hpp"
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::contains;
-using testing::run_command;
+using train::testing::contains;
+using train::testing::run_command;
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("distlab_train_" + name + "_" + std::to_string(::getpid()));
@@ -352,7 +352,7 @@ for line in open(manifest):
     expected["model " + name] = dtype + " " + dims + " " + bytes_crc(t) + " " + value;
   }
   int models = 0;
-  for (const auto& line : testing::lines_of(r.output)) {
+  for (const auto& line : train::testing::lines_of(r.output)) {
     std::istringstream in(line);
     std::string kind, name;
     in >> kind >> name;
@@ -380,4 +380,4 @@ for line in open(manifest):
 }
 
 }  // namespace
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

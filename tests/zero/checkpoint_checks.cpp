@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "train/checkpoint_files.hpp"
+#include "checkpoint/files.hpp"
 #include "zero_checks.hpp"
 #include "zero/sharded_checkpoint.hpp"
 
@@ -134,13 +134,13 @@ std::vector<std::string> save_or_resume(comm::Communicator& comm, const std::str
     if (mode == "save") {
       const at::Tensor uninterrupted = train_steps(comm, {sharding, optimizer, 0, kLastStep, "", ""});
       train_steps(comm, {sharding, optimizer, 0, kSaveStep, "", folder});
-      if (comm.rank() == 0) train::write_file_atomically(reference, torch::jit::pickle_save(uninterrupted));
+      if (comm.rank() == 0) checkpoint::write_file_atomically(reference, torch::jit::pickle_save(uninterrupted));
       lines.push_back(name + ": saved step " + std::to_string(kSaveStep) + " on " + std::to_string(comm.size()) +
                       " ranks");
       continue;
     }
     const at::Tensor resumed = train_steps(comm, {sharding, optimizer, kSaveStep, kLastStep, folder, ""});
-    const at::Tensor expected = torch::jit::pickle_load(train::read_whole_file(reference)).toTensor();
+    const at::Tensor expected = torch::jit::pickle_load(checkpoint::read_whole_file(reference)).toTensor();
     const double difference = (resumed - expected).abs().max().item<double>();
     std::ostringstream line;
     line << (difference <= kTolerance ? "" : "MISMATCH ") << name << ": resumed on rank " << comm.rank() << " of "

@@ -28,8 +28,8 @@
 #include "support/differences.hpp"
 #include "support/python_torch.hpp"
 #include "support/required_tool.hpp"
-#include "train/checkpoint_crc32.hpp"
-#include "train/checkpoint_files.hpp"
+#include "checkpoint/crc32.hpp"
+#include "checkpoint/files.hpp"
 #include "zero/shard_segments.hpp"
 #include "zero/sharded_checkpoint.hpp"
 #include "zero_checks.hpp"
@@ -108,7 +108,7 @@ TEST(ShardedCheckpoint, ResumedOnTwoAndThreeRanksEndsWhereTheUninterruptedRunEnd
 
 // Tensors of one state part, for bit-for-bit comparisons.
 std::map<std::string, at::Tensor> shard_tensors(const std::string& file) {
-  const auto state = torch::jit::pickle_load(train::read_whole_file(file)).toGenericDict();
+  const auto state = torch::jit::pickle_load(checkpoint::read_whole_file(file)).toGenericDict();
   std::map<std::string, at::Tensor> tensors;
   for (const auto& item : state.at("tensors").toGenericDict())
     tensors[item.key().toStringRef()] = item.value().toTensor();
@@ -225,7 +225,7 @@ for name, t in sorted(model.items()):
       offset += item.value().numel();
       std::string dims;
       for (auto d : item.value().sizes()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
-      const std::string crc = train::crc32_hex(train::crc32(piece.data_ptr(), piece.numel() * 4)).substr(2);
+      const std::string crc = checkpoint::crc32_hex(checkpoint::crc32(piece.data_ptr(), piece.numel() * 4)).substr(2);
       expected["model " + item.key()] = dims + " " + crc;
       expected["shards " + item.key()] = dims + " " + crc + " once";
     }
@@ -251,7 +251,7 @@ std::vector<std::string> errors_of(int ranks, const std::function<void(Communica
   comm::run_thread_ranks(ranks, [&](Communicator& comm) {
     try {
       body(comm);
-    } catch (const train::CheckpointError& e) {
+    } catch (const checkpoint::CheckpointError& e) {
       errors[static_cast<size_t>(comm.rank())] = e.what();
     }
   });
@@ -283,7 +283,7 @@ std::vector<std::string> load_zero1(const std::string& dir, int ranks, bool* cha
 }
 
 void flip_byte(const std::string& file) {
-  std::vector<char> bytes = train::read_whole_file(file);
+  std::vector<char> bytes = checkpoint::read_whole_file(file);
   bytes[bytes.size() / 2] ^= 0x20;
   std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
@@ -322,31 +322,31 @@ TEST(ShardedCheckpoint, DamagedShardIsRefusedNamingItsFile) {
   // writers had three, so which loaders read writer 2 depends on both
   // layouts; every rank refuses and none changes its model.
   const std::string flipped = checkpoints.state_file(testing::kSaveStep, 2);
-  const std::vector<char> intact = train::read_whole_file(flipped);
+  const std::vector<char> intact = checkpoint::read_whole_file(flipped);
   flip_byte(flipped);
   expect_refused(load_zero1(dir, 2, &changed), flipped, "is corrupt: crc32");
   EXPECT_FALSE(changed);
-  train::write_file_atomically(flipped, intact);
+  checkpoint::write_file_atomically(flipped, intact);
 
   // Writer 3 holds the ends of the writers' buckets: 0.weight [41, 54),
   // 2.weight [45, 63), 4.weight [17, 21), 4.bias. Loaded on 4 ranks in one
   // bucket, rank 0 owns 0.weight [0, 40) only and never reads it: it names
   // the ranks that failed.
   const std::string last = checkpoints.state_file(testing::kSaveStep, 3);
-  const std::vector<char> last_intact = train::read_whole_file(last);
+  const std::vector<char> last_intact = checkpoint::read_whole_file(last);
   flip_byte(last);
   EXPECT_EQ(expect_refused(load_zero1(dir, 4, &changed), last, "is corrupt: crc32"), "1, 2, 3");
   EXPECT_FALSE(changed);
-  train::write_file_atomically(last, last_intact);
+  checkpoint::write_file_atomically(last, last_intact);
 
   // Writer 1's shard cut in half, loaded on 3 ranks.
   const std::string cut = checkpoints.state_file(testing::kSaveStep, 1);
-  const std::vector<char> whole = train::read_whole_file(cut);
+  const std::vector<char> whole = checkpoint::read_whole_file(cut);
   truncate_half(cut);
   expect_refused(load_zero1(dir, 3, &changed), cut, "is truncated");
   EXPECT_FALSE(changed);
   EXPECT_FALSE(checkpoints.latest_complete().has_value());
-  train::write_file_atomically(cut, whole);
+  checkpoint::write_file_atomically(cut, whole);
   EXPECT_EQ(checkpoints.latest_complete(), std::optional<std::int64_t>(testing::kSaveStep));
 
   // Writer 3 never finished: no manifest.

@@ -14,6 +14,7 @@
 
 #include "comm/threads_backend.hpp"
 #include "ddp/distributed_data_parallel.hpp"
+#include "memory/allocator_meter.hpp"
 #include "zero/memory.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
@@ -160,7 +161,7 @@ TEST(ZeroMemory, StorageCounterCountsSharedStorageOnce) {
 // per pair; the Linear's output y lives only until Tanh has read it, so at
 // the peak one more is alive: pairs + 1 tensors.
 TEST(ZeroMemory, AllocatorMeterSeesAllocationsAndTheForwardPeak) {
-  AllocatorMeter& meter = AllocatorMeter::install();
+  memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
   const int64_t before = meter.allocated();
   {
     const at::Tensor big = at::empty({1 << 20});  // 4 MiB
@@ -190,7 +191,7 @@ TEST(ZeroMemory, AllocatorMeterSeesAllocationsAndTheForwardPeak) {
 // (some CPU kernels take scratch through them, gelu's among them) and are
 // counted; gelu gives what it gives without the meter.
 TEST(ZeroMemory, AllocatorMeterKeepsRawAllocationsWorking) {
-  AllocatorMeter& meter = AllocatorMeter::install();
+  memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
   const int64_t before = meter.allocated();
   c10::Allocator* cpu = c10::GetCPUAllocator();
   void* raw = cpu->raw_allocate(4096);

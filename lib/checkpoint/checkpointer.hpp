@@ -22,7 +22,7 @@
 // (one stage: torch.load("stage0.model.pt") is the model's state_dict).
 //
 // Who writes: one rank per stage (replica 0 of each stage); the others only
-// read. Every file is written atomically (checkpoint_files.hpp) and the
+// read. Every file is written atomically (checkpoint/files.hpp) and the
 // manifest goes last, so a part is either whole and checked or missing. A
 // checkpoint is complete when the manifest of every stage 0..num_stages-1
 // is there, and every file has its size and CRC-32. The writer of stage 0
@@ -44,7 +44,7 @@
 #include <string>
 #include <vector>
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 
 class CheckpointError : public std::runtime_error {
  public:
@@ -113,4 +113,4 @@ class Checkpointer {
   bool any_stage_count_ = false;
 };
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 
 // Parameters, then buffers, by full name with `prefix` in front (a pipeline
 // stage built from part of a model passes the names it has in the whole
@@ -36,4 +36,4 @@ void check_state_fits(const std::map<std::string, at::Tensor>& expected, const s
 // a 32-bit checksum. "0x1a2b3c4d".
 std::string state_digest(const std::map<std::string, at::Tensor>& tensors);
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

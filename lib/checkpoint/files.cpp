@@ -1,4 +1,4 @@
-#include "train/checkpoint_files.hpp"
+#include "checkpoint/files.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 namespace {
 
 constexpr const char* kTemporaryMark = ".tmp-";
@@ -74,4 +74,4 @@ std::vector<char> read_whole_file(const std::string& path) {
   return bytes;
 }
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

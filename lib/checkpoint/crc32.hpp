@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 
 // Table-driven, one byte per step. `crc` continues an earlier call:
 // crc32(b, nb, crc32(a, na)) == crc32 of a followed by b.
@@ -20,4 +20,4 @@ std::uint32_t crc32_bitwise(const void* data, std::size_t size, std::uint32_t cr
 // "0x1a2b3c4d"
 std::string crc32_hex(std::uint32_t crc);
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

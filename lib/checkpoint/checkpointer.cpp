@@ -1,4 +1,4 @@
-#include "train/checkpoint.hpp"
+#include "checkpoint/checkpointer.hpp"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>
@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "train/checkpoint_crc32.hpp"
-#include "train/checkpoint_files.hpp"
+#include "checkpoint/crc32.hpp"
+#include "checkpoint/files.hpp"
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 namespace fs = std::filesystem;
 namespace {
 
@@ -283,4 +283,4 @@ void Checkpointer::prune() const {
   }
 }
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

@@ -1,4 +1,4 @@
-#include "train/checkpoint_module.hpp"
+#include "checkpoint/module_state.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -6,10 +6,10 @@
 #include <set>
 #include <sstream>
 
-#include "train/checkpoint.hpp"
-#include "train/checkpoint_crc32.hpp"
+#include "checkpoint/checkpointer.hpp"
+#include "checkpoint/crc32.hpp"
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 namespace {
 
 std::string shape_of(const at::Tensor& t) {
@@ -76,4 +76,4 @@ std::string state_digest(const std::map<std::string, at::Tensor>& tensors) {
   return crc32_hex(crc);
 }
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 
 // Throws std::runtime_error naming the path and the system's reason.
 void write_file_atomically(const std::string& path, const std::vector<char>& bytes);
@@ -29,4 +29,4 @@ void sync_folder(const std::string& folder);
 // True for the names write_file_atomically uses before the rename.
 bool is_temporary_file(const std::string& name);
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint

@@ -1,9 +1,9 @@
-#include "train/checkpoint_crc32.hpp"
+#include "checkpoint/crc32.hpp"
 
 #include <array>
 #include <cstdio>
 
-namespace distlab::train {
+namespace distlab::checkpoint {
 namespace {
 
 constexpr std::uint32_t kPolynomial = 0xEDB88320u;
@@ -45,4 +45,4 @@ std::string crc32_hex(std::uint32_t crc) {
   return text;
 }
 
-}  // namespace distlab::train
+}  // namespace distlab::checkpoint
