@@ -1,0 +1,54 @@
+// Attention on one block of queries against one block of keys, with what it
+// takes to merge blocks later: the output and its log-sum-exp (lse).
+//
+// Context parallelism splits every sequence over ranks for the whole layer.
+// A rank holds some queries and sees the keys and values block by block (a
+// ring brings the others' blocks, or an all-gather brings them all); it
+// never holds the whole score matrix. Each block gives
+//
+//   out_b = softmax(q k_b^T * scale) v_b       lse_b = log sum_j exp(q k_bj^T * scale)
+//
+// and the whole row's softmax is the blocks' outputs weighted by
+// exp(lse_b - lse), lse = log sum_b exp(lse_b). merge_into() folds one block
+// into an accumulator in float32 in the stable form (the sigmoid of a lse
+// difference is never more than 1, and never overflows):
+//
+//   out -= sigmoid(lse_b - lse) * (out - out_b)
+//   lse -= logsigmoid(lse - lse_b)
+//
+// merge_naive() is the textbook form, exp(lse) of each block summed: with
+// logits above about 88 float32's exp overflows and the result is NaN. It is
+// here to show why (tests/context_parallel checks both).
+//
+// Causal attention across blocks needs each token's position in the whole
+// sequence: a query attends a key whose position is not greater than its
+// own. Positions are given per token, so a block may hold pieces of the
+// sequence that are not contiguous (zigzag: chunks r and 2C-1-r). A query
+// row that sees no key at all in a block gets out 0 and lse -inf, which the
+// merge treats as "nothing from this block".
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace distlab::context_parallel {
+
+struct BlockResult {
+  at::Tensor out;  // (..., Sq, D) float32
+  at::Tensor lse;  // (..., Sq) float32; -inf where the block gave the row nothing
+};
+
+// q (..., Sq, D), k and v (..., Sk, D), any float dtype, computed in
+// float32. With `q_positions` (Sq,) and `k_positions` (Sk,) int64 given,
+// causal; undefined tensors: every query sees every key. Throws
+// std::invalid_argument naming the shapes that do not fit.
+BlockResult block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                            const at::Tensor& q_positions = {}, const at::Tensor& k_positions = {});
+
+// Folds `block` into `acc` in the stable form above. An empty `acc` (out
+// undefined) becomes the block.
+void merge_into(BlockResult& acc, const BlockResult& block);
+
+// The naive form: (exp(lse_a) out_a + exp(lse_b) out_b) / (exp(lse_a) + exp(lse_b)).
+BlockResult merge_naive(const BlockResult& a, const BlockResult& b);
+
+}  // namespace distlab::context_parallel
