@@ -1,0 +1,54 @@
+// Ring attention, forward: every sequence split over the C ranks of a
+// group, each rank holding its queries, keys and values; the keys and
+// values travel round the ring while each rank computes.
+//
+//   step s (0 .. C-1): rank r holds the K/V block of rank (r - s) mod C;
+//     it posts the send of that block to r + 1 and the receive of the next
+//     from r - 1, computes its queries against the block it holds
+//     (block_attention.hpp), merges the result in (stable, float32), then
+//     waits for the transfer: the next block's transfer overlaps this
+//     block's compute.
+//
+// Each rank's tokens carry their positions in the whole sequence, so any
+// layout works: contiguous (rank r holds tokens [r S/C, (r+1) S/C),
+// picotron's) or zigzag (the sequence cut in 2C chunks, rank r holding
+// chunks r and 2C-1-r, which evens out the causal work). The positions
+// travel with their block.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "context_parallel/block_attention.hpp"
+
+namespace distlab::context_parallel {
+
+enum class Layout { kContiguous, kZigzag };
+
+// The positions (int64, (S / C,)) of the tokens rank `rank` of `ranks`
+// holds in a sequence of `length`. Throws std::invalid_argument naming the
+// sizes when the sequence does not split: S a multiple of C (contiguous),
+// of 2C (zigzag).
+at::Tensor positions_of(Layout layout, int64_t length, int ranks, int rank);
+const char* to_string(Layout layout);
+
+struct RingWork {
+  // Per ring step: the query x key pairs this rank computed (under a causal
+  // mask, the pairs not masked out) and the pairs in the block (computed or
+  // skipped).
+  std::vector<int64_t> computed, pairs;
+};
+
+// Every rank of `comm` calls it with q (..., Sq, D), k and v (..., Sk, D) on
+// comm.device() and the positions (Sk,) of its tokens (queries and keys are
+// the same tokens). Returns this rank's out (float32) and lse. `causal`:
+// a query attends keys at positions not after its own. Messages use tags
+// tag .. tag + 2. `work`, when given, gets the pairs per step.
+BlockResult ring_attention(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           double scale, const at::Tensor& positions, bool causal, int tag = 0,
+                           RingWork* work = nullptr);
+
+}  // namespace distlab::context_parallel
