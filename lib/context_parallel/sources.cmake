@@ -5,4 +5,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/block_attention.cpp
   # The ring: K and V blocks round the ring, the next transfer overlapping this block's compute.
   ${CMAKE_CURRENT_LIST_DIR}/ring_attention.cpp
+  # K/V gathered once (PyTorch's default, Llama 3's), and the naive gather-everything version.
+  ${CMAKE_CURRENT_LIST_DIR}/gathered_attention.cpp
 )

@@ -1,6 +1,7 @@
-// Ring attention (context_parallel/ring_attention.hpp) on 1-4 thread ranks,
-// contiguous and zigzag, causal and not, against PyTorch's softmax over the
-// whole sequence at each rank's positions; the causal work per rank, which
+// Ring attention (context_parallel/ring_attention.hpp), K/V gathered once
+// and the naive gather-everything version (gathered_attention.hpp) on 1-4
+// thread ranks, contiguous and zigzag, causal and not, against PyTorch's
+// softmax over the whole sequence at each rank's positions; the causal work per rank, which
 // the contiguous layout leaves uneven and zigzag evens out; layouts that do
 // not split refused with the lengths that would.
 #include <gtest/gtest.h>
@@ -14,47 +15,37 @@
 #include <vector>
 
 #include "comm/threads_backend.hpp"
+#include "context_checks.hpp"
 #include "context_parallel/ring_attention.hpp"
-#include "support/differences.hpp"
 
 namespace distlab::context_parallel {
 namespace {
 
-using test_support::largest_difference;
-
 constexpr int64_t kLength = 24;  // splits into 2C chunks for C = 1, 2, 3, 4
-constexpr double kScale = 0.35;
 
 at::Tensor seeded(at::IntArrayRef shape, uint64_t seed) { return at::randn(shape, at::detail::createCPUGenerator(seed)); }
+
+using testing::Method;
 
 struct Case {
   int ranks;
   Layout layout;
   bool causal;
+  Method method;
 };
 
 std::string name_of(const Case& c) {
-  return std::to_string(c.ranks) + "_ranks_" + to_string(c.layout) + (c.causal ? "_causal" : "_full");
+  return std::to_string(c.ranks) + "_ranks_" + to_string(c.layout) + (c.causal ? "_causal_" : "_full_") +
+         testing::to_string(c.method);
 }
 
-class RingAttention : public testing::TestWithParam<Case> {};
+class ContextAttention : public ::testing::TestWithParam<Case> {};
 
-TEST_P(RingAttention, EachRankGetsTheWholeSoftmaxAtItsPositions) {
+TEST_P(ContextAttention, EachRankGetsTheWholeSoftmaxAtItsPositions) {
   const Case c = GetParam();
-  // The whole sequence, the same on every rank; each keeps its own tokens.
-  const at::Tensor q = seeded({1, 2, kLength, 8}, 1), k = seeded({1, 2, kLength, 8}, 2), v = seeded({1, 2, kLength, 8}, 3);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * kScale;
-  if (c.causal) {
-    const at::Tensor all = at::arange(kLength, at::kLong);
-    scores = scores.masked_fill(all.unsqueeze(0) > all.unsqueeze(1), -std::numeric_limits<float>::infinity());
-  }
-  const at::Tensor whole_out = at::matmul(at::softmax(scores, -1), v), whole_lse = at::logsumexp(scores, -1);
   comm::run_thread_ranks(c.ranks, [&](comm::Communicator& comm) {
-    const at::Tensor mine = positions_of(c.layout, kLength, comm.size(), comm.rank());
-    const BlockResult got = ring_attention(comm, q.index_select(-2, mine), k.index_select(-2, mine),
-                                           v.index_select(-2, mine), kScale, mine, c.causal, /*tag=*/7);
-    EXPECT_LE(largest_difference(got.out, whole_out.index_select(-2, mine)), 2e-6) << comm.self();
-    EXPECT_LE(largest_difference(got.lse, whole_lse.index_select(-1, mine)), 2e-6) << comm.self();
+    EXPECT_LE(testing::largest_difference_from_whole(comm, c.layout, c.causal, c.method), testing::kTolerance)
+        << comm.self();
   });
 }
 
@@ -62,11 +53,13 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (int ranks = 1; ranks <= 4; ++ranks)
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
-      for (bool causal : {false, true}) out.push_back({ranks, layout, causal});
+      for (bool causal : {false, true})
+        for (Method method : {Method::kRing, Method::kAllGather, Method::kNaive})
+          out.push_back({ranks, layout, causal, method});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, RingAttention, testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Layouts, ContextAttention, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return name_of(info.param); });
 
 // The causal pairs each rank computes over the ring: S(S+1)/2 in all either

@@ -1,0 +1,23 @@
+// One check, run by the thread-rank tests and the gloo worker alike: every
+// rank of `comm` attends its tokens of a 24-token sequence (the same seeded
+// Q, K, V on every rank, each keeping the tokens its layout gives it) by
+// `method`, and returns its largest difference from PyTorch's softmax over
+// the whole sequence at its positions (output and log-sum-exp; a NaN or a
+// shape mismatch is +inf).
+#pragma once
+
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "context_parallel/ring_attention.hpp"
+
+namespace distlab::context_parallel::testing {
+
+enum class Method { kRing, kAllGather, kNaive };
+const char* to_string(Method method);
+
+inline constexpr double kTolerance = 2e-6;
+
+double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method);
+
+}  // namespace distlab::context_parallel::testing
