@@ -51,4 +51,23 @@ BlockResult ring_attention(comm::Communicator& comm, const at::Tensor& q, const 
                            double scale, const at::Tensor& positions, bool causal, int tag = 0,
                            RingWork* work = nullptr);
 
+struct RingGradients {
+  at::Tensor dq, dk, dv;  // float32, the shapes of this rank's q, k, v
+};
+
+// The backward of ring_attention for this rank's tokens, given the gradient
+// of its output `dout` and the forward's `out` and `lse` (the whole row's,
+// so each block's probabilities are exp(scores - lse) without another
+// merge). The ring again: each rank's K and V travel with accumulators dK
+// and dV for them; at step s rank r holds the block of rank (r - s) mod C,
+// adds this block's share to its own dQ and to the travelling dK and dV,
+// and passes the block on. After C steps every block (and its finished dK,
+// dV) is back with its owner. No block's K or V is kept from one step to
+// the next. Messages use tags tag .. tag + 4.
+//   P = exp(q k^T scale - lse)   D = rowsum(dout * out)
+//   dV += P^T dout   dS = P * (dout v^T - D)   dQ += dS k scale   dK += dS^T q scale
+RingGradients ring_attention_backward(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k,
+                                      const at::Tensor& v, double scale, const at::Tensor& positions, bool causal,
+                                      const BlockResult& forward, const at::Tensor& dout, int tag = 0);
+
 }  // namespace distlab::context_parallel

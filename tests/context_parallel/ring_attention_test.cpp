@@ -17,6 +17,7 @@
 #include "comm/threads_backend.hpp"
 #include "context_checks.hpp"
 #include "context_parallel/ring_attention.hpp"
+#include "support/differences.hpp"
 
 namespace distlab::context_parallel {
 namespace {
@@ -60,6 +61,46 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ContextAttention, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return name_of(info.param); });
+
+// The backward ring against autograd on the whole sequence: the loss
+// sum(out * G), its gradients for q, k and v at each rank's positions.
+class RingBackward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RingBackward, GradientsEqualAutogradOnTheWholeSequence) {
+  const Case c = GetParam();
+  const at::Tensor q = seeded({1, 2, kLength, 8}, 21).requires_grad_(true);
+  const at::Tensor k = seeded({1, 2, kLength, 8}, 22).requires_grad_(true);
+  const at::Tensor v = seeded({1, 2, kLength, 8}, 23).requires_grad_(true);
+  const at::Tensor G = seeded({1, 2, kLength, 8}, 24);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * 0.35;
+  if (c.causal) {
+    const at::Tensor all = at::arange(kLength, at::kLong);
+    scores = scores.masked_fill(all.unsqueeze(0) > all.unsqueeze(1), -std::numeric_limits<float>::infinity());
+  }
+  (at::matmul(at::softmax(scores, -1), v) * G).sum().backward();
+  comm::run_thread_ranks(c.ranks, [&](comm::Communicator& comm) {
+    const at::Tensor mine = positions_of(c.layout, kLength, comm.size(), comm.rank());
+    const at::Tensor qm = q.detach().index_select(-2, mine), km = k.detach().index_select(-2, mine);
+    const at::Tensor vm = v.detach().index_select(-2, mine);
+    const BlockResult forward = ring_attention(comm, qm, km, vm, 0.35, mine, c.causal, /*tag=*/3);
+    const RingGradients g = ring_attention_backward(comm, qm, km, vm, 0.35, mine, c.causal, forward,
+                                                    G.index_select(-2, mine), /*tag=*/10);
+    EXPECT_LE(test_support::largest_difference(g.dq, q.grad().index_select(-2, mine)), 1e-5) << comm.self();
+    EXPECT_LE(test_support::largest_difference(g.dk, k.grad().index_select(-2, mine)), 1e-5) << comm.self();
+    EXPECT_LE(test_support::largest_difference(g.dv, v.grad().index_select(-2, mine)), 1e-5) << comm.self();
+  });
+}
+
+std::vector<Case> ring_cases() {
+  std::vector<Case> out;
+  for (int ranks = 1; ranks <= 4; ++ranks)
+    for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
+      for (bool causal : {false, true}) out.push_back({ranks, layout, causal, Method::kRing});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, RingBackward, ::testing::ValuesIn(ring_cases()),
                          [](const auto& info) { return name_of(info.param); });
 
 // The causal pairs each rank computes over the ring: S(S+1)/2 in all either
