@@ -8,6 +8,24 @@
 #include <vector>
 
 namespace distlab::context_parallel {
+namespace {
+
+// One hop round the ring: posts the receives of tensors like `held` from
+// `previous` and the sends of `held` to `next` (tags tag, tag + 1, ...),
+// adding the work to `pending`; returns what will have arrived once it is
+// waited for. `held` must stay untouched until then (reading is fine).
+std::vector<at::Tensor> pass_on(comm::Communicator& comm, const std::vector<at::Tensor>& held, int next,
+                                int previous, int tag, std::vector<comm::WorkPtr>& pending) {
+  std::vector<at::Tensor> arriving;
+  for (size_t i = 0; i < held.size(); ++i) {
+    arriving.push_back(at::empty_like(held[i]));
+    pending.push_back(comm.irecv(arriving.back(), previous, tag + static_cast<int>(i)));
+  }
+  for (size_t i = 0; i < held.size(); ++i) pending.push_back(comm.isend(held[i], next, tag + static_cast<int>(i)));
+  return arriving;
+}
+
+}  // namespace
 
 const char* to_string(Layout layout) { return layout == Layout::kZigzag ? "zigzag" : "contiguous"; }
 
@@ -37,18 +55,8 @@ BlockResult ring_attention(comm::Communicator& comm, const at::Tensor& q, const 
   for (int s = 0; s < C; ++s) {
     // The next block's transfer, posted before this block's compute.
     std::vector<comm::WorkPtr> pending;
-    at::Tensor k_next, v_next, pos_next;
-    if (s + 1 < C) {
-      k_next = at::empty_like(k_held);
-      v_next = at::empty_like(v_held);
-      pos_next = at::empty_like(pos_held);
-      pending.push_back(comm.irecv(k_next, previous, tag));
-      pending.push_back(comm.irecv(v_next, previous, tag + 1));
-      pending.push_back(comm.irecv(pos_next, previous, tag + 2));
-      pending.push_back(comm.isend(k_held, next, tag));
-      pending.push_back(comm.isend(v_held, next, tag + 1));
-      pending.push_back(comm.isend(pos_held, next, tag + 2));
-    }
+    std::vector<at::Tensor> arriving;
+    if (s + 1 < C) arriving = pass_on(comm, {k_held, v_held, pos_held}, next, previous, tag, pending);
     const at::Tensor q_pos = causal ? my_positions.cpu() : at::Tensor();
     const at::Tensor k_pos = causal ? pos_held.cpu() : at::Tensor();
     merge_into(acc, block_attention(q, k_held, v_held, scale, q_pos, k_pos));
@@ -59,9 +67,9 @@ BlockResult ring_attention(comm::Communicator& comm, const at::Tensor& q, const 
     }
     for (auto& w : pending) w->wait();
     if (s + 1 < C) {
-      k_held = k_next;
-      v_held = v_next;
-      pos_held = pos_next;
+      k_held = arriving[0];
+      v_held = arriving[1];
+      pos_held = arriving[2];
     }
   }
   return acc;
@@ -82,6 +90,11 @@ RingGradients ring_attention_backward(comm::Communicator& comm, const at::Tensor
   at::Tensor dk_held = at::zeros_like(k_held), dv_held = at::zeros_like(v_held);
   at::Tensor dq = at::zeros_like(qf);
   for (int s = 0; s < C; ++s) {
+    // The next block's K, V and positions, posted before this block's
+    // compute (which only reads them); its gradients go on after it.
+    std::vector<comm::WorkPtr> pending;
+    std::vector<at::Tensor> block_in;
+    if (s + 1 < C) block_in = pass_on(comm, {k_held, v_held, pos_held}, next, previous, tag, pending);
     at::Tensor scores = at::matmul(qf, k_held.transpose(-2, -1)) * scale;
     if (causal) {
       const at::Tensor later = pos_held.cpu().unsqueeze(0) > my_positions.unsqueeze(1);
@@ -94,32 +107,17 @@ RingGradients ring_attention_backward(comm::Communicator& comm, const at::Tensor
     dq = dq + at::matmul(dS, k_held) * scale;
     dk_held = dk_held + at::matmul(dS.transpose(-2, -1), qf) * scale;
     if (C == 1) break;
-    // On: the block and its gradients to r + 1; after the last step this
-    // hop brings every block home.
-    at::Tensor k_in = at::empty_like(k_held), v_in = at::empty_like(v_held), pos_in = at::empty_like(pos_held);
-    at::Tensor dk_in = at::empty_like(dk_held), dv_in = at::empty_like(dv_held);
-    std::vector<comm::WorkPtr> pending;
-    const bool last = s + 1 == C;
-    if (!last) {
-      pending.push_back(comm.irecv(k_in, previous, tag));
-      pending.push_back(comm.irecv(v_in, previous, tag + 1));
-      pending.push_back(comm.irecv(pos_in, previous, tag + 2));
-      pending.push_back(comm.isend(k_held, next, tag));
-      pending.push_back(comm.isend(v_held, next, tag + 1));
-      pending.push_back(comm.isend(pos_held, next, tag + 2));
-    }
-    pending.push_back(comm.irecv(dk_in, previous, tag + 3));
-    pending.push_back(comm.irecv(dv_in, previous, tag + 4));
-    pending.push_back(comm.isend(dk_held, next, tag + 3));
-    pending.push_back(comm.isend(dv_held, next, tag + 4));
+    // The gradients to r + 1; after the last step this hop brings each
+    // block's home.
+    const std::vector<at::Tensor> grads_in = pass_on(comm, {dk_held, dv_held}, next, previous, tag + 3, pending);
     for (auto& w : pending) w->wait();
-    if (!last) {
-      k_held = k_in;
-      v_held = v_in;
-      pos_held = pos_in;
+    if (s + 1 < C) {
+      k_held = block_in[0];
+      v_held = block_in[1];
+      pos_held = block_in[2];
     }
-    dk_held = dk_in;
-    dv_held = dv_in;
+    dk_held = grads_in[0];
+    dv_held = grads_in[1];
   }
   return {dq, dk_held, dv_held};
 }

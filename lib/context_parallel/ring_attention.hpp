@@ -61,9 +61,10 @@ struct RingGradients {
 // merge). The ring again: each rank's K and V travel with accumulators dK
 // and dV for them; at step s rank r holds the block of rank (r - s) mod C,
 // adds this block's share to its own dQ and to the travelling dK and dV,
-// and passes the block on. After C steps every block (and its finished dK,
-// dV) is back with its owner. No block's K or V is kept from one step to
-// the next. Messages use tags tag .. tag + 4.
+// and passes the block on (its K and V posted before this block's compute,
+// as in the forward; its dK and dV after). After C steps every block (and
+// its finished dK, dV) is back with its owner. No block's K or V is kept
+// from one step to the next. Messages use tags tag .. tag + 4.
 //   P = exp(q k^T scale - lse)   D = rowsum(dout * out)
 //   dV += P^T dout   dS = P * (dout v^T - D)   dQ += dS k scale   dK += dS^T q scale
 RingGradients ring_attention_backward(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k,
