@@ -30,9 +30,10 @@ void check_shapes(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                 shape_of(k_positions) + " for " + shapes + ": one per query and one per key");
 }
 
-// The scores, float32, with -inf where a key lies after the query.
-at::Tensor scores_of(const at::Tensor& q, const at::Tensor& k, double scale, const at::Tensor& q_positions,
-                     const at::Tensor& k_positions) {
+}  // namespace
+
+at::Tensor attention_scores(const at::Tensor& q, const at::Tensor& k, double scale, const at::Tensor& q_positions,
+                            const at::Tensor& k_positions) {
   at::Tensor scores = at::matmul(q.to(at::kFloat), k.to(at::kFloat).transpose(-2, -1)) * scale;
   if (q_positions.defined()) {
     const at::Tensor later = k_positions.to(q.device()).unsqueeze(0) > q_positions.to(q.device()).unsqueeze(1);
@@ -41,20 +42,17 @@ at::Tensor scores_of(const at::Tensor& q, const at::Tensor& k, double scale, con
   return scores;
 }
 
-// out and lse from the scores; rows with no key: out 0, lse -inf.
-BlockResult softmax_of(const at::Tensor& scores, const at::Tensor& v) {
-  const at::Tensor lse = at::logsumexp(scores, -1);
-  const at::Tensor seen = at::isfinite(lse).unsqueeze(-1);
-  const at::Tensor weights = at::where(seen, at::exp(scores - lse.unsqueeze(-1)), at::zeros_like(scores));
-  return {at::matmul(weights, v.to(at::kFloat)), lse};
+at::Tensor attention_probabilities(const at::Tensor& scores, const at::Tensor& lse) {
+  const at::Tensor row_lse = lse.unsqueeze(-1);
+  return at::where(at::isfinite(row_lse), at::exp(scores - row_lse), at::zeros_like(scores));
 }
-
-}  // namespace
 
 BlockResult block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
                             const at::Tensor& q_positions, const at::Tensor& k_positions) {
   check_shapes(q, k, v, q_positions, k_positions);
-  return softmax_of(scores_of(q, k, scale, q_positions, k_positions), v);
+  const at::Tensor scores = attention_scores(q, k, scale, q_positions, k_positions);
+  const at::Tensor lse = at::logsumexp(scores, -1);  // -inf in rows that see no key: their out is 0
+  return {at::matmul(attention_probabilities(scores, lse), v.to(at::kFloat)), lse};
 }
 
 void merge_into(BlockResult& acc, const BlockResult& block) {

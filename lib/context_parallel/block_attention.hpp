@@ -44,6 +44,15 @@ struct BlockResult {
 BlockResult block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
                             const at::Tensor& q_positions = {}, const at::Tensor& k_positions = {});
 
+// The pieces, for the backward (ring_attention.hpp), which recomputes the
+// probabilities from the whole row's lse:
+// q k^T * scale in float32, -inf where a key lies after its query (when
+// positions are given).
+at::Tensor attention_scores(const at::Tensor& q, const at::Tensor& k, double scale,
+                            const at::Tensor& q_positions = {}, const at::Tensor& k_positions = {});
+// exp(scores - lse) row by row; 0 in rows that see no key (lse -inf).
+at::Tensor attention_probabilities(const at::Tensor& scores, const at::Tensor& lse);
+
 // Folds `block` into `acc` in the stable form above. An empty `acc` (out
 // undefined) becomes the block.
 void merge_into(BlockResult& acc, const BlockResult& block);

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,14 +49,14 @@ BlockResult ring_attention(comm::Communicator& comm, const at::Tensor& q, const 
   const int next = (me + 1) % C, previous = (me + C - 1) % C;
   at::Tensor k_held = k.contiguous(), v_held = v.contiguous();
   at::Tensor pos_held = positions.to(comm.device(), at::kLong).contiguous();
-  const at::Tensor my_positions = pos_held;
+  // The causal rule reads positions on the CPU; mine are the same every step.
+  const at::Tensor q_pos = causal ? pos_held.cpu() : at::Tensor();
   BlockResult acc;
   for (int s = 0; s < C; ++s) {
     // The next block's transfer, posted before this block's compute.
     std::vector<comm::WorkPtr> pending;
     std::vector<at::Tensor> arriving;
     if (s + 1 < C) arriving = pass_on(comm, {k_held, v_held, pos_held}, next, previous, tag, pending);
-    const at::Tensor q_pos = causal ? my_positions.cpu() : at::Tensor();
     const at::Tensor k_pos = causal ? pos_held.cpu() : at::Tensor();
     merge_into(acc, block_attention(q, k_held, v_held, scale, q_pos, k_pos));
     if (work != nullptr) {
@@ -81,9 +80,9 @@ RingGradients ring_attention_backward(comm::Communicator& comm, const at::Tensor
   const int C = comm.size(), me = comm.rank();
   const int next = (me + 1) % C, previous = (me + C - 1) % C;
   const at::Tensor qf = q.to(at::kFloat), doutf = dout.to(at::kFloat);
-  const at::Tensor lse = forward.lse.to(at::kFloat).unsqueeze(-1);
+  const at::Tensor lse = forward.lse.to(at::kFloat);
   const at::Tensor D = (doutf * forward.out.to(at::kFloat)).sum(-1, /*keepdim=*/true);
-  const at::Tensor my_positions = positions.to(at::kLong).cpu();
+  const at::Tensor q_pos = causal ? positions.to(at::kLong).cpu() : at::Tensor();
   // What travels: the block, its positions and its gradients so far.
   at::Tensor k_held = k.to(at::kFloat).contiguous(), v_held = v.to(at::kFloat).contiguous();
   at::Tensor pos_held = positions.to(comm.device(), at::kLong).contiguous();
@@ -95,13 +94,9 @@ RingGradients ring_attention_backward(comm::Communicator& comm, const at::Tensor
     std::vector<comm::WorkPtr> pending;
     std::vector<at::Tensor> block_in;
     if (s + 1 < C) block_in = pass_on(comm, {k_held, v_held, pos_held}, next, previous, tag, pending);
-    at::Tensor scores = at::matmul(qf, k_held.transpose(-2, -1)) * scale;
-    if (causal) {
-      const at::Tensor later = pos_held.cpu().unsqueeze(0) > my_positions.unsqueeze(1);
-      scores = scores.masked_fill(later.to(scores.device()), -std::numeric_limits<float>::infinity());
-    }
-    // Rows that see no key at all (lse -inf) contribute nothing.
-    const at::Tensor P = at::where(at::isfinite(lse), at::exp(scores - lse), at::zeros_like(scores));
+    const at::Tensor k_pos = causal ? pos_held.cpu() : at::Tensor();
+    // This block's share of each row's softmax (0 in rows that see no key).
+    const at::Tensor P = attention_probabilities(attention_scores(qf, k_held, scale, q_pos, k_pos), lse);
     dv_held = dv_held + at::matmul(P.transpose(-2, -1), doutf);
     const at::Tensor dS = P * (at::matmul(doutf, v_held.transpose(-2, -1)) - D);
     dq = dq + at::matmul(dS, k_held) * scale;

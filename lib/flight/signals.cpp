@@ -1,7 +1,8 @@
 // dump_on_signals(): SIGUSR1 and SIGTERM through a signal pipe
 // (signal_pipe.hpp), whose thread dumps: a dump is not async-signal-safe.
-// Also a std::terminate handler: an exception nobody catches (gloo's I/O threads throw gloo::EnforceNotMet when a
-// message is longer than the recv posted for it) dumps before the abort.
+// Also a std::terminate handler: an exception nobody catches (gloo's I/O
+// threads throw gloo::EnforceNotMet when a message is longer than the recv
+// posted for it) dumps before the abort.
 //
 // Once the process has begun to exit (exit(), main returned), nothing is
 // dumped any more: the recorders and the locks a dump takes are being

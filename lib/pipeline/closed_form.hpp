@@ -25,11 +25,11 @@
 //
 // ZBV: the zero-bubble paper (Qi et al., "Zero Bubble Pipeline
 // Parallelism", ICLR 2024) calls ZB-H2 and ZBV bubble-free when F = B = W
-// (its B is DistLab's I). What the simulator finds zero is the idle inside each rank's run: from its first
-// action to its last no rank waits (closed_form_test checks it). Within one
-// step rank r still waits r forwards for its first input and ends p-1-r
-// units before the last rank: the (p-1)F counted here, which "zero" leaves
-// out.
+// (its B is DistLab's I). What the simulator finds zero is the idle inside
+// each rank's run: from its first action to its last no rank waits
+// (closed_form_test checks it). Within one step rank r still waits r
+// forwards for its first input and ends p-1-r units before the last rank:
+// the (p-1)F counted here, which "zero" leaves out.
 #pragma once
 
 #include <optional>

@@ -8,14 +8,6 @@
 
 namespace distlab::pipeline {
 
-namespace {
-
-void require(bool ok, const std::string& what, const std::string& hint) {
-  if (!ok) throw ScheduleError(what + "; " + hint);
-}
-
-}  // namespace
-
 std::string Schedule::describe() const {
   return std::string(kind_name(kind)) + " p=" + std::to_string(ranks) + " m=" + std::to_string(microbatches) +
          " v=" + std::to_string(stages_per_rank);
@@ -45,10 +37,6 @@ std::vector<ScheduleKind> all_kinds() {
 
 Placement placement_of(ScheduleKind kind) { return kind_info(kind).placement; }
 
-bool holds_any_number_of_stages(ScheduleKind kind) {
-  return kind_info(kind).stages_per_rank == StagesPerRank::kAny;
-}
-
 int stages_per_rank_for(ScheduleKind kind, int chunks) {
   switch (kind_info(kind).stages_per_rank) {
     case StagesPerRank::kOne: return 1;
@@ -61,18 +49,18 @@ int stages_per_rank_for(ScheduleKind kind, int chunks) {
 Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stages_per_rank) {
   const KindInfo& info = kind_info(kind);
   const std::string name = info.name;
-  require(ranks >= 1, name + ": " + std::to_string(ranks) + " ranks", "a pipeline needs at least 1 rank");
-  require(microbatches >= 1, name + ": " + std::to_string(microbatches) + " microbatches",
+  require_schedule(ranks >= 1, name + ": " + std::to_string(ranks) + " ranks", "a pipeline needs at least 1 rank");
+  require_schedule(microbatches >= 1, name + ": " + std::to_string(microbatches) + " microbatches",
           "cut the batch into at least 1 microbatch");
-  require(stages_per_rank >= 1, name + ": " + std::to_string(stages_per_rank) + " stages per rank",
+  require_schedule(stages_per_rank >= 1, name + ": " + std::to_string(stages_per_rank) + " stages per rank",
           "each rank holds at least 1 stage");
   const std::string shape = name + " p=" + std::to_string(ranks) + " m=" + std::to_string(microbatches);
   // torch's ScheduleZBVZeroBubble and ScheduleDualPipeV raise "ZBV requires
   // exactly 2 stages per rank".
-  require(info.stages_per_rank != StagesPerRank::kTwo || stages_per_rank == 2,
+  require_schedule(info.stages_per_rank != StagesPerRank::kTwo || stages_per_rank == 2,
           name + " holds exactly two stages per rank in a V, but v=" + std::to_string(stages_per_rank) + " was asked",
           "use v=2 (stages_per_rank_for(kind, ...) gives it): rank r holds stages r and 2p-1-r");
-  require(info.stages_per_rank != StagesPerRank::kOne || stages_per_rank == 1,
+  require_schedule(info.stages_per_rank != StagesPerRank::kOne || stages_per_rank == 1,
           name + " holds one stage per rank, but v=" + std::to_string(stages_per_rank) + " was asked",
           "use v=1, or interleaved / looped_bfs / interleaved_zb for several stages per rank");
   if (info.check_microbatches) info.check_microbatches(shape, ranks, microbatches);
@@ -89,7 +77,7 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int microbatches, int stage
   // for any other. The orders taken from torch are checked the same way.
   if (info.checked_when_built) {
     const CheckResult result = check(s);
-    require(result.ok, s.describe() + " would not run: " + result.error,
+    require_schedule(result.ok, s.describe() + " would not run: " + result.error,
             "choose m a multiple of p, as Megatron-LM does");
   }
   return s;

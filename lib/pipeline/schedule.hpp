@@ -88,9 +88,6 @@ ScheduleKind parse_kind(const std::string& name);
 std::vector<ScheduleKind> all_kinds();
 // Where `kind` puts its stages: V for ZBV and DualPipeV, loop otherwise.
 Placement placement_of(ScheduleKind kind);
-// Whether `kind` takes any v >= 1 stages per rank, looped (Interleaved 1F1B,
-// LoopedBFS, interleaved zero bubble); the others fix v (1, or 2 in a V).
-bool holds_any_number_of_stages(ScheduleKind kind);
 // The v to build `kind` with when `chunks` stages per rank are wanted: 2
 // for the V schedules (always two), `chunks` for the looped multi-stage
 // ones, 1 otherwise.

@@ -7,16 +7,12 @@ namespace distlab::pipeline {
 
 namespace {
 
-void require(bool ok, const std::string& what, const std::string& hint) {
-  if (!ok) throw ScheduleError(what + "; " + hint);
-}
-
 // torch's ScheduleInterleavedZeroBubble: rounds = max(1, m // p) rounds of
 // m // rounds microbatches, and m % rounds == 0 ("Zero bubble requires the
 // number of microbatches to be a multiple of the number of rounds").
 void whole_rounds(const std::string& shape, int p, int m) {
   const int rounds = std::max(1, m / p);
-  require(m % rounds == 0,
+  require_schedule(m % rounds == 0,
           shape + ": m must be a multiple of its number of rounds max(1, m / p) = " + std::to_string(rounds),
           "choose m = " + std::to_string(m - m % rounds) + " or another multiple of p (torch's rule)");
 }
@@ -24,7 +20,7 @@ void whole_rounds(const std::string& shape, int p, int m) {
 // torch's ScheduleDualPipeV: "DualPipeV requires at least as many
 // microbatches as stages".
 void a_microbatch_per_stage(const std::string& shape, int p, int m) {
-  require(m >= 2 * p,
+  require_schedule(m >= 2 * p,
           shape + ": DualPipeV needs at least as many microbatches as stages (m >= 2p = " + std::to_string(2 * p) + ")",
           "choose m >= " + std::to_string(2 * p));
 }
@@ -70,6 +66,10 @@ const std::vector<KindInfo>& kind_table() {
        "F = I = W, m >= 2p", any_m},
   };
   return table;
+}
+
+void require_schedule(bool ok, const std::string& what, const std::string& hint) {
+  if (!ok) throw ScheduleError(what + "; " + hint);
 }
 
 const KindInfo& kind_info(ScheduleKind kind) {

@@ -53,6 +53,10 @@ struct KindInfo {
   bool (*exact_for)(int p, int m);
 };
 
+// Throws ScheduleError "what; hint" unless `ok`: the one form of every
+// rule make_schedule and the table's rows check.
+void require_schedule(bool ok, const std::string& what, const std::string& hint);
+
 // In the order of the ScheduleKind enum.
 const std::vector<KindInfo>& kind_table();
 const KindInfo& kind_info(ScheduleKind kind);

@@ -12,12 +12,18 @@
 namespace distlab::context_parallel::testing {
 namespace {
 
-constexpr int64_t kLength = 24;  // splits into 2C chunks for C = 1, 2, 3, 4
 constexpr double kScale = 0.35;
+
+}  // namespace
 
 at::Tensor seeded(at::IntArrayRef shape, uint64_t seed) { return at::randn(shape, at::detail::createCPUGenerator(seed)); }
 
-}  // namespace
+at::Tensor whole_scores(const at::Tensor& q, const at::Tensor& k, double scale, bool causal) {
+  const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
+  if (!causal) return scores;
+  const at::Tensor all = at::arange(q.size(-2), at::kLong);
+  return scores.masked_fill(all.unsqueeze(0) > all.unsqueeze(1), -std::numeric_limits<float>::infinity());
+}
 
 const char* to_string(Method method) {
   switch (method) {
@@ -30,11 +36,7 @@ const char* to_string(Method method) {
 
 double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method) {
   const at::Tensor q = seeded({1, 2, kLength, 8}, 1), k = seeded({1, 2, kLength, 8}, 2), v = seeded({1, 2, kLength, 8}, 3);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * kScale;
-  if (causal) {
-    const at::Tensor all = at::arange(kLength, at::kLong);
-    scores = scores.masked_fill(all.unsqueeze(0) > all.unsqueeze(1), -std::numeric_limits<float>::infinity());
-  }
+  const at::Tensor scores = whole_scores(q, k, kScale, causal);
   const at::Tensor whole_out = at::matmul(at::softmax(scores, -1), v), whole_lse = at::logsumexp(scores, -1);
   const at::Tensor mine = positions_of(layout, kLength, comm.size(), comm.rank());
   const at::Tensor qm = q.index_select(-2, mine), km = k.index_select(-2, mine), vm = v.index_select(-2, mine);

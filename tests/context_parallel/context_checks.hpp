@@ -6,6 +6,9 @@
 // shape mismatch is +inf).
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
 #include <string>
 
 #include "comm/communicator.hpp"
@@ -17,6 +20,14 @@ enum class Method { kRing, kAllGather, kNaive };
 const char* to_string(Method method);
 
 inline constexpr double kTolerance = 2e-6;
+inline constexpr int64_t kLength = 24;  // the checks' sequence: 2C chunks for C = 1, 2, 3, 4
+
+// Standard-normal values from their own generator: the same on every rank.
+at::Tensor seeded(at::IntArrayRef shape, uint64_t seed);
+// The reference's scores over the whole sequence: q k^T * scale, -inf where
+// a key lies after its query when `causal` (positions 0 .. S-1), for
+// at::softmax and at::logsumexp to take.
+at::Tensor whole_scores(const at::Tensor& q, const at::Tensor& k, double scale, bool causal);
 
 double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method);
 

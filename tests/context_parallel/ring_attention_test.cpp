@@ -6,10 +6,7 @@
 // not split refused with the lengths that would.
 #include <gtest/gtest.h>
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 
-#include <limits>
-#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -22,9 +19,8 @@
 namespace distlab::context_parallel {
 namespace {
 
-constexpr int64_t kLength = 24;  // splits into 2C chunks for C = 1, 2, 3, 4
-
-at::Tensor seeded(at::IntArrayRef shape, uint64_t seed) { return at::randn(shape, at::detail::createCPUGenerator(seed)); }
+using testing::kLength;
+using testing::seeded;
 
 using testing::Method;
 
@@ -73,12 +69,7 @@ TEST_P(RingBackward, GradientsEqualAutogradOnTheWholeSequence) {
   const at::Tensor k = seeded({1, 2, kLength, 8}, 22).requires_grad_(true);
   const at::Tensor v = seeded({1, 2, kLength, 8}, 23).requires_grad_(true);
   const at::Tensor G = seeded({1, 2, kLength, 8}, 24);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * 0.35;
-  if (c.causal) {
-    const at::Tensor all = at::arange(kLength, at::kLong);
-    scores = scores.masked_fill(all.unsqueeze(0) > all.unsqueeze(1), -std::numeric_limits<float>::infinity());
-  }
-  (at::matmul(at::softmax(scores, -1), v) * G).sum().backward();
+  (at::matmul(at::softmax(testing::whole_scores(q, k, 0.35, c.causal), -1), v) * G).sum().backward();
   comm::run_thread_ranks(c.ranks, [&](comm::Communicator& comm) {
     const at::Tensor mine = positions_of(c.layout, kLength, comm.size(), comm.rank());
     const at::Tensor qm = q.detach().index_select(-2, mine), km = k.detach().index_select(-2, mine);
