@@ -7,7 +7,8 @@
 //
 // Rules, the same for every backend:
 // - Tensors are contiguous; a recv's tensor is allocated by the caller with
-//   the dtype and element count of the matching send.
+//   the dtype and element count of the matching send. A message that does
+//   not fit is refused by the recv's wait, naming both (CommError).
 // - Messages from one rank to another with one tag arrive in the order sent.
 // - A non-blocking call returns a Work; the tensor must stay untouched until
 //   wait() returns. wait() throws TimeoutError after timeout() naming the

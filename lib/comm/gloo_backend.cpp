@@ -7,13 +7,11 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "comm/peer_closed.hpp"
+#include "comm/gloo_p2p.hpp"
 #include "comm/store.hpp"
 
 namespace distlab::comm {
 namespace {
-
-using GlooWorkPtr = decltype(std::declval<c10d::ProcessGroupGloo&>().barrier());
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
@@ -23,46 +21,10 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
   }
 }
 
-// Turns gloo's exceptions into DistLab's, naming the operation and the peer.
-[[noreturn]] void rethrow(const std::string& what, const std::exception& e, Milliseconds timeout, int peer) {
-  std::string why = e.what();
-  why = why.substr(0, why.find('\n'));
-  if (why.find("Timed out") != std::string::npos || why.find("timed out") != std::string::npos)
-    throw_timeout(what, timeout,
-                  peer >= 0 ? "Rank " + std::to_string(peer) + " never did its side (is it still running?)" : "");
-  if (why.find("closed") != std::string::npos || why.find("reset") != std::string::npos)
-    throw PeerClosed(what + ": " + (peer >= 0 ? "rank " + std::to_string(peer) : std::string("a peer")) +
-                     " closed the connection (did it exit or crash?): " + why);
-  throw CommError(what + ": " + why);
-}
-
-class GlooWork : public Work {
- public:
-  GlooWork(GlooWorkPtr work, std::string what, Milliseconds timeout, int peer)
-      : work_(std::move(work)), what_(std::move(what)), timeout_(timeout), peer_(peer) {}
-  void wait() override { wait_up_to(timeout_); }
-  // Gloo's own bound on one wait: its context's timeout applies only when
-  // none is given, and a wait that times out fails the whole context.
-  void wait_up_to(Milliseconds limit) override {
-    try {
-      work_->wait(limit);
-    } catch (const std::exception& e) {
-      rethrow(what_, e, limit, peer_);
-    }
-  }
-  bool is_completed() override { return work_->isCompleted(); }
-
- private:
-  GlooWorkPtr work_;
-  std::string what_;
-  Milliseconds timeout_;
-  int peer_;
-};
-
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(const WorldInfo& world, CommOptions options)
-      : Communicator(world.rank, world.world_size, std::move(options)) {
+      : Communicator(world.rank, world.world_size, std::move(options)), payloads_(timeout()) {
     store_ = connect_store(world, connect_timeout());
     // Gloo uses this timeout to build its connections; each operation's wait
     // is bounded by timeout() (GlooWork).
@@ -85,7 +47,8 @@ class GlooCommunicator : public Communicator {
   // store, so its connections (and its traffic) are its own.
   GlooCommunicator(int rank, int size, CommOptions options, c10::intrusive_ptr<c10d::Store> store,
                    c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options, const std::string& key)
-      : Communicator(rank, size, std::move(options)), store_(std::move(store)), gloo_options_(std::move(gloo_options)) {
+      : Communicator(rank, size, std::move(options)), store_(std::move(store)), gloo_options_(std::move(gloo_options)),
+        payloads_(timeout()) {
     connect(c10::make_intrusive<c10d::PrefixStore>("distlab/" + key, store_));
   }
 
@@ -94,14 +57,14 @@ class GlooCommunicator : public Communicator {
  protected:
   WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) override {
     require_cpu("send", tensor);
-    std::vector<at::Tensor> tensors{tensor};
-    return wrap([&] { return group_->send(tensors, peer, tag); }, describe("send", peer, tag), peer);
+    payloads_.rethrow_failure();
+    return send_checked(*headers_, *group_, payloads_, tensor, peer, tag, describe("send", peer, tag), timeout());
   }
 
   WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) override {
     require_cpu("recv", tensor);
-    std::vector<at::Tensor> tensors{tensor};
-    return wrap([&] { return group_->recv(tensors, peer, tag); }, describe("recv", peer, tag), peer);
+    payloads_.rethrow_failure();
+    return recv_checked(headers_, group_, tensor, peer, tag, describe("recv", peer, tag), timeout());
   }
 
   std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
@@ -172,13 +135,17 @@ class GlooCommunicator : public Communicator {
     try {
       return std::make_shared<GlooWork>(start(), what, timeout(), peer);
     } catch (const std::exception& e) {
-      rethrow(what, e, timeout(), peer);
+      rethrow_gloo(what, e, timeout(), peer);
     }
   }
 
+  // Two groups of the same ranks: one for the data, one for the headers of
+  // point-to-point messages (comm/gloo_p2p.hpp).
   void connect(const c10::intrusive_ptr<c10d::Store>& store) {
     try {
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank(), size(), gloo_options_);
+      headers_ = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          c10::make_intrusive<c10d::PrefixStore>("headers", store), rank(), size(), gloo_options_);
     } catch (const std::exception& e) {
       std::string why = e.what();
       throw SetupError("rank " + std::to_string(world_rank()) + ": gloo could not connect all ranks of " + group() +
@@ -188,7 +155,10 @@ class GlooCommunicator : public Communicator {
 
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_, headers_;
+  // Declared last, so destroyed first: waits for the payloads still
+  // travelling while their groups still stand.
+  PayloadSends payloads_;
 };
 
 }  // namespace

@@ -8,6 +8,8 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/flight_op.cpp
   ${CMAKE_CURRENT_LIST_DIR}/threads_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/store.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gloo_work.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gloo_p2p.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gloo_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job.cpp

@@ -87,6 +87,29 @@ TEST(GlooFailures, CrashedPeerIsReportedAndTheJobStops) {
   EXPECT_LT(f.seconds, 60) << "the launcher must stop the others, not wait for their timeout";
 }
 
+// A message that does not fit its recv is refused on the receiving rank naming
+// both shapes, shorter (gloo would fill part of the tensor) or longer (gloo
+// would end the process on an assertion in its network thread); the next
+// message on the tag arrives intact; an uncaught refusal ends the job with
+// its line and lands in the rank's flight record.
+TEST(GlooFailures, AMessageThatDoesNotFitIsRefusedNamingBothShapes) {
+  const std::string flight_dir = distlab::launcher::testing::fresh_dir("gloo_mismatch_flight");
+  setenv("DISTLAB_FLIGHT_DIR", flight_dir.c_str(), 1);
+  Finished f = run_worker(2, "mismatch", "20000");
+  unsetenv("DISTLAB_FLIGHT_DIR");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_NE(f.exit_code, 0) << f.out << f.err;
+  const std::string all = f.out + f.err;
+  EXPECT_EQ(all.find("MISMATCH"), std::string::npos) << all;
+  EXPECT_NE(all.find("rank 1: three messages refused, the next one intact"), std::string::npos) << all;
+  const std::string last = "rank 1: recv from rank 0 (tag 6): rank 0 sent 8 Float elements but the recv expects 4 "
+                           "Float elements";
+  EXPECT_NE(all.find("[rank 1] error: " + last), std::string::npos) << all;
+  EXPECT_EQ(all.find("enforce fail"), std::string::npos) << all;
+  const std::string record = distlab::launcher::testing::read_file(flight_dir + "/flight.rank1.json");
+  EXPECT_NE(record.find("\"error\": \"" + last + "\""), std::string::npos) << record;
+}
+
 // Runs the worker alone (no launcher) with `env` set; output and exit code.
 std::pair<int, std::string> run_alone(const std::string& env) {
   const std::string command = env + " timeout 60 " + GLOO_WORKER_PATH + " 2>&1";

@@ -75,6 +75,38 @@ void exchange(Communicator& comm) {
   std::cout << "rank " << me << " of " << p << ": " << (failures == 0 ? "all checks passed" : "FAILED") << std::endl;
 }
 
+// Messages that do not fit the recv: rank 1 refuses each one naming both
+// sides and takes the next message on the same tag intact; then one refusal
+// it does not catch ends the job with that line (gloo alone would end rank 1
+// on an assertion in its network thread, or fill part of the tensor).
+void mismatch(Communicator& comm) {
+  const int tag = 6;
+  if (comm.rank() == 0) {
+    for (auto t : {torch::ones({50}), torch::ones({100}), torch::ones({3}, torch::kInt), torch::arange(4.0f),
+                   torch::ones({8})})
+      comm.send(t, 1, tag);
+    return;
+  }
+  auto refused = [&](at::Tensor into, const std::string& want) {
+    try {
+      comm.recv(into, 0, tag);
+      check(false, "a recv of a message that does not fit was not refused", 1);
+    } catch (const distlab::comm::CommError& e) {
+      const std::string message = e.what();
+      check(message.find(want) != std::string::npos, "the refusal reads: " + message, 1);
+    }
+  };
+  refused(torch::empty({100}), "rank 1: recv from rank 0 (tag 6): rank 0 sent 50 Float elements but the recv expects 100 Float elements");
+  refused(torch::empty({60}), "rank 0 sent 100 Float elements but the recv expects 60 Float elements");
+  refused(torch::empty({3}), "rank 0 sent 3 Int elements but the recv expects 3 Float elements");
+  auto intact = torch::empty({4});
+  comm.recv(intact, 0, tag);
+  check(torch::equal(intact, torch::arange(4.0f)), "the message after three refused ones", 1);
+  std::cout << "rank 1: three messages refused, the next one intact" << std::endl;
+  auto shorter = torch::empty({4});
+  comm.recv(shorter, 0, tag);  // rank 0 sent 8: this one ends the job
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,8 +115,8 @@ int main(int argc, char** argv) {
   job.backend = "gloo";
   distlab::comm::add_job_flags(app, job);
   std::string scenario = "exchange";
-  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait")
-      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait"}));
+  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait | mismatch")
+      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait", "mismatch"}));
   int jobs = 1;
   app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
                                  "rank 0 leaves each job but the last one last")
@@ -94,6 +126,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < jobs; ++k) {
       distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
         if (scenario == "exchange") exchange(comm);
+        if (scenario == "mismatch") mismatch(comm);
         // The others reach the next job's rendezvous while rank 0, which
         // hosts the store, is still in this one: they must not take this
         // job's keys for the next one's.

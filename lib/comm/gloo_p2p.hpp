@@ -1,0 +1,73 @@
+// Gloo's send and recv with the message's size checked on the receiving side.
+//
+// Gloo matches a send with a recv by (peer, tag) and nothing else: a message
+// shorter than the recv fills part of it without a word, and a longer one
+// fails an assertion on gloo's network thread, which ends the process with
+// no hint of which operation it was. So every message is preceded by a
+// header on a second gloo group of the same ranks: bytes, dtype and element
+// count. The recv waits for the header, compares it with its own tensor and
+// only then posts the payload's recv; on a mismatch it takes the payload
+// into a scratch buffer (the peer's send completes, the connection stays in
+// step) and throws naming both sides, as the threads backend does.
+//
+// Posting the payload's recv late must not make the sender wait for it: a
+// program may wait for its send before it waits for its recv (each rank
+// sends to the other, then receives). So the send copies its tensor, and its
+// Work completes when the header is taken (the peer posted its recv, as
+// gloo's own send promises); the payload goes on in the background and a
+// thread (PayloadSends) waits for it, keeping the copy alive and reporting a
+// failure at the next operation.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "comm/gloo_work.hpp"
+
+namespace distlab::comm {
+
+// The payloads still travelling after their send's Work completed, waited
+// for in order by one thread; the destructor waits for all of them.
+class PayloadSends {
+ public:
+  explicit PayloadSends(Milliseconds timeout) : timeout_(timeout) {}
+  ~PayloadSends();
+  PayloadSends(const PayloadSends&) = delete;
+  PayloadSends& operator=(const PayloadSends&) = delete;
+
+  void add(GlooWorkPtr work, at::Tensor payload, std::string what, int peer);
+  // Throws the first payload send that failed (once).
+  void rethrow_failure();
+
+ private:
+  struct Pending {
+    GlooWorkPtr work;
+    at::Tensor payload;
+    std::string what;
+    int peer;
+  };
+  void run();
+
+  Milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Pending> pending_;
+  std::exception_ptr failure_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Sends `tensor` to `peer`: its header on `headers`, a copy of it on `data`.
+WorkPtr send_checked(GlooGroup& headers, GlooGroup& data, PayloadSends& payloads, const at::Tensor& tensor,
+                     int peer, int tag, const std::string& what, Milliseconds timeout);
+
+// Receives into `tensor` from `peer` once the header agrees with it.
+WorkPtr recv_checked(const c10::intrusive_ptr<GlooGroup>& headers, const c10::intrusive_ptr<GlooGroup>& data,
+                     at::Tensor& tensor, int peer, int tag, const std::string& what, Milliseconds timeout);
+
+}  // namespace distlab::comm
