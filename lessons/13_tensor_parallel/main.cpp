@@ -38,6 +38,7 @@
 #include "lesson.hpp"
 #include "over_ranks.hpp"
 #include "replicas.hpp"
+#include "wire.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
@@ -49,6 +50,7 @@
 using namespace distlab;
 using tensor_parallel::ActivationBytes;
 using tensor_parallel::LayerShape;
+using lessons::Wire;
 
 namespace {
 
@@ -116,30 +118,6 @@ torch::nn::TransformerEncoderLayer unsplit_layer(const Options& o, double dropou
 at::Tensor causal_mask(int64_t s, const comm::Communicator& comm) {
   return at::triu(at::full({s, s}, -std::numeric_limits<float>::infinity()), 1).to(comm.device());
 }
-
-// Rank 0's view of the trace: the bytes it sent in a window of time (each
-// ring step's span carries the bytes this rank sent in it, as lesson 12
-// reads them). Thread ranks share one recorder; a process records its own.
-class Wire {
- public:
-  explicit Wire(comm::Communicator& world) : world_(world), sink_(std::make_shared<trace::MemorySink>()) {
-    if (world.rank() == 0) world.recorder_ptr()->add_sink(sink_);
-    world.barrier();
-  }
-  // Rank 0: the bytes it sent in [from, to]; other ranks: 0.
-  int64_t sent(int64_t from, int64_t to) const {
-    return world_.rank() != 0 ? 0 : trace::bytes_sent(sink_->events(), world_.world_rank(), from, to);
-  }
-  void clear() {
-    world_.barrier();  // every rank's spans so far are in
-    if (world_.rank() == 0) sink_->clear();
-    world_.barrier();
-  }
-
- private:
-  comm::Communicator& world_;
-  std::shared_ptr<trace::MemorySink> sink_;
-};
 
 // The tensor sizes the lesson cuts the layer over: 1, 2, 4, ... up to the
 // world's size, each dividing the world (groups of t ranks side by side);

@@ -18,6 +18,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "collectives/plan.hpp"
 #include "comm/communicator.hpp"
 
@@ -75,6 +77,25 @@ void reduce_scatter(Communicator& comm, const at::Tensor& input, at::Tensor& out
 // rank's input, in rank order.
 void all_gather(Communicator& comm, const at::Tensor& input, at::Tensor& output, Algorithm algorithm = Algorithm::kRing,
                 int tag = 0);
+
+// ------------------------------------------------------------- all-to-all
+// Every rank has a block of rows for every rank. Rows (dimension 0) may hold
+// any shape, the same on every rank and in input and output. Algorithm
+// kPairwise (plan_all_to_all.cpp) or kNative (the backend's own; gloo and
+// threads have one).
+
+// input: p equal blocks of rows (rows % p == 0), block d for rank d;
+// output (input's shape): block s is rank s's block for this rank.
+void all_to_all(Communicator& comm, const at::Tensor& input, at::Tensor& output,
+                Algorithm algorithm = Algorithm::kPairwise, int tag = 0);
+// Blocks of any size (PyTorch's all_to_all_single with split sizes): input
+// holds send_rows[d] rows for rank d, in rank order; output gets
+// recv_rows[s] rows from rank s, in rank order. recv_rows[s] must equal
+// what rank s sends here (the counts are exchanged first when not known:
+// expert parallelism does so). Zeros allowed.
+void all_to_all_v(Communicator& comm, const at::Tensor& input, at::Tensor& output,
+                  const std::vector<int64_t>& send_rows, const std::vector<int64_t>& recv_rows,
+                  Algorithm algorithm = Algorithm::kPairwise, int tag = 0);
 
 // The Plan a call on this communicator runs for `tensor` (for the cost
 // model and for printing what is about to happen). Throws for kNative.

@@ -39,7 +39,8 @@ double bus_bandwidth_factor(Collective collective, int world_size) {
   switch (collective) {
     case Collective::kAllReduce: return 2.0 * (p - 1) / p;
     case Collective::kReduceScatter:
-    case Collective::kAllGather: return (p - 1) / p;
+    case Collective::kAllGather:
+    case Collective::kAllToAll: return (p - 1) / p;
     case Collective::kBroadcast:
     case Collective::kReduce: return 1.0;
   }

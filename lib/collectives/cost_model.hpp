@@ -31,7 +31,7 @@ Prediction predict(const Plan& plan, const LinkParams& link);
 
 // Algorithm bandwidth and bus bandwidth as nccl-tests define them:
 // algbw = bytes / seconds; busbw = algbw * factor, with factor 2(p-1)/p for
-// all-reduce, (p-1)/p for reduce-scatter and all-gather, 1 for broadcast and
+// all-reduce, (p-1)/p for reduce-scatter, all-gather and all-to-all, 1 for broadcast and
 // reduce. busbw is comparable to the link's bandwidth whatever p is.
 double bus_bandwidth_factor(Collective collective, int world_size);
 

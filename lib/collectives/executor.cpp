@@ -79,16 +79,41 @@ struct Landing {
   bool reduce;
 };
 
+void check_fits(const comm::Communicator& comm, const Plan& plan, const at::Tensor& flat, int64_t count,
+                const char* call) {
+  if (plan.world_size != comm.size())
+    throw comm::CommError(comm.self() + ": a plan for " + std::to_string(plan.world_size) +
+                          " ranks cannot run on a communicator of " + std::to_string(comm.size()));
+  if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() != count)
+    throw comm::CommError(comm.self() + ": " + call + " needs a contiguous 1-D tensor of " + std::to_string(count) +
+                          " elements, got " + std::to_string(flat.numel()));
+}
+
+// Runs one step inside its trace span, naming the step in any error.
+template <typename Body>
+void traced_step(comm::Communicator& comm, const Plan& plan, size_t s, int tag, const at::Tensor& flat, Body&& body) {
+  trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "step", "step");
+  if (span.active()) {
+    describe_step(span, plan, s, comm.rank(), tag);
+    comm.label(span);
+  }
+  try {
+    body(step_tag(tag, s));
+  } catch (const comm::PeerClosed& e) {
+    // A peer that died is the cause: no hint about mismatched calls.
+    comm::rethrow_with_context(where(plan, s, flat), e);
+  } catch (const comm::CommError& e) {
+    // The inner message names this rank and its peer already.
+    comm::rethrow_with_context(where(plan, s, flat), e,
+                               " (every rank must call the same collective with the same element count and dtype)");
+  }
+}
+
 }  // namespace
 
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag) {
   const int me = comm.rank();
-  if (plan.world_size != comm.size())
-    throw comm::CommError(comm.self() + ": a plan for " + std::to_string(plan.world_size) +
-                          " ranks cannot run on a communicator of " + std::to_string(comm.size()));
-  if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() != plan.count)
-    throw comm::CommError(comm.self() + ": run_plan needs a contiguous 1-D tensor of " +
-                          std::to_string(plan.count) + " elements, got " + std::to_string(flat.numel()));
+  check_fits(comm, plan, flat, plan.count, "run_plan");
   check_collective_tag(tag);
 
   const int64_t scratch_count = scratch_elements(plan, me);
@@ -96,13 +121,7 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
 
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
-    const int message_tag = step_tag(tag, s);
-    trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "step", "step");
-    if (span.active()) {
-      describe_step(span, plan, s, me, tag);
-      comm.label(span);
-    }
-    try {
+    traced_step(comm, plan, s, tag, flat, [&](int message_tag) {
       std::vector<comm::WorkPtr> pending;
       std::vector<Landing> landings;
       int64_t cursor = 0;
@@ -128,20 +147,43 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
         else
           landing.target.copy_(landing.data);
       }
-    } catch (const comm::PeerClosed& e) {
-      // A peer that died is the cause: no hint about mismatched calls.
-      comm::rethrow_with_context(where(plan, s, flat), e);
-    } catch (const comm::CommError& e) {
-      // The inner message names this rank and its peer already.
-      comm::rethrow_with_context(where(plan, s, flat), e,
-                                 " (every rank must call the same collective with the same element count and dtype)");
-    }
+    });
   }
 
   const Range result = result_range(plan, me);
   if (result.count > 0) {
     at::Tensor mine = flat.narrow(0, result.offset, result.count);
     comm::finish_average(mine, op, plan.world_size);
+  }
+}
+
+void run_exchange(comm::Communicator& comm, const Plan& plan, const at::Tensor& input, at::Tensor& output, int tag) {
+  const int me = comm.rank();
+  if (plan.collective != Collective::kAllToAll)
+    throw comm::CommError(comm.self() + ": run_exchange runs all_to_all plans, not " + to_string(plan.collective));
+  check_fits(comm, plan, input, plan.input_count(me), "all_to_all's input");
+  check_fits(comm, plan, output, plan.output_count(me), "all_to_all's output");
+  check_collective_tag(tag);
+  const Range own_in = plan.input_block(me, me), own_out = plan.output_block(me, me);
+  output.narrow(0, own_out.offset, own_out.count).copy_(input.narrow(0, own_in.offset, own_in.count));
+  // Tagged by the distance dst - src (mod p), not by the step's index: a
+  // plan built from one rank's counts (all_to_all_v) leaves out the steps
+  // where that rank has nothing to move, so indices differ between ranks.
+  auto tag_of = [&](const Transfer& t) { return step_tag(tag, (t.dst - t.src + plan.world_size) % plan.world_size); };
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    traced_step(comm, plan, s, tag, input, [&](int) {
+      std::vector<comm::WorkPtr> pending;
+      for (const Transfer& t : plan.steps[s].transfers) {
+        if (t.dst != me) continue;
+        const Range lands = t.landing();
+        at::Tensor target = output.narrow(0, lands.offset, lands.count);
+        pending.push_back(comm.irecv(target, t.src, tag_of(t)));
+      }
+      for (const Transfer& t : plan.steps[s].transfers)
+        if (t.src == me)
+          pending.push_back(comm.isend(input.narrow(0, t.range.offset, t.range.count), t.dst, tag_of(t)));
+      for (auto& work : pending) work->wait();
+    });
   }
 }
 

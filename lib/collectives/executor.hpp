@@ -25,4 +25,12 @@ namespace distlab::collectives {
 // Errors name the collective and the step that failed.
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag);
 
+// Runs this rank's part of an all_to_all plan from `input` into `output`
+// (contiguous 1-D, plan.input_count(rank) and plan.output_count(rank)
+// elements): the own block copied, then per step the irecvs straight into
+// output, the isends straight from input (two buffers: nothing is
+// overwritten that is still to be sent), wait. Traced and named as
+// run_plan's steps.
+void run_exchange(comm::Communicator& comm, const Plan& plan, const at::Tensor& input, at::Tensor& output, int tag);
+
 }  // namespace distlab::collectives

@@ -13,10 +13,11 @@ namespace {
 constexpr int kMaxWorldSize = 1024;
 
 constexpr Collective kCollectives[] = {Collective::kBroadcast, Collective::kReduce, Collective::kAllReduce,
-                                       Collective::kReduceScatter, Collective::kAllGather};
+                                       Collective::kReduceScatter, Collective::kAllGather, Collective::kAllToAll};
 constexpr Algorithm kAlgorithms[] = {Algorithm::kSequential,      Algorithm::kTree,
                                      Algorithm::kReduceBroadcast, Algorithm::kRing,
-                                     Algorithm::kHalvingDoubling, Algorithm::kNative};
+                                     Algorithm::kHalvingDoubling, Algorithm::kPairwise,
+                                     Algorithm::kNative};
 
 std::string normalized(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
@@ -79,6 +80,7 @@ Range result_range(const Plan& plan, int rank) {
   switch (plan.collective) {
     case Collective::kReduce: return rank == plan.root ? Range{0, plan.count} : Range{0, 0};
     case Collective::kReduceScatter: return chunk_range(plan.count, plan.world_size, rank);
+    case Collective::kAllToAll: return {0, plan.output_count(rank)};
     default: return {0, plan.count};
   }
 }
@@ -127,6 +129,15 @@ Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64
       plan.parts = world_size;
       detail::add_ring_all_gather(plan);
       break;
+    case Collective::kAllToAll:
+      if (count % world_size != 0)
+        throw std::invalid_argument("all_to_all splits the buffer into " + std::to_string(world_size) +
+                                    " equal blocks: " + std::to_string(count) + " elements do not divide (" +
+                                    "make_all_to_all_plan takes blocks of any size)");
+      plan.parts = world_size;
+      plan.counts.assign(static_cast<size_t>(world_size) * world_size, count / world_size);
+      detail::add_pairwise_exchange(plan);
+      break;
   }
   return plan;
 }
@@ -138,6 +149,7 @@ std::vector<Algorithm> algorithms_for(Collective collective) {
     case Collective::kAllReduce: return {Algorithm::kReduceBroadcast, Algorithm::kRing, Algorithm::kHalvingDoubling};
     case Collective::kReduceScatter:
     case Collective::kAllGather: return {Algorithm::kRing};
+    case Collective::kAllToAll: return {Algorithm::kPairwise};
   }
   return {};
 }
@@ -149,6 +161,7 @@ const char* to_string(Collective collective) {
     case Collective::kAllReduce: return "all_reduce";
     case Collective::kReduceScatter: return "reduce_scatter";
     case Collective::kAllGather: return "all_gather";
+    case Collective::kAllToAll: return "all_to_all";
   }
   return "?";
 }
@@ -160,6 +173,7 @@ const char* to_string(Algorithm algorithm) {
     case Algorithm::kReduceBroadcast: return "reduce_broadcast";
     case Algorithm::kRing: return "ring";
     case Algorithm::kHalvingDoubling: return "halving_doubling";
+    case Algorithm::kPairwise: return "pairwise";
     case Algorithm::kNative: return "native";
   }
   return "?";

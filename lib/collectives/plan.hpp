@@ -17,6 +17,13 @@
 //   result_range() says which elements hold the result on each rank.
 // - Within one step a rank's sends read its buffer as it was when the step
 //   began; received pieces are then combined (reduce) or copied in.
+// - all_to_all works on two buffers: rank r's input holds one block for
+//   every rank d (counts[r * p + d] elements, in rank order), its output
+//   one block from every rank s (counts[s * p + r] elements, in rank
+//   order); a transfer reads `range` of the sender's input and writes the
+//   receiver's output at `dst_offset`. A rank's block for itself is copied,
+//   not sent. make_plan() gives equal blocks (count a multiple of p);
+//   make_all_to_all_plan() any counts, zeros included (all-to-all-v).
 // - A transfer of zero elements is left out (nothing to move, no latency to
 //   pay), and so is a step left with no transfer: with count 0 a plan has
 //   no steps at all.
@@ -28,7 +35,7 @@
 
 namespace distlab::collectives {
 
-enum class Collective { kBroadcast, kReduce, kAllReduce, kReduceScatter, kAllGather };
+enum class Collective { kBroadcast, kReduce, kAllReduce, kReduceScatter, kAllGather, kAllToAll };
 
 enum class Algorithm {
   kSequential,       // broadcast/reduce: the root talks to each rank in turn
@@ -36,6 +43,7 @@ enum class Algorithm {
   kReduceBroadcast,  // all-reduce: tree reduce to rank 0, then tree broadcast
   kRing,             // all-reduce = reduce-scatter + all-gather around a ring
   kHalvingDoubling,  // all-reduce: recursive halving (reduce-scatter) + doubling (all-gather)
+  kPairwise,         // all-to-all: p - 1 steps; in step k rank r sends to r + k, receives from r - k
   kNative,           // the backend's own collective: runs, but has no Plan
 };
 
@@ -54,6 +62,10 @@ struct Transfer {
   int chunks = 1;       // how many consecutive chunks from `chunk` (halving-doubling moves blocks)
   Range range;          // the elements moved
   bool reduce = false;  // true: dst combines into its buffer; false: dst overwrites
+  int64_t dst_offset = -1;  // all_to_all: where the piece lands in dst's output; -1: at range.offset
+
+  // The elements the piece lands on at dst.
+  Range landing() const { return {dst_offset < 0 ? range.offset : dst_offset, range.count}; }
 };
 
 struct Step {
@@ -73,6 +85,16 @@ struct Plan {
   int elem_bytes = 4;
   int parts = 1;  // chunks the buffer is split into (see Conventions)
   std::vector<Step> steps;
+  // all_to_all: counts[src * world_size + dst] elements go from src to dst
+  // (and count is the largest input); empty for the other collectives.
+  std::vector<int64_t> counts;
+
+  // all_to_all: the block of `rank`'s input for `peer`, and of its output
+  // from `peer`; the sizes of its input and output (count elsewhere).
+  Range input_block(int rank, int peer) const;
+  Range output_block(int rank, int peer) const;
+  int64_t input_count(int rank) const;
+  int64_t output_count(int rank) const;
 
   // Bytes rank `rank` sends over the whole plan.
   int64_t bytes_sent_by(int rank) const;
@@ -86,9 +108,13 @@ struct Plan {
 Plan make_plan(Collective collective, Algorithm algorithm, int world_size, int64_t count, int root = 0,
                int elem_bytes = 4);
 
+// all_to_all with any counts (`counts` as Plan::counts, world_size^2 of
+// them, none negative), pairwise.
+Plan make_all_to_all_plan(const std::vector<int64_t>& counts, int world_size, int elem_bytes = 4);
+
 // The elements of `rank`'s buffer that hold the result once the plan has
 // run: the whole buffer, except reduce (root only; empty elsewhere) and
-// reduce_scatter (chunk `rank`).
+// reduce_scatter (chunk `rank`) and all_to_all (its output).
 Range result_range(const Plan& plan, int rank);
 
 // The plan as text, a heading and one line per step, for lessons to print:

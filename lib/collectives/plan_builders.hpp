@@ -26,6 +26,9 @@ void add_ring_all_gather(Plan& plan);
 
 // plan_halving_doubling.cpp: the whole all-reduce.
 void add_halving_doubling_all_reduce(Plan& plan);
+// plan_all_to_all.cpp: p - 1 steps of one message per rank (plan.counts set).
+void add_pairwise_exchange(Plan& plan);
+
 // The largest power of two <= p (p >= 1).
 int power_of_two_floor(int p);
 

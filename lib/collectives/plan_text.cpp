@@ -17,7 +17,9 @@ std::string to_text(const Plan& plan) {
     for (size_t i = 0; i < step.transfers.size(); ++i) {
       const Transfer& t = step.transfers[i];
       out << (i == 0 ? " " : ", ") << t.src << "->" << t.dst << " ";
-      if (t.chunk < 0)
+      if (plan.collective == Collective::kAllToAll)
+        out << "block";
+      else if (t.chunk < 0)
         out << "all";
       else if (t.chunks == 1)
         out << "chunk " << t.chunk;

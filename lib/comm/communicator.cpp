@@ -211,6 +211,39 @@ void Communicator::native_all_reduce(at::Tensor& tensor, ReduceOp op) {
   });
 }
 
+void Communicator::native_all_to_all(const at::Tensor& input, at::Tensor& output,
+                                     const std::vector<int64_t>& send_counts,
+                                     const std::vector<int64_t>& recv_counts) {
+  check_tensor("all_to_all", input);
+  check_tensor("all_to_all", output);
+  auto total = [](const std::vector<int64_t>& counts) {
+    return std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  };
+  if (send_counts.size() != static_cast<size_t>(size_) || recv_counts.size() != static_cast<size_t>(size_) ||
+      total(send_counts) != input.numel() || total(recv_counts) != output.numel() ||
+      input.scalar_type() != output.scalar_type())
+    throw CommError(self() + ": all_to_all: the counts (" + std::to_string(send_counts.size()) + " to send adding up to " +
+                    std::to_string(total(send_counts)) + ", " + std::to_string(recv_counts.size()) +
+                    " to receive adding up to " + std::to_string(total(recv_counts)) + ") do not fit " +
+                    std::to_string(size_) + " ranks, input " + std::to_string(input.numel()) + " and output " +
+                    std::to_string(output.numel()) + " elements of one dtype");
+  FlightOp::collective(*this, "all_to_all", "native", input, -1).run([&] {
+    trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native all_to_all", "collective");
+    label(span);
+    span.set_bytes(static_cast<int64_t>(input.nbytes()));
+    if (size_ == 1)
+      output.copy_(input);
+    else
+      do_all_to_all(input, output, send_counts, recv_counts);
+  });
+}
+
+void Communicator::do_all_to_all(const at::Tensor&, at::Tensor&, const std::vector<int64_t>&,
+                                 const std::vector<int64_t>&) {
+  throw CommError(self() + ": the " + backend() +
+                  " backend has no all-to-all of its own; collectives::all_to_all's pairwise plan runs on it");
+}
+
 std::unique_ptr<Communicator> Communicator::split(int color, int key, const std::string& name) {
   // Everybody learns everybody's (color, key): an all-gather made of one
   // sum, each rank filling its own two slots of a zeroed buffer.

@@ -145,6 +145,12 @@ class Communicator {
   void native_broadcast(at::Tensor& tensor, int root);
   void native_reduce(at::Tensor& tensor, int root, ReduceOp op = ReduceOp::kSum);
   void native_all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::kSum);
+  // Out of place, 1-D and contiguous: input holds send_counts[d] elements for
+  // rank d, in rank order; output gets recv_counts[s] from rank s. Gloo and
+  // threads have one; nccl refuses (collectives::all_to_all's pairwise plan
+  // runs anywhere).
+  void native_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
+                         const std::vector<int64_t>& recv_counts);
 
  protected:
   virtual WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) = 0;
@@ -153,6 +159,8 @@ class Communicator {
   virtual void do_broadcast(at::Tensor& tensor, int root) = 0;
   virtual void do_reduce(at::Tensor& tensor, int root, ReduceOp op) = 0;
   virtual void do_all_reduce(at::Tensor& tensor, ReduceOp op) = 0;
+  virtual void do_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
+                             const std::vector<int64_t>& recv_counts);
   // Builds this rank's communicator of a group. `members` are the ranks of
   // this communicator in the group's order (this rank among them); `key` is
   // unique to this split call and group, the same on every member; `options`

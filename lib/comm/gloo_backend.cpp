@@ -114,6 +114,17 @@ class GlooCommunicator : public Communicator {
     finish_average(tensor, op, size());
   }
 
+  void do_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
+                     const std::vector<int64_t>& recv_counts) override {
+    require_cpu("all_to_all", input);
+    // A copy, so bfloat16 (which LibTorch 1.13's gloo lacks) moves as another
+    // 2-byte type.
+    auto moved = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; };
+    at::Tensor in = moved(input), out = moved(output);
+    std::vector<int64_t> sends = send_counts, recvs = recv_counts;
+    wrap([&] { return group_->alltoall_base(out, in, recvs, sends); }, self() + ": all_to_all", -1)->wait();
+  }
+
  private:
   void require_cpu(const char* op, const at::Tensor& tensor) const {
     if (!tensor.device().is_cpu())

@@ -302,6 +302,30 @@ class ThreadsCommunicator : public Communicator {
     }
   }
 
+  // Every rank publishes its input and what it sends to whom; each then
+  // copies its block out of every other's input.
+  void do_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
+                     const std::vector<int64_t>& recv_counts) override {
+    const std::string what = "all_to_all(" + std::string(c10::toString(input.scalar_type())) + ")";
+    world_->partials()[rank()] = at::tensor(send_counts, at::kLong);
+    world_->rendezvous(rank(), what, input);
+    int64_t at_out = 0;
+    for (int s = 0; s < size(); ++s) {
+      const int64_t* theirs = world_->partials()[s].data_ptr<int64_t>();
+      int64_t at_in = 0;
+      for (int d = 0; d < rank(); ++d) at_in += theirs[d];
+      if (theirs[rank()] != recv_counts[s]) {
+        world_->rendezvous(rank(), what + " done");
+        throw CommError("rank " + std::to_string(rank()) + ": all_to_all: rank " + std::to_string(s) + " sends " +
+                        std::to_string(theirs[rank()]) + " elements here but this rank expects " +
+                        std::to_string(recv_counts[s]));
+      }
+      output.narrow(0, at_out, recv_counts[s]).copy_(world_->slots()[s].narrow(0, at_in, recv_counts[s]));
+      at_out += recv_counts[s];
+    }
+    world_->rendezvous(rank(), what + " done");  // nobody changes an input another still reads
+  }
+
  private:
   WorkPtr post(const at::Tensor& tensor, std::tuple<int, int, int> key, bool is_send, std::string what,
                std::string hint) {

@@ -21,13 +21,9 @@ at::Tensor gather_sequence(comm::Communicator& comm, const at::Tensor& x, int ta
   return at::cat(pieces, -2);
 }
 
-namespace {
-
 at::Tensor gather_positions(comm::Communicator& comm, const at::Tensor& positions, int tag) {
   return gather_sequence(comm, positions.to(comm.device(), at::kLong).unsqueeze(-1), tag).squeeze(-1).cpu();
 }
-
-}  // namespace
 
 BlockResult all_gather_attention(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k,
                                  const at::Tensor& v, double scale, const at::Tensor& positions, bool causal,

@@ -23,6 +23,10 @@ namespace distlab::context_parallel {
 // `tag` (collectives/tags.hpp).
 at::Tensor gather_sequence(comm::Communicator& comm, const at::Tensor& x, int tag = 0);
 
+// The positions (S_local,) of every rank's tokens, in rank order (S,), on
+// the CPU.
+at::Tensor gather_positions(comm::Communicator& comm, const at::Tensor& positions, int tag = 0);
+
 // Arguments as ring_attention's (ring_attention.hpp).
 BlockResult all_gather_attention(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k,
                                  const at::Tensor& v, double scale, const at::Tensor& positions, bool causal,

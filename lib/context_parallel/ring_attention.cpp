@@ -26,21 +26,11 @@ std::vector<at::Tensor> pass_on(comm::Communicator& comm, const std::vector<at::
 
 }  // namespace
 
-const char* to_string(Layout layout) { return layout == Layout::kZigzag ? "zigzag" : "contiguous"; }
-
 at::Tensor positions_of(Layout layout, int64_t length, int ranks, int rank) {
-  if (ranks < 1 || rank < 0 || rank >= ranks)
-    throw std::invalid_argument("context parallelism: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
-  const int pieces = layout == Layout::kZigzag ? 2 * ranks : ranks;
-  if (length % pieces != 0)
-    throw std::invalid_argument(std::string("context parallelism, ") + to_string(layout) + ": a sequence of " +
-                                std::to_string(length) + " tokens does not split into " + std::to_string(pieces) +
-                                " equal chunks" + (layout == Layout::kZigzag ? " (2C for C ranks)" : "") +
-                                "; choose a length that is a multiple of " + std::to_string(pieces));
-  const int64_t chunk = length / pieces;
-  if (layout == Layout::kContiguous) return at::arange(rank * chunk, (rank + 1) * chunk, at::kLong);
-  return at::cat({at::arange(rank * chunk, (rank + 1) * chunk, at::kLong),
-                  at::arange((pieces - 1 - rank) * chunk, (pieces - rank) * chunk, at::kLong)});
+  const int64_t chunk = make_ring_plan(layout, ranks, length, false).chunk;  // checks the sizes
+  std::vector<at::Tensor> pieces;
+  for (int c : chunks_of(layout, ranks, rank)) pieces.push_back(at::arange(c * chunk, (c + 1) * chunk, at::kLong));
+  return at::cat(pieces);
 }
 
 BlockResult ring_attention(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -23,22 +23,20 @@
 
 #include "comm/communicator.hpp"
 #include "context_parallel/block_attention.hpp"
+#include "context_parallel/ring_plan.hpp"
 
 namespace distlab::context_parallel {
-
-enum class Layout { kContiguous, kZigzag };
 
 // The positions (int64, (S / C,)) of the tokens rank `rank` of `ranks`
 // holds in a sequence of `length`. Throws std::invalid_argument naming the
 // sizes when the sequence does not split: S a multiple of C (contiguous),
 // of 2C (zigzag).
 at::Tensor positions_of(Layout layout, int64_t length, int ranks, int rank);
-const char* to_string(Layout layout);
 
 struct RingWork {
   // Per ring step: the query x key pairs this rank computed (under a causal
   // mask, the pairs not masked out) and the pairs in the block (computed or
-  // skipped).
+  // skipped). RingPlan (ring_plan.hpp) says what they must be.
   std::vector<int64_t> computed, pairs;
 };
 

@@ -77,6 +77,8 @@ TEST(CostModel, EveryAlgorithmMatchesItsClosedForm) {
     EXPECT_NEAR(total(Collective::kAllGather, Algorithm::kRing), ring / 2, ring * rel) << p;
     const double hd = (p > q ? 2 * (a + n * b) : 0.0) + 2 * log2q * a + 2.0 * (q - 1) / q * n * b;
     EXPECT_NEAR(total(Collective::kAllReduce, Algorithm::kHalvingDoubling), hd, hd * rel) << p;
+    // Pairwise all-to-all: p - 1 messages of n / p each, one per step.
+    EXPECT_NEAR(total(Collective::kAllToAll, Algorithm::kPairwise), ring / 2, ring * rel) << p;
   }
 }
 
@@ -96,6 +98,7 @@ TEST(CostModel, BusBandwidthFactorsAreTheNcclTestsOnes) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllReduce, 8), 2.0 * 7 / 8);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kReduceScatter, 8), 7.0 / 8);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllGather, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllToAll, 4), 3.0 / 4);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kBroadcast, 8), 1.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kReduce, 3), 1.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllReduce, 1), 0.0);

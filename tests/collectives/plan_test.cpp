@@ -236,7 +236,7 @@ TEST(PlanErrors, BadArgumentsAreNamed) {
 TEST(PlanNames, RoundTripAndHelpfulErrors) {
   for (Collective c : kAllCollectives) EXPECT_EQ(parse_collective(to_string(c)), c);
   for (Algorithm a : {Algorithm::kSequential, Algorithm::kTree, Algorithm::kReduceBroadcast, Algorithm::kRing,
-                      Algorithm::kHalvingDoubling, Algorithm::kNative})
+                      Algorithm::kHalvingDoubling, Algorithm::kPairwise, Algorithm::kNative})
     EXPECT_EQ(parse_algorithm(to_string(a)), a);
   EXPECT_EQ(parse_collective("all-reduce"), Collective::kAllReduce);
   EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::kHalvingDoubling);
@@ -248,6 +248,7 @@ TEST(PlanNames, RoundTripAndHelpfulErrors) {
     EXPECT_NE(std::string(e.what()).find("halving_doubling"), std::string::npos);
   }
   EXPECT_THROW(parse_collective("gather"), std::invalid_argument);
+  EXPECT_EQ(parse_collective("all-to-all"), Collective::kAllToAll);
 }
 
 TEST(PlanText, OneLinePerStepNamingEveryTransfer) {
@@ -266,6 +267,103 @@ TEST(PlanText, OneLinePerStepNamingEveryTransfer) {
                     "2->0 chunks 0-1 16 B added"),
             std::string::npos)
       << hd;
+}
+
+// All-to-all replayed on paper: every rank's input block for d, tagged
+// (sender, receiver, element), must land in d's output block for the
+// sender, whatever the counts (zeros included); each step every rank
+// sends at most once and receives at most once; no rank sends to itself.
+struct Tagged {
+  int src = -1, dst = -1;
+  int64_t element = -1;
+  bool operator==(const Tagged& o) const { return src == o.src && dst == o.dst && element == o.element; }
+};
+
+void replay_all_to_all(const Plan& plan) {
+  const int p = plan.world_size;
+  std::vector<std::vector<Tagged>> in(p), out(p);
+  for (int r = 0; r < p; ++r) {
+    in[r].resize(plan.input_count(r));
+    out[r].resize(plan.output_count(r));
+    for (int d = 0; d < p; ++d) {
+      const Range b = plan.input_block(r, d);
+      for (int64_t i = 0; i < b.count; ++i) in[r][b.offset + i] = {r, d, i};
+    }
+    const Range own_in = plan.input_block(r, r), own_out = plan.output_block(r, r);
+    for (int64_t i = 0; i < own_in.count; ++i) out[r][own_out.offset + i] = in[r][own_in.offset + i];
+  }
+  for (const Step& step : plan.steps) {
+    std::vector<int> sends(p), recvs(p);
+    for (const Transfer& t : step.transfers) {
+      ASSERT_NE(t.src, t.dst);
+      ASSERT_GT(t.range.count, 0) << "empty transfers are left out";
+      ++sends[t.src];
+      ++recvs[t.dst];
+      for (int64_t i = 0; i < t.range.count; ++i) out[t.dst][t.landing().offset + i] = in[t.src][t.range.offset + i];
+    }
+    for (int r = 0; r < p; ++r) EXPECT_LE(std::max(sends[r], recvs[r]), 1) << "rank " << r << " in " << step.phase;
+  }
+  for (int r = 0; r < p; ++r)
+    for (int s = 0; s < p; ++s) {
+      const Range b = plan.output_block(r, s);
+      for (int64_t i = 0; i < b.count; ++i)
+        ASSERT_TRUE((out[r][b.offset + i] == Tagged{s, r, i})) << "p " << p << " rank " << r << " from " << s;
+    }
+}
+
+TEST(AllToAllPlan, EqualBlocksLandWhereTheyBelongInPMinusOneSteps) {
+  for (int p = 1; p <= 17; ++p)
+    for (int64_t each : {0, 1, 3}) {
+      const Plan plan = make_plan(Collective::kAllToAll, Algorithm::kPairwise, p, each * p);
+      replay_all_to_all(plan);
+      EXPECT_EQ(plan.steps.size(), each == 0 ? 0u : static_cast<size_t>(p - 1)) << p;
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(plan.bytes_sent_by(r), (p - 1) * each * 4) << p;
+        EXPECT_EQ(result_range(plan, r).count, each * p);
+      }
+    }
+}
+
+TEST(AllToAllPlan, AnyCountsZerosIncluded) {
+  for (int p = 1; p <= 9; ++p)
+    for (int salt = 0; salt < 4; ++salt) {
+      std::vector<int64_t> counts(static_cast<size_t>(p) * p);
+      for (int s = 0; s < p; ++s)
+        for (int d = 0; d < p; ++d) counts[s * p + d] = (s * 7 + d * 3 + salt) % 5;
+      const Plan plan = make_all_to_all_plan(counts, p, 2);
+      replay_all_to_all(plan);
+      for (int r = 0; r < p; ++r) {
+        int64_t sent = 0;
+        for (int d = 0; d < p; ++d) sent += d == r ? 0 : counts[r * p + d];
+        EXPECT_EQ(plan.bytes_sent_by(r), 2 * sent) << "p " << p << " rank " << r;
+      }
+    }
+}
+
+TEST(AllToAllPlan, RefusalsNameTheCounts) {
+  auto message_of = [](auto f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllToAll, Algorithm::kPairwise, 4, 10); })
+                .find("4 equal blocks: 10 elements do not divide"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_all_to_all_plan({1, 2, 3}, 2); }).find("2 x 2 counts"), std::string::npos);
+  EXPECT_NE(message_of([] { make_all_to_all_plan({1, -2, 3, 4}, 2); }).find("rank 0 sends rank 1 a negative count"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { make_plan(Collective::kAllToAll, Algorithm::kRing, 4, 8); }).find("pairwise"),
+            std::string::npos);
+}
+
+TEST(AllToAllPlan, TextNamesEachBlock) {
+  EXPECT_EQ(to_text(make_plan(Collective::kAllToAll, Algorithm::kPairwise, 3, 6)),
+            "all_to_all/pairwise: 3 ranks, 6 elements of 4 bytes, 2 steps\n"
+            "step 0 (exchange): 0->1 block 8 B, 1->2 block 8 B, 2->0 block 8 B\n"
+            "step 1 (exchange): 0->2 block 8 B, 1->0 block 8 B, 2->1 block 8 B\n");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "all_to_all_checks.hpp"
 #include "collectives/collectives.hpp"
 
 namespace distlab::collectives::testing {
@@ -106,6 +107,7 @@ void sweep_rank(Communicator& comm, const Sweep& sweep, Failures& failures) {
       for (ReduceOp op : kOps) check_reductions(comm, failures, dtype, count, op, ++salt, roots);
       check_copies(comm, failures, dtype, count, ++salt, roots);
     }
+  check_all_to_all(comm, {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kBFloat16, at::kByte}, failures);
 }
 
 }  // namespace distlab::collectives::testing

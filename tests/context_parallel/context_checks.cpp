@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "context_parallel/gathered_attention.hpp"
+#include "context_parallel/ulysses.hpp"
 #include "support/differences.hpp"
 
 namespace distlab::context_parallel::testing {
@@ -30,12 +31,14 @@ const char* to_string(Method method) {
     case Method::kRing: return "ring";
     case Method::kAllGather: return "all_gather";
     case Method::kNaive: return "naive";
+    case Method::kUlysses: return "ulysses";
   }
   return "?";
 }
 
 double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method) {
-  const at::Tensor q = seeded({1, 2, kLength, 8}, 1), k = seeded({1, 2, kLength, 8}, 2), v = seeded({1, 2, kLength, 8}, 3);
+  const at::Tensor q = seeded({1, kHeads, kLength, 8}, 1), k = seeded({1, kHeads, kLength, 8}, 2);
+  const at::Tensor v = seeded({1, kHeads, kLength, 8}, 3);
   const at::Tensor scores = whole_scores(q, k, kScale, causal);
   const at::Tensor whole_out = at::matmul(at::softmax(scores, -1), v), whole_lse = at::logsumexp(scores, -1);
   const at::Tensor mine = positions_of(layout, kLength, comm.size(), comm.rank());
@@ -45,9 +48,37 @@ double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bo
     case Method::kRing: got = ring_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/7); break;
     case Method::kAllGather: got = all_gather_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/7); break;
     case Method::kNaive: got = naive_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/7); break;
+    case Method::kUlysses: got = ulysses_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/7); break;
   }
   return std::max(test_support::largest_difference(got.out, whole_out.index_select(-2, mine)),
                   test_support::largest_difference(got.lse, whole_lse.index_select(-1, mine)));
+}
+
+double largest_gradient_difference(comm::Communicator& comm, Layout layout, bool causal, Method method) {
+  const at::Tensor q = seeded({1, kHeads, kLength, 8}, 21).requires_grad_(true);
+  const at::Tensor k = seeded({1, kHeads, kLength, 8}, 22).requires_grad_(true);
+  const at::Tensor v = seeded({1, kHeads, kLength, 8}, 23).requires_grad_(true);
+  const at::Tensor G = seeded({1, kHeads, kLength, 8}, 24);
+  (at::matmul(at::softmax(whole_scores(q, k, kScale, causal), -1), v) * G).sum().backward();
+  const at::Tensor mine = positions_of(layout, kLength, comm.size(), comm.rank());
+  at::Tensor qm = q.detach().index_select(-2, mine), km = k.detach().index_select(-2, mine);
+  at::Tensor vm = v.detach().index_select(-2, mine);
+  const at::Tensor gm = G.index_select(-2, mine);
+  at::Tensor dq, dk, dv;
+  if (method == Method::kRing) {
+    const BlockResult forward = ring_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/3);
+    const RingGradients g = ring_attention_backward(comm, qm, km, vm, kScale, mine, causal, forward, gm, /*tag=*/10);
+    dq = g.dq, dk = g.dk, dv = g.dv;
+  } else if (method == Method::kUlysses) {
+    qm.requires_grad_(true), km.requires_grad_(true), vm.requires_grad_(true);
+    (ulysses_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/3).out * gm).sum().backward();
+    dq = qm.grad(), dk = km.grad(), dv = vm.grad();
+  } else {
+    return std::numeric_limits<double>::infinity();  // no backward of its own
+  }
+  return std::max({test_support::largest_difference(dq, q.grad().index_select(-2, mine)),
+                   test_support::largest_difference(dk, k.grad().index_select(-2, mine)),
+                   test_support::largest_difference(dv, v.grad().index_select(-2, mine))});
 }
 
 }  // namespace distlab::context_parallel::testing

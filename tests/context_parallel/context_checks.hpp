@@ -16,11 +16,12 @@
 
 namespace distlab::context_parallel::testing {
 
-enum class Method { kRing, kAllGather, kNaive };
+enum class Method { kRing, kAllGather, kNaive, kUlysses };
 const char* to_string(Method method);
 
 inline constexpr double kTolerance = 2e-6;
 inline constexpr int64_t kLength = 24;  // the checks' sequence: 2C chunks for C = 1, 2, 3, 4
+inline constexpr int64_t kHeads = 12;   // whole heads for Ulysses on C = 1, 2, 3, 4
 
 // Standard-normal values from their own generator: the same on every rank.
 at::Tensor seeded(at::IntArrayRef shape, uint64_t seed);
@@ -30,5 +31,11 @@ at::Tensor seeded(at::IntArrayRef shape, uint64_t seed);
 at::Tensor whole_scores(const at::Tensor& q, const at::Tensor& k, double scale, bool causal);
 
 double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method);
+
+// The same for the gradients of sum(out * G) with respect to q, k and v at
+// this rank's positions, against autograd on the whole sequence: the ring's
+// own backward (kRing) or autograd through Ulysses' exchanges (kUlysses).
+inline constexpr double kGradientTolerance = 1e-5;
+double largest_gradient_difference(comm::Communicator& comm, Layout layout, bool causal, Method method);
 
 }  // namespace distlab::context_parallel::testing

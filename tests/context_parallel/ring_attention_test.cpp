@@ -14,6 +14,7 @@
 #include "comm/threads_backend.hpp"
 #include "context_checks.hpp"
 #include "context_parallel/ring_attention.hpp"
+#include "context_parallel/ulysses.hpp"
 #include "support/differences.hpp"
 
 namespace distlab::context_parallel {
@@ -51,7 +52,7 @@ std::vector<Case> cases() {
   for (int ranks = 1; ranks <= 4; ++ranks)
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
       for (bool causal : {false, true})
-        for (Method method : {Method::kRing, Method::kAllGather, Method::kNaive})
+        for (Method method : {Method::kRing, Method::kAllGather, Method::kNaive, Method::kUlysses})
           out.push_back({ranks, layout, causal, method});
   return out;
 }
@@ -59,43 +60,33 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Layouts, ContextAttention, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return name_of(info.param); });
 
-// The backward ring against autograd on the whole sequence: the loss
-// sum(out * G), its gradients for q, k and v at each rank's positions.
-class RingBackward : public ::testing::TestWithParam<Case> {};
+// The backward against autograd on the whole sequence: the loss
+// sum(out * G), its gradients for q, k and v at each rank's positions; the
+// ring's own backward, and autograd through Ulysses' exchanges.
+class ContextBackward : public ::testing::TestWithParam<Case> {};
 
-TEST_P(RingBackward, GradientsEqualAutogradOnTheWholeSequence) {
+TEST_P(ContextBackward, GradientsEqualAutogradOnTheWholeSequence) {
   const Case c = GetParam();
-  const at::Tensor q = seeded({1, 2, kLength, 8}, 21).requires_grad_(true);
-  const at::Tensor k = seeded({1, 2, kLength, 8}, 22).requires_grad_(true);
-  const at::Tensor v = seeded({1, 2, kLength, 8}, 23).requires_grad_(true);
-  const at::Tensor G = seeded({1, 2, kLength, 8}, 24);
-  (at::matmul(at::softmax(testing::whole_scores(q, k, 0.35, c.causal), -1), v) * G).sum().backward();
   comm::run_thread_ranks(c.ranks, [&](comm::Communicator& comm) {
-    const at::Tensor mine = positions_of(c.layout, kLength, comm.size(), comm.rank());
-    const at::Tensor qm = q.detach().index_select(-2, mine), km = k.detach().index_select(-2, mine);
-    const at::Tensor vm = v.detach().index_select(-2, mine);
-    const BlockResult forward = ring_attention(comm, qm, km, vm, 0.35, mine, c.causal, /*tag=*/3);
-    const RingGradients g = ring_attention_backward(comm, qm, km, vm, 0.35, mine, c.causal, forward,
-                                                    G.index_select(-2, mine), /*tag=*/10);
-    EXPECT_LE(test_support::largest_difference(g.dq, q.grad().index_select(-2, mine)), 1e-5) << comm.self();
-    EXPECT_LE(test_support::largest_difference(g.dk, k.grad().index_select(-2, mine)), 1e-5) << comm.self();
-    EXPECT_LE(test_support::largest_difference(g.dv, v.grad().index_select(-2, mine)), 1e-5) << comm.self();
+    EXPECT_LE(testing::largest_gradient_difference(comm, c.layout, c.causal, c.method), testing::kGradientTolerance)
+        << comm.self();
   });
 }
 
-std::vector<Case> ring_cases() {
+std::vector<Case> backward_cases() {
   std::vector<Case> out;
   for (int ranks = 1; ranks <= 4; ++ranks)
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
-      for (bool causal : {false, true}) out.push_back({ranks, layout, causal, Method::kRing});
+      for (bool causal : {false, true})
+        for (Method method : {Method::kRing, Method::kUlysses}) out.push_back({ranks, layout, causal, method});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, RingBackward, ::testing::ValuesIn(ring_cases()),
+INSTANTIATE_TEST_SUITE_P(Layouts, ContextBackward, ::testing::ValuesIn(backward_cases()),
                          [](const auto& info) { return name_of(info.param); });
 
-// The causal pairs each rank computes over the ring: S(S+1)/2 in all either
-// way; the contiguous layout gives the last rank the most (it sees every
+// The causal pairs each rank computes over the ring, step by step as the
+// ring plan (ring_plan.hpp) says: S(S+1)/2 in all either way; the contiguous layout gives the last rank the most (it sees every
 // earlier token), zigzag gives every rank the same.
 TEST(RingAttentionWork, ZigzagEvensOutWhatContiguousLeavesUneven) {
   const int C = 4;
@@ -109,8 +100,12 @@ TEST(RingAttentionWork, ZigzagEvensOutWhatContiguousLeavesUneven) {
       RingWork& w = work[static_cast<size_t>(comm.rank())];
       ring_attention(comm, xs, xs, xs, 1.0, mine, /*causal=*/true, 0, &w);
     });
+    const RingPlan plan = make_ring_plan(layout, C, kLength, /*causal=*/true);
     for (int r = 0; r < C; ++r) {
       ASSERT_EQ(work[r].computed.size(), static_cast<size_t>(C));
+      for (int s = 0; s < C; ++s)
+        EXPECT_EQ(work[r].computed[s], plan.pairs(r, s)) << to_string(layout) << " rank " << r << " step " << s;
+
       total[r] = std::accumulate(work[r].computed.begin(), work[r].computed.end(), int64_t{0});
       for (int s = 0; s < C; ++s) EXPECT_EQ(work[r].pairs[s], (kLength / C) * (kLength / C));
     }
@@ -143,6 +138,34 @@ TEST(RingAttentionLayouts, LengthsThatDoNotSplitAreRefused) {
         << e.what();
   }
   EXPECT_THROW(positions_of(Layout::kContiguous, 10, 4, 0), std::invalid_argument);
+}
+
+// Ulysses gives each rank whole heads: 2 heads on 3 ranks are refused,
+// naming both and what takes any number of heads.
+TEST(Ulysses, HeadsThatDoNotDivideAreRefused) {
+  comm::run_thread_ranks(3, [&](comm::Communicator& comm) {
+    const at::Tensor x = seeded({2, 4, 8}, 5);
+    try {
+      to_heads(comm, x);
+      ADD_FAILURE() << "2 heads split over 3 ranks";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("2 heads do not divide by 3 (ring or all-gather attention take any number "
+                                           "of heads)"),
+                std::string::npos)
+          << e.what();
+    }
+  });
+}
+
+// to_heads then to_sequence gives back what went in, on every rank.
+TEST(Ulysses, TheTwoExchangesAreInverses) {
+  for (int C : {1, 2, 3, 4})
+    comm::run_thread_ranks(C, [&](comm::Communicator& comm) {
+      const at::Tensor x = seeded({2, 12, 6, 5}, 40 + comm.rank());
+      const at::Tensor heads = to_heads(comm, x);
+      EXPECT_EQ(heads.sizes(), (at::IntArrayRef{2, 12 / C, 6 * C, 5}));
+      EXPECT_TRUE(at::equal(to_sequence(comm, heads), x)) << comm.self();
+    });
 }
 
 }  // namespace
