@@ -35,11 +35,13 @@ App::Tab App::first_tab_of(const std::string& panel) {
   if (panel == "pipeline") return Tab::kPipeline;
   if (panel == "ddp") return Tab::kDdp;
   if (panel == "memory") return Tab::kMemory;
+  if (panel == "context") return Tab::kContext;
   return Tab::kCollectives;
 }
 
 App::App(const Options& options)
-    : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options) {
+    : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options),
+      context_(options) {
   // The Trace panel holds the trace; the Memory panel draws its memory samples.
   if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
   // Flight-recorder files: those asked for, else any beside the trace.
@@ -116,6 +118,10 @@ void App::frame() {
     }
     if (ImGui::BeginTabItem("Memory", nullptr, tab_flags(Tab::kMemory))) {
       memory_.draw(trace_.memory(), trace_.model().origin_us());
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Context parallel", nullptr, tab_flags(Tab::kContext))) {
+      context_.draw();
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

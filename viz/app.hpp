@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives_panel.hpp"
+#include "context_panel.hpp"
 #include "ddp_panel.hpp"
 #include "memory_panel.hpp"
 #include "options.hpp"
@@ -34,12 +35,13 @@ class App {
   PipelinePanel& pipeline_panel() { return pipeline_; }
   DdpPanel& ddp_panel() { return ddp_; }
   MemoryPanel& memory_panel() { return memory_; }
+  ContextPanel& context_panel() { return context_; }
   // What the panels said while starting (files opened, a truncated trace,
   // the port listened on), worth printing on the terminal too.
   std::vector<std::string> messages() const;
 
  private:
-  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory };
+  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext };
   static Tab first_tab_of(const std::string& panel);
   Tab first_tab_;
   bool first_frame_ = true;
@@ -48,6 +50,7 @@ class App {
   PipelinePanel pipeline_;
   DdpPanel ddp_;
   MemoryPanel memory_;  // draws the trace panel's memory samples (files or live)
+  ContextPanel context_;
   std::vector<std::string> messages_;  // the pipeline and DDP panels' words about the trace
 };
 

@@ -1,6 +1,7 @@
 // A collective on paper, ready to animate: the library's plan and cost
-// model, what every rank holds after each step, and where the nodes and
-// arrows go at a given time. No drawing here (the Collectives panel draws
+// model, what every rank holds after each step (for all-to-all: where the
+// data in each block of each rank's output came from), and where the nodes,
+// arrows and blocks go at a given time. No drawing here (the Collectives panel draws
 // it; the tests probe the pixels at these positions).
 //
 // Time runs as the alpha-beta model predicts: step k occupies
@@ -27,6 +28,23 @@ struct CollectiveSetup {
   int64_t bytes = 64 << 20;
   collectives::LinkParams link{5e-6, 1e-10};
   int root = 0;
+  // all_to_all: the example counts of uneven_counts() (all-to-all-v)
+  // instead of equal blocks.
+  bool uneven = false;
+};
+
+// all_to_all's example of uneven counts (counts[src * ranks + dst], as
+// Plan::counts): rank s sends rank d ((s * d + s + 1) mod 4) x `unit`
+// elements, so some ranks send nothing to some others and rank 2 sends
+// twice what rank 0 does.
+std::vector<int64_t> uneven_counts(int ranks, int64_t unit);
+
+// all_to_all: whose data a block of a rank's output holds: `rank`'s input
+// block for `block` (-1, -1: nothing yet).
+struct BlockOrigin {
+  int rank = -1;
+  int block = -1;
+  bool operator==(const BlockOrigin& o) const { return rank == o.rank && block == o.block; }
 };
 
 // Which ranks' contributions a rank's chunk holds, one bit per rank (a
@@ -42,7 +60,12 @@ struct AlgorithmRun {
   std::vector<double> step_begin_s;
   bool uniform_time = false;
   // holdings[k][rank][chunk]: before step k (k = steps: at the end).
+  // Empty for all_to_all, whose two buffers are in `outputs`.
   std::vector<std::vector<std::vector<Contributions>>> holdings;
+  // all_to_all: outputs[k][rank][s], what rank's output block from rank s
+  // holds before step k. Its own block is there from the start (copied,
+  // not sent); each transfer fills the block its landing() falls in.
+  std::vector<std::vector<std::vector<BlockOrigin>>> outputs;
 
   double total_s() const { return step_begin_s.back(); }
   int steps() const { return static_cast<int>(plan.steps.size()); }
@@ -54,7 +77,9 @@ struct AlgorithmRun {
 };
 
 // Builds the plan (elements of one byte, so any size is exact), prices it,
-// and replays it on paper. Throws std::invalid_argument from make_plan.
+// and replays it on paper. all_to_all: blocks of bytes / ranks (at least
+// 1), equal (make_plan) or setup.uneven's (make_all_to_all_plan). Throws
+// std::invalid_argument from make_plan.
 AlgorithmRun make_run(const CollectiveSetup& setup, collectives::Algorithm algorithm);
 
 // Every rank's contributions when everything is known.
@@ -82,8 +107,16 @@ struct SceneLayout {
   double progress = 0.0;
   std::vector<SceneArrow> arrows;  // the transfers of `step`, empty before the start and after the end
 
+  // all_to_all: pixels per element of the blocks under each node (the
+  // longest buffer is as wide as world_size cells).
+  double element_width = 0.0;
+
   // Top-left of chunk `c`'s cell of rank r.
   ImVec2 cell(int rank, int c, int parts) const;
+  // all_to_all: the corners of rank r's input block for `peer` (the upper
+  // row) or of its output block from `peer` (the row below), as wide as its
+  // elements (zero elements: no width).
+  std::pair<ImVec2, ImVec2> block(const collectives::Plan& plan, int rank, bool output, int peer) const;
 };
 
 inline constexpr float kArrowThickness = 3.0f;

@@ -16,7 +16,8 @@ namespace {
 using collectives::Algorithm;
 using collectives::Collective;
 
-constexpr Collective kShownCollectives[] = {Collective::kBroadcast, Collective::kReduce, Collective::kAllReduce};
+constexpr Collective kShownCollectives[] = {Collective::kBroadcast, Collective::kReduce, Collective::kAllReduce,
+                                           Collective::kAllToAll};
 
 std::vector<Algorithm> parse_algorithm_list(const std::string& text, Collective collective) {
   std::vector<Algorithm> out;
@@ -65,13 +66,32 @@ class PlanRow : public TimelineRow {
   float height_;
 };
 
+// all_to_all: rank r's input (its block for each rank, in that rank's
+// colour) over its output (each rank's block to it, in the sender's colour
+// once it has arrived), each block as wide as its bytes.
+void draw_all_to_all_blocks(ImDrawList* d, const AlgorithmRun& run, const SceneLayout& scene, int state, int r) {
+  for (int peer = 0; peer < run.plan.world_size; ++peer) {
+    for (const bool output : {false, true}) {
+      const auto [lo, hi] = scene.block(run.plan, r, output, peer);
+      if (hi.x <= lo.x) continue;  // no elements: nothing to draw
+      const BlockOrigin from = run.outputs[state][r][peer];
+      const Color fill = !output ? chunk_color(peer) : from.rank < 0 ? kEmptyCellColor : chunk_color(from.rank);
+      // A pixel's gap between blocks wide enough to have one.
+      d->AddRectFilled(lo, ImVec2(hi.x - lo.x >= 3.0f ? hi.x - 1 : hi.x, hi.y), fill);
+    }
+  }
+}
+
 std::string step_status(const AlgorithmRun& run, int step) {
   if (step < 0) return "before the start";
   if (step >= run.steps()) {
     switch (run.plan.collective) {
       case Collective::kBroadcast: return "done: every rank has the data";
       case Collective::kReduce: return "done: the root has the sum";
-      default: return "done: every rank has the sum";
+      case Collective::kAllReduce: return "done: every rank has the sum";
+      case Collective::kReduceScatter: return "done: every rank has its chunk of the sum";
+      case Collective::kAllGather: return "done: every rank has every chunk";
+      case Collective::kAllToAll: return "done: every rank has its block from every rank";
     }
   }
   return "step " + std::to_string(step + 1) + " of " + std::to_string(run.steps()) + ": " +
@@ -94,6 +114,7 @@ CollectivesPanel::CollectivesPanel(const Options& o) : scale_(o.scale) {
   setup_.ranks = o.ranks;
   setup_.bytes = o.bytes;
   setup_.link = collectives::LinkParams{o.alpha, o.beta};
+  setup_.uneven = o.uneven;
   algorithms_ = parse_algorithm_list(o.algorithms, setup_.collective);
   rebuild();
   if (o.step >= 0) set_step(o.step);
@@ -200,6 +221,10 @@ void CollectivesPanel::draw_controls() {
       }
     }
   }
+  if (setup_.collective == Collective::kAllToAll) {
+    ImGui::SameLine();
+    changed |= ImGui::Checkbox("uneven (all-to-all-v)", &setup_.uneven);
+  }
   ImGui::SameLine(0, 20);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
   changed |= ImGui::SliderInt("ranks", &setup_.ranks, 2, 16);
@@ -228,6 +253,7 @@ void CollectivesPanel::draw_controls() {
     setup_.ranks = preset.ranks;
     setup_.bytes = preset.bytes;
     setup_.link = collectives::LinkParams{preset.alpha, preset.beta};
+    setup_.uneven = false;
     algorithms_ = parse_algorithm_list(preset.algorithms, setup_.collective);
     cursor_.time_s = 0.0;
     changed = true;
@@ -325,6 +351,10 @@ void CollectivesPanel::draw_scene(const AlgorithmRun& run, ImVec2 size, Collecti
     const std::string name = std::to_string(r);
     const ImVec2 text = ImGui::CalcTextSize(name.c_str());
     d->AddText(ImVec2(c.x - text.x * 0.5f, c.y - text.y * 0.5f), kNodeTextColor, name.c_str());
+    if (run.plan.collective == Collective::kAllToAll) {
+      draw_all_to_all_blocks(d, run, scene, state, r);
+      continue;
+    }
     // What the rank holds: a cell per chunk, brighter with more ranks' contributions.
     for (int k = 0; k < parts; ++k) {
       const Contributions have = run.holdings[state][r][k];
@@ -334,6 +364,11 @@ void CollectivesPanel::draw_scene(const AlgorithmRun& run, ImVec2 size, Collecti
       const ImVec2 cell = scene.cell(r, k, parts);
       d->AddRectFilled(cell, ImVec2(cell.x + scene.cell_size - 1, cell.y + scene.cell_size - 1), fill);
     }
+  }
+  if (run.plan.collective == Collective::kAllToAll) {
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    d->AddText(ImVec2(min.x + 8, max.y - 2 * line - 4), kDimTextColor, "upper row: input, a block for each rank");
+    d->AddText(ImVec2(min.x + 8, max.y - line - 4), kDimTextColor, "lower row: output, a block from each rank");
   }
   const std::string status = step_status(run, scene.step);
   d->AddText(ImVec2(min.x + 8, min.y + 6), kTextColor, status.c_str());
@@ -374,7 +409,9 @@ void CollectivesPanel::draw_summary() {
       ImGui::TextDisabled("-");
     ImGui::TableNextColumn();
     if (total > 0.0) {
-      const double busbw = static_cast<double>(setup_.bytes) / total *
+      // The bytes of one rank's buffer (all-to-all: the largest input).
+      const double bytes = static_cast<double>(run.plan.count) * run.plan.elem_bytes;
+      const double busbw = bytes / total *
                            collectives::bus_bandwidth_factor(run.plan.collective, run.plan.world_size);
       ImGui::Text("%s/s", format_bytes(busbw).c_str());
     } else {

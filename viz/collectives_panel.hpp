@@ -1,12 +1,13 @@
-// The Collectives panel: broadcast, reduce and all-reduce animated from the
-// library's plans, timed by its alpha-beta cost model.
+// The Collectives panel: broadcast, reduce, all-reduce and all-to-all
+// animated from the library's plans, timed by its alpha-beta cost model.
 //
 // Up to three algorithms side by side, each as a scene (ranks on a circle,
 // the current step's transfers as arrows whose packet moves as the step
-// progresses, each rank's chunks filling up as contributions arrive) above a
-// timeline of the predicted schedule (one row per rank). One time cursor
-// drives every scene and every timeline: play, pause, step, scrub, or click
-// a timeline. A table compares steps, bytes per rank and predicted time.
+// progresses, each rank's chunks filling up as contributions arrive; for
+// all-to-all each rank's input and output blocks) above a timeline of the
+// predicted schedule (one row per rank). One time cursor drives every scene
+// and every timeline: play, pause, step, scrub, or click a timeline. A table
+// compares steps, bytes per rank and predicted time.
 #pragma once
 
 #include <string>

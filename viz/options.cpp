@@ -60,10 +60,12 @@ std::pair<double, double> parse_range(const std::string& text) {
 
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
   CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live) with "
-               "flight-recorder files, pipeline schedules, DDP buckets, and memory per rank under DDP and ZeRO"};
-  CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen "
+               "flight-recorder files, pipeline schedules, DDP buckets, memory per rank under DDP and ZeRO, and "
+               "ring attention's blocks per rank"};
+  CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen; "
+                                          "context: ring attention's blocks, contiguous and zigzag "
                                           "(default: trace with --trace, --flight or --listen, else collectives)")
-                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "memory"}));
+                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "memory"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--flight", o.flight_paths,
                  "Flight-recorder files, or directories of flight.rank*.json: each rank's last operations on the "
@@ -74,9 +76,11 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   app.add_option("--bind", o.bind, "Address the live listener binds to (loopback unless told otherwise)");
   app.add_option("--view-ms", o.view_ms, "Trace window shown, BEGIN:END in ms after the first event");
   app.add_option("--arrows", o.arrows, "send->recv arrows")->check(CLI::IsMember({"all", "selected", "none"}));
-  app.add_option("--collective", o.collective, "broadcast, reduce or all_reduce")
-      ->check(CLI::IsMember({"broadcast", "reduce", "all_reduce", "all-reduce"}));
-  app.add_option("--algorithms", o.algorithms, "Up to 3, comma-separated: sequential, tree, reduce_broadcast, ring, halving_doubling");
+  app.add_option("--collective", o.collective, "broadcast, reduce, all_reduce or all_to_all")
+      ->check(CLI::IsMember({"broadcast", "reduce", "all_reduce", "all-reduce", "all_to_all", "all-to-all"}));
+  app.add_option("--algorithms", o.algorithms,
+                 "Up to 3, comma-separated: sequential, tree, reduce_broadcast, ring, halving_doubling, pairwise");
+  app.add_flag("--uneven", o.uneven, "all_to_all: uneven blocks, some empty (all-to-all-v; the panel's example)");
   app.add_option("--ranks", o.ranks, "World size")->check(CLI::Range(2, 16));
   app.add_option("--bytes", o.bytes, "Message size in bytes")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--alpha", o.alpha, "Latency per message, seconds")->check(CLI::Range(0.0, 1e6));
@@ -101,6 +105,11 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
   app.add_option("--first-bucket-mb", o.first_bucket_mb, "DDP: the first bucket's cap in MiB")->check(CLI::Range(0.0, 1e5));
   app.add_option("--backward-gbps", o.backward_gbps, "DDP: gradient GB/s backward produces")->check(CLI::Range(1e-6, 1e6));
   app.add_option("--no-sync", o.no_sync, "DDP: micro-steps under no_sync before the synchronized one")->check(CLI::Range(0, 64));
+  app.add_option("--cp-ranks", o.cp_ranks, "Context parallel: ranks C")->check(CLI::Range(1, 8));
+  app.add_option("--cp-length", o.cp_length, "Context parallel: sequence length S in tokens (rounded up to a multiple of 2C)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--cp-step", o.cp_step, "Context parallel: highlight the blocks of this ring step (-1: every step)")
+      ->check(CLI::Range(-1, 7));
   app.add_option("--screenshot", o.screenshot, "Render headless (no display needed) to this PNG and exit");
   app.add_option("--width", o.width, "Screenshot width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "Screenshot height")->check(CLI::Range(240, 8192));
@@ -116,6 +125,7 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
     apply_preset(o);
     if (!o.view_ms.empty()) parse_range(o.view_ms);
     if (o.collective == "all-reduce") o.collective = "all_reduce";
+    if (o.collective == "all-to-all") o.collective = "all_to_all";
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::invalid_argument& e) {

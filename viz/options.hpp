@@ -1,13 +1,14 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory] [--trace FILE...] [--flight PATH...] [--listen PORT]
-//     [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context] [--trace FILE...] [--flight PATH...]
+//     [--listen PORT] [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...] [--uneven]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
 //     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]
 //     [--schedule 1f1b,... --stages P --microbatches M --chunks V --forward S
 //      --backward S --weight S --send S]
 //     [--model mlp|reordered --layers N,N,... --bucket-mb MB --first-bucket-mb MB
 //      --backward-gbps G --no-sync K]
+//     [--cp-ranks C --cp-length S --cp-step K]
 //     [--screenshot FILE.png --width W --height H] [--scale F]
 #pragma once
 
@@ -41,6 +42,7 @@ struct Options {
   int step = -1;            // put the cursor in the middle of this step of the first algorithm
   double time_s = -1.0;     // or at this time
   std::string preset;       // "friends": 5 MB to 7 friends at 1 MB/s
+  bool uneven = false;      // all_to_all: the example's uneven counts (all-to-all-v)
 
   // Pipeline panel (costs in seconds, for one rank's share of the model).
   std::string schedule = "gpipe,1f1b";  // 1 to 4, comma-separated
@@ -59,6 +61,11 @@ struct Options {
   double first_bucket_mb = 1.0;
   double backward_gbps = 4.0;      // gradient bytes backward produces per second, GB/s
   int no_sync = 0;                 // micro-steps without communication before the synchronized one
+
+  // Context parallel panel (ring attention's blocks).
+  int cp_ranks = 4;           // C
+  int64_t cp_length = 4096;   // S, rounded up to a multiple of 2C
+  int cp_step = -1;           // the ring step highlighted; -1: every step
 
   // Output.
   std::string screenshot;  // render one frame headless to this PNG and exit

@@ -68,27 +68,19 @@ comm::Communicator& comm_of(AutogradContext* ctx) {
   return *reinterpret_cast<comm::Communicator*>(ctx->saved_data["comm"].toInt());
 }
 
-// The two exchanges as autograd functions, each the other's backward.
-struct ToHeads : torch::autograd::Function<ToHeads> {
+// The two exchanges as one autograd function, each the other's backward.
+template <bool kToHeads>
+struct Exchange : torch::autograd::Function<Exchange<kToHeads>> {
+  static at::Tensor run(comm::Communicator& comm, const at::Tensor& x, int tag, bool to_heads) {
+    return to_heads ? heads_of(comm, x, tag) : sequence_of(comm, x, tag);
+  }
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, comm::Communicator* comm, int64_t tag) {
     ctx->saved_data["comm"] = reinterpret_cast<int64_t>(comm);
     ctx->saved_data["tag"] = tag;
-    return heads_of(*comm, x, static_cast<int>(tag));
+    return run(*comm, x, static_cast<int>(tag), kToHeads);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {sequence_of(comm_of(ctx), grads[0], static_cast<int>(ctx->saved_data["tag"].toInt())), at::Tensor(),
-            at::Tensor()};
-  }
-};
-
-struct ToSequence : torch::autograd::Function<ToSequence> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& y, comm::Communicator* comm, int64_t tag) {
-    ctx->saved_data["comm"] = reinterpret_cast<int64_t>(comm);
-    ctx->saved_data["tag"] = tag;
-    return sequence_of(*comm, y, static_cast<int>(tag));
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {heads_of(comm_of(ctx), grads[0], static_cast<int>(ctx->saved_data["tag"].toInt())), at::Tensor(),
+    return {run(comm_of(ctx), grads[0], static_cast<int>(ctx->saved_data["tag"].toInt()), !kToHeads), at::Tensor(),
             at::Tensor()};
   }
 };
@@ -96,11 +88,11 @@ struct ToSequence : torch::autograd::Function<ToSequence> {
 }  // namespace
 
 at::Tensor to_heads(comm::Communicator& comm, const at::Tensor& x, int tag) {
-  return ToHeads::apply(x, &comm, static_cast<int64_t>(tag));
+  return Exchange<true>::apply(x, &comm, static_cast<int64_t>(tag));
 }
 
 at::Tensor to_sequence(comm::Communicator& comm, const at::Tensor& x, int tag) {
-  return ToSequence::apply(x, &comm, static_cast<int64_t>(tag));
+  return Exchange<false>::apply(x, &comm, static_cast<int64_t>(tag));
 }
 
 BlockResult ulysses_attention(comm::Communicator& comm, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
