@@ -179,8 +179,11 @@ class Lesson {
   // process per rank (gloo): thread ranks share one allocator, and note nothing.
   template <typename Forward>
   at::Tensor forward_noting(zero::StepPeaks& peaks, Forward&& forward) {
+    // settle(): gloo's copies of what this rank sent are freed, not counted.
+    if (meter_ != nullptr) comm_.settle();
     const int64_t before = meter_ != nullptr ? meter_->allocated() : 0;
     at::Tensor loss = forward();
+    if (meter_ != nullptr) comm_.settle();
     if (meter_ != nullptr) peaks.note_activations(meter_->allocated() - before);
     return loss;
   }

@@ -120,6 +120,11 @@ class Communicator {
 
   // Returns once every rank has called it.
   void barrier();
+  // Returns once the messages this rank has sent hold no memory here: a
+  // gloo send completes when its receiver has posted the recv, and the copy
+  // of its data is freed in the background (comm/gloo_p2p.hpp); settle()
+  // waits for that. For measuring memory; nothing else needs it.
+  void settle() { do_settle(); }
 
   // A communicator over a subset of this one's ranks, in the spirit of
   // MPI_Comm_split: every rank calls it (a collective); ranks passing the
@@ -156,6 +161,7 @@ class Communicator {
   virtual WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) = 0;
   virtual WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) = 0;
   virtual void do_barrier() = 0;
+  virtual void do_settle() {}
   virtual void do_broadcast(at::Tensor& tensor, int root) = 0;
   virtual void do_reduce(at::Tensor& tensor, int root, ReduceOp op) = 0;
   virtual void do_all_reduce(at::Tensor& tensor, ReduceOp op) = 0;

@@ -74,6 +74,8 @@ class GlooCommunicator : public Communicator {
                                               gloo_options_, key);
   }
 
+  void do_settle() override { payloads_.drain(); }
+
   void do_barrier() override {
     wrap([&] { return group_->barrier(); }, self() + ": barrier", -1)->wait();
   }

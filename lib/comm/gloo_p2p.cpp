@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,22 +122,31 @@ void PayloadSends::rethrow_failure() {
   if (failure) std::rethrow_exception(failure);
 }
 
+void PayloadSends::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return pending_.empty() && in_hand_ == 0; });
+}
+
 void PayloadSends::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
     if (pending_.empty()) return;  // stopping, nothing left
-    Pending next = std::move(pending_.front());
+    std::optional<Pending> next(std::move(pending_.front()));
     pending_.pop_front();
+    ++in_hand_;
     lock.unlock();
     std::exception_ptr failure;
     try {
-      wait_gloo(next.work, next.what, timeout_, next.peer);
+      wait_gloo(next->work, next->what, timeout_, next->peer);
     } catch (...) {
       failure = std::current_exception();
     }
+    next.reset();  // the copy is freed before drain() hears of it
     lock.lock();
+    --in_hand_;
     if (failure && !failure_) failure_ = failure;
+    changed_.notify_all();
   }
 }
 

@@ -43,6 +43,9 @@ class PayloadSends {
   void add(GlooWorkPtr work, at::Tensor payload, std::string what, int peer);
   // Throws the first payload send that failed (once).
   void rethrow_failure();
+  // Returns once every payload added so far has been taken by its receiver
+  // and its copy freed.
+  void drain();
 
  private:
   struct Pending {
@@ -57,6 +60,7 @@ class PayloadSends {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Pending> pending_;
+  int in_hand_ = 0;  // taken from pending_, not yet done with
   std::exception_ptr failure_;
   bool stopping_ = false;
   std::thread thread_;

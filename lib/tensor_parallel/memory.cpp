@@ -56,6 +56,7 @@ int64_t measure_forward_bytes(comm::Communicator& world, const std::function<at:
   // Each reading of the meter sits between two barriers: no other rank of
   // this process allocates or frees while it is read.
   world.barrier();
+  world.settle();
   const int64_t before = meter.allocated();
   world.barrier();
   int64_t kept = -1;
@@ -68,6 +69,7 @@ int64_t measure_forward_bytes(comm::Communicator& world, const std::function<at:
       forward();
     }
     world.barrier();
+    world.settle();  // gloo's copies of sent data freed: not the forward's
     if (measuring) kept = meter.allocated() - before;
     world.barrier();
   }
