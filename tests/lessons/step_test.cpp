@@ -91,6 +91,9 @@ std::vector<Lesson> lessons() {
        "--backend threads --ranks 2 --seq 8 --batch 2 --hidden 16 --heads 2 --ffn 32", true},
       {LESSON_14, 1, {"The job", "Training", "The diagnosis"},
        "--backend threads --ranks 2 --steps 2 --flight-dir " + flight, true},
+      {LESSON_15, 1,
+       {"Two blocks merged by hand", "The ring", "Contiguous against zigzag", "Ulysses against the ring and all-gather"},
+       "--backend threads --ranks 2 --seq 16 --batch 1 --heads 2 --head-dim 4", true},
   };
 }
 
