@@ -27,7 +27,7 @@ std::vector<at::Tensor> pass_on(comm::Communicator& comm, const std::vector<at::
 }  // namespace
 
 at::Tensor positions_of(Layout layout, int64_t length, int ranks, int rank) {
-  const int64_t chunk = make_ring_plan(layout, ranks, length, false).chunk;  // checks the sizes
+  const int64_t chunk = chunk_length(layout, ranks, length);
   std::vector<at::Tensor> pieces;
   for (int c : chunks_of(layout, ranks, rank)) pieces.push_back(at::arange(c * chunk, (c + 1) * chunk, at::kLong));
   return at::cat(pieces);

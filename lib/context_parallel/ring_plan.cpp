@@ -39,21 +39,25 @@ int64_t RingPlan::pairs(int rank) const {
   return total;
 }
 
-RingPlan make_ring_plan(Layout layout, int ranks, int64_t length, bool causal) {
-  const int pieces = chunk_count(layout, ranks);
+int64_t chunk_length(Layout layout, int ranks, int64_t length) {
   if (ranks < 1) throw std::invalid_argument("context parallelism needs at least 1 rank");
+  const int pieces = chunk_count(layout, ranks);
   if (length % pieces != 0)
     throw std::invalid_argument(std::string("context parallelism, ") + to_string(layout) + ": a sequence of " +
                                 std::to_string(length) + " tokens does not split into " + std::to_string(pieces) +
                                 " equal chunks" + (layout == Layout::kZigzag ? " (2C for C ranks)" : "") +
                                 "; choose a length that is a multiple of " + std::to_string(pieces));
+  return length / pieces;
+}
+
+RingPlan make_ring_plan(Layout layout, int ranks, int64_t length, bool causal) {
+  const int64_t c = chunk_length(layout, ranks, length);
   RingPlan plan;
   plan.layout = layout;
   plan.ranks = ranks;
   plan.length = length;
   plan.causal = causal;
-  plan.chunk = length / pieces;
-  const int64_t c = plan.chunk;
+  plan.chunk = c;
   for (int r = 0; r < ranks; ++r)
     for (int s = 0; s < ranks; ++s)
       for (int q : chunks_of(layout, ranks, r))

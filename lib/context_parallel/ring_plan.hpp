@@ -25,6 +25,10 @@ const char* to_string(Layout layout);
 
 // Chunks the sequence is cut in (C or 2C) and the ones `rank` holds, in order.
 int chunk_count(Layout layout, int ranks);
+// Tokens per chunk of a sequence of `length`. Throws std::invalid_argument
+// naming the sizes when it does not split: S a multiple of C (contiguous),
+// of 2C (zigzag).
+int64_t chunk_length(Layout layout, int ranks, int64_t length);
 std::vector<int> chunks_of(Layout layout, int ranks, int rank);
 
 enum class Cover { kSkipped, kDiagonal, kFull };
@@ -53,8 +57,7 @@ struct RingPlan {
   int64_t pairs(int rank) const;
 };
 
-// Throws std::invalid_argument naming the sizes when the sequence does not
-// split: S a multiple of C (contiguous), of 2C (zigzag).
+// Throws as chunk_length() does.
 RingPlan make_ring_plan(Layout layout, int ranks, int64_t length, bool causal);
 
 }  // namespace distlab::context_parallel
