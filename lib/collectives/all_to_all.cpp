@@ -94,14 +94,8 @@ void all_to_all_v(Communicator& comm, const at::Tensor& input, at::Tensor& outpu
       const Plan plan = my_plan(comm, send, recv, static_cast<int>(input.element_size()));
       trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "collective", "collective");
       if (span.active()) {
-        comm.label(span);
-        span.set_name(std::string("all_to_all pairwise") + (comm.is_world() ? "" : " [" + comm.group() + "]"))
-            .set_bytes(static_cast<int64_t>(in.nbytes()))
-            .arg("collective", "all_to_all")
-            .arg("algorithm", "pairwise")
-            .arg("count", in.numel())
-            .arg("dtype", std::string(c10::toString(input.scalar_type())))
-            .arg("steps", plan.steps.size());
+        describe_call(span, comm, plan, in, in.numel());
+        span.arg("steps", plan.steps.size());
       }
       run_exchange(comm, plan, in, out, tag);
     }

@@ -51,18 +51,8 @@ void run(Communicator& comm, Collective collective, Algorithm algorithm, at::Ten
   const Plan plan = plan_for(comm, collective, algorithm, flat, root);
   trace::Span span(comm.recorder(), comm.world_rank(), trace::kLaneComm, "collective", "collective");
   if (span.active()) {
-    comm.label(span);
-    // A group's collective says which group: "all_reduce ring [tensor]".
-    span.set_name(std::string(to_string(collective)) + " " + to_string(algorithm) +
-                  (comm.is_world() ? std::string() : " [" + comm.group() + "]"))
-        .set_bytes(static_cast<int64_t>(flat.nbytes()))
-        .arg("collective", to_string(collective))
-        .arg("algorithm", to_string(algorithm))
-        .arg("count", plan.count)
-        .arg("dtype", std::string(c10::toString(flat.scalar_type())))
-        .arg("op", comm::to_string(op))
-        .arg("root", root)
-        .arg("steps", plan.steps.size());
+    describe_call(span, comm, plan, flat, plan.count);
+    span.arg("op", comm::to_string(op)).arg("root", root).arg("steps", plan.steps.size());
   }
   run_plan(comm, plan, flat, op, tag);
 }

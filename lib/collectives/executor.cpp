@@ -111,6 +111,19 @@ void traced_step(comm::Communicator& comm, const Plan& plan, size_t s, int tag, 
 
 }  // namespace
 
+void describe_call(trace::Span& span, const comm::Communicator& comm, const Plan& plan, const at::Tensor& flat,
+                   int64_t count) {
+  comm.label(span);
+  // A group's collective says which group: "all_reduce ring [tensor]".
+  span.set_name(std::string(to_string(plan.collective)) + " " + to_string(plan.algorithm) +
+                (comm.is_world() ? std::string() : " [" + comm.group() + "]"))
+      .set_bytes(static_cast<int64_t>(flat.nbytes()))
+      .arg("collective", to_string(plan.collective))
+      .arg("algorithm", to_string(plan.algorithm))
+      .arg("count", count)
+      .arg("dtype", std::string(c10::toString(flat.scalar_type())));
+}
+
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag) {
   const int me = comm.rank();
   check_fits(comm, plan, flat, plan.count, "run_plan");

@@ -25,6 +25,13 @@ namespace distlab::collectives {
 // Errors name the collective and the step that failed.
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag);
 
+// Names the "collective" span around one call that runs `plan` on `flat`
+// (its steps nest in it): "all_reduce ring [tensor]" in a group, its bytes,
+// and args collective, algorithm, count, dtype; the caller adds its own
+// (op, root, steps) after them.
+void describe_call(trace::Span& span, const comm::Communicator& comm, const Plan& plan, const at::Tensor& flat,
+                   int64_t count);
+
 // Runs this rank's part of an all_to_all plan from `input` into `output`
 // (contiguous 1-D, plan.input_count(rank) and plan.output_count(rank)
 // elements): the own block copied, then per step the irecvs straight into
