@@ -23,6 +23,8 @@
 //       --checkpoint-dir ckpt --checkpoint-every 2 --kill-rank 3 --kill-at-step 5   failover
 //   lesson_11_capstone --preset tiny --tensor 2 --dropout 0    2 x 2 x 2 on 8 thread ranks: each
 //       stage's layers cut across 2 tensor ranks (Megatron), the third dimension
+//   lesson_11_capstone --preset tiny --context 2 --dropout 0   2 x 2 x 2 on 8 thread ranks: each
+//       sequence split over 2 context ranks (ring attention, zigzag chunks), the fourth dimension
 //   lesson_11_capstone --ranks 3 --elastic --checkpoint-dir ckpt --resume   go on with 3 ranks
 //       from a checkpoint of another layout (here 1 x 3, the model re-cut into one stage)
 #include <CLI/CLI.hpp>
@@ -65,6 +67,7 @@ struct Options {
   train::TrainerOptions trainer;
   std::string data_dir;
   std::string schedule = "1f1b";
+  std::string context_layout = "zigzag", context_method = "ring";
   int64_t epochs = -1, batches_per_epoch = -1, eval_batches = -1;  // -1: the preset's
   int kill_rank = -1;
   int64_t kill_at_step = -1;
@@ -152,6 +155,17 @@ int main(int argc, char** argv) {
   app.add_option("--tensor", t.layout.tensor,
                  "T: tensor ranks cutting each stage's layers (Megatron's heads and MLP split; world size P*R*T)")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--context", t.layout.context,
+                 "C: context ranks splitting every sequence (ring attention within each layer; world size P*R*C*T)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--context-layout", o.context_layout,
+                 "how a sequence is cut over the context ranks: zigzag (rank r holds chunks r and 2C-1-r: even causal "
+                 "work) or contiguous")
+      ->check(CLI::IsMember({"zigzag", "contiguous"}))->capture_default_str();
+  app.add_option("--context-method", o.context_method,
+                 "how the context ranks attend: ring (K/V round the ring), all-gather (K/V gathered once), ulysses "
+                 "(an all-to-all to whole heads), naive (everything gathered)")
+      ->check(CLI::IsMember({"ring", "all-gather", "ulysses", "naive"}))->capture_default_str();
   app.add_option("--preset", t.preset, "model and length: tiny (seconds), cpu (minutes on 2 cores), tutorial (~1 B)")
       ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
   app.add_option("--data", o.data_dir, "corpus folder in WikiText-2's layout (default datasets/austen, env DISTLAB_DATA)");
@@ -204,6 +218,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lesson_11_capstone: --schedule %s: %s\n", o.schedule.c_str(), e.what());
     return 1;
   }
+  t.context_layout = o.context_layout == "zigzag" ? context_parallel::Layout::kZigzag : context_parallel::Layout::kContiguous;
+  t.context_method = context_parallel::method_from_string(o.context_method);
   if (app.count("--stages-per-rank") == 0) t.stages_per_rank = train::default_stages_per_rank(t.schedule);
   if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores

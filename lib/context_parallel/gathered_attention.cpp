@@ -1,14 +1,19 @@
 #include "context_parallel/gathered_attention.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/autograd.h>
 
 #include <vector>
 
 #include "collectives/collectives.hpp"
 
 namespace distlab::context_parallel {
+namespace {
 
-at::Tensor gather_sequence(comm::Communicator& comm, const at::Tensor& x, int tag) {
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor gather(comm::Communicator& comm, const at::Tensor& x, int tag) {
   const int C = comm.size();
   const at::Tensor mine = x.contiguous().reshape({-1});
   at::Tensor all = at::empty({C * mine.numel()}, mine.options());
@@ -19,6 +24,40 @@ at::Tensor gather_sequence(comm::Communicator& comm, const at::Tensor& x, int ta
   std::vector<at::Tensor> pieces;
   for (const at::Tensor& piece : all.reshape(shape).unbind(0)) pieces.push_back(piece);
   return at::cat(pieces, -2);
+}
+
+// The gather's backward: every rank holds a gradient for the whole
+// sequence (its queries' share of each key's); my tokens' gradient is the
+// sum of every rank's rows for them: a reduce-scatter.
+at::Tensor scatter_sum(comm::Communicator& comm, const at::Tensor& grad, int tag) {
+  const int C = comm.size();
+  // (..., C S_local, D) -> (C, ..., S_local, D): block r holds rank r's tokens.
+  const at::Tensor blocks = at::stack(grad.chunk(C, -2), 0).contiguous();
+  at::Tensor mine = at::empty(blocks[0].sizes(), blocks.options());
+  at::Tensor out = mine.view({-1});
+  collectives::reduce_scatter(comm, blocks.view({-1}), out, collectives::ReduceOp::kSum,
+                              collectives::Algorithm::kRing, tag);
+  return mine;
+}
+
+struct GatherSequence : torch::autograd::Function<GatherSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, comm::Communicator* comm, int64_t tag) {
+    ctx->saved_data["comm"] = reinterpret_cast<int64_t>(comm);
+    ctx->saved_data["tag"] = tag;
+    return gather(*comm, x, static_cast<int>(tag));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto& comm = *reinterpret_cast<comm::Communicator*>(ctx->saved_data["comm"].toInt());
+    return {scatter_sum(comm, grads[0], static_cast<int>(ctx->saved_data["tag"].toInt())), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor gather_sequence(comm::Communicator& comm, const at::Tensor& x, int tag) {
+  if (!x.requires_grad()) return gather(comm, x, tag);
+  return GatherSequence::apply(x, &comm, static_cast<int64_t>(tag));
 }
 
 at::Tensor gather_positions(comm::Communicator& comm, const at::Tensor& positions, int tag) {

@@ -20,7 +20,9 @@ namespace distlab::context_parallel {
 
 // x (..., S_local, D) from every rank of `comm`, in rank order along dim
 // -2: (..., C S_local, D). Every rank holds as many tokens. Collective tag
-// `tag` (collectives/tags.hpp).
+// `tag` (collectives/tags.hpp). Differentiable when x requires grad: the
+// backward of an all-gather is a reduce-scatter (every rank's gradient for
+// my tokens, summed), so all_gather_attention and naive_attention train.
 at::Tensor gather_sequence(comm::Communicator& comm, const at::Tensor& x, int tag = 0);
 
 // The positions (S_local,) of every rank's tokens, in rank order (S,), on

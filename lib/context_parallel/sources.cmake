@@ -11,4 +11,6 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/gathered_attention.cpp
   # Ulysses: an all-to-all from sequence shards to head shards and back.
   ${CMAKE_CURRENT_LIST_DIR}/ulysses.cpp
+  # Any of them as one differentiable call: what a model's attention runs under --context C.
+  ${CMAKE_CURRENT_LIST_DIR}/context_attention.cpp
 )

@@ -21,12 +21,23 @@ PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_model, double dropout, 
   dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
 }
 
-at::Tensor PositionalEncodingImpl::forward(const at::Tensor& x) { return dropout_(add(x)); }
+at::Tensor PositionalEncodingImpl::forward(const at::Tensor& x, const at::Tensor& positions) {
+  return dropout_(add(x, positions));
+}
 
-at::Tensor PositionalEncodingImpl::add(const at::Tensor& x) {
-  TORCH_CHECK(x.dim() == 3 && x.size(0) <= pe_.size(0) && x.size(2) == pe_.size(2),
-              "PositionalEncoding: expected (S, N, ", pe_.size(2), ") with S <= max_len ", pe_.size(0), ", got ",
-              x.sizes(), " (hint: raise max_len or shorten the sequence)");
+at::Tensor PositionalEncodingImpl::add(const at::Tensor& x, const at::Tensor& positions) {
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == pe_.size(2), "PositionalEncoding: expected (S, N, ", pe_.size(2),
+              "), got ", x.sizes());
+  if (positions.defined()) {
+    TORCH_CHECK(positions.dim() == 1 && positions.size(0) == x.size(0), "PositionalEncoding: ", x.size(0),
+                " tokens but ", positions.numel(), " positions");
+    TORCH_CHECK(positions.numel() == 0 || positions.max().item<int64_t>() < pe_.size(0),
+                "PositionalEncoding: position ", positions.max().item<int64_t>(), " is past max_len ", pe_.size(0),
+                " (hint: raise max_len or shorten the sequence)");
+    return x + pe_.index_select(0, positions.to(pe_.device(), at::kLong));
+  }
+  TORCH_CHECK(x.size(0) <= pe_.size(0), "PositionalEncoding: expected (S, N, ", pe_.size(2), ") with S <= max_len ",
+              pe_.size(0), ", got ", x.sizes(), " (hint: raise max_len or shorten the sequence)");
   return x + pe_.slice(/*dim=*/0, /*start=*/0, /*end=*/x.size(0));
 }
 

@@ -24,10 +24,13 @@ class PositionalEncodingImpl : public torch::nn::Module {
   // d_model must be even (the tutorial's pe[:, 1::2] assignment needs it too).
   PositionalEncodingImpl(int64_t d_model, double dropout, int64_t max_len = 5000);
 
-  // x (S, N, d_model) with S <= max_len -> (S, N, d_model).
-  at::Tensor forward(const at::Tensor& x);
+  // x (S, N, d_model) with S <= max_len -> (S, N, d_model). With
+  // `positions` (S,) int64: row s gets pe[positions[s]] instead of pe[s]
+  // (a rank holding some of a sequence's tokens under context
+  // parallelism, each at its own place in the whole sequence).
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions = {});
   // The same without the dropout (a caller that draws its masks some other way).
-  at::Tensor add(const at::Tensor& x);
+  at::Tensor add(const at::Tensor& x, const at::Tensor& positions = {});
 
   const at::Tensor& table() const { return pe_; }  // (max_len, 1, d_model)
 

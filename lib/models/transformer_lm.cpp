@@ -75,12 +75,12 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
   }
 }
 
-at::Tensor TransformerLmImpl::embed(const at::Tensor& input, bool dropout) {
+at::Tensor TransformerLmImpl::embed(const at::Tensor& input, bool dropout, const at::Tensor& positions) {
   TORCH_CHECK(input.dim() == 2 && input.scalar_type() == at::kLong, "TransformerLm stage [", first_layer_, ", ",
               end_layer_, "): the first stage expects int64 tokens (S, N), got ", input.scalar_type(), " of shape ",
               input.sizes(), " (hint: hidden states go to later stages)");
   const at::Tensor scaled = encoder_(input) * std::sqrt(static_cast<double>(options_.emsize));
-  return dropout ? pos_encoder_(scaled) : pos_encoder_->add(scaled);  // (S, N, d)
+  return dropout ? pos_encoder_->forward(scaled, positions) : pos_encoder_->add(scaled, positions);  // (S, N, d)
 }
 
 at::Tensor TransformerLmImpl::check_hidden(const at::Tensor& h) const {

@@ -87,7 +87,9 @@ class TransformerLmImpl : public torch::nn::Module {
 
   // The pieces forward() is made of, for stages that run the layers some
   // other way (train/tensor_stage.hpp cuts them across a tensor group):
-  at::Tensor embed(const at::Tensor& tokens, bool dropout = true);  // (S, N) int64 -> (S, N, d); first stage
+  // (S, N) int64 -> (S, N, d); first stage. `positions` (S,): the tokens'
+  // places in the whole sequence (context parallelism), else 0 .. S-1.
+  at::Tensor embed(const at::Tensor& tokens, bool dropout = true, const at::Tensor& positions = {});
   at::Tensor check_hidden(const at::Tensor& h) const;  // a later stage's input, checked
   at::Tensor mask_for(const at::Tensor& h) const;   // (S, S) causal mask, or undefined
   at::Tensor decode(const at::Tensor& h);           // (S, N, d) -> (S, N, ntokens); last stage

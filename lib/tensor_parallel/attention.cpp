@@ -55,6 +55,10 @@ at::Tensor ParallelAttentionImpl::forward(const at::Tensor& query, const at::Ten
   const at::Tensor q = heads(at::linear(x_q, q_weight, q_bias) * (1.0 / std::sqrt(double(head_dim_))), l);
   const at::Tensor k = heads(at::linear(x_kv, k_weight, k_bias), s);
   const at::Tensor v = heads(at::linear(x_kv, v_weight, v_bias), s);
+  if (core_) {
+    TORCH_CHECK(!attn_mask.defined(), "ParallelAttention: an attention core of its own takes no attn_mask");
+    return out_proj(core_(q, k, v).transpose(0, 1).contiguous().view({l, n, local}));
+  }
   at::Tensor scores = at::bmm(q, k.transpose(1, 2));  // (N H/t, L, S)
   if (attn_mask.defined())
     scores = attn_mask.scalar_type() == at::kBool

@@ -18,9 +18,19 @@
 // (options.sequence_parallel): query and key_value arrive as my rows
 // (L/t, N, E), are all-gathered on entry and the output reduce-scattered
 // back to my rows.
+//
+// The attention core (softmax(q k^T) v over my heads) may be handed to
+// another: set_core() takes a function of q (already scaled), k and v
+// (N H/t, L or S, d) returning (N H/t, L, d). Context parallelism does so
+// (the capstone's --context C, train/tensor_stage.hpp): each rank holds
+// L/C tokens and the core attends them to the whole sequence across the
+// context group, the causal rule coming from each token's position, not
+// from attn_mask.
 #pragma once
 
 #include <torch/nn/module.h>
+
+#include <functional>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/pimpl.h>
 
@@ -41,6 +51,13 @@ class ParallelAttentionImpl : public torch::nn::Module {
 
   int64_t heads() const { return heads_; }  // this rank's
 
+  // q, k, v (N H/t, L, d), q scaled -> (N H/t, L, d).
+  using Core = std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
+  // Replaces q k^T, the mask, the softmax, the weights' dropout and the
+  // product with v; forward() then refuses an attn_mask (the core applies
+  // its own rule).
+  void set_core(Core core) { core_ = std::move(core); }
+
   at::Tensor q_weight, k_weight, v_weight;  // (E/t, E) each: my rows of W_q, W_k, W_v
   at::Tensor q_bias, k_bias, v_bias;        // (E/t)
   RowParallelLinear out_proj{nullptr};      // (E, E/t): my columns of W_o; its bias whole
@@ -51,6 +68,7 @@ class ParallelAttentionImpl : public torch::nn::Module {
   int64_t heads_ = 0;     // H / t
   int64_t head_dim_ = 0;  // E / H
   double dropout_ = 0;    // on the attention weights, as the unsplit module's
+  Core core_;             // set: the attention core runs elsewhere
 };
 TORCH_MODULE(ParallelAttention);
 

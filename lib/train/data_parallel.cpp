@@ -60,7 +60,10 @@ class DdpStage final : public DataParallelStage {
   std::vector<NormShare> norm_shares() override {
     // Whole tensors count once; the cut matrices' squares add over the tensor group.
     std::vector<NormShare> shares{{gradients_of(stage_.replicated_parameters()), {}}};
-    if (tensor_.size() > 1) shares.push_back({gradients_of(stage_.split_parameters()), {&tensor_}});
+    // (a stage split for its context group alone has its layers' pieces whole: nothing to add over)
+    if (stage_.split())
+      shares.push_back({gradients_of(stage_.split_parameters()),
+                        tensor_.size() > 1 ? std::vector<comm::Communicator*>{&tensor_} : std::vector<comm::Communicator*>{}});
     return shares;
   }
   void optimizer_step() override { optimizer_->step(); }

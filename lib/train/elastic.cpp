@@ -10,16 +10,24 @@ namespace distlab::train {
 FittedLayout fit_layout(int world_size, const Layout& wanted, int max_stages) {
   if (world_size < 1) throw std::invalid_argument("fit_layout: a world of " + std::to_string(world_size) + " ranks");
   const std::string world = std::to_string(world_size) + " rank(s)";
-  const int T = std::max(1, wanted.tensor);  // kept: the stages' layers are cut T ways whatever the world
-  if (world_size % T != 0)
-    throw std::invalid_argument("elastic: " + world + " do not make tensor groups of " + std::to_string(T) +
-                                "; the tensor size is kept, so use a multiple of " + std::to_string(T) + " ranks");
-  const int cells = world_size / T;  // ranks, or whole tensor groups, to lay out as stages x replicas
-  const std::string units = T == 1 ? std::to_string(cells) + " ranks" : std::to_string(cells) + " tensor groups";
+  // Kept: the stages' layers are cut T ways and the sequences split C ways whatever the world.
+  const int T = std::max(1, wanted.tensor), C = std::max(1, wanted.context);
+  const int group = T * C;
+  if (world_size % group != 0)
+    throw std::invalid_argument("elastic: " + world + " do not make " +
+                                (C == 1 ? "tensor groups of " : "context x tensor groups of ") +
+                                std::to_string(group) + "; the " + (C == 1 ? "tensor size is" : "context and tensor sizes are") +
+                                " kept, so use a multiple of " + std::to_string(group) + " ranks");
+  const int cells = world_size / group;  // ranks, or whole groups, to lay out as stages x replicas
+  const std::string units = group == 1 ? std::to_string(cells) + " ranks"
+                            : C == 1   ? std::to_string(cells) + " tensor groups"
+                                       : std::to_string(cells) + " context x tensor groups";
   const int most = std::max(1, std::min(wanted.pipeline, max_stages));
   int stages = most;
   while (cells % stages != 0) --stages;  // 1 always divides
-  FittedLayout fitted{{stages, cells / stages, T}, "", ""};
+  Layout layout{stages, cells / stages, T};
+  layout.context = C;
+  FittedLayout fitted{layout, "", ""};
   if (fitted.layout.pipeline == wanted.pipeline && fitted.layout.replicas == wanted.replicas)
     fitted.why = "as asked";
   else if (stages == wanted.pipeline)

@@ -7,12 +7,12 @@ namespace distlab::train {
 
 namespace {
 
-// Each axis's name and fields, by the axis's number (kData, kPipeline, kTensor).
-constexpr const char* kNameOf[] = {"data", "pipeline", "tensor"};
-constexpr int Layout::*kSizeOf[] = {&Layout::replicas, &Layout::pipeline, &Layout::tensor};
-constexpr int Place::*kCoordinateOf[] = {&Place::replica, &Place::stage, &Place::tensor};
+// Each axis's name and fields, by the axis's number (kData, kPipeline, kContext, kTensor).
+constexpr const char* kNameOf[] = {"data", "pipeline", "context", "tensor"};
+constexpr int Layout::*kSizeOf[] = {&Layout::replicas, &Layout::pipeline, &Layout::context, &Layout::tensor};
+constexpr int Place::*kCoordinateOf[] = {&Place::replica, &Place::stage, &Place::context, &Place::tensor};
 constexpr std::unique_ptr<comm::Communicator> Groups::*kGroupOf[] = {&Groups::replica, &Groups::pipeline,
-                                                                      &Groups::tensor};
+                                                                      &Groups::context, &Groups::tensor};
 static_assert(std::size(kNameOf) == kAxes.size() && std::size(kSizeOf) == kAxes.size() &&
               std::size(kCoordinateOf) == kAxes.size() && std::size(kGroupOf) == kAxes.size());
 
@@ -36,10 +36,13 @@ int color_of(const Place& place, const Layout& layout, Axis axis) {
 // The groups' names (as the traces and the flight recorder show them).
 std::string group_name(const Place& p, const Layout& layout, Axis axis) {
   const std::string k = layout.tensor == 1 ? "" : "-tensor" + std::to_string(p.tensor);
+  const std::string c = layout.context == 1 ? "" : "-context" + std::to_string(p.context);
+  const std::string rs = "-r" + std::to_string(p.replica) + "s" + std::to_string(p.stage);
   switch (axis) {
-    case Axis::kPipeline: return "pipeline" + std::to_string(p.replica) + k;
-    case Axis::kData: return "stage" + std::to_string(p.stage) + "-replicas" + k;
-    case Axis::kTensor: return "tensor-r" + std::to_string(p.replica) + "s" + std::to_string(p.stage);
+    case Axis::kPipeline: return "pipeline" + std::to_string(p.replica) + c + k;
+    case Axis::kData: return "stage" + std::to_string(p.stage) + "-replicas" + c + k;
+    case Axis::kContext: return "context" + rs + k;
+    case Axis::kTensor: return "tensor" + rs + c;
   }
   return "?";
 }
@@ -57,9 +60,11 @@ int Layout::world_size() const {
 }
 
 std::string Layout::text() const {
-  const std::string two = std::to_string(pipeline) + (pipeline == 1 ? " stage x " : " stages x ") +
-                          std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
-  return tensor == 1 ? two : two + " x " + std::to_string(tensor) + " tensor ranks";
+  std::string text = std::to_string(pipeline) + (pipeline == 1 ? " stage x " : " stages x ") +
+                     std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
+  if (context > 1) text += " x " + std::to_string(context) + " context ranks";
+  if (tensor > 1) text += " x " + std::to_string(tensor) + " tensor ranks";
+  return text;
 }
 
 int Place::at(Axis axis) const { return this->*kCoordinateOf[index(axis)]; }
@@ -104,12 +109,17 @@ Groups make_groups(comm::Communicator& world, const Layout& layout) {
     throw std::invalid_argument(world.self() + ": a layout of " + layout.text() + " needs " +
                                 std::to_string(layout.world_size()) + " ranks, the job has " +
                                 std::to_string(world.size()) +
-                                " (hint: --ranks P*R*T with threads, or as many processes under distlab-run)");
+                                " (hint: --ranks P*R*C*T with threads, or as many processes under distlab-run)");
   Groups g;
   const Place p = g.place = place_of(world.rank(), layout);
   // Every rank splits in the same order (each split is a collective).
-  for (const Axis axis : {Axis::kPipeline, Axis::kData, Axis::kTensor})
+  for (const Axis axis : {Axis::kPipeline, Axis::kData, Axis::kTensor, Axis::kContext})
     g.*kGroupOf[index(axis)] = world.split(color_of(p, layout, axis), p.at(axis), group_name(p, layout, axis));
+  if (layout.context > 1)  // data x context: one group per (stage, tensor rank)
+    g.replicas_and_context =
+        world.split(p.stage * layout.tensor + p.tensor, p.replica * layout.context + p.context,
+                    "stage" + std::to_string(p.stage) + "-replicas-and-context" +
+                        (layout.tensor == 1 ? "" : "-tensor" + std::to_string(p.tensor)));
   return g;
 }
 

@@ -4,11 +4,15 @@
 //
 //   data      R replicas of the whole model (DDP or ZeRO within a stage's replicas)
 //   pipeline  P stages per model (activations travel along it)
+//   context   C ranks splitting every sequence (ring attention within
+//             each layer; tensor_stage.hpp)
 //   tensor    T ranks cutting each stage's layers (innermost: the chattiest
 //             group, four all-reduces per layer, on one node)
 //
 // A rank's number is its place read as a mixed-radix number, outermost
-// digit first: rank = (replica * P + stage) * T + tensor. 2 x 2 (T = 1):
+// digit first: rank = ((replica * P + stage) * C + context) * T + tensor
+// (Megatron's order too: tensor innermost, then context, data, pipeline
+// outermost but for data). 2 x 2 (C = T = 1):
 //
 //                 stage 0   stage 1
 //   replica 0     rank 0 -> rank 1      pipeline group {0, 1}
@@ -38,24 +42,26 @@
 
 namespace distlab::train {
 
-enum class Axis { kData, kPipeline, kTensor };  // numbered 0, 1, 2: layout.cpp's tables
+enum class Axis { kData, kPipeline, kContext, kTensor };  // numbered 0 .. 3: layout.cpp's tables
 // Outermost first: the order of the digits of a rank's number.
-inline constexpr std::array<Axis, 3> kAxes = {Axis::kData, Axis::kPipeline, Axis::kTensor};
-const char* axis_name(Axis axis);  // "data", "pipeline", "tensor"
+inline constexpr std::array<Axis, 4> kAxes = {Axis::kData, Axis::kPipeline, Axis::kContext, Axis::kTensor};
+const char* axis_name(Axis axis);  // "data", "pipeline", "context", "tensor"
 
 struct Layout {
   int pipeline = 2;  // P: stages per model
   int replicas = 2;  // R: data-parallel copies of the pipeline
   int tensor = 1;    // T: ranks that cut each stage's layers
+  int context = 1;   // C: ranks that split each sequence
   int size(Axis axis) const;
   int world_size() const;
-  std::string text() const;  // "2 stages x 2 replicas", "... x 2 tensor ranks"
+  std::string text() const;  // "2 stages x 2 replicas", "... x 2 context ranks x 2 tensor ranks"
 };
 
 struct Place {
   int stage = 0;
   int replica = 0;
   int tensor = 0;  // this rank's place in its stage's tensor group
+  int context = 0;  // which share of each sequence this rank holds
   int at(Axis axis) const;
   int& at(Axis axis);
 };
@@ -73,11 +79,16 @@ struct Groups {
   std::unique_ptr<comm::Communicator> pipeline;  // this replica's P stages (same tensor rank), group rank = stage
   std::unique_ptr<comm::Communicator> replica;   // this stage's R replicas (same tensor rank), group rank = replica
   std::unique_ptr<comm::Communicator> tensor;    // this stage's T tensor ranks, group rank = tensor
+  std::unique_ptr<comm::Communicator> context;   // this stage's C context ranks (same replica and tensor rank)
+  // data x context (same stage and tensor rank), group rank = replica * C +
+  // context: what the stage's gradients average over. Split only when C > 1.
+  std::unique_ptr<comm::Communicator> replicas_and_context;
   comm::Communicator& along(Axis axis) const;
+  comm::Communicator& averaging() const { return replicas_and_context ? *replicas_and_context : *replica; }
 };
 
 // Every rank of `world` calls it (one comm.split per axis). Throws
-// std::invalid_argument with a hint when world.size() != P * R * T.
+// std::invalid_argument with a hint when world.size() != P * R * C * T.
 Groups make_groups(comm::Communicator& world, const Layout& layout);
 
 }  // namespace distlab::train

@@ -36,7 +36,7 @@ LossSum forward_loss_sum(comm::Communicator& pipeline, const std::vector<int>& r
   const at::Tensor logits = out.reshape({-1, out.size(-1)});
   const at::Tensor flat = target.reshape({-1}).to(logits.device());
   const double sum = at::cross_entropy_loss(logits, flat, /*weight=*/{}, at::Reduction::Sum).item<double>();
-  return {sum, flat.numel()};
+  return {sum, flat.ne(kPaddedTarget).sum().item<int64_t>()};
 }
 
 }  // namespace distlab::train

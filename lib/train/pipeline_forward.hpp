@@ -21,6 +21,10 @@ namespace distlab::train {
 // Messages of evaluation use tags from here on, above the executor's.
 inline constexpr int kEvalTagBase = 1 << 19;
 
+// A target that counts for nothing (cross_entropy's ignore_index): the end
+// of a sequence padded so that it splits over context ranks.
+inline constexpr int64_t kPaddedTarget = -100;
+
 struct LossSum {
   double sum = 0;      // summed cross-entropy, nats
   int64_t tokens = 0;  // tokens it sums over
@@ -29,7 +33,8 @@ struct LossSum {
 
 // Every rank of `pipeline` calls it with its stage's forward; `input` is
 // read on stage 0 and `target` (S, N) on the last. Returns the summed loss
-// on the last stage and {0, 0} elsewhere.
+// and the tokens it sums (targets other than kPaddedTarget) on the last
+// stage and {0, 0} elsewhere.
 using StageForward = std::function<at::Tensor(const at::Tensor&)>;
 LossSum forward_loss_sum(comm::Communicator& pipeline, const StageForward& forward, const at::Tensor& input,
                          const at::Tensor& target, int tag = kEvalTagBase);

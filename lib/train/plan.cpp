@@ -1,5 +1,6 @@
 #include "train/plan.hpp"
 
+#include <map>
 #include <stdexcept>
 
 namespace distlab::train {
@@ -9,9 +10,9 @@ namespace {
 std::string n(int64_t value) { return std::to_string(value); }
 
 // " {0, 2} {1, 3}"
-std::string groups_text(const Layout& layout, Axis axis) {
+std::string groups_text(const std::vector<std::vector<int>>& groups) {
   std::string text;
-  for (const auto& group : group_members(layout, axis)) {
+  for (const auto& group : groups) {
     text += " {";
     for (size_t i = 0; i < group.size(); ++i) text += (i ? ", " : "") + n(group[i]);
     text += "}";
@@ -26,7 +27,7 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
   for (const Axis axis : kAxes)
     if (l.size(axis) < 1)
       out.push_back(std::string("the ") + axis_name(axis) + " dimension has size " + n(l.size(axis)) +
-                    ": every dimension needs at least 1 rank (--pipeline, --replicas, --tensor)");
+                    ": every dimension needs at least 1 rank (--pipeline, --replicas, --context, --tensor)");
   if (o.zero < 0 || o.zero > 3)
     out.push_back("--zero " + n(o.zero) +
                   ": expected 0 (DDP), 1 (ZeRO-1: optimizer state sharded), 2 (ZeRO-2: gradients too) or 3 (ZeRO-3: "
@@ -40,6 +41,20 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
   else if (o.layers > 0 && stages > o.layers)
     out.push_back(n(stages) + " pipeline stages need " + n(stages) + " layers, the model has " + n(o.layers) +
                   ": use --layers " + n(stages) + ", fewer --pipeline, or a larger preset");
+  if (l.context > 1 && !o.causal)
+    out.push_back("--context " + n(l.context) +
+                  " needs a causal model: a sequence whose length does not split is padded at its end, which only "
+                  "a causal model's real tokens never attend (the tutorial's unmasked model would)");
+  if (l.context > 1 && o.context_method == context_parallel::Method::kUlysses && o.heads > 0 && l.tensor >= 1 &&
+      (o.heads % l.tensor != 0 || (o.heads / l.tensor) % l.context != 0)) {
+    std::string would;
+    for (int c = 1; c <= o.heads; ++c)
+      if (o.heads % l.tensor == 0 && (o.heads / l.tensor) % c == 0) would += (would.empty() ? "" : ", ") + n(c);
+    out.push_back("Ulysses gives each context rank whole heads: " + n(o.heads) + " heads" +
+                  (l.tensor > 1 ? " over " + n(l.tensor) + " tensor ranks" : std::string()) + " do not divide by " +
+                  n(l.context) + " context ranks (context sizes that would: " + would +
+                  "; or --context-method ring, which takes any)");
+  }
   if (o.batch_size > 0 && o.batch_size < l.replicas)
     out.push_back("batch " + n(o.batch_size) + " cannot be split among " + n(l.replicas) +
                   " replicas; use a batch size of at least --replicas");
@@ -84,9 +99,24 @@ std::vector<int> ParallelPlan::stages_held(int pipeline_rank) const {
 
 std::vector<std::string> ParallelPlan::describe() const {
   const Layout& l = o_.layout;
-  std::vector<std::string> lines{"pipelines (stage groups):" + groups_text(l, Axis::kPipeline) +
-                                 "   replica groups (" + strategy() + " per stage):" + groups_text(l, Axis::kData)};
-  if (l.tensor > 1) lines.push_back("tensor groups (each stage's layers cut):" + groups_text(l, Axis::kTensor));
+  std::vector<std::string> lines{"pipelines (stage groups):" + groups_text(group_members(l, Axis::kPipeline)) +
+                                 "   replica groups (" + strategy() + " per stage):" + groups_text(group_members(l, Axis::kData))};
+  if (l.context > 1) {
+    lines.push_back("context groups (each sequence split, " + std::string(context_parallel::to_string(o_.context_method)) +
+                    " attention, " + context_parallel::to_string(o_.context_layout) +
+                    " chunks):" + groups_text(group_members(l, Axis::kContext)));
+    // The ranks holding the same stage and tensor piece: data x context.
+    std::map<int, std::vector<int>> averaging;
+    for (int rank = 0; rank < l.world_size(); ++rank) {
+      const Place p = train::place_of(rank, l);
+      averaging[p.stage * l.tensor + p.tensor].push_back(rank);
+    }
+    std::vector<std::vector<int>> groups;
+    for (auto& item : averaging) groups.push_back(std::move(item.second));
+    lines.push_back("gradients average over data x context:" + groups_text(groups) +
+                    (o_.dropout > 0 ? " (no dropout on the attention weights: no rank holds a whole row of them)" : ""));
+  }
+  if (l.tensor > 1) lines.push_back("tensor groups (each stage's layers cut):" + groups_text(group_members(l, Axis::kTensor)));
   if (o_.stages_per_rank > 1 && refusals().empty()) {
     std::string line = n(o_.stages_per_rank) + " stages per pipeline rank (" + pipeline::kind_name(o_.schedule) +
                        "), " + n(stages()) + " in all:";

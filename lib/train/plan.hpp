@@ -2,12 +2,15 @@
 // one object that the trainer, lesson 11 and the tests all ask.
 //
 // It owns, for every parallelism the trainer composes:
-//   the dimensions   data x pipeline x tensor (layout.hpp): rank <-> place
-//                    and the groups along each axis;
+//   the dimensions   data x pipeline x context x tensor (layout.hpp): rank
+//                    <-> place and the groups along each axis;
 //   the stages       which of the schedule's P * v stages each pipeline rank
 //                    holds: v = 1, one each; looped (Interleaved 1F1B,
 //                    LoopedBFS, interleaved zero bubble): rank r holds r,
 //                    r + P, ...; in a V (ZBV, DualPipeV): r and 2P - 1 - r;
+//   the context      how each sequence is split over the C context ranks
+//                    (contiguous or zigzag chunks) and attended (ring,
+//                    all-gather, naive, Ulysses);
 //   the strategy     how a stage's replicas share it: DDP (each holds all
 //                    and all-reduces the gradients), or ZeRO-1/2/3 (each
 //                    owns 1/R of the optimizer state, then of the
@@ -24,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "context_parallel/context_attention.hpp"
+#include "context_parallel/ring_plan.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/layout.hpp"
 
@@ -37,6 +42,13 @@ struct PlanOptions {
   int zero = 0;             // the data-parallel strategy: 0 DDP, 1..3 ZeRO-1..3
   int64_t layers = 0;       // the model's layers (0: not known yet, not checked)
   int64_t batch_size = 0;   // the columns of a step, all replicas together (0: not checked)
+  // The context dimension (layout.context C > 1): how each sequence is
+  // split and attended (context_parallel/context_attention.hpp).
+  context_parallel::Layout context_layout = context_parallel::Layout::kZigzag;
+  context_parallel::Method context_method = context_parallel::Method::kRing;
+  int64_t heads = 0;        // the model's attention heads (0: not checked)
+  bool causal = true;       // the model's attention
+  double dropout = 0;       // the model's
 };
 
 class ParallelPlan {

@@ -31,11 +31,12 @@ models::TransformerLm build_stage(const models::TransformerLmOptions& options, i
   return stages > 1 ? part : whole;
 }
 
-RankStage::RankStage(models::TransformerLm unsplit, comm::Communicator& tensor) : tensor_(tensor) {
+RankStage::RankStage(models::TransformerLm unsplit, comm::Communicator& tensor, ContextSplit context)
+    : tensor_(tensor) {
   for (const auto& [name, tensor_of] : checkpoint::named_state(*unsplit))
     shapes_[name] = at::empty(tensor_of.sizes(), tensor_of.options().device(at::kMeta));
-  if (tensor.size() > 1)
-    split_ = TensorParallelStage(tensor, std::move(unsplit));
+  if (tensor.size() > 1 || context.active())
+    split_ = TensorParallelStage(tensor, std::move(unsplit), context);
   else
     whole_ = std::move(unsplit);
 }

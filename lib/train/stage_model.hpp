@@ -10,7 +10,8 @@
 // one-process run's initial model.
 //
 // RankStage is that stage as the trainer handles it: whole, or with a
-// tensor group of more than one rank cut across it (tensor_stage.hpp).
+// tensor group of more than one rank cut across it, or its sequences split
+// over a context group (tensor_stage.hpp).
 // Either way its state is the unsplit stage's, by the unsplit names, so
 // checkpoints, the best model and the digest do not depend on the tensor
 // size: a checkpoint written by 2 x 2 x 2 ranks resumes on 2 x 2 x 1.
@@ -38,8 +39,9 @@ models::TransformerLm build_stage(const models::TransformerLmOptions& options, i
 class RankStage {
  public:
   // `unsplit`: build_stage's stage, the same on every rank of `tensor`
-  // (this stage's tensor group); with one rank there it stays whole.
-  RankStage(models::TransformerLm unsplit, comm::Communicator& tensor);
+  // (this stage's tensor group); with one rank there and no context split
+  // it stays whole (LibTorch's own layers).
+  RankStage(models::TransformerLm unsplit, comm::Communicator& tensor, ContextSplit context = {});
 
   bool split() const { return !split_.is_empty(); }
   at::Tensor forward(const at::Tensor& x);

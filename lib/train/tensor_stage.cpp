@@ -5,12 +5,19 @@
 #include <memory>
 #include <stdexcept>
 
+#include "context_parallel/ring_attention.hpp"
 #include "models/model_unit.hpp"
 
 namespace distlab::train {
 
-TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, models::TransformerLm unsplit)
-    : tensor_(tensor), unsplit_(std::move(unsplit)) {
+at::Tensor ContextSplit::positions(int64_t local) const {
+  if (!active()) return at::arange(local, at::kLong);
+  return context_parallel::positions_of(layout, local * group->size(), group->size(), group->rank());
+}
+
+TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, models::TransformerLm unsplit,
+                                                 ContextSplit context)
+    : tensor_(tensor), context_(context), unsplit_(std::move(unsplit)) {
   std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> named;
   int64_t index = unsplit_->first_layer();
   for (const torch::nn::TransformerEncoderLayer& full : unsplit_->release_layers()) {
@@ -23,19 +30,42 @@ TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, mod
   register_module("layers", torch::nn::ModuleDict(named));
   if (unsplit_->options().dropout > 0 && unsplit_->has_embedding())
     alike_ = tensor_parallel::generator_alike(unsplit_->named_parameters()["encoder.weight"]);
+  if (!context_.active()) return;
+  // Each layer's attention core: my heads' q, k, v for my tokens, attended
+  // to the whole sequence across the context group.
+  const ContextSplit split = context_;
+  const bool causal = unsplit_->options().causal;
+  for (auto& layer : layers_) {
+    const int64_t heads = layer->self_attn->heads();
+    layer->self_attn->set_core([split, causal, heads](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+      const int64_t local = q.size(1), d = q.size(2);
+      // (N H, L, d) -> (N, H, L, d): heads at dimension -3 (Ulysses exchanges them).
+      auto by_head = [&](const at::Tensor& x) { return x.reshape({-1, heads, local, d}); };
+      const at::Tensor out = context_parallel::context_attention(*split.group, split.method, by_head(q), by_head(k),
+                                                                 by_head(v), /*scale=*/1.0, split.positions(local),
+                                                                 causal);  // q arrives scaled
+      return out.reshape({-1, local, d});
+    });
+  }
 }
 
 at::Tensor TensorParallelStageImpl::enter(const at::Tensor& input) {
   if (!unsplit_->has_embedding()) return unsplit_->check_hidden(input);
-  if (!alike_.defined()) return unsplit_->embed(input);
-  const at::Tensor h = unsplit_->embed(input, /*dropout=*/false);  // the positional encoding's dropout, drawn alike
+  // Under context parallelism my tokens sit at their own places in the sequence.
+  const at::Tensor positions = context_.active() ? context_.positions(input.size(0)) : at::Tensor();
+  if (!alike_.defined()) return unsplit_->embed(input, /*dropout=*/true, positions);
+  const at::Tensor h = unsplit_->embed(input, /*dropout=*/false, positions);  // the encoding's dropout, drawn alike
   return is_training() ? tensor_parallel::dropout_alike(h, unsplit_->options().dropout, alike_) : h;
+}
+
+at::Tensor TensorParallelStageImpl::run_layer(size_t k, const at::Tensor& h) {
+  // The context core applies the causal rule by position; a mask over my S/C rows would be wrong.
+  return layers_[k](h, context_.active() ? at::Tensor() : unsplit_->mask_for(h));
 }
 
 at::Tensor TensorParallelStageImpl::forward(const at::Tensor& input) {
   at::Tensor h = enter(input);
-  const at::Tensor mask = unsplit_->mask_for(h);
-  for (auto& layer : layers_) h = layer(h, mask);
+  for (size_t k = 0; k < layers_.size(); ++k) h = run_layer(k, h);
   return unsplit_->has_output() ? unsplit_->decode(h) : h;
 }
 
@@ -53,8 +83,7 @@ torch::nn::Sequential TensorParallelStageImpl::units() {
   for (size_t k = 0; k < layers_.size(); ++k) {
     const bool first = !unsplit_->has_embedding() && k == 0;  // takes the previous stage's hidden states: checked
     const Function run([self, k, first](const at::Tensor& x) {
-      const at::Tensor h = first ? self->enter(x) : x;
-      return self->layers_[k](h, self->unsplit_->mask_for(h));
+      return self->run_layer(k, first ? self->enter(x) : x);
     });
     chain->push_back("layer" + std::to_string(indices_[k]), ModelUnit(Parts{{"layer", layers_[k].ptr()}}, run));
   }

@@ -1,6 +1,7 @@
 // A pipeline stage of the capstone's Transformer LM with its layers cut
-// across a tensor group: the third dimension of the capstone's layout
-// (pipeline x data x tensor).
+// across a tensor group, and its sequences split across a context group:
+// the third and fourth dimensions of the capstone's layout (pipeline x data
+// x context x tensor).
 //
 // Built from the unsplit stage (train/stage_model.hpp's build_stage, the
 // same weights on every rank): each TransformerEncoderLayer becomes a
@@ -16,6 +17,16 @@
 // (tensor_parallel::dropout_alike), as the layers' dropouts between their
 // regions do: what enters the layers is the same on every tensor rank.
 //
+// With a context group of C > 1 ranks (ContextSplit) each rank holds some
+// of every sequence's tokens (its chunks, contiguous or zigzag:
+// context_parallel/ring_plan.hpp): (S/C, N) tokens on the first stage,
+// (S/C, N, d) hidden states between. The embedding adds each token's own
+// position (positions_of(layout, S, C, rank)), and each layer's attention
+// core attends its tokens to the whole sequence across the group
+// (context_parallel/context_attention.hpp), causal by position; everything
+// else in a layer works token by token and needs no change. The attention
+// weights get no dropout then (ContextSplit's note).
+//
 // forward() computes what the unsplit stage computes. whole_state() gives
 // the unsplit stage's parameters by its names (the layers gathered), and
 // load_whole_state() cuts them again: a checkpoint is the unsplit model's,
@@ -30,16 +41,29 @@
 #include <string>
 #include <vector>
 
+#include "context_parallel/context_attention.hpp"
+#include "context_parallel/ring_plan.hpp"
 #include "models/transformer_lm.hpp"
 #include "tensor_parallel/layer.hpp"
 
 namespace distlab::train {
 
+// How a stage's sequences split across its context group.
+struct ContextSplit {
+  comm::Communicator* group = nullptr;  // the stage's context ranks (this tensor rank's); null: none
+  context_parallel::Layout layout = context_parallel::Layout::kZigzag;
+  context_parallel::Method method = context_parallel::Method::kRing;
+  bool active() const { return group != nullptr && group->size() > 1; }
+  // The positions (S_local,) of this rank's tokens when it holds `local` of each sequence's.
+  at::Tensor positions(int64_t local) const;
+};
+
 class TensorParallelStageImpl : public torch::nn::Module {
  public:
   // `tensor`: this stage's tensor group; `unsplit`: the stage, the same on
   // every rank of the group (its embedding and decoder are shared, not copied).
-  TensorParallelStageImpl(comm::Communicator& tensor, models::TransformerLm unsplit);
+  // `context`: the stage's context group, if its sequences split.
+  TensorParallelStageImpl(comm::Communicator& tensor, models::TransformerLm unsplit, ContextSplit context = {});
 
   // As the unsplit stage: tokens (S, N) on the first stage, hidden states
   // between, logits (S, N, ntokens) from the last.
@@ -64,8 +88,10 @@ class TensorParallelStageImpl : public torch::nn::Module {
 
  private:
   at::Tensor enter(const at::Tensor& input);  // tokens embedded (first stage), or hidden states checked
+  at::Tensor run_layer(size_t k, const at::Tensor& h);  // with the causal mask, or the context core's rule
 
   comm::Communicator& tensor_;
+  ContextSplit context_;
   models::TransformerLm unsplit_;
   std::vector<int64_t> indices_;  // the layers' global numbers
   std::vector<tensor_parallel::ParallelEncoderLayer> layers_;

@@ -54,9 +54,12 @@ struct Run {
   at::Tensor train_data, valid_data, test_data;  // (rows, columns) int64, CPU
   int64_t ntokens = 0;
   bool first = false, last = false;
+  ContextSplit context;     // the stage's context group (C = 1: none)
+  int64_t batch_rows = 0;   // the rows of the batch in flight before padding (context: the loss's denominator)
 
   void print(const std::string& line) const {
-    if (o.quiet || groups.place.tensor != 0) return;  // a tensor group's ranks would print the same
+    // A tensor group's ranks would print the same; a context group's ranks print the same averages.
+    if (o.quiet || groups.place.tensor != 0 || groups.place.context != 0) return;
     const std::string text = "[RANK " + std::to_string(world.rank()) + "]: " + line + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -125,6 +128,24 @@ std::pair<at::Tensor, at::Tensor> lm_batch(const at::Tensor& source, int64_t i, 
   return {input.to(device), batch.targets.view(input.sizes()).to(device)};
 }
 
+// This rank's rows of a batch (S, N) under context parallelism: the
+// sequence padded at its end to a multiple of the layout's chunks (token
+// 0, targets kPaddedTarget: a causal model's real tokens never see them),
+// then this rank's chunks. The batch itself with C = 1.
+std::pair<at::Tensor, at::Tensor> my_rows(const ContextSplit& context, const at::Tensor& input, const at::Tensor& target) {
+  if (!context.active()) return {input, target};
+  const int C = context.group->size();
+  const int64_t chunks = context_parallel::chunk_count(context.layout, C);
+  const int64_t rows = input.size(0), padded = (rows + chunks - 1) / chunks * chunks;
+  at::Tensor in = input, tg = target;
+  if (padded > rows) {
+    in = at::cat({input, at::zeros({padded - rows, input.size(1)}, input.options())});
+    tg = at::cat({target, at::full({padded - rows, target.size(1)}, kPaddedTarget, target.options())});
+  }
+  const at::Tensor mine = context.positions(padded / C).to(input.device());
+  return {in.index_select(0, mine), tg.index_select(0, mine)};
+}
+
 // The true mean loss over the first `eval_batches` batches of `source`
 // (all when 0). Replicas evaluate every R-th batch and add their sums; the
 // last stage tells the other stages. Same value on every rank.
@@ -132,6 +153,7 @@ double evaluate(Run& run, const at::Tensor& source) {
   const auto whole = run.whole();  // replicas evaluate different batches: no gathers per forward
   run.set_training(false);
   const int R = run.groups.replica->size(), me = run.groups.place.replica;
+  comm::Communicator& averaging = run.groups.averaging();  // the replicas (and context ranks) whose sums add up
   const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
   std::map<int, StageForward> forwards;  // this rank's stages by number
   for (size_t c = 0; c < run.stages.size(); ++c)
@@ -139,13 +161,14 @@ double evaluate(Run& run, const at::Tensor& source) {
   LossSum total;
   for (size_t k = 0; k < starts.size(); ++k) {
     if (static_cast<int>(k % static_cast<size_t>(R)) != me) continue;
-    const auto [input, target] = lm_batch(source, starts[k], run.o.bptt, run.world.device());
+    const auto [whole_input, whole_target] = lm_batch(source, starts[k], run.o.bptt, run.world.device());
+    const auto [input, target] = my_rows(run.context, whole_input, whole_target);
     const LossSum part = forward_loss_sum(*run.groups.pipeline, run.rank_of_stage, forwards, input, target);
     total.sum += part.sum;
     total.tokens += part.tokens;
   }
   at::Tensor sums = at::tensor({total.sum, static_cast<double>(total.tokens)}, at::kDouble).to(run.world.device());
-  if (run.last && R > 1) run.groups.replica->native_all_reduce(sums);
+  if (run.last && averaging.size() > 1) averaging.native_all_reduce(sums);
   at::Tensor mean = (sums[0] / sums[1].clamp_min(1)).reshape({1}).contiguous();
   if (run.groups.pipeline->size() > 1) run.groups.pipeline->native_broadcast(mean, run.last_rank());
   run.set_training(true);
@@ -155,7 +178,7 @@ double evaluate(Run& run, const at::Tensor& source) {
 void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
   const auto whole = run.whole();
-  if (run.groups.place.replica != 0) return;  // replica 0 of each stage writes ...
+  if (run.groups.place.replica != 0 || run.groups.place.context != 0) return;  // replica 0 of each stage writes ...
   const auto model = run.whole_state();         // (cut across a tensor group: gathered)
   if (run.groups.place.tensor != 0) return;     // ... its tensor rank 0
   checkpoint::CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
@@ -210,7 +233,7 @@ int64_t resume(Run& run, TrainerState& state) {
     const auto whole = run.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
     run.load_state(from_part(part, state));
   }
-  if (run.groups.place.replica == 0)
+  if (run.groups.place.replica == 0)  // (print: context rank 0)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.groups.place.stage) +
               ", epoch " + std::to_string(state.epoch) + ", batch " + std::to_string(state.data_position) +
               ", step " + std::to_string(state.step) + " (written by " + part.texts.at("written_by") +
@@ -224,10 +247,17 @@ int64_t resume(Run& run, TrainerState& state) {
 pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Tensor& target, TrainResult& result) {
   for (auto& dp : run.data_parallel) dp->zero_grad();
   for (auto& dp : run.data_parallel) dp->begin_step();  // the microbatches accumulate without traffic ...
-  const pipeline::StepResult step = run.executor->step(input, target);  // ... until each stage's last backward
+  const auto [my_input, my_target] = my_rows(run.context, input, target);
+  run.batch_rows = input.size(0);
+  pipeline::StepResult step = run.executor->step(my_input, my_target);  // ... until each stage's last backward
   for (auto& dp : run.data_parallel) dp->end_step();
   result.grad_norms.push_back(run.clip_grad_norm());
   for (auto& dp : run.data_parallel) dp->optimizer_step();
+  if (step.has_loss && run.context.active()) {  // the context ranks' losses average to the replica's mean
+    at::Tensor loss = at::full({1}, step.loss, at::kDouble).to(run.world.device());
+    run.groups.context->native_all_reduce(loss);
+    step.loss = loss.cpu().item<double>() / run.context.group->size();
+  }
   return step;
 }
 
@@ -236,6 +266,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   Run run{world, o, plan.make_groups(world)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
+  run.context = ContextSplit{run.groups.context.get(), o.context_layout, o.context_method};
   TrainResult result;
   result.layout = o.layout;
   result.place = place;
@@ -262,7 +293,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   const models::TransformerLmOptions model = model_options(o, run.ntokens);
   for (const int s : run.stage_numbers) {
     run.stages.push_back(
-        std::make_unique<RankStage>(build_stage(model, s, schedule.num_stages(), o.seed), *run.groups.tensor));
+        std::make_unique<RankStage>(build_stage(model, s, schedule.num_stages(), o.seed), *run.groups.tensor, run.context));
     run.stages.back()->module()->to(world.device());
   }
   run.set_training(true);
@@ -274,14 +305,21 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   exec.split_dim = 1;  // (S, N): microbatches are columns
   // This replica's share of the batch's columns (uneven when R does not divide the batch).
   exec.gradient_scale = double(R) * double(columns) / double(o.batch_size);
-  exec.loss = [ntokens = run.ntokens](const at::Tensor& out, const at::Tensor& target) {
-    return at::cross_entropy_loss(out.reshape({-1, ntokens}), target.reshape({-1}));  // out (S, n, V), target (S, n)
+  exec.loss = [ntokens = run.ntokens, &run](const at::Tensor& out, const at::Tensor& target) {
+    const at::Tensor logits = out.reshape({-1, ntokens}), flat = target.reshape({-1});  // out (S, n, V), target (S, n)
+    if (!run.context.active()) return at::cross_entropy_loss(logits, flat);
+    // My tokens' sum over the C-th part of the microbatch's tokens (padding
+    // counts for nothing): the context ranks' losses, and their gradients,
+    // average to the mean over all of them, as DDP's average over data x
+    // context wants.
+    const double share = double(run.batch_rows) * double(target.size(1)) / run.context.group->size();
+    return at::cross_entropy_loss(logits, flat, /*weight=*/{}, at::Reduction::Sum) / share;
   };
   // Each held stage's data-parallel object (the plan's strategy), then one
   // executor that arms each before that stage's last backward.
   std::vector<pipeline::StageModule> forwards;
   for (size_t c = 0; c < run.stages.size(); ++c) {
-    comm::Communicator* replicas = run.groups.replica.get();
+    comm::Communicator* replicas = &run.groups.averaging();  // data x context
     if (run.stages.size() > 1) {  // every replica splits in the same order: stage by stage
       run.stage_replicas.push_back(replicas->split(0, replicas->rank(), replicas->group() + "-stage" +
                                                                           std::to_string(run.stage_numbers[c])));
@@ -435,6 +473,11 @@ PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
   plan.zero = o.zero;
   plan.layers = model_options(o, vocab_size).nlayers;
   plan.batch_size = o.batch_size;
+  plan.context_layout = o.context_layout;
+  plan.context_method = o.context_method;
+  plan.heads = model_options(o, vocab_size).nhead;
+  plan.causal = o.causal;
+  plan.dropout = model_options(o, vocab_size).dropout;
   // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
   // microbatch, so the replicas of a stage must agree on m even when their
   // columns do not (an uneven split: the last replica has the fewest).

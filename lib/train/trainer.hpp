@@ -4,7 +4,11 @@
 // the replica group (data_parallel.hpp).
 // With layout.tensor T > 1 each stage's layers are cut across T ranks
 // (tensor_stage.hpp) and DDP averages each cut among the replicas: P x R x T
-// ranks, three dimensions. Checkpoints, the best model and the digest hold
+// ranks, three dimensions. With layout.context C > 1 every sequence is
+// split over C ranks as well (each keeps its chunks of the batch's rows,
+// the end of a sequence that does not split padded with targets that count
+// for nothing), each rank's loss is its tokens' share of the whole batch's
+// mean, and DDP averages over data x context: P x R x C x T ranks. Checkpoints, the best model and the digest hold
 // the unsplit model whatever T is (stage_model.hpp's RankStage).
 //
 //   per epoch:  train on batches_per_epoch batches (lr from StepLR),
@@ -57,6 +61,11 @@ struct TrainerOptions {
   // stages has its own DDP.
   int stages_per_rank = 1;
   int64_t layers = 0;               // > 0: the preset's model with this many layers instead
+  // layout.context C > 1: each sequence split over C ranks within each
+  // stage (and tensor rank), in chunks of this layout, attended by this
+  // method; the gradients average over data x context.
+  context_parallel::Layout context_layout = context_parallel::Layout::kZigzag;
+  context_parallel::Method context_method = context_parallel::Method::kRing;
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient
@@ -90,7 +99,7 @@ struct TrainerOptions {
 struct TrainResult {
   Layout layout;                     // the one trained on (elastic: fitted to the world)
   Place place;
-  std::vector<double> step_losses;   // last stage: this replica's mean loss of each step run here
+  std::vector<double> step_losses;   // last stage: this replica's mean loss of each step run here (every context rank)
   std::vector<double> grad_norms;    // every rank: the whole model's norm before clipping, per step
   std::vector<double> step_seconds;  // every rank: wall time of each training step run here (batch to optimizer step)
   std::vector<double> valid_losses;  // per epoch (same on every rank)

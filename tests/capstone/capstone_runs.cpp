@@ -1,5 +1,7 @@
 #include "capstone_runs.hpp"
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -50,8 +52,10 @@ train::TrainerOptions tiny_options(int pipeline, int replicas) {
   return o;
 }
 
-StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
-                              int resume_tensor) {
+namespace {
+
+StopAndResume stop_then(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
+                        const std::function<void(train::TrainerOptions&)>& change) {
   StopAndResume runs;
   o.checkpoint_dir = dir;
   o.checkpoint_every = stop;
@@ -61,11 +65,25 @@ StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, i
   EXPECT_EQ(runs.first.at(0).steps, stop);
   o.stop_after_steps = -1;
   o.resume = true;
-  if (resume_tensor > 0) o.layout.tensor = resume_tensor;
+  change(o);
   runs.resumed = run_threads(o, small_corpus(), resume_ranks);
   for (size_t rank = 0; rank < runs.resumed.size(); ++rank)
     EXPECT_EQ(runs.resumed[rank].resumed_from_step, stop) << "rank " << rank;
   return runs;
+}
+
+}  // namespace
+
+StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
+                              int resume_tensor) {
+  return stop_then(o, dir, stop, resume_ranks, [&](train::TrainerOptions& resumed) {
+    if (resume_tensor > 0) resumed.layout.tensor = resume_tensor;
+  });
+}
+
+StopAndResume stop_and_resume_on(const train::TrainerOptions& o, const std::string& dir, int64_t stop,
+                                 const train::Layout& resumed_layout) {
+  return stop_then(o, dir, stop, 0, [&](train::TrainerOptions& resumed) { resumed.layout = resumed_layout; });
 }
 
 }  // namespace distlab::tests

@@ -31,5 +31,9 @@ struct StopAndResume {
 };
 StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks = 0,
                               int resume_tensor = 0);
+// The same, resumed on `resumed_layout` (any other sizes, the context's
+// included), not elastic: on as many thread ranks as it needs.
+StopAndResume stop_and_resume_on(const train::TrainerOptions& o, const std::string& dir, int64_t stop,
+                                 const train::Layout& resumed_layout);
 
 }  // namespace distlab::tests

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,25 +29,38 @@ using tests::tiny_options;
 
 using test_support::largest_difference;
 
-// P x R (x T) ranks training the tiny model for 5 steps give the
+// P x R (x C x T) ranks training the tiny model for 5 steps give the
 // one-process run's losses, gradient norms, validation loss and parameters,
 // to float32 rounding: the pipeline cuts the batch into microbatches, DDP
-// sums the replicas' halves and the tensor ranks sum their heads' and
-// columns' parts, in other orders of addition than one process.
+// sums the replicas' halves, the context ranks attend their tokens to the
+// whole sequence round a ring (or by another method) and the tensor ranks
+// sum their heads' and columns' parts, in other orders of addition than
+// one process.
 void expect_equals_one_process(const train::TrainerOptions& o) {
-  const int P = o.layout.pipeline, R = o.layout.replicas, T = o.layout.tensor;
-  const std::string what = o.layout.text() + ", " + pipeline::kind_name(o.schedule);
+  const int P = o.layout.pipeline, R = o.layout.replicas, T = o.layout.tensor, C = o.layout.context;
+  const std::string what = o.layout.text() + ", " + pipeline::kind_name(o.schedule) +
+                           (C > 1 ? std::string(", ") + context_parallel::to_string(o.context_method) + " " +
+                                        context_parallel::to_string(o.context_layout)
+                                  : std::string());
   const tests::ReferenceResult ref = tests::train_one_process(small_corpus(), o);
   const auto results = run_threads(o);
-  const auto at_place = [&](int replica, int stage, int tensor) -> const train::TrainResult& {
-    const train::TrainResult& r = results.at(static_cast<size_t>((replica * P + stage) * T + tensor));
-    EXPECT_TRUE(r.place.replica == replica && r.place.stage == stage && r.place.tensor == tensor);
+  const auto at_place = [&](int replica, int stage, int tensor, int context) -> const train::TrainResult& {
+    train::Place place;
+    place.replica = replica, place.stage = stage, place.tensor = tensor, place.context = context;
+    const train::TrainResult& r = results.at(static_cast<size_t>(train::rank_of(place, o.layout)));
+    EXPECT_TRUE(r.place.replica == replica && r.place.stage == stage && r.place.tensor == tensor &&
+                r.place.context == context);
     return r;
   };
-  // The rank holding the last stage (the last pipeline rank, or rank 0 in a V) reports the losses.
+  // The rank holding the last stage (the last pipeline rank, or rank 0 in a
+  // V) reports the losses; its context ranks report the same average.
   std::vector<const train::TrainResult*> loss_ranks;
   for (const auto& r : results)
-    if (r.place.tensor == 0 && !r.step_losses.empty()) loss_ranks.push_back(&r);
+    if (r.place.tensor == 0 && r.place.context == 0 && !r.step_losses.empty()) loss_ranks.push_back(&r);
+  for (const auto& r : results)  // against context rank 0 of the same replica
+    if (r.place.tensor == 0 && r.place.context > 0 && !r.step_losses.empty())
+      EXPECT_EQ(r.step_losses, at_place(r.place.replica, r.place.stage, 0, 0).step_losses)
+          << what << ": context rank " << r.place.context;
   ASSERT_EQ(loss_ranks.size(), static_cast<size_t>(R)) << what << ": one rank per replica holds the loss";
   const auto mean_loss = [&](size_t step) {  // the replicas' mean losses, averaged: the whole batch's
     double mean = 0;
@@ -76,12 +90,14 @@ void expect_equals_one_process(const train::TrainerOptions& o) {
   test_support::Worst worst;
   size_t compared = 0;
   for (int s = 0; s < P; ++s) {
-    for (const auto& [name, value] : at_place(0, s, 0).final_state) {  // the unsplit stages' names, whatever T
+    for (const auto& [name, value] : at_place(0, s, 0, 0).final_state) {  // the unsplit stages' names, whatever T
       ASSERT_TRUE(ref.parameters.count(name)) << name;
       worst.add(value, ref.parameters.at(name));
       ++compared;
-      for (int r = 0; r < R; ++r)  // replicas, and the tensor ranks' gathered stages, stay bit-identical
-        for (int k = 0; k < T; ++k) EXPECT_TRUE(at::equal(value, at_place(r, s, k).final_state.at(name))) << name;
+      // Replicas, context ranks and the tensor ranks' gathered stages stay bit-identical.
+      for (int r = 0; r < R; ++r)
+        for (int k = 0; k < T; ++k)
+          for (int c = 0; c < C; ++c) EXPECT_TRUE(at::equal(value, at_place(r, s, k, c).final_state.at(name))) << name;
     }
   }
   EXPECT_EQ(compared, ref.parameters.size()) << "the stages together hold every parameter once";
@@ -95,18 +111,51 @@ class LayoutEqualsOneProcess : public ::testing::TestWithParam<train::Layout> {}
 TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
   train::TrainerOptions o = tiny_options(GetParam().pipeline, GetParam().replicas);
   o.layout.tensor = GetParam().tensor;
+  o.layout.context = GetParam().context;
   expect_equals_one_process(o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
                          ::testing::Values(train::Layout{2, 2}, train::Layout{2, 1}, train::Layout{1, 4},
                                            // The third dimension: each stage's layers cut across 2 tensor ranks.
-                                           train::Layout{2, 2, 2}, train::Layout{1, 2, 2}, train::Layout{2, 1, 2}),
+                                           train::Layout{2, 2, 2}, train::Layout{1, 2, 2}, train::Layout{2, 1, 2},
+                                           // The fourth: every sequence split over context ranks (ring, zigzag;
+                                           // the 35 rows padded to 36 and 40), on 8 ranks.
+                                           train::Layout{2, 1, 2, 2}, train::Layout{1, 2, 1, 4}),
                          [](const auto& info) {
                            const train::Layout& l = info.param;
                            return std::to_string(l.pipeline) + "x" + std::to_string(l.replicas) +
-                                  (l.tensor > 1 ? "x" + std::to_string(l.tensor) : std::string());
+                                  (l.tensor > 1 ? "x" + std::to_string(l.tensor) : std::string()) +
+                                  (l.context > 1 ? "_context" + std::to_string(l.context) : std::string());
                          });
+
+// Every context-parallel method and layout the capstone takes, on 1 x 1
+// with 2 context ranks (1 x 1 x 3 for the contiguous ring: the 35 rows
+// padded to 36, 12 each): the same equality.
+class ContextEqualsOneProcess
+    : public ::testing::TestWithParam<std::tuple<context_parallel::Method, context_parallel::Layout, int>> {};
+
+TEST_P(ContextEqualsOneProcess, LossesNormsAndParameters) {
+  const auto [method, layout, C] = GetParam();
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.layout.context = C;
+  o.context_method = method;
+  o.context_layout = layout;
+  expect_equals_one_process(o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Capstone, ContextEqualsOneProcess,
+    ::testing::Values(std::make_tuple(context_parallel::Method::kRing, context_parallel::Layout::kContiguous, 3),
+                      std::make_tuple(context_parallel::Method::kAllGather, context_parallel::Layout::kZigzag, 2),
+                      std::make_tuple(context_parallel::Method::kUlysses, context_parallel::Layout::kZigzag, 2),
+                      std::make_tuple(context_parallel::Method::kNaive, context_parallel::Layout::kContiguous, 2)),
+    [](const auto& info) {
+      std::string method = context_parallel::to_string(std::get<0>(info.param));
+      std::replace(method.begin(), method.end(), '-', '_');
+      return method + "_" + context_parallel::to_string(std::get<1>(info.param)) + "_" +
+             std::to_string(std::get<2>(info.param));
+    });
 
 // Every schedule the library has, on 2 x 2 and on 4 x 1, the tiny model
 // cut into 2 layers per pipeline rank (so that schedules holding 2 stages

@@ -1,14 +1,20 @@
-// The capstone in three dimensions (pipeline x data x tensor) beyond what
-// LayoutEqualsOneProcess compares: dropout between the tensor-parallel
-// regions, and the layouts it refuses.
+// The capstone in three and four dimensions (pipeline x data x context x
+// tensor) beyond what LayoutEqualsOneProcess compares: dropout between the
+// tensor-parallel regions, checkpoints that resume on a layout with other
+// context and data sizes, and the layouts it refuses.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <string>
 
+#include <unistd.h>
+
 #include "capstone_runs.hpp"
+#include "support/differences.hpp"
 #include "train/trainer.hpp"
 
 namespace distlab {
@@ -61,6 +67,72 @@ TEST(Capstone3d, RefusesWhatDoesNotSplit) {
   EXPECT_NE(heads.find("2 heads do not split among 4 tensor ranks"), std::string::npos) << heads;
   EXPECT_NE(heads.find("tensor sizes that would: 1, 2"), std::string::npos) << heads;
   std::printf("  %s\n", heads.c_str());
+}
+
+// A checkpoint holds the unsplit model whatever the context size that wrote
+// it: stopped after step 3 on 2 stages x 1 replica x 2 context ranks and
+// resumed on 2 x 2 (no context split), and the reverse, each ends where the
+// uninterrupted 2 x 2 run ends, to float32 rounding.
+TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
+  train::TrainerOptions o = tiny_options(2, 2);
+  o.epochs = 2;
+  o.batches_per_epoch = 4;
+  const auto uninterrupted = run_threads(o);
+  const auto whole_model = [](const std::vector<train::TrainResult>& results) {
+    std::map<std::string, at::Tensor> whole;
+    for (const auto& r : results)
+      if (r.place.replica == 0 && r.place.context == 0 && r.place.tensor == 0)
+        whole.insert(r.final_state.begin(), r.final_state.end());
+    return whole;
+  };
+  const auto reference = whole_model(uninterrupted);
+  train::Layout with_context{2, 1};
+  with_context.context = 2;
+  for (const auto& [before, after] : {std::make_pair(with_context, train::Layout{2, 2}),
+                                      std::make_pair(train::Layout{2, 2}, with_context)}) {
+    const std::string dir = ::testing::TempDir() + "capstone_context_resume_" + std::to_string(before.context) + "_" +
+                            std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    train::TrainerOptions first = o;
+    first.layout = before;
+    const auto [stopped, resumed] = tests::stop_and_resume_on(first, dir, 3, after);
+    const auto got = whole_model(resumed);
+    ASSERT_EQ(got.size(), reference.size());
+    test_support::Worst worst;
+    for (const auto& [name, value] : reference) {
+      ASSERT_TRUE(got.count(name)) << name;
+      worst.add(got.at(name), value);
+    }
+    EXPECT_LT(worst.value, 2e-5) << before.text() << " -> " << after.text();
+    EXPECT_EQ(resumed.at(0).steps, 8);
+    std::printf("  %s for 3 steps, then %s for 5: largest difference from the uninterrupted 2 x 2 run %.3g\n",
+                before.text().c_str(), after.text().c_str(), worst.value);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// The context dimension's rules, each refused on every rank with its reason.
+TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
+  const auto refusal = [](const train::TrainerOptions& o) -> std::string {
+    try {
+      run_threads(o);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.layout.context = 4;  // the tiny model has 2 heads
+  o.context_method = context_parallel::Method::kUlysses;
+  const std::string heads = refusal(o);
+  EXPECT_NE(heads.find("Ulysses gives each context rank whole heads: 2 heads do not divide by 4 context ranks"),
+            std::string::npos) << heads;
+  EXPECT_NE(heads.find("context sizes that would: 1, 2"), std::string::npos) << heads;
+  o.context_method = context_parallel::Method::kRing;
+  o.causal = false;
+  const std::string unmasked = refusal(o);
+  EXPECT_NE(unmasked.find("--context 4 needs a causal model"), std::string::npos) << unmasked;
+  std::printf("  %s\n  %s\n", heads.c_str(), unmasked.c_str());
 }
 
 }  // namespace

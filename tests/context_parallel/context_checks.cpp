@@ -26,16 +26,6 @@ at::Tensor whole_scores(const at::Tensor& q, const at::Tensor& k, double scale, 
   return scores.masked_fill(all.unsqueeze(0) > all.unsqueeze(1), -std::numeric_limits<float>::infinity());
 }
 
-const char* to_string(Method method) {
-  switch (method) {
-    case Method::kRing: return "ring";
-    case Method::kAllGather: return "all_gather";
-    case Method::kNaive: return "naive";
-    case Method::kUlysses: return "ulysses";
-  }
-  return "?";
-}
-
 double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method) {
   const at::Tensor q = seeded({1, kHeads, kLength, 8}, 1), k = seeded({1, kHeads, kLength, 8}, 2);
   const at::Tensor v = seeded({1, kHeads, kLength, 8}, 3);
@@ -64,18 +54,9 @@ double largest_gradient_difference(comm::Communicator& comm, Layout layout, bool
   at::Tensor qm = q.detach().index_select(-2, mine), km = k.detach().index_select(-2, mine);
   at::Tensor vm = v.detach().index_select(-2, mine);
   const at::Tensor gm = G.index_select(-2, mine);
-  at::Tensor dq, dk, dv;
-  if (method == Method::kRing) {
-    const BlockResult forward = ring_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/3);
-    const RingGradients g = ring_attention_backward(comm, qm, km, vm, kScale, mine, causal, forward, gm, /*tag=*/10);
-    dq = g.dq, dk = g.dk, dv = g.dv;
-  } else if (method == Method::kUlysses) {
-    qm.requires_grad_(true), km.requires_grad_(true), vm.requires_grad_(true);
-    (ulysses_attention(comm, qm, km, vm, kScale, mine, causal, /*tag=*/3).out * gm).sum().backward();
-    dq = qm.grad(), dk = km.grad(), dv = vm.grad();
-  } else {
-    return std::numeric_limits<double>::infinity();  // no backward of its own
-  }
+  qm.requires_grad_(true), km.requires_grad_(true), vm.requires_grad_(true);
+  (context_attention(comm, method, qm, km, vm, kScale, mine, causal, /*tag=*/3) * gm).sum().backward();
+  const at::Tensor dq = qm.grad(), dk = km.grad(), dv = vm.grad();
   return std::max({test_support::largest_difference(dq, q.grad().index_select(-2, mine)),
                    test_support::largest_difference(dk, k.grad().index_select(-2, mine)),
                    test_support::largest_difference(dv, v.grad().index_select(-2, mine))});

@@ -12,12 +12,10 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "context_parallel/context_attention.hpp"
 #include "context_parallel/ring_attention.hpp"
 
 namespace distlab::context_parallel::testing {
-
-enum class Method { kRing, kAllGather, kNaive, kUlysses };
-const char* to_string(Method method);
 
 inline constexpr double kTolerance = 2e-6;
 inline constexpr int64_t kLength = 24;  // the checks' sequence: 2C chunks for C = 1, 2, 3, 4
@@ -33,8 +31,10 @@ at::Tensor whole_scores(const at::Tensor& q, const at::Tensor& k, double scale, 
 double largest_difference_from_whole(comm::Communicator& comm, Layout layout, bool causal, Method method);
 
 // The same for the gradients of sum(out * G) with respect to q, k and v at
-// this rank's positions, against autograd on the whole sequence: the ring's
-// own backward (kRing) or autograd through Ulysses' exchanges (kUlysses).
+// this rank's positions, against autograd on the whole sequence, through
+// context_attention (context_attention.hpp): the ring's own backward as an
+// autograd function, autograd through the gathers (whose backward is a
+// reduce-scatter) and through Ulysses' exchanges.
 inline constexpr double kGradientTolerance = 1e-5;
 double largest_gradient_difference(comm::Communicator& comm, Layout layout, bool causal, Method method);
 

@@ -27,9 +27,9 @@ TEST_P(GlooContextParallel, EveryMethodAndLayoutEqualsTheWholeSoftmaxAndItsGradi
   for (int r = 0; r < ranks; ++r)
     for (const std::string layout : {"contiguous full", "contiguous causal", "zigzag full", "zigzag causal"}) {
       std::vector<std::string> lines;
-      for (const std::string method : {"ring", "all_gather", "naive", "ulysses"})
+      for (const std::string method : {"ring", "all-gather", "naive", "ulysses"})
         lines.push_back(method + " " + layout + " equals the whole softmax");
-      for (const std::string method : {"ring", "ulysses"})
+      for (const std::string method : {"ring", "all-gather", "naive", "ulysses"})
         lines.push_back(method + " " + layout + " gradients equal autograd's");
       for (const std::string& what : lines) {
         const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": " + what;

@@ -19,24 +19,23 @@ int main() {
     comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& world) {
       for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
         for (bool causal : {false, true})
-          for (checks::Method method :
-               {checks::Method::kRing, checks::Method::kAllGather, checks::Method::kNaive, checks::Method::kUlysses}) {
+          for (context_parallel::Method method : context_parallel::all_methods()) {
             const double worst = checks::largest_difference_from_whole(world, layout, causal, method);
             const bool good = worst <= checks::kTolerance;
             ok = ok && good;
             std::cout << (good ? "" : "MISMATCH ") << "rank " << world.rank() << " of " << world.size() << ": "
-                      << checks::to_string(method) << " " << context_parallel::to_string(layout) << (causal ? " causal" : " full")
+                      << context_parallel::to_string(method) << " " << context_parallel::to_string(layout) << (causal ? " causal" : " full")
                       << " equals the whole softmax, largest difference " << worst << std::endl;
           }
-      // The gradients: the ring's backward, autograd through Ulysses.
+      // The gradients: the ring's own backward, autograd through the gathers and Ulysses.
       for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
         for (bool causal : {false, true})
-          for (checks::Method method : {checks::Method::kRing, checks::Method::kUlysses}) {
+          for (context_parallel::Method method : context_parallel::all_methods()) {
             const double worst = checks::largest_gradient_difference(world, layout, causal, method);
             const bool good = worst <= checks::kGradientTolerance;
             ok = ok && good;
             std::cout << (good ? "" : "MISMATCH ") << "rank " << world.rank() << " of " << world.size() << ": "
-                      << checks::to_string(method) << " " << context_parallel::to_string(layout)
+                      << context_parallel::to_string(method) << " " << context_parallel::to_string(layout)
                       << (causal ? " causal" : " full") << " gradients equal autograd's, largest difference " << worst
                       << std::endl;
           }

@@ -23,8 +23,6 @@ namespace {
 using testing::kLength;
 using testing::seeded;
 
-using testing::Method;
-
 struct Case {
   int ranks;
   Layout layout;
@@ -34,7 +32,7 @@ struct Case {
 
 std::string name_of(const Case& c) {
   return std::to_string(c.ranks) + "_ranks_" + to_string(c.layout) + (c.causal ? "_causal_" : "_full_") +
-         testing::to_string(c.method);
+         (c.method == Method::kAllGather ? "all_gather" : to_string(c.method));
 }
 
 class ContextAttention : public ::testing::TestWithParam<Case> {};
@@ -52,7 +50,7 @@ std::vector<Case> cases() {
   for (int ranks = 1; ranks <= 4; ++ranks)
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
       for (bool causal : {false, true})
-        for (Method method : {Method::kRing, Method::kAllGather, Method::kNaive, Method::kUlysses})
+        for (Method method : all_methods())
           out.push_back({ranks, layout, causal, method});
   return out;
 }
@@ -78,7 +76,7 @@ std::vector<Case> backward_cases() {
   for (int ranks = 1; ranks <= 4; ++ranks)
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag})
       for (bool causal : {false, true})
-        for (Method method : {Method::kRing, Method::kUlysses}) out.push_back({ranks, layout, causal, method});
+        for (Method method : all_methods()) out.push_back({ranks, layout, causal, method});
   return out;
 }
 

@@ -394,9 +394,10 @@ TEST(Lesson08, UnderTheLauncherWithGlooAndATraceFile) {
 }
 
 // The capstone's 2 stages x 2 replicas as 4 thread ranks and as 4 gloo
-// processes (gloo groups for the pipelines and the replicas), and 2 x 2 x 2
-// as 8 of each (the tensor groups too): the same arithmetic, so the same
-// final parameters, digest for digest.
+// processes (gloo groups for the pipelines and the replicas), 2 x 2 x 2 as
+// 8 of each (the tensor groups too), and 2 x 1 x 2 context ranks (the ring
+// over gloo): the same arithmetic, so the same final parameters, digest for
+// digest.
 std::string capstone_digest(const Outcome& r) {
   std::smatch m;
   static const std::regex digest(R"(final parameters digest (\S+))");
@@ -428,12 +429,18 @@ TEST_P(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
   if (c.processes == 8)
     EXPECT_TRUE(contains(gloo.output, "tensor groups (each stage's layers cut): {0, 1} {2, 3} {4, 5} {6, 7}"))
         << gloo.output;
+  if (c.name == "context2")
+    EXPECT_TRUE(contains(gloo.output, "context groups (each sequence split, ring attention, zigzag chunks): {0, 1} "
+                                      "{2, 3}"))
+        << gloo.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11,
                          ::testing::Values(CapstoneRun{"two_by_two", "", 4}, CapstoneRun{"tensor2", "--tensor 2", 8},
                                            // A V schedule: rank 0 holds the first and the last layer.
-                                           CapstoneRun{"dualpipev", "--layers 4 --schedule dualpipev", 4}),
+                                           CapstoneRun{"dualpipev", "--layers 4 --schedule dualpipev", 4},
+                                           // Each sequence split over 2 context ranks (ring, zigzag).
+                                           CapstoneRun{"context2", "--replicas 1 --context 2", 4}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
