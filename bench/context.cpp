@@ -9,10 +9,14 @@
 // all-gather and Ulysses. Rank 0 prints, per method:
 //
 //   ms          the median of -n forwards (after -w), the slowest rank's
-//   slow/fast   the slowest rank's median over the fastest's: the causal
-//               imbalance, measured
+//   slow/fast   the slowest rank's median over the fastest's (the ring
+//               moves at its slowest rank's pace: about 1 whatever the work)
+//   compute     the ring only: the most compute time a rank spent over the
+//               least (RingWork::compute_seconds, the waits left out): the
+//               causal imbalance, measured
 //   pairs       the most causal pairs a rank computes over the least, from
 //               the ring plan (ring_plan.hpp): what the imbalance should be
+//               (a diagonal piece costs a full one's time, half its pairs)
 //   sent        the bytes rank 0 sent in one forward, from the trace
 //   formula     the same from the formula (lesson 15's part 4)
 //   comm ms     the cost model's price of that traffic on the link
@@ -94,7 +98,8 @@ void run_rank(comm::Communicator& world, const ContextBenchOptions& o) {
                 static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.seq),
                 static_cast<long long>(o.head_dim), comm::backend_ranks(C, world.backend()).c_str(),
                 link.alpha_s * 1e6, link.beta_s_per_byte > 0 ? 1e-9 / link.beta_s_per_byte : 0.0);
-    std::printf("%-22s %9s %9s %6s %11s %11s %9s\n", "method", "ms", "slow/fast", "pairs", "sent", "formula",
+    std::printf("%-22s %9s %9s %8s %6s %11s %11s %9s\n", "method", "ms", "slow/fast", "compute", "pairs", "sent",
+                "formula",
                 "comm ms");
   }
   const std::vector<Method> methods = {{"ring contiguous", Layout::kContiguous},
@@ -109,9 +114,16 @@ void run_rank(comm::Communicator& world, const ContextBenchOptions& o) {
     }
     const at::Tensor mine = context_parallel::positions_of(method.layout, o.seq, C, me);
     const at::Tensor qm = q.index_select(-2, mine), km = k.index_select(-2, mine), vm = v.index_select(-2, mine);
+    std::vector<double> compute_ms;
     auto forward = [&] {
-      if (method.name.rfind("ring", 0) == 0)
-        return context_parallel::ring_attention(world, qm, km, vm, scale, mine, true);
+      if (method.name.rfind("ring", 0) == 0) {
+        context_parallel::RingWork work;
+        auto out = context_parallel::ring_attention(world, qm, km, vm, scale, mine, true, 0, &work);
+        double total = 0;
+        for (double seconds : work.compute_seconds) total += seconds * 1e3;
+        compute_ms.push_back(total);
+        return out;
+      }
       if (method.name.rfind("all_gather", 0) == 0)
         return context_parallel::all_gather_attention(world, qm, km, vm, scale, mine, true);
       return context_parallel::ulysses_attention(world, qm, km, vm, scale, mine, true);
@@ -133,6 +145,14 @@ void run_rank(comm::Communicator& world, const ContextBenchOptions& o) {
     const std::vector<double> per_rank = gathered(world, median(ms));
     const double slowest = *std::max_element(per_rank.begin(), per_rank.end());
     const double fastest = *std::min_element(per_rank.begin(), per_rank.end());
+    std::string compute = "-";
+    if (!compute_ms.empty()) {
+      const std::vector<double> busy = gathered(world, median(compute_ms));
+      char text[16];
+      std::snprintf(text, sizeof text, "%.2f",
+                    *std::max_element(busy.begin(), busy.end()) / *std::min_element(busy.begin(), busy.end()));
+      compute = text;
+    }
     // Formula and cost-model price of the traffic (rank 0's, bytes per message).
     double formula = 0, comm_s = 0;
     const double hop = 2 * n * 4 + L * 8;
@@ -156,8 +176,8 @@ void run_rank(comm::Communicator& world, const ContextBenchOptions& o) {
       pairs = text;
     }
     if (me == 0)
-      std::printf("%-22s %9.2f %9.2f %6s %11s %11s %9.3f\n", method.name.c_str(), slowest, slowest / fastest,
-                  pairs.c_str(), format_size(sent).c_str(), format_size(static_cast<int64_t>(formula)).c_str(),
+      std::printf("%-22s %9.2f %9.2f %8s %6s %11s %11s %9.3f\n", method.name.c_str(), slowest, slowest / fastest,
+                  compute.c_str(), pairs.c_str(), format_size(sent).c_str(), format_size(static_cast<int64_t>(formula)).c_str(),
                   comm_s * 1e3);
     std::fflush(stdout);
   }

@@ -38,6 +38,10 @@ struct RingWork {
   // mask, the pairs not masked out) and the pairs in the block (computed or
   // skipped). RingPlan (ring_plan.hpp) says what they must be.
   std::vector<int64_t> computed, pairs;
+  // Per ring step: the seconds this rank spent computing (the waits for
+  // the next block left out: the ring moves at its slowest rank's pace,
+  // so only the compute shows each rank's own share of the work).
+  std::vector<double> compute_seconds;
 };
 
 // Every rank of `comm` calls it with q (..., Sq, D), k and v (..., Sk, D) on
