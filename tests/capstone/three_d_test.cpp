@@ -23,6 +23,16 @@ namespace {
 using tests::run_threads;
 using tests::tiny_options;
 
+// What train() throws for `o` on thread ranks, or "(accepted)".
+std::string refusal(const train::TrainerOptions& o) {
+  try {
+    run_threads(o);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 // With dropout the tensor ranks of a stage must draw the same masks where
 // the activations are whole (between the regions), or the norms they all
 // hold see different inputs and drift apart. After 4 steps at dropout 0.2
@@ -53,14 +63,6 @@ TEST(Capstone3d, WithDropoutTheTensorRanksStayAlike) {
 
 // What does not split is refused on every rank with one line naming the sizes.
 TEST(Capstone3d, RefusesWhatDoesNotSplit) {
-  const auto refusal = [](const train::TrainerOptions& o) -> std::string {
-    try {
-      run_threads(o);
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "(accepted)";
-  };
   train::TrainerOptions o = tiny_options(1, 1);
   o.layout.tensor = 4;  // the tiny model has 2 heads
   const std::string heads = refusal(o);
@@ -113,14 +115,6 @@ TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
 
 // The context dimension's rules, each refused on every rank with its reason.
 TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
-  const auto refusal = [](const train::TrainerOptions& o) -> std::string {
-    try {
-      run_threads(o);
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "(accepted)";
-  };
   train::TrainerOptions o = tiny_options(1, 1);
   o.layout.context = 4;  // the tiny model has 2 heads
   o.context_method = context_parallel::Method::kUlysses;
