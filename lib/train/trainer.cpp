@@ -241,6 +241,15 @@ int64_t resume(Run& run, TrainerState& state) {
   return step;
 }
 
+// Under context parallelism each rank's loss is its tokens' share: the
+// context ranks' losses average to the replica's mean.
+void average_over_context(Run& run, pipeline::StepResult& step) {
+  if (!step.has_loss || !run.context.active()) return;
+  at::Tensor loss = at::full({1}, step.loss, at::kDouble).to(run.world.device());
+  run.groups.context->native_all_reduce(loss);
+  step.loss = loss.cpu().item<double>() / run.context.group->size();
+}
+
 // One training step: the pipeline's microbatches, this stage's gradients
 // averaged among its replicas (DDP's all-reduce or ZeRO's reduce-scatter),
 // the whole model's norm clipped, SGD. Appends the norm to `result`.
@@ -253,11 +262,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   for (auto& dp : run.data_parallel) dp->end_step();
   result.grad_norms.push_back(run.clip_grad_norm());
   for (auto& dp : run.data_parallel) dp->optimizer_step();
-  if (step.has_loss && run.context.active()) {  // the context ranks' losses average to the replica's mean
-    at::Tensor loss = at::full({1}, step.loss, at::kDouble).to(run.world.device());
-    run.groups.context->native_all_reduce(loss);
-    step.loss = loss.cpu().item<double>() / run.context.group->size();
-  }
+  average_over_context(run, step);
   return step;
 }
 

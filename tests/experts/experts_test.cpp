@@ -1,0 +1,164 @@
+// lib/experts: the router's losses against their formulas by hand, the
+// dispatch plan's capacity and drops, dispatch then combine as an identity,
+// padding that changes nothing, and expert parallelism on 1-4 thread ranks
+// equal to the naive layer holding every expert (expert_checks.hpp).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "comm/threads_backend.hpp"
+#include "expert_checks.hpp"
+#include "experts/dispatch.hpp"
+#include "experts/moe.hpp"
+#include "experts/router.hpp"
+#include "support/differences.hpp"
+
+namespace distlab::experts {
+namespace {
+
+using test_support::largest_difference;
+
+// 4 tokens, 3 experts, k = 1, probabilities written out: the Switch loss
+// E * sum_e f_e P_e by hand.
+TEST(Router, BalancingLossIsTheSwitchFormula) {
+  const at::Tensor probs = at::tensor({0.7, 0.2, 0.1,   //
+                                       0.1, 0.6, 0.3,   //
+                                       0.5, 0.3, 0.2,   //
+                                       0.2, 0.2, 0.6},
+                                      at::kFloat)
+                               .view({4, 3});
+  const Routing r = route(at::log(probs), 1);  // softmax(log p) = p
+  EXPECT_LT(largest_difference(r.probs, probs), 1e-6);
+  EXPECT_TRUE(at::equal(r.experts.view({-1}), at::tensor({0, 1, 0, 2}, at::kLong))) << r.experts;
+  // Choices: 0, 1, 0, 2 -> f = (2/4, 1/4, 1/4); P = column means.
+  const double P0 = (0.7 + 0.1 + 0.5 + 0.2) / 4, P1 = (0.2 + 0.6 + 0.3 + 0.2) / 4, P2 = (0.1 + 0.3 + 0.2 + 0.6) / 4;
+  const double by_hand = 3 * (0.5 * P0 + 0.25 * P1 + 0.25 * P2);
+  EXPECT_NEAR(balancing_loss(r).item<double>(), by_hand, 1e-6);
+  // Perfectly even: f_e = P_e = 1/E, the loss is 1.
+  const Routing even = route(at::zeros({6, 3}), 1);
+  EXPECT_NEAR(balancing_loss(even).item<double>(), 1.0, 1e-6);
+  // z-loss: the mean of logsumexp^2.
+  const at::Tensor logits = at::tensor({1.0, 2.0, 3.0, 0.0, 0.0, 0.0}, at::kFloat).view({2, 3});
+  const double l0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), l1 = std::log(3.0);
+  EXPECT_NEAR(z_loss(logits).item<double>(), (l0 * l0 + l1 * l1) / 2, 1e-5);
+  std::printf("  balancing loss %.6f (by hand %.6f), z-loss %.6f\n", balancing_loss(r).item<double>(), by_hand,
+              z_loss(logits).item<double>());
+}
+
+TEST(Router, TopKWeightsAndRefusals) {
+  const at::Tensor logits = at::randn({5, 4});
+  const Routing r = route(logits, 2, /*normalize=*/true);
+  EXPECT_LT(largest_difference(r.weights.sum(-1), at::ones({5})), 1e-6);
+  EXPECT_TRUE(at::all(r.weights.select(1, 0) >= r.weights.select(1, 1)).item<bool>()) << "best first";
+  try {
+    route(logits, 5);
+    ADD_FAILURE() << "top-5 of 4 experts accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("top-k 5 with 4 experts"), std::string::npos) << e.what();
+  }
+  try {
+    (void)experts_per_rank(6, 4);
+    ADD_FAILURE() << "6 experts on 4 ranks accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("6 experts do not divide by 4"), std::string::npos) << e.what();
+  }
+}
+
+// Megatron's dispatcher test: with every weight 1/k and experts that return
+// their input, dispatch then combine gives back the input, and its gradient.
+TEST(Dispatch, WithWeightsOneOverKAndIdentityExpertsItReturnsTheInputAndItsGradient) {
+  const int64_t T = 9, k = 2, E = 4;
+  const at::Tensor chosen = at::stack({at::arange(T) % E, (at::arange(T) + 1) % E}, 1);
+  const DispatchPlan plan = plan_dispatch(chosen, E, /*capacity_factor=*/0);
+  EXPECT_EQ(plan.kept_total(), T * k);
+  const at::Tensor x = at::randn({T, 6}).requires_grad_(true);
+  const at::Tensor out = combine(dispatch(x, plan), at::full({T, k}, 1.0 / k), plan);
+  EXPECT_LT(largest_difference(out, x), 1e-6);
+  const at::Tensor G = at::randn({T, 6});
+  (out * G).sum().backward();
+  EXPECT_LT(largest_difference(x.grad(), G), 1e-6);
+}
+
+// Capacity: no expert takes more than ceil(T k cf / E); first choices
+// before second ones; the drops counted per expert.
+TEST(Dispatch, NoExpertTakesMoreThanItsCapacity) {
+  const int64_t T = 12, k = 2, E = 3;
+  // Every token's first choice is expert 0, its second expert 1 or 2.
+  const at::Tensor chosen = at::stack({at::zeros({T}, at::kLong), 1 + at::arange(T) % 2}, 1);
+  const DispatchPlan plan = plan_dispatch(chosen, E, /*capacity_factor=*/1.0);
+  EXPECT_EQ(plan.capacity, capacity_of(T, k, 1.0, E));
+  EXPECT_EQ(plan.capacity, 8);
+  EXPECT_EQ(plan.kept, (std::vector<int64_t>{8, 6, 6}));
+  EXPECT_EQ(plan.dropped, (std::vector<int64_t>{4, 0, 0}));
+  // Expert 0 kept the first 8 tokens' first choices.
+  const at::Tensor slots = plan.slots.narrow(0, 0, 8);
+  EXPECT_TRUE(at::equal(slots, at::arange(8) * k)) << slots;
+  EXPECT_EQ(capacity_of(T, k, 0, E), -1) << "cf 0: dropless";
+}
+
+// Padding each expert's rows to the capacity changes neither the outputs nor the gradients.
+TEST(Dispatch, PaddedAndUnpaddedGiveTheSameOutputsAndGradients) {
+  const int64_t T = 16, E = 4, d = 6;
+  ExpertMlps experts(E, d, 10);
+  Router router(d, E, 2);
+  const at::Tensor x = at::randn({T, d});
+  std::vector<at::Tensor> outs, grads;
+  for (bool pad : {false, true}) {
+    MoeOptions o;
+    o.experts = E, o.top_k = 2, o.capacity_factor = 1.25, o.pad = pad;
+    for (auto& p : experts->parameters()) p.mutable_grad() = at::Tensor();
+    const at::Tensor xi = x.clone().requires_grad_(true);
+    MoeStats stats;
+    const at::Tensor out = moe_local(xi, router(xi), *experts, o, &stats);
+    out.pow(2).sum().backward();
+    outs.push_back(out);
+    grads.push_back(xi.grad());
+    grads.push_back(experts->w1.grad().clone());
+    for (size_t e = 0; e < stats.kept.size(); ++e) EXPECT_LE(stats.kept[e], stats.capacity);
+  }
+  EXPECT_LT(largest_difference(outs[0], outs[1]), 1e-6);
+  EXPECT_LT(largest_difference(grads[0], grads[2]), 1e-6);
+  EXPECT_LT(largest_difference(grads[1], grads[3]), 1e-6);
+}
+
+struct Case {
+  int ranks;
+  int64_t experts, top_k;
+  double capacity_factor;
+};
+
+class ExpertParallel : public ::testing::TestWithParam<Case> {};
+
+// Expert parallelism on 1-4 thread ranks: outputs, the router's gradient
+// and every expert's gradient equal the naive layer's (expert_checks.hpp).
+TEST_P(ExpertParallel, EqualsEveryExpertOnEveryRank) {
+  const Case c = GetParam();
+  MoeOptions o;
+  o.experts = c.experts, o.top_k = c.top_k, o.capacity_factor = c.capacity_factor;
+  comm::run_thread_ranks(c.ranks, [&](comm::Communicator& comm) {
+    const double worst = testing::largest_difference_from_naive(comm, o);
+    EXPECT_LE(worst, testing::kTolerance) << comm.self();
+    if (comm.rank() == 0)
+      std::printf("  %d ranks, %lld experts, top-%lld, %s: largest difference %.3g\n", c.ranks,
+                  static_cast<long long>(c.experts), static_cast<long long>(c.top_k),
+                  c.capacity_factor > 0 ? ("capacity factor " + std::to_string(c.capacity_factor)).c_str()
+                                        : "dropless",
+                  worst);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ExpertParallel,
+                         ::testing::Values(Case{1, 4, 2, 0}, Case{2, 4, 1, 0}, Case{2, 4, 2, 1.0}, Case{3, 6, 2, 0},
+                                           Case{3, 6, 2, 1.25}, Case{4, 8, 2, 0}, Case{4, 4, 1, 1.0}),
+                         [](const auto& info) {
+                           const Case& c = info.param;
+                           return std::to_string(c.ranks) + "_ranks_" + std::to_string(c.experts) + "_experts_top" +
+                                  std::to_string(c.top_k) + (c.capacity_factor > 0 ? "_capacity" : "_dropless");
+                         });
+
+}  // namespace
+}  // namespace distlab::experts
