@@ -317,7 +317,7 @@ void run(comm::Communicator& world, const Options& o, lessons::Parts& parts) {
   parts.begin(world, "The balancing loss at work");
   ok = balancing(world, o) && ok;
 
-  parts.begin(world, "Expert parallelism equal to every expert on every rank");
+  parts.begin(world, "Expert parallelism");
   const Parallel p = expert_parallel(world, o, wire);
   ok = equal_to_every_expert(world, p, o) && ok;
 
@@ -335,7 +335,7 @@ void run(comm::Communicator& world, const Options& o, lessons::Parts& parts) {
 int main(int argc, char** argv) {
   Options o;
   lessons::Parts parts({"Routing by hand", "The balancing loss at work",
-                        "Expert parallelism equal to every expert on every rank", "Bytes per step"});
+                        "Expert parallelism", "Bytes per step"});
   CLI::App app{"Lesson 16: expert parallelism: routing by hand, the balancing loss at work, experts spread over "
                "the ranks equal to every expert on every rank, bytes per step beside the formula"};
   comm::add_job_flags(app, o.job);

@@ -95,8 +95,7 @@ std::vector<Lesson> lessons() {
        {"Two blocks merged by hand", "The ring", "Contiguous against zigzag", "Ulysses against the ring and all-gather"},
        "--backend threads --ranks 2 --seq 16 --batch 1 --heads 2 --head-dim 4", true},
       {LESSON_16, 1,
-       {"Routing by hand", "The balancing loss at work", "Expert parallelism equal to every expert on every rank",
-        "Bytes per step"},
+       {"Routing by hand", "The balancing loss at work", "Expert parallelism", "Bytes per step"},
        "--backend threads --ranks 2 --tokens 16 --steps 5", true},
   };
 }
