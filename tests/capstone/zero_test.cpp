@@ -39,7 +39,8 @@ struct ZeroCase {
 std::string name_of(const ZeroCase& c) {
   const train::Layout& l = c.layout;
   std::string name = "zero" + std::to_string(c.zero) + "_" + std::to_string(l.pipeline) + "x" +
-                     std::to_string(l.replicas) + (l.tensor > 1 ? "x" + std::to_string(l.tensor) : "");
+                     std::to_string(l.replicas) + (l.tensor > 1 ? "x" + std::to_string(l.tensor) : "") +
+                     (l.context > 1 ? "_context" + std::to_string(l.context) : "");
   if (c.schedule != pipeline::ScheduleKind::k1F1B) name += std::string("_") + pipeline::kind_name(c.schedule);
   return name;
 }
@@ -48,6 +49,7 @@ void PrintTo(const ZeroCase& c, std::ostream* os) { *os << name_of(c); }
 train::TrainerOptions options_of(const ZeroCase& c, int zero) {
   train::TrainerOptions o = tiny_options(c.layout.pipeline, c.layout.replicas);
   o.layout.tensor = c.layout.tensor;
+  o.layout.context = c.layout.context;
   o.schedule = c.schedule;
   o.stages_per_rank = train::default_stages_per_rank(c.schedule);
   if (o.stages_per_rank > 1) o.layers = 2 * c.layout.pipeline;  // a layer for each of a rank's stages
@@ -82,9 +84,9 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
 
   const int R = c.layout.replicas;
   const auto mean_loss = [&](const std::vector<train::TrainResult>& run, size_t step) {
-    double mean = 0;  // the replicas' mean losses, from the rank holding the last stage (tensor rank 0)
+    double mean = 0;  // the replicas' mean losses, from the rank holding the last stage (tensor and context rank 0)
     for (const auto& r : run)
-      if (r.place.tensor == 0 && !r.step_losses.empty()) mean += r.step_losses.at(step) / R;
+      if (r.place.tensor == 0 && r.place.context == 0 && !r.step_losses.empty()) mean += r.step_losses.at(step) / R;
     return mean;
   };
   for (size_t step = 0; step < static_cast<size_t>(o.batches_per_epoch); ++step) {
@@ -113,12 +115,13 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
     for (const auto& [name, value] : r.final_state) {
       ASSERT_TRUE(ddp[rank].final_state.count(name)) << name;
       worst.add(value, ddp[rank].final_state.at(name));
-      if (r.place.replica == 0 && r.place.tensor == 0) ++compared;
+      if (r.place.replica == 0 && r.place.tensor == 0 && r.place.context == 0) ++compared;
       for (const auto& other : sharded)  // replicas and tensor ranks of the same stage: bit-identical
         if (other.place.stage == r.place.stage && other.final_state.count(name))
           EXPECT_TRUE(at::equal(value, other.final_state.at(name))) << name;
     }
-    if (r.place.replica == 0 && r.place.tensor == 0) expected += ddp[rank].final_state.size();
+    if (r.place.replica == 0 && r.place.tensor == 0 && r.place.context == 0)
+      expected += ddp[rank].final_state.size();
   }
   EXPECT_GT(compared, 0u);
   EXPECT_EQ(compared, expected) << "the stages together hold every parameter once";
@@ -140,7 +143,9 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ZeroEqualsDdp,
                                            ZeroCase{{2, 2}, 2, ScheduleKind::kLoopedBFS},
                                            ZeroCase{{2, 2}, 1, ScheduleKind::kInterleavedZeroBubble},
                                            // All at once.
-                                           ZeroCase{{2, 2, 2}, 3, ScheduleKind::kInterleaved1F1B}),
+                                           ZeroCase{{2, 2, 2}, 3, ScheduleKind::kInterleaved1F1B},
+                                           // With context parallelism: each stage's data x context ranks shard it.
+                                           ZeroCase{{2, 1, 1, 2}, 1}, ZeroCase{{1, 2, 1, 2}, 3}),
                          [](const auto& info) { return name_of(info.param); });
 
 // --zero 2 and 3 over an epoch boundary, stopped after step 3 (in epoch 2,
