@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "bench_registry.hpp"
+#include "ranks.hpp"
 #include "collectives/calibrate.hpp"
 #include "collectives/cost_model.hpp"
 #include "comm/job.hpp"
@@ -61,21 +62,6 @@ struct Method {
   std::string name;
   Layout layout;
 };
-
-// Every rank's value, on every rank.
-std::vector<double> gathered(comm::Communicator& world, double mine) {
-  at::Tensor all = at::zeros({world.size()}, at::kDouble);
-  all[world.rank()] = mine;
-  world.native_all_reduce(all, comm::ReduceOp::kSum);
-  return {all.data_ptr<double>(), all.data_ptr<double>() + world.size()};
-}
-
-int64_t messages_sent(const trace::MemorySink& events, int rank, int64_t from, int64_t to) {
-  int64_t bytes = 0;
-  for (const trace::Event& e : events.events())
-    if (e.rank == rank && e.category == "send" && e.begin_us >= from && e.end_us <= to) bytes += e.bytes;
-  return bytes;
-}
 
 void run_rank(comm::Communicator& world, const ContextBenchOptions& o) {
   const int C = world.size(), me = world.rank();

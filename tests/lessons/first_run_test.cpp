@@ -25,7 +25,9 @@ const std::string kAlone = "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WOR
                            "-u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE -u DISTLAB_QUIET ";
 
 TEST(FirstRun, AGlooRankStartedAloneSaysHowToStartTheOthers) {
-  const Outcome r = run(kAlone + LESSON_01 + " --backend gloo --epochs 1");
+  // A free port for the store it hosts: other tests may hold the default 29500 meanwhile.
+  const Outcome r = run(kAlone + "MASTER_PORT=" + std::to_string(free_port()) + " " + LESSON_01 +
+                        " --backend gloo --epochs 1");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "no launcher's variables (RANK, WORLD_SIZE, ...): --backend gloo runs this process "
                                  "alone, a job of 1 rank; for N ranks start it as distlab-run --nproc-per-node N -- "
