@@ -120,10 +120,11 @@ class Communicator {
 
   // Returns once every rank has called it.
   void barrier();
-  // Returns once the messages this rank has sent hold no memory here: a
-  // gloo send completes when its receiver has posted the recv, and the copy
-  // of its data is freed in the background (comm/gloo_p2p.hpp); settle()
-  // waits for that. For measuring memory; nothing else needs it.
+  // Returns once the messages this rank has sent, on this communicator and
+  // on every group of this process, hold no memory here: a gloo send
+  // completes when its receiver has posted the recv, and the copy of its
+  // data is freed in the background (comm/gloo_p2p.hpp); settle() waits for
+  // that. For measuring memory; nothing else needs it.
   void settle() { do_settle(); }
 
   // A communicator over a subset of this one's ranks, in the spirit of

@@ -74,7 +74,7 @@ class GlooCommunicator : public Communicator {
                                               gloo_options_, key);
   }
 
-  void do_settle() override { payloads_.drain(); }
+  void do_settle() override { PayloadSends::drain_all(); }  // every group's, not only this one's
 
   void do_barrier() override {
     wrap([&] { return group_->barrier(); }, self() + ": barrier", -1)->wait();

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,9 +94,34 @@ class CheckedRecv : public Work {
   bool done_ = false;
 };
 
+// Every PayloadSends alive in this process, for drain_all().
+struct Registry {
+  std::mutex mutex;
+  std::set<PayloadSends*> alive;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: outlives every PayloadSends
+  return *r;
+}
+
 }  // namespace
 
+PayloadSends::PayloadSends(Milliseconds timeout) : timeout_(timeout) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  registry().alive.insert(this);
+}
+
+void PayloadSends::drain_all() {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  for (PayloadSends* p : registry().alive) p->drain();
+}
+
 PayloadSends::~PayloadSends() {
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    registry().alive.erase(this);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;

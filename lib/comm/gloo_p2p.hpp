@@ -35,7 +35,7 @@ namespace distlab::comm {
 // for in order by one thread; the destructor waits for all of them.
 class PayloadSends {
  public:
-  explicit PayloadSends(Milliseconds timeout) : timeout_(timeout) {}
+  explicit PayloadSends(Milliseconds timeout);
   ~PayloadSends();
   PayloadSends(const PayloadSends&) = delete;
   PayloadSends& operator=(const PayloadSends&) = delete;
@@ -46,6 +46,10 @@ class PayloadSends {
   // Returns once every payload added so far has been taken by its receiver
   // and its copy freed.
   void drain();
+  // drain() on every PayloadSends of this process: a group split off a
+  // communicator has its own, and a measurement of the process's memory
+  // needs all of them done.
+  static void drain_all();
 
  private:
   struct Pending {

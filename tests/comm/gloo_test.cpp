@@ -39,6 +39,16 @@ TEST_P(GlooJob, RanksExchangeDataAndAgree) {
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooJob, testing::Values(2, 3, 4));
 
+// The job's settle() frees what a group's sends still held (a memory
+// measurement reads the meter after it): see the worker's settle().
+TEST(GlooJobs, SettleWaitsForTheSendsOfEveryGroup) {
+  Finished f = run_worker(3, "settle");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_NE(f.out.find("after settle() the group's send holds less than 1 KiB"), std::string::npos) << f.out << f.err;
+  EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
+}
+
 // Three jobs one after the other in the same processes, rank 0 (the store's
 // host) the last to leave each: the others reach the next rendezvous while
 // the last one is still up, and must meet the new job, not the old one's keys.

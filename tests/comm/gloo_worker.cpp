@@ -13,6 +13,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/wait_for_rank.hpp"
+#include "memory/allocator_meter.hpp"
 
 using distlab::comm::Communicator;
 using distlab::comm::ReduceOp;
@@ -107,6 +108,37 @@ void mismatch(Communicator& comm) {
   comm.recv(shorter, 0, tag);  // rank 0 sent 8: this one ends the job
 }
 
+// settle() on the job's communicator waits for the sends of a group split
+// off it too: rank 0 sends 1 MiB on the group, rank 1 takes it a moment
+// later; once rank 0's settle() returns, its copy of the message is freed
+// (what the send's Work still holds is its 24-byte header).
+void settle(Communicator& comm) {
+  auto group = comm.new_group({0, 1}, "settle");
+  distlab::memory::AllocatorMeter& meter = distlab::memory::AllocatorMeter::install();
+  const int64_t n = 1 << 18;  // 1 MiB of floats
+  if (comm.rank() == 0) {
+    const int64_t before = meter.allocated();
+    distlab::comm::WorkPtr sent = group->isend(input_of(0, n, 3), 1, 4);
+    comm.barrier();
+    comm.settle();
+    const int64_t held = meter.allocated() - before;
+    check(held >= 0 && held < 1024, "bytes still held after settle(): " + std::to_string(held), 0);
+    std::cout << "rank 0: after settle() the group's send holds " << (held < 1024 ? "less than 1 KiB" : "the message")
+              << std::endl;
+    sent->wait();
+  } else if (comm.rank() == 1) {
+    comm.barrier();
+    // Late on purpose: a settle() that does not wait for the group's
+    // payload reads the meter before this recv takes it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    at::Tensor into = torch::empty({n});
+    group->recv(into, 0, 4);
+    check(torch::equal(into, input_of(0, n, 3)), "the group's message", 1);
+  } else {
+    comm.barrier();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,8 +147,8 @@ int main(int argc, char** argv) {
   job.backend = "gloo";
   distlab::comm::add_job_flags(app, job);
   std::string scenario = "exchange";
-  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait | mismatch")
-      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait", "mismatch"}));
+  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait | mismatch | settle")
+      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait", "mismatch", "settle"}));
   int jobs = 1;
   app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
                                  "rank 0 leaves each job but the last one last")
@@ -127,6 +159,7 @@ int main(int argc, char** argv) {
       distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
         if (scenario == "exchange") exchange(comm);
         if (scenario == "mismatch") mismatch(comm);
+        if (scenario == "settle") settle(comm);
         // The others reach the next job's rendezvous while rank 0, which
         // hosts the store, is still in this one: they must not take this
         // job's keys for the next one's.
