@@ -17,9 +17,14 @@
 //   sent        the bytes rank 0 sent in one step, from the trace
 //   formula     (G-1) E/G int64 counts + 2 (out + back) d float32: each row
 //               to another rank goes out and back, forward and backward
-//   comm ms     the cost model's price of the four row exchanges (every
-//               rank's counts, pairwise all-to-all-v plans) and the counts'
-//               all-to-all on the link collectives::calibrate measured
+//   dispatch    the forward's dispatch, timed apart (experts::MoeStats): the
+//               plan, the rows sorted by expert, the counts' all-to-all and
+//               the rows' all-to-all-v; the median, the slowest rank's
+//   combine     the forward's combine: the rows' way back and the weighted sum
+//   model       beside each, the cost model's price of its exchanges (every
+//               rank's counts, pairwise all-to-all-v plans; the counts'
+//               all-to-all with dispatch) on the link collectives::calibrate
+//               measured. The backward runs the same exchanges reversed.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -95,8 +100,8 @@ void run_rank(comm::Communicator& world, const ExpertsBenchOptions& o) {
                 static_cast<long long>(o.tokens), static_cast<long long>(o.model), static_cast<long long>(o.hidden),
                 comm::backend_ranks(G, world.backend()).c_str(), link.alpha_s * 1e6,
                 link.beta_s_per_byte > 0 ? 1e-9 / link.beta_s_per_byte : 0.0);
-    std::printf("%-16s %9s %9s %13s %11s %11s %9s\n", "capacity", "ms", "naive ms", "dropped", "sent", "formula",
-                "comm ms");
+    std::printf("%-13s %9s %9s %9s %7s %9s %7s %13s %11s %11s\n", "capacity", "ms", "naive ms", "dispatch", "model",
+                "combine", "model", "dropped", "sent", "formula");
   }
   for (double cf : {0.0, 1.0, 1.25}) {
     experts::MoeOptions m;
@@ -109,7 +114,7 @@ void run_rank(comm::Communicator& world, const ExpertsBenchOptions& o) {
                                       : experts::moe_local(x, r, *all, m, stats);
       out.sum().backward();
     };
-    std::vector<double> ms, naive_ms;
+    std::vector<double> ms, naive_ms, dispatch_ms, combine_ms;
     experts::MoeStats stats;
     int64_t sent = 0;
     for (int i = 0; i < o.warmup + o.iters; ++i) {
@@ -117,7 +122,11 @@ void run_rank(comm::Communicator& world, const ExpertsBenchOptions& o) {
       const int64_t from = trace::now_us();
       auto start = std::chrono::steady_clock::now();
       step(true, &stats);
-      if (i >= o.warmup) ms.push_back(milliseconds_since(start));
+      if (i >= o.warmup) {
+        ms.push_back(milliseconds_since(start));
+        dispatch_ms.push_back(stats.dispatch_s * 1e3);
+        combine_ms.push_back(stats.combine_s * 1e3);
+      }
       world.barrier();
       if (i == 0) sent = messages_sent(*events, world.world_rank(), from, trace::now_us());
       start = std::chrono::steady_clock::now();
@@ -127,6 +136,8 @@ void run_rank(comm::Communicator& world, const ExpertsBenchOptions& o) {
       world.barrier();
     }
     const std::vector<double> per_rank = gathered(world, median(ms)), naive = gathered(world, median(naive_ms));
+    const std::vector<double> dispatching = gathered(world, median(dispatch_ms)),
+                              combining = gathered(world, median(combine_ms));
     const std::vector<double> drops_per_rank =
         gathered(world, double(std::accumulate(stats.dropped.begin(), stats.dropped.end(), int64_t{0})));
     const auto dropped = static_cast<int64_t>(std::accumulate(drops_per_rank.begin(), drops_per_rank.end(), 0.0));
@@ -147,10 +158,10 @@ void run_rank(comm::Communicator& world, const ExpertsBenchOptions& o) {
       std::snprintf(capacity, sizeof capacity, cf > 0 ? "factor %.2f" : "dropless", cf);
       std::snprintf(drops, sizeof drops, "%lld / %lld", static_cast<long long>(dropped),
                     static_cast<long long>(o.tokens * o.top_k * G));
-      std::printf("%-16s %9.2f %9.2f %13s %11s %11s %9.3f\n", capacity,
-                  *std::max_element(per_rank.begin(), per_rank.end()), *std::max_element(naive.begin(), naive.end()),
-                  drops, format_size(sent).c_str(), format_size(formula).c_str(),
-                  (2 * (one_way + way_back) + counts_s) * 1e3);
+      auto slowest = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
+      std::printf("%-13s %9.2f %9.2f %9.3f %7.3f %9.3f %7.3f %13s %11s %11s\n", capacity, slowest(per_rank),
+                  slowest(naive), slowest(dispatching), (counts_s + one_way) * 1e3, slowest(combining),
+                  way_back * 1e3, drops, format_size(sent).c_str(), format_size(formula).c_str());
     }
     std::fflush(stdout);
   }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,22 @@ int64_t sum(const std::vector<int64_t>& v, size_t from = 0, size_t count = SIZE_
   return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(end),
                          int64_t{0});
 }
+
+// The forward's phases, timed for MoeStats.
+class Phases {
+ public:
+  explicit Phases(MoeStats* stats) : stats_(stats) {}
+  // The time since the last mark into `phase` (of stats, when kept).
+  void mark(double MoeStats::*phase) {
+    const auto now = std::chrono::steady_clock::now();
+    if (stats_ != nullptr) stats_->*phase = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  MoeStats* stats_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 void note(MoeStats* stats, const DispatchPlan& plan) {
   if (stats == nullptr) return;
@@ -36,12 +53,18 @@ int64_t experts_per_rank(int64_t experts, int group_size) {
 
 at::Tensor moe_local(const at::Tensor& x, const Routing& routing, ExpertMlpsImpl& experts, const MoeOptions& options,
                      MoeStats* stats) {
+  Phases phases(stats);
   const DispatchPlan plan = plan_dispatch(routing.experts, options.experts, options.capacity_factor);
   note(stats, plan);
   const int64_t pad_to = options.pad && plan.capacity > 0 ? plan.capacity : 0;
-  const at::Tensor out = run_sorted(dispatch(x, plan), plan.kept, pad_to,
+  const at::Tensor sorted = dispatch(x, plan);
+  phases.mark(&MoeStats::dispatch_s);
+  const at::Tensor out = run_sorted(sorted, plan.kept, pad_to,
                                     [&](int64_t e, const at::Tensor& rows) { return experts.forward(e, rows); });
-  return combine(out, routing.weights, plan);
+  phases.mark(&MoeStats::experts_s);
+  at::Tensor y = combine(out, routing.weights, plan);
+  phases.mark(&MoeStats::combine_s);
+  return y;
 }
 
 at::Tensor moe_parallel(comm::Communicator& group, const at::Tensor& x, const Routing& routing, ExpertMlpsImpl& mine,
@@ -53,6 +76,7 @@ at::Tensor moe_parallel(comm::Communicator& group, const at::Tensor& x, const Ro
                                 std::to_string(mine.first()) + ", " + std::to_string(mine.first() + mine.count()) +
                                 "), its share is [" + std::to_string(group.rank() * m) + ", " +
                                 std::to_string((group.rank() + 1) * m) + ")");
+  Phases phases(stats);
   // 1. My tokens routed and sorted by expert: rank q's experts come q-th.
   const DispatchPlan plan = plan_dispatch(routing.experts, options.experts, options.capacity_factor);
   note(stats, plan);
@@ -79,14 +103,18 @@ at::Tensor moe_parallel(comm::Communicator& group, const at::Tensor& x, const Ro
     }
   }
   const at::Tensor by_expert = at::tensor(order, at::kLong).to(x.device());
+  phases.mark(&MoeStats::dispatch_s);
   const int64_t pad_to = options.pad && plan.capacity > 0 ? plan.capacity * G : 0;
   const at::Tensor done = run_sorted(arrived.index_select(0, by_expert), per_expert, pad_to,
                                      [&](int64_t j, const at::Tensor& rows) { return mine.forward(j, rows); });
+  phases.mark(&MoeStats::experts_s);
   const at::Tensor in_arrival_order = done.index_select(0, at::argsort(by_expert));
   // 5. Back to the ranks the rows came from; 6. weighted, per token.
   const at::Tensor back = exchange_rows(group, in_arrival_order, recv_rows, send_rows, tag + 2);
   if (stats != nullptr) stats->sent_rows = send_rows, stats->received_rows = recv_rows;
-  return combine(back, routing.weights, plan);
+  at::Tensor y = combine(back, routing.weights, plan);
+  phases.mark(&MoeStats::combine_s);
+  return y;
 }
 
 void average_expert_gradients(comm::Communicator& copies, ExpertMlpsImpl& mine, int data_parallel) {

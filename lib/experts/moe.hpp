@@ -59,6 +59,11 @@ struct MoeStats {
   std::vector<int64_t> kept, dropped;  // per expert: this rank's assignments kept and dropped
   int64_t capacity = -1;
   std::vector<int64_t> sent_rows, received_rows;  // expert parallel: rows per peer, one way
+  // The forward's phases on this rank, in seconds: dispatch (the plan, the
+  // rows sorted by expert and, expert parallel, the counts' and the rows'
+  // exchanges), the experts' work, combine (the rows' way back and the
+  // weighted sum). An exchange's time includes waiting for the slowest peer.
+  double dispatch_s = 0, experts_s = 0, combine_s = 0;
 };
 
 // The naive version: `experts` holds all E.

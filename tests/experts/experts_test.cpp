@@ -6,9 +6,13 @@
 
 #include <ATen/ATen.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "comm/threads_backend.hpp"
 #include "expert_checks.hpp"
@@ -123,6 +127,33 @@ TEST(Dispatch, PaddedAndUnpaddedGiveTheSameOutputsAndGradients) {
   EXPECT_LT(largest_difference(outs[0], outs[1]), 1e-6);
   EXPECT_LT(largest_difference(grads[0], grads[2]), 1e-6);
   EXPECT_LT(largest_difference(grads[1], grads[3]), 1e-6);
+}
+
+// The forward's phases (MoeStats): dispatch holds the wait for the peers'
+// counts. Rank 1 comes 300 ms late, so rank 0's dispatch lasts at least
+// that; the three phases fit inside the call on every rank.
+TEST(Phases, DispatchWaitsForTheLatePeerAndThePhasesFitTheCall) {
+  const int64_t T = 32, E = 4, d = 8;
+  comm::run_thread_ranks(2, [&](comm::Communicator& comm) {
+    const at::Tensor gate = at::randn({E, d}, at::detail::createCPUGenerator(1));
+    ExpertMlps whole(E, d, 12);
+    ExpertMlps mine(whole->slice(comm.rank() * 2, 2));
+    MoeOptions o;
+    o.experts = E, o.top_k = 2;
+    const at::Tensor x = at::randn({T, d}, at::detail::createCPUGenerator(10 + comm.rank()));
+    const Routing routing = route(at::linear(x, gate), o.top_k);
+    comm.barrier();
+    if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MoeStats stats;
+    const auto start = std::chrono::steady_clock::now();
+    moe_parallel(comm, x, routing, *mine, o, &stats, /*tag=*/3);
+    const double call_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GE(stats.dispatch_s, 0);
+    EXPECT_GE(stats.experts_s, 0);
+    EXPECT_GE(stats.combine_s, 0);
+    EXPECT_LE(stats.dispatch_s + stats.experts_s + stats.combine_s, call_s) << comm.self();
+    if (comm.rank() == 0) EXPECT_GE(stats.dispatch_s, 0.3) << "rank 0's dispatch did not wait for rank 1";
+  });
 }
 
 struct Case {
