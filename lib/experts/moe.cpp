@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "experts/aux_loss.hpp"
 #include "experts/exchange.hpp"
 
 namespace distlab::experts {
@@ -149,7 +150,8 @@ at::Tensor MoeLayerImpl::forward(const at::Tensor& x) {
   aux_loss_ = balancing_loss(routing) * balance_coefficient_ + z_loss(routing.logits) * z_coefficient_;
   const at::Tensor out = parallel() ? moe_parallel(*group_, flat, routing, *experts, options_, &stats_)
                                     : moe_local(flat, routing, *experts, options_, &stats_);
-  return out.view(x.sizes());
+  const at::Tensor y = out.view(x.sizes());
+  return aux_scale_ > 0 ? attach_aux_loss(y, aux_loss_, aux_scale_) : y;
 }
 
 }  // namespace distlab::experts

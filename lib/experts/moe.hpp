@@ -83,7 +83,9 @@ void average_expert_gradients(comm::Communicator& copies, ExpertMlpsImpl& mine, 
 
 // The layer: router and experts, naive (group null or one rank) or expert
 // parallel. x (..., d) -> (..., d). The auxiliary losses of the last
-// forward, times their coefficients, wait in aux_loss().
+// forward, times their coefficients, wait in aux_loss(); after
+// set_aux_scale(s > 0) forward() also joins them to its output's backward,
+// times s (aux_loss.hpp): a model need not collect them.
 class MoeLayerImpl : public torch::nn::Module {
  public:
   // `whole`: all E experts, the same on every rank (this rank keeps its
@@ -93,6 +95,9 @@ class MoeLayerImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
 
   at::Tensor aux_loss() const { return aux_loss_; }
+  void set_aux_scale(double scale) { aux_scale_ = scale; }
+  double aux_scale() const { return aux_scale_; }
+  const MoeOptions& options() const { return options_; }
   const MoeStats& last_stats() const { return stats_; }
   bool parallel() const { return group_ != nullptr && group_->size() > 1; }
 
@@ -103,6 +108,7 @@ class MoeLayerImpl : public torch::nn::Module {
   MoeOptions options_;
   comm::Communicator* group_;
   double balance_coefficient_, z_coefficient_;
+  double aux_scale_ = 0;  // 0: aux_loss() only
   at::Tensor aux_loss_;
   MoeStats stats_;
 };

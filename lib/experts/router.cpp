@@ -38,11 +38,13 @@ at::Tensor balancing_loss(const Routing& routing) {
 
 at::Tensor z_loss(const at::Tensor& logits) { return at::logsumexp(logits.to(at::kFloat), -1).pow(2).mean(); }
 
-RouterImpl::RouterImpl(int64_t model_dim, int64_t experts, int64_t top_k, bool normalize)
+RouterImpl::RouterImpl(int64_t model_dim, int64_t experts, int64_t top_k, bool normalize, at::Generator generator)
     : experts_(experts), top_k_(top_k), normalize_(normalize) {
   if (experts < 1) throw std::invalid_argument("router: " + std::to_string(experts) + " experts: at least 1");
   (void)route(at::zeros({1, experts}), top_k);  // refuses k outside [1, E] now, not at the first forward
-  weight = register_parameter("weight", at::randn({experts, model_dim}) / std::sqrt(double(model_dim)));
+  const c10::optional<at::Generator> from =
+      generator.defined() ? c10::optional<at::Generator>(generator) : c10::nullopt;
+  weight = register_parameter("weight", at::randn({experts, model_dim}, from) / std::sqrt(double(model_dim)));
 }
 
 Routing RouterImpl::forward(const at::Tensor& x) { return route(at::linear(x, weight), top_k_, normalize_); }

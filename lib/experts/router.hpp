@@ -22,6 +22,7 @@
 // Each enters the training loss times its coefficient.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -48,7 +49,8 @@ at::Tensor assignments_per_expert(const Routing& routing);
 
 class RouterImpl : public torch::nn::Module {
  public:
-  RouterImpl(int64_t model_dim, int64_t experts, int64_t top_k, bool normalize = false);
+  // W_g ~ N(0, 1/d), from `generator` (default: the default generator).
+  RouterImpl(int64_t model_dim, int64_t experts, int64_t top_k, bool normalize = false, at::Generator generator = {});
   // x (T, d) -> the routing of its T tokens.
   Routing forward(const at::Tensor& x);
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "models/moe_feed_forward.hpp"
+
 namespace distlab::models {
 
 GptImpl::GptImpl(const GptOptions& options, int64_t first_layer, int64_t end_layer) : options_(options) {
@@ -13,6 +15,7 @@ GptImpl::GptImpl(const GptOptions& options, int64_t first_layer, int64_t end_lay
               ") (hint: each head gets dim / n_heads features)");
   TORCH_CHECK(options.vocab_size > 0 && options.ffn_dim > 0, "Gpt: vocab_size (", options.vocab_size,
               ") and ffn_dim (", options.ffn_dim, ") must be positive");
+  check_moe_options(options.moe, "Gpt");
   std::tie(first_layer_, end_layer_) = resolve_layer_range("Gpt", options.n_layers, first_layer, end_layer);
 
   // Registration order follows the tutorial's __init__, so named_parameters()
@@ -25,6 +28,7 @@ GptImpl::GptImpl(const GptOptions& options, int64_t first_layer, int64_t end_lay
                                                  .dim_feedforward(options.ffn_dim)
                                                  .dropout(options.dropout));
     layers_.push_back(layer);
+    if (options.moe.enabled()) moes_.push_back(upcycle(*layer, options.moe).ptr());
     // Keyed by the global layer index, as the tutorial's ModuleDict after `del`.
     named_layers.emplace_back(std::to_string(i), layer.ptr());
   }
@@ -51,9 +55,14 @@ at::Tensor GptImpl::forward(const at::Tensor& input) {
   }
   // The tutorial's layer(h, h): the layer's "memory" is its own input, so
   // cross-attention attends over the same sequence as self-attention.
-  for (auto& layer : layers_) h = layer(h, h);
+  for (size_t k = 0; k < layers_.size(); ++k)
+    h = moes_.empty() ? layers_[k](h, h) : decoder_layer_forward(*layers_[k], *moes_[k], h, h);
   if (!has_output()) return h;
   return output_(norm_(h)).to(at::kFloat);  // (A, B, vocab_size)
+}
+
+void GptImpl::set_aux_loss_scale(double scale) {
+  for (auto& moe : moes_) moe->set_aux_scale(scale);
 }
 
 }  // namespace distlab::models

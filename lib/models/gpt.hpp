@@ -17,7 +17,8 @@
 // Parameter names are the whole model's whatever the stage (the pipelining tutorial's
 // ModuleDict keeps them): tok_embeddings.weight, layers.<i>.self_attn.in_proj_weight,
 // layers.<i>.multihead_attn.out_proj.bias, layers.<i>.linear1.weight,
-// layers.<i>.norm3.bias, norm.weight, output.weight, output.bias. A
+// layers.<i>.norm3.bias, norm.weight, output.weight, output.bias (with
+// experts, layers.<i>.moe.* in place of linear1 and linear2). A
 // checkpoint of the stages is therefore a checkpoint of the model, and the
 // names equal those of the tutorial's PyTorch model (tests/models/reference_models.py).
 #pragma once
@@ -31,10 +32,16 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "models/moe_options.hpp"
 #include "models/parameter_count.hpp"
 #include "models/split.hpp"
+
+namespace distlab::experts {
+class MoeLayerImpl;
+}
 
 namespace distlab::models {
 
@@ -43,6 +50,7 @@ struct GptOptions {
   // The seed leaves these at TransformerDecoderLayer's defaults.
   int64_t ffn_dim = 2048;
   double dropout = 0.1;
+  MoeFeedForwardOptions moe;  // experts > 0: each layer's feed-forward a mixture of experts (moe_feed_forward.hpp)
 };
 
 class GptImpl : public torch::nn::Module {
@@ -62,12 +70,18 @@ class GptImpl : public torch::nn::Module {
   bool has_embedding() const { return first_layer_ == 0; }
   bool has_output() const { return end_layer_ == options_.n_layers; }
 
+  // With experts: each layer's mixture of experts ("layers.<i>.moe"); empty
+  // for the dense model. The aux scale as TransformerLm's.
+  const std::vector<std::shared_ptr<experts::MoeLayerImpl>>& moes() const { return moes_; }
+  void set_aux_loss_scale(double scale);
+
  private:
   GptOptions options_;
   int64_t first_layer_ = 0;
   int64_t end_layer_ = 0;
   torch::nn::Embedding tok_embeddings_{nullptr};
   std::vector<torch::nn::TransformerDecoderLayer> layers_;
+  std::vector<std::shared_ptr<experts::MoeLayerImpl>> moes_;
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Linear output_{nullptr};
 };

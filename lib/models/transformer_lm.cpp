@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "models/model_unit.hpp"
+#include "models/moe_feed_forward.hpp"
 
 namespace distlab::models {
 
@@ -50,6 +51,7 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
               "TransformerLm: emsize (", options.emsize, ") must be a positive multiple of nhead (", options.nhead,
               ")");
   TORCH_CHECK(options.nhid > 0, "TransformerLm: nhid must be positive, got ", options.nhid);
+  check_moe_options(options.moe, "TransformerLm");
   std::tie(first_layer_, end_layer_) = resolve_layer_range("TransformerLm", options.nlayers, first_layer, end_layer);
 
   if (has_embedding()) {
@@ -64,6 +66,7 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
                                                  .dim_feedforward(options.nhid)
                                                  .dropout(options.dropout));
     layers_.push_back(layer);
+    if (options.moe.enabled()) moes_.push_back(upcycle(*layer, options.moe).ptr());
     named_layers.emplace_back(std::to_string(i), layer.ptr());  // global index: names independent of the split
   }
   register_module("layers", torch::nn::ModuleDict(named_layers));
@@ -97,13 +100,23 @@ at::Tensor TransformerLmImpl::mask_for(const at::Tensor& h) const {
 at::Tensor TransformerLmImpl::decode(const at::Tensor& h) { return decoder_(h); }
 
 std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layers() {
+  if (!moes_.empty())
+    throw std::invalid_argument("TransformerLm: a model with experts keeps its layers whole (its experts spread "
+                                "over data-parallel ranks, not across a tensor or context group)");
   unregister_module("layers");
   std::vector<torch::nn::TransformerEncoderLayer> out = std::move(layers_);
   layers_.clear();
   return out;
 }
 
-at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) { return layers_[k](h, mask_for(h)); }
+at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
+  if (!moes_.empty()) return encoder_layer_forward(*layers_[k], *moes_[k], h, mask_for(h));
+  return layers_[k](h, mask_for(h));
+}
+
+void TransformerLmImpl::set_aux_loss_scale(double scale) {
+  for (auto& moe : moes_) moe->set_aux_scale(scale);
+}
 
 at::Tensor TransformerLmImpl::forward(const at::Tensor& input) {
   at::Tensor h = has_embedding() ? embed(input) : check_hidden(input);

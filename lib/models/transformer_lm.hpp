@@ -19,6 +19,7 @@
 //   encoder.weight            embedding (ntokens, d)     first stage
 //   pos_encoder.pe            buffer (max_len, 1, d)     first stage
 //   layers.<i>.self_attn.in_proj_weight ... layers.<i>.norm2.bias
+//   (with experts, layers.<i>.moe.* in place of linear1 and linear2)
 //   decoder.weight, decoder.bias  (ntokens, d), (ntokens)  last stage
 // They equal those of the PyTorch model in tests/models/reference_models.py,
 // which is the tutorial's code with these names.
@@ -33,12 +34,18 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "models/moe_options.hpp"
 #include "models/parameter_count.hpp"
 #include "models/positional_encoding.hpp"
 #include "models/split.hpp"
+
+namespace distlab::experts {
+class MoeLayerImpl;
+}
 
 namespace distlab::models {
 
@@ -51,6 +58,7 @@ struct TransformerLmOptions {
   double dropout = 0.2;
   int64_t max_len = 5000;  // rows of the positional table (the tutorial's default)
   bool causal = false;     // the tutorial passes no mask
+  MoeFeedForwardOptions moe;  // experts > 0: each layer's feed-forward a mixture of experts (moe_feed_forward.hpp)
 };
 
 // "tiny" (CI, trains in seconds on CPU: d 32, ffn 64, 2 layers, 2 heads),
@@ -96,8 +104,16 @@ class TransformerLmImpl : public torch::nn::Module {
   const std::vector<torch::nn::TransformerEncoderLayer>& layers() const { return layers_; }
   // Hands the layers over and forgets them (their parameters are no longer
   // this module's): a tensor-parallel stage keeps only its cut of them.
-  // forward() then runs no layers.
+  // forward() then runs no layers. Throws std::invalid_argument for a model
+  // with experts (their layers are not cut).
   std::vector<torch::nn::TransformerEncoderLayer> release_layers();
+
+  // With experts: each layer's mixture of experts (registered in the layer
+  // as "moe"), in the stage's order; empty for the dense model.
+  const std::vector<std::shared_ptr<experts::MoeLayerImpl>>& moes() const { return moes_; }
+  // d(training loss)/d(each layer's auxiliary loss): 1 by default; 1/M
+  // when a step's loss is the mean over M microbatches.
+  void set_aux_loss_scale(double scale);
 
  private:
   at::Tensor run_layer(size_t k, const at::Tensor& h);  // the stage's k-th layer, with the causal mask if any
@@ -108,6 +124,7 @@ class TransformerLmImpl : public torch::nn::Module {
   torch::nn::Embedding encoder_{nullptr};
   PositionalEncoding pos_encoder_{nullptr};
   std::vector<torch::nn::TransformerEncoderLayer> layers_;
+  std::vector<std::shared_ptr<experts::MoeLayerImpl>> moes_;  // one per layer with experts, else empty
   torch::nn::Linear decoder_{nullptr};
 };
 TORCH_MODULE(TransformerLm);
