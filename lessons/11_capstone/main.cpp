@@ -25,6 +25,8 @@
 //       stage's layers cut across 2 tensor ranks (Megatron), the third dimension
 //   lesson_11_capstone --preset tiny --context 2 --dropout 0   2 x 2 x 2 on 8 thread ranks: each
 //       sequence split over 2 context ranks (ring attention, zigzag chunks), the fourth dimension
+//   lesson_11_capstone --preset tiny --experts 4 --top-k 2   each layer's feed-forward 4 experts
+//       (a mixture of experts upcycled from it), top-2 routing, the balancing and z-losses
 //   lesson_11_capstone --ranks 3 --elastic --checkpoint-dir ckpt --resume   go on with 3 ranks
 //       from a checkpoint of another layout (here 1 x 3, the model re-cut into one stage)
 #include <CLI/CLI.hpp>
@@ -166,6 +168,16 @@ int main(int argc, char** argv) {
                  "how the context ranks attend: ring (K/V round the ring), all-gather (K/V gathered once), ulysses "
                  "(an all-to-all to whole heads), naive (everything gathered)")
       ->check(CLI::IsMember({"ring", "all-gather", "ulysses", "naive"}))->capture_default_str();
+  app.add_option("--experts", t.moe.experts,
+                 "E: each layer's feed-forward a mixture of E experts (0: the dense one), upcycled from it; every rank "
+                 "holds its stages' experts")
+      ->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--top-k", t.moe.top_k, "experts per token (with --experts)")->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--capacity-factor", t.moe.capacity_factor,
+                 "an expert takes at most ceil(tokens k c / E) of a microbatch's assignments, the rest dropped "
+                 "(0: dropless)")
+      ->check(CLI::Range(0.0, 1000.0))->capture_default_str();
   app.add_option("--preset", t.preset, "model and length: tiny (seconds), cpu (minutes on 2 cores), tutorial (~1 B)")
       ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
   app.add_option("--data", o.data_dir, "corpus folder in WikiText-2's layout (default datasets/austen, env DISTLAB_DATA)");

@@ -1,5 +1,6 @@
 #include "train/plan.hpp"
 
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 
@@ -55,6 +56,12 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
                   n(l.context) + " context ranks (context sizes that would: " + would +
                   "; or --context-method ring, which takes any)");
   }
+  if (o.moe.enabled() && (l.tensor > 1 || l.context > 1))
+    out.push_back("--experts with --tensor " + n(l.tensor) + " --context " + n(l.context) +
+                  ": a layer with experts is kept whole on its rank (its experts are not cut across a tensor "
+                  "group, and its tokens are not split across a context group here); use --tensor 1 --context 1");
+  if (o.moe.enabled() && (o.moe.top_k < 1 || o.moe.top_k > o.moe.experts))
+    out.push_back("--top-k " + n(o.moe.top_k) + " must be in [1, " + n(o.moe.experts) + "] (--experts)");
   if (o.batch_size > 0 && o.batch_size < l.replicas)
     out.push_back("batch " + n(o.batch_size) + " cannot be split among " + n(l.replicas) +
                   " replicas; use a batch size of at least --replicas");
@@ -117,6 +124,14 @@ std::vector<std::string> ParallelPlan::describe() const {
                     (o_.dropout > 0 ? " (no dropout on the attention weights: no rank holds a whole row of them)" : ""));
   }
   if (l.tensor > 1) lines.push_back("tensor groups (each stage's layers cut):" + groups_text(group_members(l, Axis::kTensor)));
+  if (o_.moe.enabled()) {
+    char capacity[48];
+    std::snprintf(capacity, sizeof capacity, o_.moe.capacity_factor > 0 ? "capacity factor %.2f" : "dropless",
+                  o_.moe.capacity_factor);
+    lines.push_back("experts: each layer's feed-forward " + n(o_.moe.experts) + " experts, top-" + n(o_.moe.top_k) +
+                    ", " + capacity + "; every rank holds all of its stages' experts (averaged by " + strategy() +
+                    " with the rest)");
+  }
   if (o_.stages_per_rank > 1 && refusals().empty()) {
     std::string line = n(o_.stages_per_rank) + " stages per pipeline rank (" + pipeline::kind_name(o_.schedule) +
                        "), " + n(stages()) + " in all:";

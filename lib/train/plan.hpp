@@ -11,6 +11,8 @@
 //   the context      how each sequence is split over the C context ranks
 //                    (contiguous or zigzag chunks) and attended (ring,
 //                    all-gather, naive, Ulysses);
+//   the experts      a model whose feed-forwards are mixtures of experts:
+//                    every rank holds all E of its stage's layers;
 //   the strategy     how a stage's replicas share it: DDP (each holds all
 //                    and all-reduces the gradients), or ZeRO-1/2/3 (each
 //                    owns 1/R of the optimizer state, then of the
@@ -29,6 +31,7 @@
 
 #include "context_parallel/context_attention.hpp"
 #include "context_parallel/ring_plan.hpp"
+#include "models/moe_options.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/layout.hpp"
 
@@ -49,6 +52,7 @@ struct PlanOptions {
   int64_t heads = 0;        // the model's attention heads (0: not checked)
   bool causal = true;       // the model's attention
   double dropout = 0;       // the model's
+  models::MoeFeedForwardOptions moe;  // the model's experts (0: dense)
 };
 
 class ParallelPlan {

@@ -54,6 +54,10 @@ torch::nn::Sequential RankStage::units() { return split() ? split_->units() : wh
 
 std::vector<at::Tensor> RankStage::parameters() const { return module()->parameters(); }
 
+void RankStage::set_aux_loss_scale(double scale) {
+  if (!split()) whole_->set_aux_loss_scale(scale);  // a split stage has no experts (the plan refuses it)
+}
+
 std::map<std::string, at::Tensor> RankStage::whole_parameters() {
   if (!split()) {
     std::map<std::string, at::Tensor> named;

@@ -52,6 +52,9 @@ class RankStage {
   torch::nn::Sequential units();
   // What this rank holds and optimizes (its cut of the split matrices).
   std::vector<at::Tensor> parameters() const;
+  // A stage with experts: d(step loss)/d(each layer's auxiliary loss) per
+  // forward (TransformerLm::set_aux_loss_scale). A no-op without experts.
+  void set_aux_loss_scale(double scale);
 
   // Every rank of the tensor group calls these together (split: the layers'
   // pieces are gathered or cut). Whole: tensors sharing the module's storage.

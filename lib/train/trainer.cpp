@@ -310,6 +310,9 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   exec.split_dim = 1;  // (S, N): microbatches are columns
   // This replica's share of the batch's columns (uneven when R does not divide the batch).
   exec.gradient_scale = double(R) * double(columns) / double(o.batch_size);
+  // Each microbatch's auxiliary losses (experts) weigh as its loss does:
+  // 1/m of the replica's step (exact when m divides the replica's columns).
+  for (auto& stage : run.stages) stage->set_aux_loss_scale(exec.gradient_scale / double(chunks));
   exec.loss = [ntokens = run.ntokens, &run](const at::Tensor& out, const at::Tensor& target) {
     const at::Tensor logits = out.reshape({-1, ntokens}), flat = target.reshape({-1});  // out (S, n, V), target (S, n)
     if (!run.context.active()) return at::cross_entropy_loss(logits, flat);
@@ -460,6 +463,7 @@ models::TransformerLmOptions model_options(const TrainerOptions& o, int64_t voca
   model.causal = o.causal;
   if (o.dropout >= 0) model.dropout = o.dropout;
   if (o.layers > 0) model.nlayers = o.layers;
+  model.moe = o.moe;
   return model;
 }
 
@@ -483,6 +487,7 @@ PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
   plan.heads = model_options(o, vocab_size).nhead;
   plan.causal = o.causal;
   plan.dropout = model_options(o, vocab_size).dropout;
+  plan.moe = o.moe;
   // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
   // microbatch, so the replicas of a stage must agree on m even when their
   // columns do not (an uneven split: the last replica has the fewest).

@@ -66,6 +66,11 @@ struct TrainerOptions {
   // method; the gradients average over data x context.
   context_parallel::Layout context_layout = context_parallel::Layout::kZigzag;
   context_parallel::Method context_method = context_parallel::Method::kRing;
+  // experts > 0: each layer's feed-forward a mixture of experts
+  // (models/moe_feed_forward.hpp), every rank holding all E of its stage's
+  // layers, their gradients averaged with the rest. The auxiliary losses
+  // join each microbatch's backward with the microbatch's share of the step.
+  models::MoeFeedForwardOptions moe;
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient

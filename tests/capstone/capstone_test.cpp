@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <unistd.h>
@@ -128,6 +129,56 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
                                   (l.tensor > 1 ? "x" + std::to_string(l.tensor) : std::string()) +
                                   (l.context > 1 ? "_context" + std::to_string(l.context) : std::string());
                          });
+
+// The model with experts (4 per layer, top-2) on 2 x 2, 2 x 1 and 1 x 4:
+// dropless and without the auxiliary losses every token's output is its
+// own (no capacity shared with other tokens, no loss over the batch), so
+// the same equality holds; each stage's experts are averaged by DDP.
+class ExpertsEqualOneProcess : public ::testing::TestWithParam<train::Layout> {};
+
+TEST_P(ExpertsEqualOneProcess, LossesNormsAndParameters) {
+  train::TrainerOptions o = tiny_options(GetParam().pipeline, GetParam().replicas);
+  o.moe.experts = 4, o.moe.top_k = 2;
+  o.moe.balance_coefficient = o.moe.z_coefficient = 0;
+  expect_equals_one_process(o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Capstone, ExpertsEqualOneProcess,
+                         ::testing::Values(train::Layout{2, 2}, train::Layout{2, 1}, train::Layout{1, 4}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.pipeline) + "x" + std::to_string(info.param.replicas);
+                         });
+
+// With a capacity and the auxiliary losses, routing depends on the
+// microbatch: the pipeline on 2 x 1 runs the microbatches the trainer runs
+// on one rank, and ends with its parameters; the losses are real (without
+// them the run ends elsewhere).
+TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesAPipelineEqualsOneRank) {
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.moe.experts = 4, o.moe.top_k = 1, o.moe.capacity_factor = 1.0;
+  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  const auto one = run_threads(o);
+  o.layout.pipeline = 2;
+  const auto two = run_threads(o);
+  std::map<std::string, at::Tensor> piped;
+  for (const auto& r : two) piped.insert(r.final_state.begin(), r.final_state.end());
+  ASSERT_EQ(piped.size(), one.at(0).final_state.size());
+  test_support::Worst worst;
+  for (const auto& [name, value] : one.at(0).final_state) {
+    ASSERT_TRUE(piped.count(name)) << name;
+    worst.add(piped.at(name), value);
+  }
+  EXPECT_LT(worst.value, 2e-5);
+  const std::vector<double>& losses = two.at(1).step_losses;
+  ASSERT_EQ(losses.size(), one.at(0).step_losses.size());
+  for (size_t k = 0; k < losses.size(); ++k) EXPECT_NEAR(losses[k], one.at(0).step_losses[k], 2e-5 * losses[k]);
+  train::TrainerOptions without = o;
+  without.moe.balance_coefficient = without.moe.z_coefficient = 0;
+  const auto plain = run_threads(without);
+  EXPECT_NE(plain.at(0).digest, two.at(0).digest) << "the auxiliary losses changed nothing";
+  std::printf("  2 x 1 against 1 x 1 with capacity 1.0 and aux losses: largest difference %.3g; digest %s (no aux: %s)\n",
+              worst.value, two.at(0).digest.c_str(), plain.at(0).digest.c_str());
+}
 
 // Every context-parallel method and layout the capstone takes, on 1 x 1
 // with 2 context ranks (1 x 1 x 3 for the contiguous ring: the 35 rows

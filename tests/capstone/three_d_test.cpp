@@ -129,5 +129,24 @@ TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
   std::printf("  %s\n  %s\n", heads.c_str(), unmasked.c_str());
 }
 
+// A model with experts keeps its layers whole: refused with a tensor or a
+// context group, and a top-k beyond the experts, each with its reason.
+TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.moe.experts = 4;
+  o.layout.tensor = 2;
+  const std::string tensor = refusal(o);
+  EXPECT_NE(tensor.find("--experts with --tensor 2 --context 1: a layer with experts is kept whole"), std::string::npos)
+      << tensor;
+  o.layout.tensor = 1;
+  o.layout.context = 2;
+  EXPECT_NE(refusal(o).find("--experts with --tensor 1 --context 2"), std::string::npos);
+  o.layout.context = 1;
+  o.moe.top_k = 5;
+  const std::string k = refusal(o);
+  EXPECT_NE(k.find("--top-k 5 must be in [1, 4] (--experts)"), std::string::npos) << k;
+  std::printf("  %s\n  %s\n", tensor.c_str(), k.c_str());
+}
+
 }  // namespace
 }  // namespace distlab
