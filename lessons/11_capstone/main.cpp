@@ -172,6 +172,10 @@ int main(int argc, char** argv) {
                  "E: each layer's feed-forward a mixture of E experts (0: the dense one), upcycled from it; every rank "
                  "holds its stages' experts")
       ->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--expert-parallel", t.expert_parallel,
+                 "N: spread each stage's experts over N of its replicas (E/N per rank, all-to-all), borrowed from "
+                 "the data-parallel dimension")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--top-k", t.moe.top_k, "experts per token (with --experts)")->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--capacity-factor", t.moe.capacity_factor,

@@ -5,7 +5,9 @@ namespace distlab::ddp {
 DistributedDataParallel::DistributedDataParallel(comm::Communicator& comm, std::shared_ptr<torch::nn::Module> module,
                                                  DdpOptions options)
     : comm_(comm), module_(std::move(module)), options_(options) {
-  const auto named = trainable_parameters(*module_);
+  NamedTensors named;
+  for (auto& item : trainable_parameters(*module_))
+    if (!options_.ignored.count(item.first)) named.push_back(std::move(item));
   verify_same_parameters(comm_, named);
   std::vector<at::Tensor> params;
   for (const auto& [name, tensor] : named) {

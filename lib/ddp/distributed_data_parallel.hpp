@@ -27,6 +27,7 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,10 @@ namespace distlab::ddp {
 
 struct DdpOptions : ReducerOptions {
   bool broadcast_buffers = true;  // rank 0's buffers before every forward
+  // Parameters DDP leaves alone, by name: neither broadcast nor averaged
+  // (PyTorch's _set_params_and_buffers_to_ignore_for_model). Experts spread
+  // over the replicas are averaged otherwise (experts/moe.hpp).
+  std::set<std::string> ignored;
 };
 
 class DistributedDataParallel {

@@ -28,7 +28,9 @@ at::Tensor run_sorted(const at::Tensor& rows, const std::vector<int64_t>& counts
   if (at != rows.size(0))
     throw std::invalid_argument("experts: counts add up to " + std::to_string(at) + " rows, there are " +
                                 std::to_string(rows.size(0)));
-  return outs.empty() ? rows.new_zeros({0, rows.size(1)}) : at::cat(outs, 0);
+  // No rows for any expert here: an empty result still in the graph, so that
+  // the backward's exchanges run on this rank as on every other one.
+  return outs.empty() ? rows.narrow(0, 0, 0) * 0 : at::cat(outs, 0);
 }
 
 }  // namespace distlab::experts

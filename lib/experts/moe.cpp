@@ -119,8 +119,12 @@ at::Tensor moe_parallel(comm::Communicator& group, const at::Tensor& x, const Ro
 }
 
 void average_expert_gradients(comm::Communicator& copies, ExpertMlpsImpl& mine, int data_parallel) {
+  average_expert_gradients(copies, mine.parameters(), data_parallel);
+}
+
+void average_expert_gradients(comm::Communicator& copies, const std::vector<at::Tensor>& experts, int data_parallel) {
   at::NoGradGuard no_grad;
-  for (at::Tensor& p : mine.parameters()) {
+  for (at::Tensor p : experts) {
     if (!p.grad().defined()) continue;
     at::Tensor g = p.mutable_grad();
     if (copies.size() > 1) copies.native_all_reduce(g);
@@ -142,6 +146,15 @@ MoeLayerImpl::MoeLayerImpl(Router router_, const ExpertMlps& whole, MoeOptions o
   } else {
     experts = register_module("experts", ExpertMlps(whole->slice(0, whole->count())));
   }
+}
+
+void MoeLayerImpl::spread_over(comm::Communicator& group) {
+  if (experts->count() != options_.experts)
+    throw std::invalid_argument("MoE layer: spread_over() takes a layer holding all its experts (this one holds " +
+                                std::to_string(experts->count()) + " of " + std::to_string(options_.experts) + ")");
+  const int64_t m = experts_per_rank(options_.experts, group.size());
+  experts = replace_module("experts", ExpertMlps(experts->slice(group.rank() * m, m)));
+  group_ = &group;
 }
 
 at::Tensor MoeLayerImpl::forward(const at::Tensor& x) {

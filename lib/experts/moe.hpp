@@ -80,6 +80,7 @@ int64_t experts_per_rank(int64_t experts, int group_size);
 // The experts' gradients summed over `copies` (the ranks holding the same
 // experts: one per expert group) and divided by `data_parallel` (see above).
 void average_expert_gradients(comm::Communicator& copies, ExpertMlpsImpl& mine, int data_parallel);
+void average_expert_gradients(comm::Communicator& copies, const std::vector<at::Tensor>& experts, int data_parallel);
 
 // The layer: router and experts, naive (group null or one rank) or expert
 // parallel. x (..., d) -> (..., d). The auxiliary losses of the last
@@ -93,6 +94,12 @@ class MoeLayerImpl : public torch::nn::Module {
   MoeLayerImpl(Router router, const ExpertMlps& whole, MoeOptions options, comm::Communicator* group = nullptr,
                double balance_coefficient = 0.01, double z_coefficient = 0.001);
   at::Tensor forward(const at::Tensor& x);
+
+  // Spreads the experts over `group` (kept whole so far, the same on every
+  // rank): this rank keeps its slice [rank E/G, (rank+1) E/G) and forward()
+  // runs expert parallel over the group from now on. Throws
+  // std::invalid_argument when E % G != 0.
+  void spread_over(comm::Communicator& group);
 
   at::Tensor aux_loss() const { return aux_loss_; }
   void set_aux_scale(double scale) { aux_scale_ = scale; }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ddp/distributed_data_parallel.hpp"
+#include "experts/moe.hpp"
 #include "zero/optimizer_factory.hpp"
 #include "zero/shard_segments.hpp"
 #include "zero/zero1.hpp"
@@ -33,10 +34,12 @@ void set_sgd_lr(torch::optim::Optimizer& optimizer, double lr) {
 // DDP: the stage whole on every replica; the last backward all-reduces.
 class DdpStage final : public DataParallelStage {
  public:
-  DdpStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr)
-      : stage_(stage), tensor_(tensor) {
+  DdpStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr,
+           comm::Communicator* expert_copies)
+      : stage_(stage), tensor_(tensor), replicas_(replicas.size()), expert_copies_(expert_copies) {
     ddp::DdpOptions options;
     options.broadcast_buffers = false;  // the only buffer is the constant positional table
+    if (expert_copies_ != nullptr) options.ignored = stage.expert_parameter_names();  // averaged in end_step()
     ddp_ = std::make_unique<ddp::DistributedDataParallel>(replicas, stage.module(), options);
     optimizer_ = std::make_unique<torch::optim::SGD>(stage.parameters(), torch::optim::SGDOptions(lr));
   }
@@ -56,6 +59,9 @@ class DdpStage final : public DataParallelStage {
   void end_step() override {
     no_sync_.reset();
     ddp_->reducer().finalize();  // a no-op when the engine's callback already waited
+    // Spread experts: each one's gradient holds its expert group's tokens
+    // already (the all-to-all brought them home); summed over the copies, / R.
+    if (expert_copies_ != nullptr) experts::average_expert_gradients(*expert_copies_, stage_.expert_parameters(), replicas_);
   }
   std::vector<NormShare> norm_shares() override {
     // Whole tensors count once; the cut matrices' squares add over the tensor group.
@@ -64,6 +70,8 @@ class DdpStage final : public DataParallelStage {
     if (stage_.split())
       shares.push_back({gradients_of(stage_.split_parameters()),
                         tensor_.size() > 1 ? std::vector<comm::Communicator*>{&tensor_} : std::vector<comm::Communicator*>{}});
+    if (expert_copies_ != nullptr)  // each rank of the expert group holds other experts
+      shares.push_back({gradients_of(stage_.expert_parameters()), {stage_.expert_group()}});
     return shares;
   }
   void optimizer_step() override { optimizer_->step(); }
@@ -77,6 +85,8 @@ class DdpStage final : public DataParallelStage {
  private:
   RankStage& stage_;
   comm::Communicator& tensor_;
+  int replicas_;
+  comm::Communicator* expert_copies_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::optional<ddp::DistributedDataParallel::NoSync> no_sync_;
@@ -171,8 +181,11 @@ class ZeroStage final : public DataParallelStage {
 }  // namespace
 
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
-                                                      comm::Communicator& tensor, RankStage& stage, double lr) {
-  if (zero == 0) return std::make_unique<DdpStage>(replicas, tensor, stage, lr);
+                                                      comm::Communicator& tensor, RankStage& stage, double lr,
+                                                      comm::Communicator* expert_copies) {
+  if (zero == 0) return std::make_unique<DdpStage>(replicas, tensor, stage, lr, expert_copies);
+  if (expert_copies != nullptr)
+    throw std::invalid_argument("--expert-parallel takes DDP (--zero 0): ZeRO would shard experts that differ by rank");
   if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, tensor, stage, lr);
   if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, tensor, stage, lr);
   if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, tensor, stage, lr);

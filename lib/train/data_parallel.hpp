@@ -85,7 +85,13 @@ class DataParallelStage {
 // `tensor`: the stage's tensor group (its cut matrices' squares are summed
 // over it). ZeRO shards the stage's units (RankStage::units()): cut across
 // a tensor group, each tensor rank's replicas shard that rank's pieces.
+// `expert_copies`: a stage whose experts are spread over an expert group
+// (RankStage::spread_experts) gives its experts' gradients to
+// experts::average_expert_gradients over the ranks holding the same
+// experts (summed, / R) instead of DDP, and their squares to the norm over
+// the expert group. DDP only.
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
-                                                      comm::Communicator& tensor, RankStage& stage, double lr);
+                                                      comm::Communicator& tensor, RankStage& stage, double lr,
+                                                      comm::Communicator* expert_copies = nullptr);
 
 }  // namespace distlab::train

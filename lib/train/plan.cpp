@@ -62,6 +62,19 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
                   "group, and its tokens are not split across a context group here); use --tensor 1 --context 1");
   if (o.moe.enabled() && (o.moe.top_k < 1 || o.moe.top_k > o.moe.experts))
     out.push_back("--top-k " + n(o.moe.top_k) + " must be in [1, " + n(o.moe.experts) + "] (--experts)");
+  const int N = o.expert_parallel;
+  if (N < 1) out.push_back("--expert-parallel " + n(N) + ": at least 1");
+  if (N > 1 && !o.moe.enabled())
+    out.push_back("--expert-parallel " + n(N) + " spreads experts over the replicas: the model has none (--experts E)");
+  if (N > 1 && o.moe.enabled() && l.replicas % N != 0)
+    out.push_back("--expert-parallel " + n(N) + " borrows its ranks from each stage's " + n(l.replicas) +
+                  " replicas: N must divide --replicas");
+  if (N > 1 && o.moe.enabled() && o.moe.experts % N != 0)
+    out.push_back("--expert-parallel " + n(N) + " gives each rank of an expert group the same number of experts: " +
+                  n(o.moe.experts) + " experts do not divide by " + n(N) + " (--experts)");
+  if (N > 1 && o.zero > 0)
+    out.push_back("--expert-parallel " + n(N) + " with --zero " + n(o.zero) +
+                  ": ZeRO would shard experts that differ from rank to rank; use DDP (--zero 0)");
   if (o.batch_size > 0 && o.batch_size < l.replicas)
     out.push_back("batch " + n(o.batch_size) + " cannot be split among " + n(l.replicas) +
                   " replicas; use a batch size of at least --replicas");
@@ -128,9 +141,26 @@ std::vector<std::string> ParallelPlan::describe() const {
     char capacity[48];
     std::snprintf(capacity, sizeof capacity, o_.moe.capacity_factor > 0 ? "capacity factor %.2f" : "dropless",
                   o_.moe.capacity_factor);
+    const int N = o_.expert_parallel;
     lines.push_back("experts: each layer's feed-forward " + n(o_.moe.experts) + " experts, top-" + n(o_.moe.top_k) +
-                    ", " + capacity + "; every rank holds all of its stages' experts (averaged by " + strategy() +
-                    " with the rest)");
+                    ", " + capacity +
+                    (N > 1 ? "; spread over expert groups of " + n(N) + " replicas, " + n(o_.moe.experts / N) +
+                                 " per rank (all-to-all)"
+                           : "; every rank holds all of its stages' experts (averaged by " + strategy() +
+                                 " with the rest)"));
+    if (N > 1 && l.replicas % N == 0) {
+      std::vector<std::vector<int>> groups, copies;
+      for (const auto& replicas : group_members(l, Axis::kData)) {
+        for (int b = 0; b < l.replicas / N; ++b)
+          groups.emplace_back(replicas.begin() + b * N, replicas.begin() + (b + 1) * N);
+        for (int q = 0; q < N; ++q) {
+          copies.emplace_back();
+          for (int r = q; r < l.replicas; r += N) copies.back().push_back(replicas[static_cast<size_t>(r)]);
+        }
+      }
+      lines.push_back("expert groups:" + groups_text(groups) + "   the same experts (gradients summed, / " +
+                      n(l.replicas) + "):" + groups_text(copies));
+    }
   }
   if (o_.stages_per_rank > 1 && refusals().empty()) {
     std::string line = n(o_.stages_per_rank) + " stages per pipeline rank (" + pipeline::kind_name(o_.schedule) +

@@ -12,7 +12,10 @@
 //                    (contiguous or zigzag chunks) and attended (ring,
 //                    all-gather, naive, Ulysses);
 //   the experts      a model whose feed-forwards are mixtures of experts:
-//                    every rank holds all E of its stage's layers;
+//                    every rank holds all E of its stage's layers, or with
+//                    expert parallelism N the experts spread over expert
+//                    groups of N replicas (E/N each), the ranks holding the
+//                    same experts averaging their gradients;
 //   the strategy     how a stage's replicas share it: DDP (each holds all
 //                    and all-reduces the gradients), or ZeRO-1/2/3 (each
 //                    owns 1/R of the optimizer state, then of the
@@ -53,6 +56,7 @@ struct PlanOptions {
   bool causal = true;       // the model's attention
   double dropout = 0;       // the model's
   models::MoeFeedForwardOptions moe;  // the model's experts (0: dense)
+  int expert_parallel = 1;  // N: each stage's experts spread over N of its replicas
 };
 
 class ParallelPlan {

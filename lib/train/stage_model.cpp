@@ -6,9 +6,11 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "experts/moe.hpp"
 #include "models/copy_state.hpp"
 #include "models/split.hpp"
 #include "checkpoint/module_state.hpp"
+#include "tensor_parallel/naive.hpp"
 
 namespace distlab::train {
 
@@ -54,6 +56,35 @@ torch::nn::Sequential RankStage::units() { return split() ? split_->units() : wh
 
 std::vector<at::Tensor> RankStage::parameters() const { return module()->parameters(); }
 
+namespace {
+
+bool is_expert(const std::string& name) { return name.find(".moe.experts.") != std::string::npos; }
+
+}  // namespace
+
+void RankStage::spread_experts(comm::Communicator& experts) {
+  if (split() || whole_->moes().empty())
+    throw std::invalid_argument("expert parallelism: this stage has no experts to spread (a dense model, or a stage "
+                                "cut across a tensor or context group)");
+  for (const auto& moe : whole_->moes()) moe->spread_over(experts);
+  experts_ = &experts;
+}
+
+std::vector<at::Tensor> RankStage::expert_parameters() const {
+  std::vector<at::Tensor> out;
+  if (split()) return out;
+  for (const auto& moe : whole_->moes())
+    for (const at::Tensor& p : moe->experts->parameters()) out.push_back(p);
+  return out;
+}
+
+std::set<std::string> RankStage::expert_parameter_names() const {
+  std::set<std::string> names;
+  for (const auto& item : module()->named_parameters())
+    if (is_expert(item.key())) names.insert(item.key());
+  return names;
+}
+
 void RankStage::set_aux_loss_scale(double scale) {
   if (!split()) whole_->set_aux_loss_scale(scale);  // a split stage has no experts (the plan refuses it)
 }
@@ -61,13 +92,21 @@ void RankStage::set_aux_loss_scale(double scale) {
 std::map<std::string, at::Tensor> RankStage::whole_parameters() {
   if (!split()) {
     std::map<std::string, at::Tensor> named;
-    for (const auto& item : whole_->named_parameters()) named[item.key()] = item.value();
+    for (const auto& item : whole_->named_parameters())
+      named[item.key()] = experts_ != nullptr && is_expert(item.key())
+                              ? tensor_parallel::gather_parts(*experts_, item.value().detach(), 0)  // every slice, in order
+                              : item.value();
     return named;
   }
   return split_->whole_state();
 }
 
 std::map<std::string, at::Tensor> RankStage::whole_state() {
+  if (!split() && experts_ != nullptr) {
+    std::map<std::string, at::Tensor> state = whole_parameters();
+    for (const auto& item : whole_->named_buffers()) state[item.key()] = item.value();
+    return state;
+  }
   if (!split()) return checkpoint::named_state(*whole_);
   std::map<std::string, at::Tensor> state = split_->whole_state();
   for (const auto& item : split_->named_buffers()) state[item.key()] = item.value();  // the positional table
@@ -75,6 +114,14 @@ std::map<std::string, at::Tensor> RankStage::whole_state() {
 }
 
 void RankStage::load_whole_state(const std::map<std::string, at::Tensor>& state) {
+  if (!split() && experts_ != nullptr) {  // every expert in the state; this rank's slice of them
+    checkpoint::check_state_fits(shapes_, state);
+    std::map<std::string, at::Tensor> mine = state;
+    const int G = experts_->size();
+    for (auto& [name, tensor] : mine)
+      if (is_expert(name)) tensor = tensor.narrow(0, experts_->rank() * (tensor.size(0) / G), tensor.size(0) / G);
+    return checkpoint::load_named_state(*whole_, mine);
+  }
   if (!split()) return checkpoint::load_named_state(*whole_, state);
   checkpoint::check_state_fits(shapes_, state);
   split_->load_whole_state(state);
@@ -89,7 +136,12 @@ std::set<std::string> RankStage::state_names() const {
 }
 
 std::vector<at::Tensor> RankStage::replicated_parameters() const {
-  return split() ? split_->replicated_parameters() : parameters();
+  if (split()) return split_->replicated_parameters();
+  if (experts_ == nullptr) return parameters();
+  std::vector<at::Tensor> out;
+  for (const auto& item : whole_->named_parameters())
+    if (!is_expert(item.key())) out.push_back(item.value());
+  return out;
 }
 
 std::vector<at::Tensor> RankStage::split_parameters() const {

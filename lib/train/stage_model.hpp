@@ -55,6 +55,17 @@ class RankStage {
   // A stage with experts: d(step loss)/d(each layer's auxiliary loss) per
   // forward (TransformerLm::set_aux_loss_scale). A no-op without experts.
   void set_aux_loss_scale(double scale);
+  // Expert parallelism: every layer's experts spread over `experts` (this
+  // stage's expert group, borrowed from its replicas), this rank keeping
+  // E/G of each (MoeLayerImpl::spread_over). The state stays the unsplit
+  // stage's: whole_state() gathers the experts over the group (every rank
+  // of it calls it), load_whole_state() keeps this rank's slice.
+  void spread_experts(comm::Communicator& experts);
+  // This rank's experts' parameters and their names (empty without
+  // experts): what DDP leaves to experts::average_expert_gradients.
+  std::vector<at::Tensor> expert_parameters() const;
+  std::set<std::string> expert_parameter_names() const;
+  comm::Communicator* expert_group() const { return experts_; }
 
   // Every rank of the tensor group calls these together (split: the layers'
   // pieces are gathered or cut). Whole: tensors sharing the module's storage.
@@ -65,9 +76,10 @@ class RankStage {
   std::set<std::string> state_names() const;
 
   // What the whole model's gradient norm counts once (every tensor rank
-  // holds it; all of a whole stage) and what it sums over the tensor group
-  // (this rank's parts of the cut matrices): DDP's norm shares
-  // (data_parallel.hpp), the second summed over the tensor group.
+  // holds it; all of a whole stage but spread experts) and what it sums
+  // over the tensor group (this rank's parts of the cut matrices): DDP's
+  // norm shares (data_parallel.hpp), the second summed over the tensor
+  // group (spread experts: expert_parameters(), summed over the expert group).
   std::vector<at::Tensor> replicated_parameters() const;
   std::vector<at::Tensor> split_parameters() const;
 
@@ -76,6 +88,7 @@ class RankStage {
   models::TransformerLm whole_{nullptr};    // when not split
   TensorParallelStage split_{nullptr};      // when split
   std::map<std::string, at::Tensor> shapes_;  // the unsplit stage's parameters and buffers, as meta tensors
+  comm::Communicator* experts_ = nullptr;     // the expert group, when spread
 };
 
 }  // namespace distlab::train

@@ -49,6 +49,8 @@ struct Run {
   // its own replica group when a rank holds several stages.
   std::vector<std::unique_ptr<comm::Communicator>> stage_replicas;
   std::vector<std::unique_ptr<DataParallelStage>> data_parallel;
+  // Expert parallelism: each held stage's expert group and the ranks holding its experts' copies.
+  std::vector<std::unique_ptr<comm::Communicator>> expert_groups, expert_copies;
   std::unique_ptr<pipeline::PipelineExecutor> executor;  // one for all of this rank's stages
   std::optional<checkpoint::Checkpointer> checkpoints;
   at::Tensor train_data, valid_data, test_data;  // (rows, columns) int64, CPU
@@ -159,11 +161,18 @@ double evaluate(Run& run, const at::Tensor& source) {
   for (size_t c = 0; c < run.stages.size(); ++c)
     forwards[run.stage_numbers[c]] = [&run, c](const at::Tensor& x) { return run.stages[c]->forward(x); };
   LossSum total;
-  for (size_t k = 0; k < starts.size(); ++k) {
-    if (static_cast<int>(k % static_cast<size_t>(R)) != me) continue;
-    const auto [whole_input, whole_target] = lm_batch(source, starts[k], run.o.bptt, run.world.device());
+  // Replica `me` takes batches me, me + R, ... Experts spread over replicas
+  // need every rank of an expert group in each forward (its all-to-alls):
+  // a replica whose batches ran out then runs the first one again, uncounted.
+  const size_t rounds = (starts.size() + static_cast<size_t>(R) - 1) / static_cast<size_t>(R);
+  for (size_t round = 0; round < rounds; ++round) {
+    const size_t k = round * static_cast<size_t>(R) + static_cast<size_t>(me);
+    const bool counted = k < starts.size();
+    if (!counted && run.o.expert_parallel <= 1) break;
+    const auto [whole_input, whole_target] = lm_batch(source, starts[counted ? k : 0], run.o.bptt, run.world.device());
     const auto [input, target] = my_rows(run.context, whole_input, whole_target);
     const LossSum part = forward_loss_sum(*run.groups.pipeline, run.rank_of_stage, forwards, input, target);
+    if (!counted) continue;
     total.sum += part.sum;
     total.tokens += part.tokens;
   }
@@ -178,9 +187,10 @@ double evaluate(Run& run, const at::Tensor& source) {
 void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
   const auto whole = run.whole();
-  if (run.groups.place.replica != 0 || run.groups.place.context != 0) return;  // replica 0 of each stage writes ...
+  // Replica 0 of each stage writes (its experts spread: gathered from its expert group, replicas 0 .. N-1) ...
+  if (run.groups.place.replica >= std::max(1, run.o.expert_parallel) || run.groups.place.context != 0) return;
   const auto model = run.whole_state();         // (cut across a tensor group: gathered)
-  if (run.groups.place.tensor != 0) return;     // ... its tensor rank 0
+  if (run.groups.place.replica != 0 || run.groups.place.tensor != 0) return;  // ... its tensor rank 0
   checkpoint::CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
   part.texts["layout"] = run.o.layout.text();
   const std::string folder = run.checkpoints->save(state.step, run.groups.place.stage, part);
@@ -333,7 +343,16 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
                                                                           std::to_string(run.stage_numbers[c])));
       replicas = run.stage_replicas.back().get();
     }
-    run.data_parallel.push_back(make_data_parallel(o.zero, *replicas, *run.groups.tensor, *run.stages[c], o.lr));
+    comm::Communicator* copies = nullptr;
+    if (o.expert_parallel > 1) {  // replicas r of a block of N share the experts; r % N holds the same ones
+      const int N = o.expert_parallel, r = replicas->rank();
+      run.expert_groups.push_back(replicas->split(r / N, r, replicas->group() + "-experts"));
+      run.expert_copies.push_back(replicas->split(r % N, r, replicas->group() + "-expert-copies"));
+      run.stages[c]->spread_experts(*run.expert_groups.back());
+      copies = run.expert_copies.back().get();
+    }
+    run.data_parallel.push_back(
+        make_data_parallel(o.zero, *replicas, *run.groups.tensor, *run.stages[c], o.lr, copies));
     forwards.push_back(run.data_parallel.back()->stage());
   }
   exec.before_backward = [&run](int stage, int, bool is_last) {
@@ -488,6 +507,7 @@ PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
   plan.causal = o.causal;
   plan.dropout = model_options(o, vocab_size).dropout;
   plan.moe = o.moe;
+  plan.expert_parallel = o.expert_parallel;
   // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
   // microbatch, so the replicas of a stage must agree on m even when their
   // columns do not (an uneven split: the last replica has the fewest).

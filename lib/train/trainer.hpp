@@ -71,6 +71,11 @@ struct TrainerOptions {
   // layers, their gradients averaged with the rest. The auxiliary losses
   // join each microbatch's backward with the microbatch's share of the step.
   models::MoeFeedForwardOptions moe;
+  // N > 1: each stage's experts spread over expert groups of N of its
+  // replicas (borrowed from the data-parallel dimension, as torchtitan and
+  // DeepSpeed do), E/N per rank, exchanged by all-to-all; their gradients
+  // summed over the ranks holding the same experts and divided by R.
+  int expert_parallel = 1;
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient

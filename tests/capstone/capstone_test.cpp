@@ -130,24 +130,89 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
                                   (l.context > 1 ? "_context" + std::to_string(l.context) : std::string());
                          });
 
-// The model with experts (4 per layer, top-2) on 2 x 2, 2 x 1 and 1 x 4:
-// dropless and without the auxiliary losses every token's output is its
-// own (no capacity shared with other tokens, no loss over the batch), so
-// the same equality holds; each stage's experts are averaged by DDP.
-class ExpertsEqualOneProcess : public ::testing::TestWithParam<train::Layout> {};
+// The model with experts (4 per layer, top-2) on 2 x 2, 2 x 1 and 1 x 4,
+// every rank holding all of its stages' experts, or spread over expert
+// groups of 2 or 4 replicas (expert parallelism: the all-to-alls, the
+// experts' gradients summed over their copies): dropless and without the
+// auxiliary losses every token's output is its own (no capacity shared
+// with other tokens, no loss over the batch), so the same equality holds.
+class ExpertsEqualOneProcess : public ::testing::TestWithParam<std::pair<train::Layout, int>> {};
 
 TEST_P(ExpertsEqualOneProcess, LossesNormsAndParameters) {
-  train::TrainerOptions o = tiny_options(GetParam().pipeline, GetParam().replicas);
+  const auto& [layout, N] = GetParam();
+  train::TrainerOptions o = tiny_options(layout.pipeline, layout.replicas);
   o.moe.experts = 4, o.moe.top_k = 2;
   o.moe.balance_coefficient = o.moe.z_coefficient = 0;
+  o.expert_parallel = N;
   expect_equals_one_process(o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Capstone, ExpertsEqualOneProcess,
-                         ::testing::Values(train::Layout{2, 2}, train::Layout{2, 1}, train::Layout{1, 4}),
+                         ::testing::Values(std::make_pair(train::Layout{2, 2}, 1), std::make_pair(train::Layout{2, 1}, 1),
+                                           std::make_pair(train::Layout{1, 4}, 1), std::make_pair(train::Layout{2, 2}, 2),
+                                           std::make_pair(train::Layout{1, 4}, 2), std::make_pair(train::Layout{1, 4}, 4)),
                          [](const auto& info) {
-                           return std::to_string(info.param.pipeline) + "x" + std::to_string(info.param.replicas);
+                           const train::Layout& l = info.param.first;
+                           const int n = info.param.second;
+                           return std::to_string(l.pipeline) + "x" + std::to_string(l.replicas) +
+                                  (n > 1 ? "_expert_parallel" + std::to_string(n) : std::string());
                          });
+
+// Expert parallelism against the naive layout beside it (every rank holding
+// every expert, DDP averaging them), with a capacity and both auxiliary
+// losses: each rank routes its own tokens either way, so the runs are one.
+TEST(CapstoneExperts, ExpertParallelEqualsEveryExpertOnEveryRank) {
+  train::TrainerOptions o = tiny_options(1, 4);
+  o.moe.experts = 4, o.moe.top_k = 2, o.moe.capacity_factor = 1.0;
+  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  const auto naive = run_threads(o);
+  o.expert_parallel = 2;
+  const auto spread = run_threads(o);
+  test_support::Worst worst;
+  for (const auto& [name, value] : naive.at(0).final_state) {
+    ASSERT_TRUE(spread.at(0).final_state.count(name)) << name;
+    worst.add(spread.at(0).final_state.at(name), value);
+  }
+  EXPECT_LT(worst.value, 2e-5);
+  for (size_t k = 0; k < naive.at(0).step_losses.size(); ++k)
+    EXPECT_NEAR(spread.at(0).step_losses.at(k), naive.at(0).step_losses[k], 2e-5 * naive.at(0).step_losses[k]);
+  std::printf("  1 x 4, capacity 1.0, aux losses: expert parallel 2 against every expert on every rank: largest "
+              "difference %.3g\n",
+              worst.value);
+}
+
+// A checkpoint holds every expert whatever the expert-parallel size that
+// wrote it: stopped after step 3 with the experts spread over 4 replicas,
+// resumed with them spread over 2, it ends where the uninterrupted run on 2 ends.
+TEST(CapstoneExperts, ResumesFromACheckpointOfAnotherExpertParallelSize) {
+  const std::string dir = ::testing::TempDir() + "capstone_experts_resume_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  train::TrainerOptions o = tiny_options(1, 4);
+  o.moe.experts = 4, o.moe.top_k = 2;
+  o.expert_parallel = 2;
+  const auto uninterrupted = run_threads(o);
+  train::TrainerOptions first = o;
+  first.expert_parallel = 4;
+  first.checkpoint_dir = dir;
+  first.checkpoint_every = 3;
+  first.stop_after_steps = 3;
+  ASSERT_TRUE(run_threads(first).at(0).interrupted);
+  train::TrainerOptions second = o;
+  second.checkpoint_dir = dir;
+  second.resume = true;
+  const auto resumed = run_threads(second);
+  EXPECT_EQ(resumed.at(0).resumed_from_step, 3);
+  test_support::Worst worst;
+  for (const auto& [name, value] : uninterrupted.at(0).final_state) {
+    ASSERT_TRUE(resumed.at(0).final_state.count(name)) << name;
+    worst.add(resumed.at(0).final_state.at(name), value);
+  }
+  EXPECT_LT(worst.value, 2e-5);
+  std::printf("  experts spread over 4 replicas for 3 steps, then over 2: largest difference from the "
+              "uninterrupted run %.3g\n",
+              worst.value);
+  std::filesystem::remove_all(dir);
+}
 
 // With a capacity and the auxiliary losses, routing depends on the
 // microbatch: the pipeline on 2 x 1 runs the microbatches the trainer runs

@@ -130,7 +130,9 @@ TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
 }
 
 // A model with experts keeps its layers whole: refused with a tensor or a
-// context group, and a top-k beyond the experts, each with its reason.
+// context group, a top-k beyond the experts, and expert parallelism that
+// does not split the replicas or the experts, or under ZeRO, or without
+// experts, each with its reason.
 TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
   train::TrainerOptions o = tiny_options(1, 1);
   o.moe.experts = 4;
@@ -145,6 +147,19 @@ TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
   o.moe.top_k = 5;
   const std::string k = refusal(o);
   EXPECT_NE(k.find("--top-k 5 must be in [1, 4] (--experts)"), std::string::npos) << k;
+  o.moe.top_k = 1;
+  o.expert_parallel = 3;  // 1 replica
+  EXPECT_NE(refusal(o).find("--expert-parallel 3 borrows its ranks from each stage's 1 replicas: N must divide"),
+            std::string::npos);
+  o = tiny_options(1, 4);
+  o.moe.experts = 6;
+  o.expert_parallel = 4;
+  EXPECT_NE(refusal(o).find("6 experts do not divide by 4 (--experts)"), std::string::npos);
+  o.moe.experts = 4;
+  o.zero = 1;
+  EXPECT_NE(refusal(o).find("--expert-parallel 4 with --zero 1"), std::string::npos);
+  o.moe.experts = 0, o.zero = 0;
+  EXPECT_NE(refusal(o).find("the model has none (--experts E)"), std::string::npos);
   std::printf("  %s\n  %s\n", tensor.c_str(), k.c_str());
 }
 

@@ -156,6 +156,35 @@ TEST(Phases, DispatchWaitsForTheLatePeerAndThePhasesFitTheCall) {
   });
 }
 
+// Every token chooses experts 2 and 3 (rank 1's): rank 0's experts get no
+// rows, and rank 0 still takes part in the backward's exchanges (its part
+// of the graph keeps them): outputs and the input's gradient as the naive
+// layer's, on both ranks.
+TEST(ExpertParallelEdges, ARankWhoseExpertsGetNoRowsStillExchangesInTheBackward) {
+  const int64_t T = 12, E = 4, d = 6;
+  comm::run_thread_ranks(2, [&](comm::Communicator& comm) {
+    const ExpertMlps whole(at::randn({E, d, 8}, at::detail::createCPUGenerator(2)),
+                           at::randn({E, 8}, at::detail::createCPUGenerator(3)),
+                           at::randn({E, 8, d}, at::detail::createCPUGenerator(4)),
+                           at::randn({E, d}, at::detail::createCPUGenerator(5)));
+    ExpertMlps mine(whole->slice(comm.rank() * 2, 2)), all(whole->slice(0, E));
+    MoeOptions o;
+    o.experts = E, o.top_k = 2;
+    const at::Tensor logits = at::tensor({-5.0f, -5.0f, 5.0f, 4.0f}).repeat({T, 1});
+    const Routing routing = route(logits, o.top_k);
+    const at::Tensor x_in = at::randn({T, d}, at::detail::createCPUGenerator(10 + comm.rank()));
+    const at::Tensor x = x_in.clone().requires_grad_(true), x_ref = x_in.clone().requires_grad_(true);
+    MoeStats stats;
+    const at::Tensor out = moe_parallel(comm, x, routing, *mine, o, &stats, /*tag=*/7);
+    out.sum().backward();
+    const at::Tensor ref = moe_local(x_ref, routing, *all, o);
+    ref.sum().backward();
+    EXPECT_EQ(stats.sent_rows.at(0), 0) << "no token went to rank 0's experts";
+    EXPECT_LE(largest_difference(out, ref), 1e-5) << comm.self();
+    EXPECT_LE(largest_difference(x.grad(), x_ref.grad()), 1e-5) << comm.self();
+  });
+}
+
 struct Case {
   int ranks;
   int64_t experts, top_k;
