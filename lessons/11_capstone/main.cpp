@@ -27,6 +27,8 @@
 //       sequence split over 2 context ranks (ring attention, zigzag chunks), the fourth dimension
 //   lesson_11_capstone --preset tiny --experts 4 --top-k 2   each layer's feed-forward 4 experts
 //       (a mixture of experts upcycled from it), top-2 routing, the balancing and z-losses
+//   lesson_11_capstone --preset tiny --experts 4 --top-k 2 --expert-parallel 2   the experts
+//       spread over each stage's 2 replicas (all-to-all), 2 per rank
 //   lesson_11_capstone --ranks 3 --elastic --checkpoint-dir ckpt --resume   go on with 3 ranks
 //       from a checkpoint of another layout (here 1 x 3, the model re-cut into one stage)
 #include <CLI/CLI.hpp>

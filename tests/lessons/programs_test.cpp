@@ -396,7 +396,8 @@ TEST(Lesson08, UnderTheLauncherWithGlooAndATraceFile) {
 // The capstone's 2 stages x 2 replicas as 4 thread ranks and as 4 gloo
 // processes (gloo groups for the pipelines and the replicas), 2 x 2 x 2 as
 // 8 of each (the tensor groups too), and 2 x 1 x 2 context ranks (the ring
-// over gloo): the same arithmetic, so the same final parameters, digest for
+// over gloo), and experts spread over 2 of 4 replicas (the all-to-alls over
+// gloo): the same arithmetic, so the same final parameters, digest for
 // digest.
 std::string capstone_digest(const Outcome& r) {
   std::smatch m;
@@ -429,6 +430,10 @@ TEST_P(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
   if (c.processes == 8)
     EXPECT_TRUE(contains(gloo.output, "tensor groups (each stage's layers cut): {0, 1} {2, 3} {4, 5} {6, 7}"))
         << gloo.output;
+  if (c.name == "experts_parallel2")
+    EXPECT_TRUE(contains(gloo.output, "expert groups: {0, 2} {1, 3}   the same experts (gradients summed, / 2): "
+                                      "{0} {2} {1} {3}"))
+        << gloo.output;
   if (c.name == "context2")
     EXPECT_TRUE(contains(gloo.output, "context groups (each sequence split, ring attention, zigzag chunks): {0, 1} "
                                       "{2, 3}"))
@@ -440,7 +445,13 @@ INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11,
                                            // A V schedule: rank 0 holds the first and the last layer.
                                            CapstoneRun{"dualpipev", "--layers 4 --schedule dualpipev", 4},
                                            // Each sequence split over 2 context ranks (ring, zigzag).
-                                           CapstoneRun{"context2", "--replicas 1 --context 2", 4}),
+                                           CapstoneRun{"context2", "--replicas 1 --context 2", 4},
+                                           // Each stage's experts spread over its 2 replicas (all-to-all
+                                           // over gloo). Groups of 2 add alike: a + b is b + a, bit for bit
+                                           // (4 replicas would not: gloo's ring adds in its own order).
+                                           CapstoneRun{"experts_parallel2",
+                                                       "--experts 4 --top-k 2 --capacity-factor 1.25 --expert-parallel 2",
+                                                       4}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
