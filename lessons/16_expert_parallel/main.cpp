@@ -38,6 +38,7 @@
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
 #include "experts/moe.hpp"
+#include "experts/trace_counts.hpp"
 #include "trace/clock.hpp"
 
 using namespace distlab;
@@ -161,7 +162,7 @@ struct Trained {
 
 constexpr double kBalancingCapacity = 1.0;  // part 2 drops what exceeds it, whatever --capacity-factor says
 
-Trained train_router(const Options& o, double coefficient) {
+Trained train_router(const Options& o, double coefficient, trace::Recorder* recorder) {
   const int64_t E = 4, T = o.tokens, d = o.model;
   const at::Tensor lean = seeded({d}, 11);
   const at::Tensor x = seeded({T, d}, 12) + lean;  // every token leans the same way
@@ -185,6 +186,8 @@ Trained train_router(const Options& o, double coefficient) {
       for (auto& p : params) p.sub_(p.grad() * 0.5);
     }
     const int64_t dropped = std::accumulate(stats.dropped.begin(), stats.dropped.end(), int64_t{0});
+    // Each step's loads on the trace: the Experts panel's histogram, step by step.
+    experts::record_tokens_per_expert(recorder, 0, coefficient > 0 ? "balancing 0.1" : "balancing 0", stats);
     if (step == 0) t.first = stats.kept, t.dropped_first = dropped;
     t.last = stats.kept, t.dropped_last = dropped;
   }
@@ -199,7 +202,7 @@ bool balancing(comm::Communicator& world, const Options& o) {
               static_cast<long long>(o.tokens), kBalancingCapacity,
               static_cast<long long>(experts::capacity_of(o.tokens, 1, kBalancingCapacity, 4)),
               static_cast<long long>(o.steps));
-  const Trained without = train_router(o, 0.0), with = train_router(o, 0.1);
+  const Trained without = train_router(o, 0.0, world.recorder()), with = train_router(o, 0.1, world.recorder());
   std::printf("  coefficient 0    step 1: kept %-14s dropped %3lld   step %lld: kept %-14s dropped %3lld\n",
               counts_text(without.first).c_str(), static_cast<long long>(without.dropped_first),
               static_cast<long long>(o.steps), counts_text(without.last).c_str(),

@@ -9,6 +9,7 @@
 
 #include "experts/aux_loss.hpp"
 #include "experts/exchange.hpp"
+#include "experts/trace_counts.hpp"
 
 namespace distlab::experts {
 namespace {
@@ -148,6 +149,12 @@ MoeLayerImpl::MoeLayerImpl(Router router_, const ExpertMlps& whole, MoeOptions o
   }
 }
 
+MoeStats MoeLayerImpl::take_step_counts() {
+  MoeStats out = std::move(step_counts_);
+  step_counts_ = MoeStats{};
+  return out;
+}
+
 void MoeLayerImpl::spread_over(comm::Communicator& group) {
   if (experts->count() != options_.experts)
     throw std::invalid_argument("MoE layer: spread_over() takes a layer holding all its experts (this one holds " +
@@ -163,6 +170,7 @@ at::Tensor MoeLayerImpl::forward(const at::Tensor& x) {
   aux_loss_ = balancing_loss(routing) * balance_coefficient_ + z_loss(routing.logits) * z_coefficient_;
   const at::Tensor out = parallel() ? moe_parallel(*group_, flat, routing, *experts, options_, &stats_)
                                     : moe_local(flat, routing, *experts, options_, &stats_);
+  if (is_training()) add_counts(step_counts_, stats_);
   const at::Tensor y = out.view(x.sizes());
   return aux_scale_ > 0 ? attach_aux_loss(y, aux_loss_, aux_scale_) : y;
 }

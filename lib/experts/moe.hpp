@@ -106,6 +106,9 @@ class MoeLayerImpl : public torch::nn::Module {
   double aux_scale() const { return aux_scale_; }
   const MoeOptions& options() const { return options_; }
   const MoeStats& last_stats() const { return stats_; }
+  // The kept and dropped assignments of every training forward since the
+  // last call (a step's microbatches), and the capacity; then starts afresh.
+  MoeStats take_step_counts();
   bool parallel() const { return group_ != nullptr && group_->size() > 1; }
 
   Router router{nullptr};
@@ -117,7 +120,7 @@ class MoeLayerImpl : public torch::nn::Module {
   double balance_coefficient_, z_coefficient_;
   double aux_scale_ = 0;  // 0: aux_loss() only
   at::Tensor aux_loss_;
-  MoeStats stats_;
+  MoeStats stats_, step_counts_;
 };
 TORCH_MODULE(MoeLayer);
 

@@ -4,7 +4,8 @@
 # plan (capacity, dropped tokens, rows sorted by expert) and the layer,
 # naive (every rank holds every expert) and expert parallel (all-to-all of
 # the counts, all-to-all-v of the rows, the experts, all-to-all-v back);
-# the auxiliary losses joined to the layer's backward (aux_loss.hpp).
+# the auxiliary losses joined to the layer's backward (aux_loss.hpp);
+# tokens per expert as trace counters (trace_counts.hpp).
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/dispatch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/exchange.cpp
@@ -14,4 +15,5 @@ list(APPEND DISTLAB_NN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/expert_mlps.cpp
   ${CMAKE_CURRENT_LIST_DIR}/moe.cpp
   ${CMAKE_CURRENT_LIST_DIR}/aux_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/trace_counts.cpp
 )

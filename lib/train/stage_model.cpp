@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "experts/moe.hpp"
+#include "experts/trace_counts.hpp"
 #include "models/copy_state.hpp"
 #include "models/split.hpp"
 #include "checkpoint/module_state.hpp"
@@ -83,6 +84,14 @@ std::set<std::string> RankStage::expert_parameter_names() const {
   for (const auto& item : module()->named_parameters())
     if (is_expert(item.key())) names.insert(item.key());
   return names;
+}
+
+void RankStage::record_expert_counts(trace::Recorder* recorder, int rank) {
+  if (split()) return;
+  const auto& moes = whole_->moes();
+  for (size_t k = 0; k < moes.size(); ++k)
+    experts::record_tokens_per_expert(recorder, rank, "layer " + std::to_string(whole_->first_layer() + int64_t(k)),
+                                      moes[k]->take_step_counts());
 }
 
 void RankStage::set_aux_loss_scale(double scale) {

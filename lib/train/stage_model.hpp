@@ -66,6 +66,10 @@ class RankStage {
   std::vector<at::Tensor> expert_parameters() const;
   std::set<std::string> expert_parameter_names() const;
   comm::Communicator* expert_group() const { return experts_; }
+  // Each layer's tokens per expert of the step just run, as a trace counter
+  // "experts layer <i>" on `rank` (experts/trace_counts.hpp); the counts
+  // start afresh either way. Nothing without experts.
+  void record_expert_counts(trace::Recorder* recorder, int rank);
 
   // Every rank of the tensor group calls these together (split: the layers'
   // pieces are gathered or cut). Whole: tensors sharing the module's storage.

@@ -273,6 +273,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   result.grad_norms.push_back(run.clip_grad_norm());
   for (auto& dp : run.data_parallel) dp->optimizer_step();
   average_over_context(run, step);
+  for (auto& stage : run.stages) stage->record_expert_counts(run.world.recorder(), run.world.rank());
   return step;
 }
 

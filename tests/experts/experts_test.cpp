@@ -19,6 +19,8 @@
 #include "experts/dispatch.hpp"
 #include "experts/moe.hpp"
 #include "experts/router.hpp"
+#include "experts/trace_counts.hpp"
+#include "trace/recorder.hpp"
 #include "support/differences.hpp"
 
 namespace distlab::experts {
@@ -183,6 +185,39 @@ TEST(ExpertParallelEdges, ARankWhoseExpertsGetNoRowsStillExchangesInTheBackward)
     EXPECT_LE(largest_difference(out, ref), 1e-5) << comm.self();
     EXPECT_LE(largest_difference(x.grad(), x_ref.grad()), 1e-5) << comm.self();
   });
+}
+
+// A layer's training forwards add up into the step's counts (two forwards:
+// twice one's), taken once; on the trace one counter sample per take, its
+// series every expert's kept and dropped assignments and the capacity.
+TEST(TraceCounts, AStepsForwardsAddUpAndBecomeOneCounterSample) {
+  const int64_t T = 20, E = 4, d = 6;
+  MoeOptions o;
+  o.experts = E, o.top_k = 2, o.capacity_factor = 1.0;
+  MoeLayer layer(Router(d, E, 2), ExpertMlps(E, d, 8), o);
+  const at::Tensor x = at::randn({T, d}, at::detail::createCPUGenerator(3));
+  layer(x);
+  const MoeStats one = layer->last_stats();
+  layer(x);
+  const MoeStats step = layer->take_step_counts();
+  ASSERT_EQ(step.kept.size(), static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) {
+    EXPECT_EQ(step.kept[size_t(e)], 2 * one.kept[size_t(e)]);
+    EXPECT_EQ(step.dropped[size_t(e)], 2 * one.dropped[size_t(e)]);
+  }
+  EXPECT_TRUE(layer->take_step_counts().kept.empty()) << "the counts start afresh";
+  trace::Recorder recorder;
+  auto sink = std::make_shared<trace::MemorySink>();
+  recorder.add_sink(sink);
+  record_tokens_per_expert(&recorder, 3, "layer 1", step);
+  const auto events = sink->events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].is_counter());
+  EXPECT_EQ(events[0].name, "experts layer 1");
+  EXPECT_EQ(events[0].rank, 3);
+  EXPECT_EQ(events[0].arg("kept 2"), std::to_string(step.kept[2]));
+  EXPECT_EQ(events[0].arg("dropped 0"), std::to_string(step.dropped[0]));
+  EXPECT_EQ(events[0].arg("capacity"), std::to_string(capacity_of(T, 2, 1.0, E)));
 }
 
 struct Case {
