@@ -36,12 +36,13 @@ App::Tab App::first_tab_of(const std::string& panel) {
   if (panel == "ddp") return Tab::kDdp;
   if (panel == "memory") return Tab::kMemory;
   if (panel == "context") return Tab::kContext;
+  if (panel == "experts") return Tab::kExperts;
   return Tab::kCollectives;
 }
 
 App::App(const Options& options)
     : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options),
-      context_(options) {
+      context_(options), experts_(options) {
   // The Trace panel holds the trace; the Memory panel draws its memory samples.
   if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
   // Flight-recorder files: those asked for, else any beside the trace.
@@ -61,7 +62,8 @@ App::App(const Options& options)
     messages_.push_back("no memory samples in the trace (counters named \"memory STAGE\" or \"accounting STAGE\")");
   // The Pipeline and DDP panels read the same files for what they show:
   // the executor's stages, and the reducer's buckets.
-  if (!options.trace_files.empty() && (options.panel == "pipeline" || options.panel == "ddp")) {
+  if (!options.trace_files.empty() &&
+      (options.panel == "pipeline" || options.panel == "ddp" || options.panel == "experts")) {
     std::vector<trace::Event> events;
     for (const std::string& path : options.trace_files) {
       LoadedTrace loaded = load_trace_file(path);
@@ -70,6 +72,13 @@ App::App(const Options& options)
     }
     if (options.panel == "pipeline" && !pipeline_.set_trace(events))
       messages_.push_back("no pipeline run in the trace (no events on lanes \"stage s\" with a schedule)");
+    if (options.panel == "experts" && !experts_.set_trace(events))
+      messages_.push_back("no tokens per expert in the trace (no counters named \"experts LABEL\")");
+    if (options.panel == "experts" && !experts_.select(options.experts_label, options.experts_step - 1)) {
+      std::string labels;
+      for (const std::string& label : experts_.model().labels()) labels += (labels.empty() ? "" : ", ") + label;
+      messages_.push_back("no counter \"experts " + options.experts_label + "\" in the trace (it holds: " + labels + ")");
+    }
     if (options.panel == "ddp" && !ddp_.set_trace(events))
       messages_.push_back("no DDP step in the trace (no \"bucket plan\" and \"wait for buckets\" events on lane ddp)");
   }
@@ -122,6 +131,10 @@ void App::frame() {
     }
     if (ImGui::BeginTabItem("Context parallel", nullptr, tab_flags(Tab::kContext))) {
       context_.draw();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Experts", nullptr, tab_flags(Tab::kExperts))) {
+      experts_.draw();
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

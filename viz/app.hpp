@@ -10,6 +10,7 @@
 #include "collectives_panel.hpp"
 #include "context_panel.hpp"
 #include "ddp_panel.hpp"
+#include "experts_panel.hpp"
 #include "memory_panel.hpp"
 #include "options.hpp"
 #include "pipeline_panel.hpp"
@@ -36,12 +37,13 @@ class App {
   DdpPanel& ddp_panel() { return ddp_; }
   MemoryPanel& memory_panel() { return memory_; }
   ContextPanel& context_panel() { return context_; }
+  ExpertsPanel& experts_panel() { return experts_; }
   // What the panels said while starting (files opened, a truncated trace,
   // the port listened on), worth printing on the terminal too.
   std::vector<std::string> messages() const;
 
  private:
-  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext };
+  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext, kExperts };
   static Tab first_tab_of(const std::string& panel);
   Tab first_tab_;
   bool first_frame_ = true;
@@ -51,6 +53,7 @@ class App {
   DdpPanel ddp_;
   MemoryPanel memory_;  // draws the trace panel's memory samples (files or live)
   ContextPanel context_;
+  ExpertsPanel experts_;  // tokens per expert, from the trace files' experts counters
   std::vector<std::string> messages_;  // the pipeline and DDP panels' words about the trace
 };
 

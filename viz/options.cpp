@@ -60,12 +60,13 @@ std::pair<double, double> parse_range(const std::string& text) {
 
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
   CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live) with "
-               "flight-recorder files, pipeline schedules, DDP buckets, memory per rank under DDP and ZeRO, and "
-               "ring attention's blocks per rank"};
+               "flight-recorder files, pipeline schedules, DDP buckets, memory per rank under DDP and ZeRO, "
+               "ring attention's blocks per rank, and tokens per expert step by step"};
   CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen; "
-                                          "context: ring attention's blocks, contiguous and zigzag "
+                                          "context: ring attention's blocks, contiguous and zigzag; "
+                                          "experts: tokens per expert per step and those dropped, from --trace "
                                           "(default: trace with --trace, --flight or --listen, else collectives)")
-                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "memory"}));
+                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "memory", "experts"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--flight", o.flight_paths,
                  "Flight-recorder files, or directories of flight.rank*.json: each rank's last operations on the "
@@ -110,6 +111,10 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--cp-step", o.cp_step, "Context parallel: highlight the blocks of this ring step (-1: every step)")
       ->check(CLI::Range(-1, 7));
+  app.add_option("--experts-label", o.experts_label,
+                 "Experts: the counter shown first, \"experts LABEL\" (a layer, \"layer 0\", or a run)");
+  app.add_option("--experts-step", o.experts_step, "Experts: the step shown first (1-based; past the last: the last)")
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--screenshot", o.screenshot, "Render headless (no display needed) to this PNG and exit");
   app.add_option("--width", o.width, "Screenshot width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "Screenshot height")->check(CLI::Range(240, 8192));

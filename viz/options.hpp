@@ -1,6 +1,6 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context] [--trace FILE...] [--flight PATH...]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context|experts] [--trace FILE...] [--flight PATH...]
 //     [--listen PORT] [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...] [--uneven]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
 //     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]
@@ -8,7 +8,7 @@
 //      --backward S --weight S --send S]
 //     [--model mlp|reordered --layers N,N,... --bucket-mb MB --first-bucket-mb MB
 //      --backward-gbps G --no-sync K]
-//     [--cp-ranks C --cp-length S --cp-step K]
+//     [--cp-ranks C --cp-length S --cp-step K] [--experts-label LABEL --experts-step N]
 //     [--screenshot FILE.png --width W --height H] [--scale F]
 #pragma once
 
@@ -66,6 +66,10 @@ struct Options {
   int cp_ranks = 4;           // C
   int64_t cp_length = 4096;   // S, rounded up to a multiple of 2C
   int cp_step = -1;           // the ring step highlighted; -1: every step
+
+  // Experts panel.
+  std::string experts_label;  // the counter's label shown first ("layer 0"); empty: the first in the trace
+  int experts_step = 1;       // 1-based; past the last: the last
 
   // Output.
   std::string screenshot;  // render one frame headless to this PNG and exit
