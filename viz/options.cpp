@@ -66,7 +66,7 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
                                           "context: ring attention's blocks, contiguous and zigzag; "
                                           "experts: tokens per expert per step and those dropped, from --trace "
                                           "(default: trace with --trace, --flight or --listen, else collectives)")
-                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "memory", "experts"}));
+                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "experts", "memory"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--flight", o.flight_paths,
                  "Flight-recorder files, or directories of flight.rank*.json: each rank's last operations on the "

@@ -18,6 +18,7 @@
 //   distlab-run --nproc-per-node 2 -- lesson_10_pipeline_schedules --backend gloo
 //   lesson_10_pipeline_schedules --seed-shapes         (dim 512, 8 layers, x (32, 500): minutes on CPU)
 //   lesson_10_pipeline_schedules --schedules zbv,dualpipev  (the V: rank r holds stages r and 2p-1-r)
+//   lesson_10_pipeline_schedules --experts 4 --top-k 2   (each layer's feed-forward 4 experts)
 #include <CLI/CLI.hpp>
 #include <torch/nn/functional/loss.h>
 
@@ -56,6 +57,7 @@ struct Options {
   comm::JobOptions job;
   int64_t dim = 64, layers = 4, heads = 8, ffn = 256, vocab = 1000;
   int64_t seq = 32, batch = 16;  // tokens are (seq, batch): batch_first=False, as the tutorial's x (32, 500)
+  int64_t experts = 0, top_k = 1;  // > 0: each layer's feed-forward a mixture of experts
   int microbatches = 4, steps = 3;
   bool seed_shapes = false;
   std::vector<std::string> schedules{"gpipe", "1f1b", "interleaved", "looped_bfs", "zb_h1"};
@@ -89,6 +91,11 @@ Reference make_reference(const Options& o) {
   // The seed trains with dropout 0.1; a random mask would differ between the
   // split and the unsplit run, so equality is checked without it.
   g.dropout = 0.0;
+  // With experts: dropless and without the auxiliary losses, which are per
+  // forward (a capacity and the losses' means change with the microbatch);
+  // every token's output is then its own, and the equality holds.
+  g.moe.experts = o.experts, g.moe.top_k = o.top_k;
+  g.moe.balance_coefficient = g.moe.z_coefficient = 0;
   Reference ref;
   torch::manual_seed(2);  // the same model and batch in every process
   ref.whole = models::Gpt(g);
@@ -254,6 +261,10 @@ void run(comm::Communicator& comm, const Options& o, const Reference& ref, Sinks
                 "   %d microbatches. Split by hand into %d stages, as the tutorial's manual_model_split:\n",
                 (long long)o.dim, (long long)o.layers, (long long)o.heads, (long long)o.ffn, (long long)o.vocab,
                 (long long)o.seq, (long long)o.batch, m, p);
+    if (o.experts > 0)
+      std::printf("   Each layer's feed-forward: %lld experts, top-%lld, dropless, no auxiliary losses (a capacity\n"
+                  "   and the losses are per forward: a microbatch would change them).\n",
+                  (long long)o.experts, (long long)o.top_k);
     const auto ranges = models::split_layers(o.layers, p);
     for (int s = 0; s < p; ++s) {
       // Built here only to show what a stage holds and under which names.
@@ -392,6 +403,11 @@ int main(int argc, char** argv) {
   app.add_option("--seq", o.seq, "tokens' dim 0 (the layers attend along it)")->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--batch", o.batch, "tokens' dim 1 (independent samples)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--experts", o.experts,
+                 "each layer's feed-forward a mixture of this many experts (dropless, top-k), upcycled from it")
+      ->check(CLI::Range(0, 256))->capture_default_str();
+  app.add_option("--top-k", o.top_k, "experts per token (with --experts)")->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--microbatches", o.microbatches, "m")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps per schedule")->check(CLI::Range(1, 1000))->capture_default_str();

@@ -273,7 +273,6 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   result.grad_norms.push_back(run.clip_grad_norm());
   for (auto& dp : run.data_parallel) dp->optimizer_step();
   average_over_context(run, step);
-  for (auto& stage : run.stages) stage->record_expert_counts(run.world.recorder(), run.world.rank());
   return step;
 }
 
@@ -389,6 +388,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
                                             world.device());
       const pipeline::StepResult step = train_step(run, input, target, result);
       result.step_seconds.push_back(seconds_since(step_start));
+      for (auto& stage : run.stages) stage->record_expert_counts(world.recorder(), world.rank());  // experts' loads
       ++state.step;
       log_tokens += input.numel() * R;  // the whole job's tokens
       if (step.has_loss) {

@@ -15,14 +15,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cut_excerpt, language_of } from './code_excerpt.mjs';
-import { build_dir_from, chrome_path, deck_files, decks_dir, map_to_build, out_dir_from, read_json, repo_root, sha256, slides_dir,
+import { build_dir_from, chrome_path, deck_files, decks_dir, map_to_build, out_dir_or_exit, read_json, repo_root, sha256, slides_dir,
          split_words } from './common.mjs';
 import { DeckError, read_deck } from './deck.mjs';
 import { plot_svg, rows_from_output } from './plot_svg.mjs';
 
 const args = process.argv.slice(2);
 const build_dir = build_dir_from(args);
-const out = out_dir_from(args, build_dir);
+const out = out_dir_or_exit(args, build_dir);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
 const want_pdf = !args.includes('--no-pdf');
 const reuse = args.includes('--reuse');

@@ -14,14 +14,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cut_excerpt } from './code_excerpt.mjs';
-import { build_dir_from, chrome_path, deck_files, decks_dir, lesson_folders, map_to_build, out_dir_from, programs_of, read_json,
+import { build_dir_from, chrome_path, deck_files, decks_dir, lesson_folders, map_to_build, out_dir_or_exit, programs_of, read_json,
          repo_root, sha256, slides_dir, split_words } from './common.mjs';
 import { read_deck } from './deck.mjs';
 
 const args = process.argv.slice(2);
 const what = args[0];
 const build_dir = build_dir_from(args);
-const out = out_dir_from(args, build_dir);
+const out = out_dir_or_exit(args, build_dir);
 const problems = [];
 const problem = (text) => problems.push(text);
 

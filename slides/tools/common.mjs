@@ -17,10 +17,36 @@ export function build_dir_from(args) {
   return path.resolve(repo_root, dir);
 }
 
-// Where the slides go: --out, else BUILD/slides.
+// Where the slides go: --out, else BUILD/slides. The builder empties it
+// first, so a folder that is, holds or lies in the sources (the repository,
+// slides/: `--build-dir .` makes BUILD/slides the decks' own folder) is
+// refused with the reason.
+export class OutDirError extends Error {}
+
 export function out_dir_from(args, build_dir) {
   const i = args.indexOf('--out');
-  return i >= 0 ? path.resolve(args[i + 1]) : path.join(build_dir, 'slides');
+  const out = i >= 0 ? path.resolve(args[i + 1]) : path.join(build_dir, 'slides');
+  check_out_dir(out);
+  return out;
+}
+
+// out_dir_from for a program: one line and exit status 2 instead of a throw.
+export function out_dir_or_exit(args, build_dir) {
+  try {
+    return out_dir_from(args, build_dir);
+  } catch (e) {
+    if (!(e instanceof OutDirError)) throw e;
+    process.stderr.write(`slides: ${e.message}\n`);
+    process.exit(2);
+  }
+}
+
+function check_out_dir(out) {
+  const inside = (dir, parent) => dir === parent || !path.relative(parent, dir).startsWith('..') && !path.isAbsolute(path.relative(parent, dir));
+  if (inside(repo_root, out) || inside(out, slides_dir))
+    throw new OutDirError(`the slides would go to ${out}, which the builder empties first and which ` +
+                    `${inside(out, slides_dir) ? 'is the decks\' own folder' : 'holds the sources'}: ` +
+                    `give --build-dir the build folder (relative paths are the repository's: build, not .)`);
 }
 
 export function sha256(data) {

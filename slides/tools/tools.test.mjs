@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { cut_excerpt } from './code_excerpt.mjs';
-import { programs_of, split_words } from './common.mjs';
+import { build_dir_from, out_dir_from, programs_of, repo_root, slides_dir, split_words } from './common.mjs';
 import { parse_deck } from './deck.mjs';
 import { plot_svg, rows_from_output } from './plot_svg.mjs';
 
@@ -115,4 +115,16 @@ test('a run may declare the exit status it must end with; only a run', () => {
   assert.equal(deck.artefacts.get('hang').command, 'build/x --bug skip');
   assert.throws(() => parse_deck('d.md', `${head}<!-- artefacts\nviz v exit=1: build/y\n-->\n# A\n<!-- n -->\n`),
                 /d.md:5: only a run declares its exit status, not a viz/);
+});
+
+test('an output folder the builder would empty is refused when it is or holds the sources', () => {
+  // `--build-dir .` (the repository) puts the slides in slides/ itself: refused, as is the repository.
+  assert.throws(() => out_dir_from(['--build-dir', '.'], build_dir_from(['--build-dir', '.'])), /the decks' own folder/);
+  assert.throws(() => out_dir_from(['--out', repo_root], build_dir_from([])), /holds the sources/);
+  assert.throws(() => out_dir_from(['--out', path.dirname(repo_root)], build_dir_from([])), /holds the sources/);
+  assert.throws(() => out_dir_from(['--out', path.join(slides_dir, 'decks')], build_dir_from([])), /decks' own folder/);
+  assert.equal(out_dir_from(['--build-dir', 'build'], build_dir_from(['--build-dir', 'build'])),
+               path.join(repo_root, 'build', 'slides'));
+  const elsewhere = path.join(os.tmpdir(), 'slides-out');
+  assert.equal(out_dir_from(['--out', elsewhere], build_dir_from([])), elsewhere);
 });

@@ -166,6 +166,14 @@ TEST(Lesson10, EveryScheduleEqualsTheUnsplitModelOnThreadRanks) {
   expect_lesson_10_right(run(std::string(LESSON_10) + " --backend threads --ranks 2 --steps 1"));
 }
 
+// The GPT with a mixture of experts in every layer (dropless, no auxiliary
+// losses): every schedule still ends with the unsplit model's loss and gradients.
+TEST(Lesson10, WithExpertsEveryScheduleEqualsTheUnsplitModel) {
+  const Outcome r = run(std::string(LESSON_10) + " --backend threads --ranks 2 --steps 1 --experts 4 --top-k 2");
+  EXPECT_TRUE(contains(r.output, "Each layer's feed-forward: 4 experts, top-2, dropless")) << r.output;
+  expect_lesson_10_right(r);
+}
+
 TEST(Lesson10, UnderTheLauncherWithGloo) {
   const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port 0 --no-prefix -- " + LESSON_10 +
                         " --backend gloo --steps 1");
