@@ -180,13 +180,8 @@ Registration reg("context", "context parallelism (ring contiguous and zigzag, al
   cmd.add_option("--heads", o->heads, "heads H (Ulysses needs a multiple of the ranks)")->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd.add_option("--head-dim", o->head_dim, "width of a head D")->check(CLI::Range(1, 4096))->capture_default_str();
-  cmd.add_option("-n,--iters", o->iters, "timed forwards")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd.add_option("-w,--warmup_iters", o->warmup, "untimed forwards first")->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  return [o] {
-    comm::run_job(comm::with_env_defaults(o->job), [&](comm::Communicator& world) { run_rank(world, *o); });
-    return 0;
-  };
+  add_repetition_flags(cmd, o->iters, o->warmup, "forwards");
+  return on_every_rank(o, run_rank);
 });
 
 }  // namespace

@@ -180,13 +180,8 @@ Registration reg("experts", "expert parallelism (a mixture-of-experts layer spre
   cmd.add_option("--model", o->model, "model width d")->check(CLI::Range(1, 65536))->capture_default_str();
   cmd.add_option("--hidden", o->hidden, "each expert's hidden width")->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  cmd.add_option("-n,--iters", o->iters, "timed steps")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd.add_option("-w,--warmup_iters", o->warmup, "untimed steps first")->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  return [o] {
-    comm::run_job(comm::with_env_defaults(o->job), [&](comm::Communicator& world) { run_rank(world, *o); });
-    return 0;
-  };
+  add_repetition_flags(cmd, o->iters, o->warmup, "steps");
+  return on_every_rank(o, run_rank);
 });
 
 }  // namespace

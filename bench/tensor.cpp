@@ -50,6 +50,7 @@
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
 #include "models/transformer_lm.hpp"
+#include "ranks.hpp"
 #include "tensor_parallel/layer.hpp"
 #include "tensor_parallel/memory.hpp"
 #include "trace/recorder.hpp"
@@ -207,13 +208,8 @@ Registration reg("tensor", "tensor parallelism (Megatron's layer, with and witho
   cmd.add_option("--seq", o->seq, "sequence length S (a multiple of t for sequence parallelism)")
       ->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd.add_option("--batch", o->batch, "batch N")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  cmd.add_option("-n,--iters", o->iters, "timed steps")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd.add_option("-w,--warmup_iters", o->warmup, "untimed steps first")->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  return [o] {
-    comm::run_job(comm::with_env_defaults(o->job), [&](comm::Communicator& world) { run_rank(world, *o); });
-    return 0;
-  };
+  add_repetition_flags(cmd, o->iters, o->warmup, "steps");
+  return on_every_rank(o, run_rank);
 });
 
 }  // namespace

@@ -141,12 +141,8 @@ MoeLayerImpl::MoeLayerImpl(Router router_, const ExpertMlps& whole, MoeOptions o
     throw std::invalid_argument("MoE layer: a router for " + std::to_string(router_->experts()) + " experts and " +
                                 std::to_string(options_.experts) + " experts");
   router = register_module("router", router_);
-  if (parallel()) {
-    const int64_t m = experts_per_rank(options_.experts, group_->size());
-    experts = register_module("experts", ExpertMlps(whole->slice(group_->rank() * m, m)));
-  } else {
-    experts = register_module("experts", ExpertMlps(whole->slice(0, whole->count())));
-  }
+  experts = register_module("experts", ExpertMlps(whole->slice(0, whole->count())));  // a copy of all E
+  if (parallel()) spread_over(*group_);  // then this rank's slice of them
 }
 
 MoeStats MoeLayerImpl::take_step_counts() {

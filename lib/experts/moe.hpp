@@ -103,8 +103,6 @@ class MoeLayerImpl : public torch::nn::Module {
 
   at::Tensor aux_loss() const { return aux_loss_; }
   void set_aux_scale(double scale) { aux_scale_ = scale; }
-  double aux_scale() const { return aux_scale_; }
-  const MoeOptions& options() const { return options_; }
   const MoeStats& last_stats() const { return stats_; }
   // The kept and dropped assignments of every training forward since the
   // last call (a step's microbatches), and the capacity; then starts afresh.

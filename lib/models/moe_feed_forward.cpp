@@ -12,7 +12,6 @@ namespace {
 
 template <typename LayerImpl>
 experts::MoeLayer upcycle_layer(LayerImpl& layer, const MoeFeedForwardOptions& options, const std::string& who) {
-  check_moe_options(options, who);
   if (layer.options.activation().index() != 0)
     throw std::invalid_argument(who + ": experts are relu MLPs; this layer's activation is not relu");
   const int64_t E = options.experts;

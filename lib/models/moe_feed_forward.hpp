@@ -36,7 +36,8 @@
 namespace distlab::models {
 
 // The layer's feed-forward replaced as above: "moe" registered in `layer`,
-// its linear1 and linear2 unregistered and released. relu layers only.
+// its linear1 and linear2 unregistered and released. relu layers only;
+// `options` as check_moe_options() passed them (the models check first).
 experts::MoeLayer upcycle(torch::nn::TransformerEncoderLayerImpl& layer, const MoeFeedForwardOptions& options);
 experts::MoeLayer upcycle(torch::nn::TransformerDecoderLayerImpl& layer, const MoeFeedForwardOptions& options);
 

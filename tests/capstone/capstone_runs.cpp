@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm/job.hpp"
+#include "support/differences.hpp"
 #include "support/small_corpus.hpp"
 
 namespace distlab::tests {
@@ -84,6 +85,17 @@ StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, i
 StopAndResume stop_and_resume_on(const train::TrainerOptions& o, const std::string& dir, int64_t stop,
                                  const train::Layout& resumed_layout) {
   return stop_then(o, dir, stop, 0, [&](train::TrainerOptions& resumed) { resumed.layout = resumed_layout; });
+}
+
+double largest_state_difference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
+  if (a.size() != b.size()) return test_support::kInfinite;
+  test_support::Worst worst;
+  for (const auto& [name, value] : a) {
+    const auto other = b.find(name);
+    if (other == b.end()) return test_support::kInfinite;
+    worst.add(value, other->second);
+  }
+  return worst.value;
 }
 
 }  // namespace distlab::tests

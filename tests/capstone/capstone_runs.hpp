@@ -2,6 +2,9 @@
 // thread ranks, and the tiny options every comparison starts from.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,10 @@ namespace distlab::tests {
 
 // The corpus the comparisons train on (tests/support/small_corpus.hpp), built once.
 const data::Corpus& small_corpus();
+
+// The largest |a - b| over two states by name (support/differences.hpp's
+// Worst); +infinity when the names differ or any tensor holds a NaN.
+double largest_state_difference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b);
 
 // Every rank's result of train() on `ranks` thread ranks (0: o.layout.world_size()), indexed by world rank.
 std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,

@@ -16,6 +16,7 @@
 #include <limits>
 #include <mutex>
 
+#include "capstone_runs.hpp"
 #include "comm/threads_backend.hpp"
 #include "support/differences.hpp"
 #include "train/grad_clip.hpp"
@@ -38,17 +39,6 @@ std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& parameters) 
   return out;
 }
 
-// +infinity when the names differ or any tensor holds a NaN.
-double largest(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
-  if (a.size() != b.size()) return test_support::kInfinite;
-  test_support::Worst worst;
-  for (const auto& [name, value] : a) {
-    const auto other = b.find(name);
-    if (other == b.end()) return test_support::kInfinite;
-    worst.add(value, other->second);
-  }
-  return worst.value;
-}
 
 class TensorStage : public ::testing::TestWithParam<std::pair<int, int>> {};  // (stages, tensor size)
 
@@ -69,7 +59,8 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   ASSERT_TRUE(test_support::exceeds(norm, kMaxNorm)) << "gradient norm " << norm << ": clipping would not engage";
   std::map<std::string, at::Tensor> clipped;
   for (const auto& item : whole->named_parameters()) clipped[item.key()] = item.value().grad();
-  ASSERT_TRUE(test_support::exceeds(largest(clipped, grads), 0.0)) << "clipping left the gradients as they were";
+  ASSERT_TRUE(test_support::exceeds(tests::largest_state_difference(clipped, grads), 0.0))
+      << "clipping left the gradients as they were";
   std::map<std::string, at::Tensor> weights;  // the parameters (named_state would add the positional buffer)
   for (const auto& item : whole->named_parameters()) weights[item.key()] = item.value().detach();
   std::map<std::string, at::Tensor> other;  // another model's state, to load
@@ -107,11 +98,11 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
     }
     std::lock_guard<std::mutex> lock(mutex);
     worst_logits.add(h, logits);
-    worst_grads.add(largest(my_grads, grads));
-    worst_weights.add(largest(my_weights, weights));
-    worst_loaded.add(largest(loaded, other));
+    worst_grads.add(tests::largest_state_difference(my_grads, grads));
+    worst_weights.add(tests::largest_state_difference(my_weights, weights));
+    worst_loaded.add(tests::largest_state_difference(loaded, other));
     worst_norm.add((my_norm - norm) / norm);
-    worst_clipped.add(largest(my_clipped, clipped));
+    worst_clipped.add(tests::largest_state_difference(my_clipped, clipped));
   });
   EXPECT_LT(worst_norm.value, 1e-5) << "the whole model's gradient norm (" << norm << ")";
   EXPECT_LT(worst_clipped.value, 1e-6) << "the clipped gradients";
