@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
+  iproute2 util-linux   # tests/comm/two_hosts.sh: two hosts as namespaces joined by a veth pair
   libtorch-dev libgloo-dev python3-torch python3-torchtext openmpi-bin
   libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri

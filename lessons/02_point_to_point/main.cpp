@@ -6,15 +6,26 @@
 // The cost model says so, then real sends on this machine say what they
 // say: rank 0 is you, ranks 1..p-1 are the friends.
 //
+// Part 3, the wire, is for processes: the same message over TCP, through
+// shared memory in two copies and in one, beside memcpy.
+//
 //   lesson_02_point_to_point --backend threads --ranks 8
 //   lesson_02_point_to_point --backend threads --ranks 8 --calibrate
+//   distlab-run --nproc-per-node 2 -- lesson_02_point_to_point --backend auto
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "collectives/cost_model.hpp"
+#include "comm/env.hpp"
+#include "comm/gloo_backend.hpp"
 #include "comm/job.hpp"
+#include "comm/same_host_backend.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
 #include "lesson.hpp"
@@ -64,8 +75,7 @@ torch::Tensor the_file(int64_t bytes) { return torch::arange(bytes, torch::kInt6
 // it has the file, then friend 2, ... Returns the seconds from the start
 // until each friend has it (rank 0's clock) and, last, the slowest rank's
 // time for the whole round.
-std::vector<double> one_after_another_round(comm::Communicator& comm, const torch::Tensor& file,
-                                            torch::Tensor& inbox) {
+std::vector<double> one_after_another_round(comm::Communicator& comm, const torch::Tensor& file, torch::Tensor& inbox) {
   std::vector<double> done;
   const double all = lessons::slowest_rank_seconds(comm, [&] {
     if (comm.rank() != 0) return comm.recv(inbox, 0);
@@ -95,6 +105,96 @@ int64_t received_wrong(comm::Communicator& comm, const torch::Tensor& inbox, int
   return lessons::sum_over_ranks(comm, comm.rank() == 0 ? 0 : inbox.cpu().ne(the_file(bytes)).sum().item<int64_t>());
 }
 
+// 3. The wire. One way, rank 0 to rank 1: half the best of `rounds` round
+// trips of the message (after one to warm up); the other ranks wait.
+double one_way_seconds(comm::Communicator& comm, torch::Tensor& message, int rounds) {
+  double best = 0;
+  for (int r = 0; r <= rounds; ++r) {
+    comm.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    if (comm.rank() == 0) {
+      comm.send(message, 1);
+      comm.recv(message, 1);
+    } else if (comm.rank() == 1) {
+      comm.recv(message, 0);
+      comm.send(message, 0);
+    }
+    const double one_way = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 2;
+    if (r == 1 || (r > 1 && one_way < best)) best = one_way;
+  }
+  return best;
+}
+
+// One memcpy of `bytes` in one process, best of `rounds`: the ceiling.
+double memcpy_seconds(int64_t bytes, int rounds) {
+  std::vector<uint8_t> from(bytes, 1), to(bytes, 0);
+  double best = 0;
+  for (int r = 0; r <= rounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    std::memcpy(to.data(), from.data(), bytes);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r == 1 || (r > 1 && s < best)) best = s;
+  }
+  return best;
+}
+
+// The same message by every route these processes have: each route is a
+// communicator of its own over the same job (every rank makes them, in the
+// same order). The shared-memory routes read DISTLAB_SHM_SINGLE_COPY when
+// they are made.
+void the_wire(comm::Communicator& comm, const Options& o, int64_t bytes) {
+  const int me = comm.rank();
+  const double copy = memcpy_seconds(bytes, o.story.iters);
+  auto row = [&](const char* what, double s) {
+    std::printf("  %-32s %12s %9.2f %10.2f\n", what, format_seconds(s).c_str(), bytes / s / 1e9, copy / s);
+  };
+  if (me == 0) {
+    std::printf("\n3. The wire: one %g MB message from rank 0 to rank 1, by every route\n", o.story.mb);
+    std::printf("  %-32s %12s %9s %10s\n", "", "one way", "GB/s", "x memcpy");
+    row("memcpy, inside one process", copy);
+  }
+  if (comm.backend() == "threads" || comm.backend() == "nccl") {
+    if (me == 0)
+      std::printf(
+          "  Thread ranks share one process: a send is that memcpy. Run it as processes to see the wire:\n"
+          "  distlab-run --nproc-per-node 2 -- lesson_02_point_to_point --backend auto\n");
+    return;
+  }
+  const comm::WorldInfo world = comm::world_from_env();
+  comm::CommOptions options;
+  options.timeout = comm.timeout();
+  options.connect_timeout = comm.connect_timeout();
+  const char* old = std::getenv("DISTLAB_SHM_SINGLE_COPY");
+  const std::string before = old != nullptr ? old : "";
+  struct Route {
+    const char* name;
+    const char* single_copy;  // DISTLAB_SHM_SINGLE_COPY while it is made; null: gloo
+  };
+  for (const Route& route : {Route{"TCP (gloo), through the kernel", nullptr}, Route{"shared memory, two copies", "0"},
+                             Route{"shared memory, one copy", "1"}}) {
+    if (route.single_copy != nullptr) setenv("DISTLAB_SHM_SINGLE_COPY", route.single_copy, 1);
+    std::unique_ptr<comm::Communicator> wire = route.single_copy == nullptr
+                                                   ? comm::make_gloo_communicator(world, options)
+                                                   : comm::make_same_host_communicator(world, options);
+    torch::Tensor message = me == 0 ? the_file(bytes) : torch::zeros({bytes}, torch::kUInt8);
+    const double s = one_way_seconds(*wire, message, o.story.iters);
+    const bool intact = me != 0 || torch::equal(message, the_file(bytes));
+    if (me == 0) row(route.name, s);
+    if (!intact) throw std::runtime_error(std::string("lesson 02: the message came back different over ") + route.name);
+  }
+  if (old != nullptr)
+    setenv("DISTLAB_SHM_SINGLE_COPY", before.c_str(), 1);
+  else
+    unsetenv("DISTLAB_SHM_SINGLE_COPY");
+  if (me != 0) return;
+  std::printf(
+      "\n  Two copies: rank 0 copies into a ring in shared memory while rank 1 copies out of it:\n"
+      "      rank 0's tensor --copy in--> [ header | bytes | bytes | ... ] --copy out--> rank 1's tensor\n"
+      "                                    head: rank 0 writes   tail: rank 1 reads\n"
+      "  One copy: rank 1 reads rank 0's tensor straight out of rank 0's memory (process_vm_readv).\n"
+      "  TCP: the kernel copies into a socket and out of it again, in pieces, and wakes the receiver.\n");
+}
+
 void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   const int p = comm.size(), me = comm.rank();
   if (p < 2) throw comm::SetupError("lesson 02 needs at least 2 ranks: you and a friend (--ranks 8)");
@@ -114,8 +214,8 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     std::printf("Send a %g MB file to %d friends. The story's link is %g MB/s; ", o.story.mb, p - 1,
                 o.story.link_mb_per_s);
     if (links.here)
-      std::printf("the link measured here has\nlatency %s and %.2f GB/s. ",
-                  format_seconds(links.here->alpha_s).c_str(), 1e-9 / links.here->beta_s_per_byte);
+      std::printf("the link measured here has\nlatency %s and %.2f GB/s. ", format_seconds(links.here->alpha_s).c_str(),
+                  1e-9 / links.here->beta_s_per_byte);
     else
       std::printf("add --calibrate to predict\nfor the link measured here. ");
     std::printf("Measured: real sends, best of %s.\n", comm::counted(o.story.iters, "round").c_str());
@@ -148,18 +248,25 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
     if (r == 0 || round < together) together = round;
   }
   wrong += received_wrong(comm, inbox, bytes);
-  if (me != 0) return;
-  std::printf("\n2. All at once: isend to every friend, then wait for all\n");
-  header();
-  row("all at once (isend to all)", p - 1, together);
-  std::printf("\n  bytes the friends received wrong: %lld\n", static_cast<long long>(wrong));
-  std::printf("  Look: one after another grows by one send per friend: %d friends, %d sends' time.\n"
-              "  All at once took %.2f x as long as one after another here. In the story it is no faster\n"
-              "  because one uplink is shared; ranks on one machine share its cores and memory bandwidth\n"
-              "  instead, and either way the sender sends every byte %d times.\n",
-              p - 1, p - 1, together / sequential.back(), p - 1);
-  std::printf("\nNext: --calibrate, --file-mb 50, --backend gloo under distlab-run --nproc-per-node 8;\n"
-              "then lesson 03: a broadcast in which the friends pass the file on.\n");
+  if (me == 0) {
+    std::printf("\n2. All at once: isend to every friend, then wait for all\n");
+    header();
+    row("all at once (isend to all)", p - 1, together);
+    std::printf("\n  bytes the friends received wrong: %lld\n", static_cast<long long>(wrong));
+    std::printf(
+        "  Look: one after another grows by one send per friend: %d friends, %d sends' time.\n"
+        "  All at once took %.2f x as long as one after another here. In the story it is no faster\n"
+        "  because one uplink is shared; ranks on one machine share its cores and memory bandwidth\n"
+        "  instead, and either way the sender sends every byte %d times.\n",
+        p - 1, p - 1, together / sequential.back(), p - 1);
+  }
+
+  parts.begin(comm, "The wire");
+  the_wire(comm, o, bytes);
+  if (me == 0)
+    std::printf(
+        "\nNext: --calibrate, --file-mb 50, --backend auto under distlab-run --nproc-per-node 8;\n"
+        "then lesson 03: a broadcast in which the friends pass the file on.\n");
 }
 
 }  // namespace
@@ -167,7 +274,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
 int main(int argc, char** argv) {
   Options o;
   o.job.ranks = 8;  // you and 7 friends
-  lessons::Parts parts({"One after another", "All at once"});
+  lessons::Parts parts({"One after another", "All at once", "The wire"});
   CLI::App app{"Lesson 02: point-to-point (send a 5 MB file to 7 friends)"};
   comm::add_job_flags(app, o.job);
   parts.add_flags(app);

@@ -1,5 +1,7 @@
 #include "comm/gloo_p2p.hpp"
 
+#include "comm/message_text.hpp"
+
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -31,12 +33,6 @@ Header header_of(const at::Tensor& t) {
   return {static_cast<int64_t>(t.numel() * t.element_size()), static_cast<int64_t>(t.scalar_type()), t.numel()};
 }
 
-std::string describe(const Header& h) {
-  const bool known = h.dtype >= 0 && h.dtype < static_cast<int64_t>(at::ScalarType::NumOptions);
-  return std::to_string(h.numel) + " " +
-         (known ? std::string(c10::toString(static_cast<at::ScalarType>(h.dtype))) : "unknown-type") + " elements";
-}
-
 bool same(const Header& a, const Header& b) { return a.bytes == b.bytes && a.dtype == b.dtype && a.numel == b.numel; }
 
 class CheckedRecv : public Work {
@@ -64,8 +60,7 @@ class CheckedRecv : public Work {
       at::Tensor scratch = at::empty({std::max<int64_t>(sent.bytes, 0)}, at::kByte);
       receive(scratch, left);
       done_ = true;
-      throw CommError(what_ + ": rank " + std::to_string(peer_) + " sent " + describe(sent) +
-                      " but the recv expects " + describe(expected));
+      throw CommError(misfit_text(what_, peer_, sent.dtype, sent.numel, expected.dtype, expected.numel));
     }
     receive(tensor_, left);
     done_ = true;

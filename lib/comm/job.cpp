@@ -15,6 +15,7 @@
 #include "comm/gloo_backend.hpp"
 #include "comm/intra_op_threads.hpp"
 #include "comm/nccl_backend.hpp"
+#include "comm/same_host_backend.hpp"
 #include "comm/threads_backend.hpp"
 #include "flight/recorder.hpp"
 
@@ -99,10 +100,12 @@ void run_job_unrecorded(const JobOptions& options, const std::shared_ptr<flight:
   std::unique_ptr<Communicator> comm;
   if (options.backend == "gloo")
     comm = make_gloo_communicator(world, comm_options);
+  else if (options.backend == "auto")
+    comm = make_same_host_communicator(world, comm_options);
   else if (options.backend == "nccl")
     comm = make_nccl_communicator(world, comm_options);
   else
-    throw SetupError("unknown backend '" + options.backend + "' (expected threads, gloo or nccl)");
+    throw SetupError("unknown backend '" + options.backend + "' (expected threads, auto, gloo or nccl)");
   start_tracing(*comm, options.trace, world.world_size > 1);
   body(*comm);
   comm_options.recorder->flush();

@@ -2,8 +2,11 @@
 // every lesson, benchmark and trainer.
 //
 //   threads  N ranks as N threads of this process (--ranks N)
-//   gloo     this process is one rank; the others are other processes
-//            started by distlab-run, torchrun, srun or mpirun
+//   auto     this process is one rank; the others are other processes
+//            started by distlab-run, torchrun, srun or mpirun; ranks on one
+//            host talk through shared memory, others through TCP
+//            (comm/same_host_backend.hpp)
+//   gloo     the same, every pair through TCP
 //   nccl     like gloo, one process per GPU
 //
 //   comm::JobOptions job;               // filled by add_job_flags (job_cli.hpp)
@@ -19,7 +22,7 @@
 namespace distlab::comm {
 
 struct JobOptions {
-  std::string backend = "threads";  // threads | gloo | nccl
+  std::string backend = "threads";  // threads | auto | gloo | nccl
   int ranks = 4;                    // threads: how many thread ranks
   std::string device = "cpu";       // threads: cpu | cuda (ranks share the GPUs round-robin)
   Milliseconds timeout = kDefaultTimeout;

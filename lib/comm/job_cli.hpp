@@ -11,8 +11,9 @@ namespace distlab::comm {
 // --backend, --ranks, --device, --timeout-ms, --trace, --live.
 inline void add_job_flags(CLI::App& app, JobOptions& job) {
   app.add_option("--backend", job.backend,
-                 "threads: all ranks in this process; gloo/nccl: one rank per process, started by distlab-run")
-      ->check(CLI::IsMember({"threads", "gloo", "nccl"}))
+                 "threads: all ranks in this process; auto: one rank per process, started by distlab-run, shared "
+                 "memory between ranks on one host and TCP between hosts; gloo: TCP only; nccl: one rank per GPU")
+      ->check(CLI::IsMember({"threads", "auto", "gloo", "nccl"}))
       ->capture_default_str();
   app.add_option("--ranks", job.ranks, "number of ranks with --backend threads")
       ->check(CLI::Range(1, 64))

@@ -1,6 +1,8 @@
 list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/env.cpp
   ${CMAKE_CURRENT_LIST_DIR}/error_file.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/host_identity.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shm_segment.cpp
 )
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/reduce_op.cpp
@@ -11,6 +13,8 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/gloo_work.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gloo_p2p.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gloo_backend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shm_links.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/same_host_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job.cpp
   ${CMAKE_CURRENT_LIST_DIR}/intra_op_threads.cpp

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher_process.hpp"
+#include "support/process_backend.hpp"
 
 namespace {
 
@@ -25,5 +26,28 @@ TEST_P(GlooSweep, EveryAlgorithmAgreesWithGloo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooSweep, testing::Values(3, 4));
+
+// The same sweep over the same-host transport: point-to-point through the
+// rings, the native collectives in the shared arena, groups with rings of
+// their own.
+class ShmSweep : public testing::TestWithParam<int> {};
+
+TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) {
+  const int ranks = GetParam();
+  distlab::testing::ScopedEnv backend("DISTLAB_TEST_BACKEND", "auto");
+  auto f = distlab::launcher::testing::run_launcher(
+      {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
+       COLLECTIVES_GLOO_WORKER_PATH},
+      240s);
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_NE(f.err.find("talk through shared memory"), std::string::npos) << f.err;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": sweep passed";
+    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, ShmSweep, testing::Values(2, 3, 4));
 
 }  // namespace

@@ -1,16 +1,18 @@
-// One rank of the collectives sweep over gloo processes, started by
-// distlab-run from gloo_test.cpp: the same checks as the thread ranks of
-// collectives_test.cpp, on the gloo backend and its native collectives.
+// One rank of the collectives sweep over processes, started by distlab-run
+// from gloo_test.cpp: the same checks as the thread ranks of
+// collectives_test.cpp, on gloo (or, with DISTLAB_TEST_BACKEND=auto, the
+// same-host transport) and its native collectives.
 #include <iostream>
 
 #include "comm/job.hpp"
 #include "sweep_checks.hpp"
+#include "support/process_backend.hpp"
 
 int main() {
   using namespace distlab;
   collectives::testing::Failures failures;
   comm::JobOptions job;
-  job.backend = "gloo";
+  job.backend = distlab::testing::process_backend();
   try {
     comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& comm) {
       collectives::testing::sweep_rank(

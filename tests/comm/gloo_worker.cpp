@@ -6,6 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <torch/types.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -37,7 +40,7 @@ void exchange(Communicator& comm) {
   const int p = comm.size(), me = comm.rank();
   // Every rank sends to every other rank at once, several dtypes and sizes.
   for (auto dtype : {at::kFloat, at::kDouble, at::kLong, at::kBFloat16}) {
-    for (int64_t n : {0, 1, 1000, 1 << 18}) {
+    for (int64_t n : {0, 1, 1000, 1 << 18, 3 << 19}) {  // the last larger than a shared-memory ring
       std::vector<distlab::comm::WorkPtr> pending;
       std::vector<at::Tensor> out(p), in(p);
       for (int peer = 0; peer < p; ++peer) {
@@ -139,6 +142,32 @@ void settle(Communicator& comm) {
   }
 }
 
+// A rank killed in the middle of a transfer: rank 0 posts its recv of 64
+// MiB from the last rank and tells it to go; the last rank starts the send
+// and is killed at once (SIGKILL: no handler, no goodbye), the message
+// barely begun. Rank 0's recv, and rank 1's recv of a message the last rank
+// never sends, must fail naming it instead of waiting for the timeout.
+void killed(Communicator& comm) {
+  const int last = comm.size() - 1;
+  std::cout << "rank " << comm.rank() << " pid " << getpid() << std::endl;
+  comm.barrier();
+  if (comm.rank() == last) {
+    auto go = torch::empty({1});
+    comm.recv(go, 0, 4);
+    distlab::comm::WorkPtr sending = comm.isend(torch::ones({16 << 20}), 0, 3);
+    raise(SIGKILL);
+  }
+  if (comm.rank() == 0) {
+    auto into = torch::empty({16 << 20});
+    distlab::comm::WorkPtr receiving = comm.irecv(into, last, 3);
+    comm.send(torch::ones({1}), last, 4);
+    receiving->wait();
+  } else {
+    auto never = torch::empty({1});
+    comm.recv(never, last, 5);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,8 +176,8 @@ int main(int argc, char** argv) {
   job.backend = "gloo";
   distlab::comm::add_job_flags(app, job);
   std::string scenario = "exchange";
-  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait | mismatch | settle")
-      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait", "mismatch", "settle"}));
+  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait | mismatch | settle | killed")
+      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait", "mismatch", "settle", "killed"}));
   int jobs = 1;
   app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
                                  "rank 0 leaves each job but the last one last")
@@ -160,6 +189,7 @@ int main(int argc, char** argv) {
         if (scenario == "exchange") exchange(comm);
         if (scenario == "mismatch") mismatch(comm);
         if (scenario == "settle") settle(comm);
+        if (scenario == "killed") killed(comm);
         // The others reach the next job's rendezvous while rank 0, which
         // hosts the store, is still in this one: they must not take this
         // job's keys for the next one's.

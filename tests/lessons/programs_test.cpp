@@ -438,6 +438,15 @@ TEST_P(Lesson11, ThreadRanksAndGlooProcessesEndWithTheSameParameters) {
   if (c.processes == 8)
     EXPECT_TRUE(contains(gloo.output, "tensor groups (each stage's layers cut): {0, 1} {2, 3} {4, 5} {6, 7}"))
         << gloo.output;
+  if (c.name == "two_by_two") {
+    // The same job over the same-host transport: shared-memory rings and
+    // arenas for every group, the same arithmetic, the same digest.
+    const Outcome shm = run(std::string(DISTLAB_RUN) + " --nproc-per-node 4 --master-port 0 -- " + LESSON_11 +
+                            " --backend auto" + flags);
+    ASSERT_EQ(shm.status, 0) << shm.output;
+    EXPECT_TRUE(contains(shm.output, "talk through shared memory")) << shm.output;
+    EXPECT_EQ(capstone_digest(shm), a);
+  }
   if (c.name == "experts_parallel2")
     EXPECT_TRUE(contains(gloo.output, "expert groups: {0, 2} {1, 3}   the same experts (gradients summed, / 2): "
                                       "{0} {2} {1} {3}"))

@@ -25,7 +25,11 @@ using testing::run_command;
 using testing::run_on_free_port;
 
 const std::string kTorchrun = "/usr/bin/torchrun";
-const std::string kLesson05 = std::string(LESSON_05) + " --backend gloo --mb 1 --iters 2 --no-steps --timeout-ms 20000";
+// Lesson 05 over gloo's TCP, or over shared memory (--backend auto).
+std::string lesson05(const std::string& backend = "gloo") {
+  return std::string(LESSON_05) + " --backend " + backend + " --mb 1 --iters 2 --no-steps --timeout-ms 20000";
+}
+const std::string kLesson05 = lesson05();
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("distlab_launchers_" + name + "_" + std::to_string(::getpid()));
@@ -46,6 +50,16 @@ std::vector<long long> wrong_column(const std::string& output) {
   return counts;
 }
 
+// Lesson 05's all-reduces came out right on 2 ranks of `backend`.
+void expect_lesson05_passed(const Outcome& r, const std::string& backend) {
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (" + backend + " backend, 2 ranks, op sum)")) << r.output;
+  if (backend == "shm") EXPECT_TRUE(contains(r.output, "2 rank(s) on this host talk through shared memory")) << r.output;
+  const auto wrong = wrong_column(r.output);
+  ASSERT_EQ(wrong.size(), 4u) << r.output;
+  for (long long w : wrong) EXPECT_EQ(w, 0) << r.output;
+}
+
 std::string torchrun(const std::string& dir, const std::string& port, const std::string& flags) {
   return kTorchrun + " --redirects 1 --tee 1 --monitor_interval 1 --log_dir " + dir + "/logs --master_port " + port +
          " " + flags + " --no_python ";
@@ -57,12 +71,21 @@ TEST(Torchrun, Lesson05RunsWithTheAgentsStore) {
   const Outcome r = run_on_free_port(
       [&](const std::string& port) { return torchrun(fresh_dir("lesson05"), port, "--nproc_per_node 2") + kLesson05; },
       90);
-  ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_FALSE(contains(r.output, "Address already in use")) << r.output;
-  EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (gloo backend, 2 ranks, op sum)")) << r.output;
-  const auto wrong = wrong_column(r.output);
-  ASSERT_EQ(wrong.size(), 4u) << r.output;
-  for (long long w : wrong) EXPECT_EQ(w, 0) << r.output;
+  expect_lesson05_passed(r, "gloo");
+}
+
+// The same-host transport under torchrun: the host identities and the
+// segments' names go through the agent's store.
+TEST(Torchrun, Lesson05RunsOverSharedMemory) {
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(fs::exists(kTorchrun),
+                               kTorchrun + " is not installed (apt-get install python3-torch)");
+  const Outcome r = run_on_free_port(
+      [&](const std::string& port) {
+        return torchrun(fresh_dir("lesson05_shm"), port, "--nproc_per_node 2") + lesson05("auto");
+      },
+      90);
+  expect_lesson05_passed(r, "shm");
 }
 
 // torchrun's summary names the exception the rank threw, read from the
@@ -116,21 +139,20 @@ print("recent:", abs(f.timestamp - time.time()) < 600)
   EXPECT_TRUE(contains(r.output, "recent: True")) << r.output;
 }
 
+// Over gloo's TCP, then over shared memory.
 TEST(Mpirun, Lesson05RunsUnderOpenMpi) {
   DISTLAB_SKIP_OR_FAIL_WITHOUT(run_command("command -v mpirun", 10).status == 0,
                                "mpirun is not installed (apt-get install openmpi-bin)");
   // Open MPI refuses root unless told; --oversubscribe: 2 ranks on fewer cores.
-  const Outcome r = run_on_free_port(
-      [&](const std::string& port) {
-        return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_PORT=" + port +
-               " mpirun --allow-run-as-root --oversubscribe -np 2 " + kLesson05;
-      },
-      90);
-  ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "Lesson 05: all-reduce  (gloo backend, 2 ranks, op sum)")) << r.output;
-  const auto wrong = wrong_column(r.output);
-  ASSERT_EQ(wrong.size(), 4u) << r.output;
-  for (long long w : wrong) EXPECT_EQ(w, 0) << r.output;
+  for (const std::string backend : {"gloo", "auto"}) {
+    const Outcome r = run_on_free_port(
+        [&](const std::string& port) {
+          return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_PORT=" + port +
+                 " mpirun --allow-run-as-root --oversubscribe -np 2 " + lesson05(backend);
+        },
+        90);
+    expect_lesson05_passed(r, backend == "auto" ? "shm" : backend);
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "launcher_process.hpp"
+#include "support/process_backend.hpp"
 
 namespace {
 
@@ -33,6 +34,20 @@ TEST_P(GlooZero, EqualsOneProcessAndDdpOnWorldAndGroup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooZero, testing::Values(2, 4));
+
+// DDP and every ZeRO stage over the same-host transport (--backend auto):
+// the same checks against one process and DDP, on the world and a group.
+TEST(ShmZero, EqualsOneProcessAndDdpOnWorldAndGroup) {
+  distlab::testing::ScopedEnv backend("DISTLAB_TEST_BACKEND", "auto");
+  auto f = distlab::launcher::testing::run_launcher(
+      {"--nproc-per-node", "4", "--master-port", "0", "--timeout-ms", "60000", ZERO_GLOO_WORKER_PATH}, 180s);
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_NE(f.err.find("4 rank(s) on this host talk through shared memory"), std::string::npos) << f.err;
+  EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_NE(f.out.find("rank " + std::to_string(r) + " of 4 (zero rank "), std::string::npos) << f.out << f.err;
+}
 
 // Sharded checkpoints across processes: written by 4, resumed by 2, each
 // ending where the uninterrupted 4-process run ended (checkpoint_checks.cpp).

@@ -1,4 +1,5 @@
-// One rank of the ZeRO checks over gloo processes, started by distlab-run
+// One rank of the ZeRO checks over gloo processes (or the same-host
+// transport, DISTLAB_TEST_BACKEND=auto), started by distlab-run
 // from gloo_test.cpp: on the whole world, then on a group of all ranks but
 // 0 (rank 0 alone forms the other). Spot checks: thread ranks run every case.
 //
@@ -10,12 +11,13 @@
 
 #include "checkpoint_checks.hpp"
 #include "comm/job.hpp"
+#include "support/process_backend.hpp"
 #include "zero_checks.hpp"
 
 int main(int argc, char** argv) {
   using namespace distlab;
   comm::JobOptions job;
-  job.backend = "gloo";
+  job.backend = distlab::testing::process_backend();  // gloo, or auto (DISTLAB_TEST_BACKEND)
   bool ok = true;
   if (argc == 4 && std::string(argv[1]) == "checkpoint") {
     try {

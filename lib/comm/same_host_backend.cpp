@@ -1,0 +1,160 @@
+#include "comm/same_host_backend.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "comm/gloo_communicator.hpp"
+#include "comm/host_identity.hpp"
+#include "comm/shm_links.hpp"
+
+namespace distlab::comm {
+namespace {
+
+std::string text_of(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// Every rank's host identity, by world rank, and the job's token for
+// segment names, both through the store.
+std::vector<std::string> exchange_hosts(c10d::Store& store, int rank, int size, Milliseconds timeout) {
+  const std::string mine = host_identity();
+  store.set("distlab/shm/host/" + std::to_string(rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> hosts(size);
+  for (int r = 0; r < size; ++r) {
+    const std::string key = "distlab/shm/host/" + std::to_string(r);
+    try {
+      store.wait({key}, timeout);
+    } catch (const std::exception&) {
+      throw SetupError("rank " + std::to_string(rank) + ": rank " + std::to_string(r) +
+                       " did not say which host it runs on within " + std::to_string(timeout.count()) + " ms");
+    }
+    hosts[r] = text_of(store.get(key));
+  }
+  return hosts;
+}
+
+std::string job_token(c10d::Store& store, int rank) {
+  if (rank == 0) {
+    std::random_device random;
+    char text[17];
+    std::snprintf(text, sizeof text, "%08x%08x", random(), random() ^ static_cast<unsigned>(getpid()));
+    store.set("distlab/shm/token", std::vector<uint8_t>(text, text + 16));
+  }
+  return text_of(store.get("distlab/shm/token"));
+}
+
+class SameHostCommunicator : public GlooCommunicator {
+ public:
+  SameHostCommunicator(const WorldInfo& world, CommOptions options) : GlooCommunicator(world, std::move(options)) {
+    hosts_ = exchange_hosts(*store(), rank(), size(), connect_timeout());
+    const std::string token = job_token(*store(), rank());
+    std::vector<int> local;
+    for (int r = 0; r < size(); ++r)
+      if (hosts_[r] == hosts_[rank()]) local.push_back(r);
+    if (local.size() > 1)
+      process_ =
+          std::make_shared<ShmProcess>(*store(), token, rank(), local, ShmSettings::from_env(), connect_timeout());
+    link("world");
+    if (local.front() == rank() && std::getenv("DISTLAB_QUIET") == nullptr)
+      std::fprintf(stderr,
+                   "distlab: %zu rank(s) on this host talk through shared memory (%s), %d elsewhere through TCP\n",
+                   local.size(), process_ ? process_->copy_mode().c_str() : "none needed",
+                   size() - static_cast<int>(local.size()));
+  }
+
+  SameHostCommunicator(const SameHostCommunicator& parent, int rank, int size, CommOptions options,
+                       const std::string& key)
+      : GlooCommunicator(rank, size, std::move(options), parent.store(), parent.gloo_options(), key),
+        process_(parent.process_),
+        hosts_(parent.hosts_) {
+    link(key);
+  }
+
+  std::string backend() const override { return "shm"; }
+
+ protected:
+  WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) override {
+    if (!here(peer)) return GlooCommunicator::do_isend(tensor, peer, tag);
+    require_cpu("send", tensor);
+    return links_->isend(tensor, peer, tag, describe("send", peer, tag));
+  }
+
+  WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) override {
+    if (!here(peer)) return GlooCommunicator::do_irecv(tensor, peer, tag);
+    require_cpu("recv", tensor);
+    return links_->irecv(tensor, peer, tag, describe("recv", peer, tag));
+  }
+
+  void do_settle() override {
+    GlooCommunicator::do_settle();
+    if (process_) process_->settle();
+  }
+
+  void do_barrier() override {
+    if (!all_here()) return GlooCommunicator::do_barrier();
+    links_->barrier(self() + ": barrier");
+  }
+
+  void do_broadcast(at::Tensor& tensor, int root) override {
+    if (!all_here()) return GlooCommunicator::do_broadcast(tensor, root);
+    require_cpu("broadcast", tensor);
+    links_->broadcast(tensor, root, self() + ": broadcast");
+  }
+
+  void do_reduce(at::Tensor& tensor, int root, ReduceOp op) override {
+    if (!all_here()) return GlooCommunicator::do_reduce(tensor, root, op);
+    require_cpu("reduce", tensor);
+    links_->reduce(tensor, root, op, self() + ": reduce");
+  }
+
+  void do_all_reduce(at::Tensor& tensor, ReduceOp op) override {
+    if (!all_here()) return GlooCommunicator::do_all_reduce(tensor, op);
+    require_cpu("all_reduce", tensor);
+    links_->all_reduce(tensor, op, self() + ": all_reduce");
+  }
+
+  void do_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
+                     const std::vector<int64_t>& recv_counts) override {
+    if (!all_here()) return GlooCommunicator::do_all_to_all(input, output, send_counts, recv_counts);
+    require_cpu("all_to_all", input);
+    links_->all_to_all(input, output, send_counts, recv_counts, self() + ": all_to_all");
+  }
+
+  std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
+                                         CommOptions options) override {
+    const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+    return std::make_unique<SameHostCommunicator>(*this, mine, static_cast<int>(members.size()), std::move(options),
+                                                  key);
+  }
+
+ private:
+  bool here(int peer) const { return links_ && links_->reaches(peer); }
+  bool all_here() const { return links_ && links_->all_here(); }
+
+  // This communicator's rings to its members on this host, if it has any.
+  void link(const std::string& key) {
+    if (!process_) return;
+    std::vector<int> world_ranks(size());
+    std::vector<bool> here(size());
+    int count = 0;
+    for (int r = 0; r < size(); ++r) {
+      world_ranks[r] = world_rank_of(r);
+      here[r] = hosts_[world_ranks[r]] == hosts_[world_rank()];
+      count += here[r] ? 1 : 0;
+    }
+    if (count > 1)
+      links_ = std::make_unique<ShmProcess::Links>(process_, *store(), key, rank(), world_ranks, here, timeout());
+  }
+
+  std::shared_ptr<ShmProcess> process_;
+  std::vector<std::string> hosts_;  // by world rank
+  std::unique_ptr<ShmProcess::Links> links_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_same_host_communicator(const WorldInfo& world, CommOptions options) {
+  return std::make_unique<SameHostCommunicator>(world, std::move(options));
+}
+
+}  // namespace distlab::comm

@@ -1,0 +1,184 @@
+// The same-host transport: ranks of one job on one host talk through POSIX
+// shared memory instead of TCP (comm/same_host_backend.hpp puts it beneath
+// the gloo backend; ranks on other hosts still go through gloo's TCP).
+//
+// Per communicator (the job's, and each group split off it), every rank
+// creates one segment holding, for each member on its host, the ring that
+// member writes to it (comm/shm_sync.hpp), plus a slot of the arena its
+// native collectives reduce in. A message is a header in the ring and then:
+//
+// - two copies: its bytes follow the header through the ring, in chunks, the
+//   sender copying in while the receiver copies out;
+// - one copy, from single_copy_from bytes on: the header carries the
+//   sender's address and the receiver reads the bytes straight out of the
+//   sender's memory (process_vm_readv, Linux's cross-memory attach), then
+//   acknowledges, which completes the send. Taken only where a probe at
+//   start-up could read the peer (ptrace rules allow it); else two copies.
+//
+// Nobody has a thread spinning on the rings: whoever waits (a Work's
+// wait(), a collective) moves every pending message of the process forward
+// itself, polls for `spin`, then sleeps on its process's Bell until a peer
+// rings it. A background thread moves messages nobody waits for (an isend
+// whose receiver needs the ring emptied while this rank computes) every
+// millisecond. Every wait is bounded by the timeout and names the peer, and
+// a peer whose process has exited is reported at once.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "comm/shm_segment.hpp"
+#include "comm/shm_sync.hpp"
+
+namespace c10d {
+class Store;
+}
+
+namespace distlab::comm {
+
+struct ShmSettings {
+  uint64_t ring_bytes = 2u << 20;         // per ordered pair of ranks
+  uint64_t arena_bytes = 4u << 20;        // per rank: the native collectives' slot, two halves
+  uint64_t single_copy_from = 64u << 10;  // messages this large or larger go in one copy; 0: never
+  std::chrono::microseconds spin{50};     // how long a waiter polls before it sleeps
+  // DISTLAB_SHM_RING_KB, DISTLAB_SHM_SINGLE_COPY (0 turns it off),
+  // DISTLAB_SHM_SPIN_US over the defaults.
+  static ShmSettings from_env();
+};
+
+// This rank's side of the job on its host: its Bell, the other local ranks'
+// Bells and pids, which of them it can read in one copy, the lock every
+// transfer of the process moves under and the background thread.
+class ShmProcess {
+ public:
+  // Every rank of `local_world` (world ranks on this host, this one among
+  // them) calls it with the same `token`; returns once all have mapped each
+  // other's pages, which are then unlinked.
+  ShmProcess(c10d::Store& store, const std::string& token, int world_rank, const std::vector<int>& local_world,
+             ShmSettings settings, Milliseconds timeout);
+  ~ShmProcess();
+  ShmProcess(const ShmProcess&) = delete;
+  ShmProcess& operator=(const ShmProcess&) = delete;
+
+  const std::string& token() const { return token_; }
+  const ShmSettings& settings() const { return settings_; }
+  int world_rank() const { return world_rank_; }
+  // Whether `world_rank`'s process (on this host) can read this one's
+  // memory in one copy, as it found when it probed.
+  bool reads_me_directly(int world_rank) const;
+  // "one copy (process_vm_readv) from 64 KiB, two copies below" or why not.
+  std::string copy_mode() const;
+
+  struct Peer;  // a local rank's page: its Bell, pid, probe results
+  const Peer& peer(int world_rank) const;
+
+  // For the links: everything below runs under lock().
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+  // Moves every pending message of every communicator of this process;
+  // true if anything moved.
+  bool progress_locked();
+  // Until done() holds (checked under the lock after each round of
+  // progress) or `timeout` passes (false). Throws PeerClosed naming the
+  // first of `watched` (world ranks) whose process is gone.
+  bool wait_locked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done, Milliseconds timeout,
+                   const std::vector<int>& watched, const std::string& what);
+  void ring(int world_rank);
+  void ring_self();
+  // Returns once every message this process has sent is out of its hands
+  // (in a ring, or read by its receiver), at most the timeout: what a
+  // one-copy send holds is the sender's tensor until it is read.
+  void settle();
+
+  class Links;
+  void add(Links* links);
+  void remove(Links* links);
+
+ private:
+  void background();
+
+  std::string token_;
+  int world_rank_;
+  ShmSettings settings_;
+  Milliseconds timeout_;
+  SharedSegment page_;
+  std::vector<SharedSegment> peer_pages_;
+  std::map<int, std::unique_ptr<Peer>> peers_;  // by world rank, this rank's own too
+  std::mutex mutex_;
+  std::vector<Links*> links_;
+  bool stopping_ = false;
+  std::condition_variable wake_background_;
+  std::thread background_;
+};
+
+// One communicator's channels to its members on this host, its native
+// collectives in the arena, and its point-to-point messages.
+class ShmProcess::Links {
+ public:
+  // `world_ranks[i]`: member i's world rank; `here[i]`: whether member i is
+  // on this host. Every local member calls it (a collective over them);
+  // `key` is the same on all of them and unique to the communicator.
+  Links(std::shared_ptr<ShmProcess> process, c10d::Store& store, const std::string& key, int rank,
+        std::vector<int> world_ranks, std::vector<bool> here, Milliseconds timeout);
+  ~Links();
+  Links(const Links&) = delete;
+  Links& operator=(const Links&) = delete;
+
+  bool reaches(int peer) const { return here_[peer]; }
+  bool all_here() const;
+
+  // Tags >= 0 are the program's; the links use negative ones of their own.
+  WorkPtr isend(const at::Tensor& tensor, int peer, int tag, std::string what);
+  WorkPtr irecv(at::Tensor& tensor, int peer, int tag, std::string what);
+
+  // Over every member; only when all_here(). `what` names the call in errors.
+  void barrier(const std::string& what);
+  void broadcast(at::Tensor& tensor, int root, const std::string& what);
+  void reduce(at::Tensor& tensor, int root, ReduceOp op, const std::string& what);
+  void all_reduce(at::Tensor& tensor, ReduceOp op, const std::string& what);
+  void all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
+                  const std::vector<int64_t>& recv_counts, const std::string& what);
+
+  struct Op;
+  struct Out;
+  struct In;
+  bool progress_locked();
+  bool pending_locked() const;
+  bool sending_locked() const;                                  // sends not yet out of this rank's hands
+  void sending_to_locked(std::vector<int>& world_ranks) const;  // their peers
+  // Waits for `op` (a Work's wait).
+  void wait(const std::shared_ptr<Op>& op, Milliseconds limit);
+  bool done(const std::shared_ptr<Op>& op);
+
+ private:
+  friend class ShmProcess;
+  // Reduces (root < 0: all-reduces) through the arena.
+  void reduce_in_arena(at::Tensor& tensor, int root, ReduceOp op, const std::string& what);
+  uint8_t* slot(int member, int half) const;
+  void post_recv_locked(const std::shared_ptr<Op>& op);
+
+  std::shared_ptr<ShmProcess> process_;
+  int rank_;
+  std::vector<int> world_ranks_;
+  std::vector<bool> here_;
+  Milliseconds timeout_;
+  SharedSegment mine_;
+  std::vector<SharedSegment> theirs_;  // by member; empty where not on this host
+  std::vector<std::unique_ptr<Out>> out_;
+  std::vector<std::unique_ptr<In>> in_;
+  std::vector<int> watched_;  // world ranks of the other local members
+  uint64_t generation_ = 0;   // barriers so far
+  uint64_t chunks_ = 0;       // arena chunks so far (the half in use alternates)
+};
+
+}  // namespace distlab::comm

@@ -1,0 +1,202 @@
+// The same-host transport (--backend auto, comm/same_host_backend.hpp):
+// the gloo tests' worker over shared memory, in one copy and in two, with
+// rings small enough that every large message wraps round many times; a
+// rank killed in the middle of a transfer; two jobs on the host at once;
+// and segments of a dead job removed by the next one.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <regex>
+
+#include "comm/shm_segment.hpp"
+#include "launcher_process.hpp"
+#include "support/process_backend.hpp"
+#include "support/required_tool.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using distlab::launcher::testing::Finished;
+using distlab::launcher::testing::run_launcher;
+using distlab::testing::ScopedEnv;
+
+Finished run_shm(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000") {
+  return run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", timeout_ms,
+                       "--grace-ms", "1000", GLOO_WORKER_PATH, "--backend", "auto", "--scenario", scenario},
+                      120s);
+}
+
+void expect_every_rank_passed(const Finished& f, int ranks) {
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string line = "[rank " + std::to_string(r) + "] rank " + std::to_string(r) + " of " +
+                             std::to_string(ranks) + ": all checks passed";
+    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
+  }
+  EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
+}
+
+// One copy from 64 KiB (process_vm_readv works here as root), two below.
+class ShmJob : public testing::TestWithParam<int> {};
+
+TEST_P(ShmJob, RanksExchangeDataAndAgreeInOneCopy) {
+  const int ranks = GetParam();
+  Finished f = run_shm(ranks, "exchange");
+  expect_every_rank_passed(f, ranks);
+  EXPECT_NE(f.err.find(std::to_string(ranks) + " rank(s) on this host talk through shared memory (one copy "
+                                               "(process_vm_readv) from 64 KiB"),
+            std::string::npos)
+      << f.err;
+}
+
+// Every byte through the ring, and a ring of 4 KiB: a 6 MiB message goes
+// round it some 1,500 times, header and bytes split wherever the end falls.
+TEST_P(ShmJob, RanksExchangeDataAndAgreeInTwoCopiesThroughATinyRing) {
+  const int ranks = GetParam();
+  ScopedEnv two_copies("DISTLAB_SHM_SINGLE_COPY", "0");
+  ScopedEnv tiny_ring("DISTLAB_SHM_RING_KB", "4");
+  Finished f = run_shm(ranks, "exchange");
+  expect_every_rank_passed(f, ranks);
+  EXPECT_NE(f.err.find("talk through shared memory (two copies through the ring (one copy turned off))"),
+            std::string::npos)
+      << f.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, ShmJob, testing::Values(2, 3, 4));
+
+TEST(ShmJobs, SettleWaitsForTheSendsOfEveryGroup) {
+  Finished f = run_shm(3, "settle");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_NE(f.out.find("after settle() the group's send holds less than 1 KiB"), std::string::npos) << f.out << f.err;
+}
+
+TEST(ShmFailures, AMessageThatDoesNotFitIsRefusedNamingBothShapes) {
+  Finished f = run_shm(2, "mismatch", "20000");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_NE(f.exit_code, 0) << f.out << f.err;
+  const std::string all = f.out + f.err;
+  EXPECT_EQ(all.find("MISMATCH"), std::string::npos) << all;
+  EXPECT_NE(all.find("rank 1: three messages refused, the next one intact"), std::string::npos) << all;
+  EXPECT_NE(all.find("[rank 1] error: rank 1: recv from rank 0 (tag 6): rank 0 sent 8 Float elements but the recv "
+                     "expects 4 Float elements"),
+            std::string::npos)
+      << all;
+}
+
+TEST(ShmFailures, SilentPeerTimesOutNamingIt) {
+  Finished f = run_shm(3, "silent-peer", "1500");
+  ASSERT_FALSE(f.timed_out) << f.out << f.err;
+  EXPECT_NE(f.exit_code, 0);
+  const std::string all = f.out + f.err;
+  EXPECT_NE(all.find("rank 0: recv from rank 2 (tag 3) did not complete within 1500 ms"), std::string::npos) << all;
+}
+
+// The last rank is killed with most of its 64 MiB still to send (two
+// copies, so the transfer needs it). The ranks are started here, not by
+// distlab-run, which would stop the others the moment one dies: rank 0's
+// recv and rank 1's must see it themselves and name it, long before
+// their 60 s timeout. No segment of the job is left in /dev/shm, and the
+// next job on the host runs.
+TEST(ShmFailures, ARankKilledMidTransferIsNamedAndLeavesNoSegment) {
+  const std::string dir = distlab::launcher::testing::fresh_dir("shm_killed");
+  const std::string port = std::to_string(distlab::launcher::testing::free_port());
+  std::string ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks += "RANK=" + std::to_string(r) + " WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+             " DISTLAB_TIMEOUT_MS=60000 DISTLAB_SHM_SINGLE_COPY=0 " + GLOO_WORKER_PATH +
+             " --backend auto --scenario killed > " + dir + "/rank" + std::to_string(r) + ".txt 2>&1 & ";
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(("timeout 90 bash -c '" + ranks + "wait'").c_str());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_NE(status, -1);
+  EXPECT_LT(seconds, 30) << "the peers must see the rank gone, not wait for their timeout";
+  std::string all;
+  for (int r = 0; r < 3; ++r) all += distlab::launcher::testing::read_file(dir + "/rank" + std::to_string(r) + ".txt");
+  EXPECT_TRUE(std::regex_search(all, std::regex(R"(error: rank 0: recv from rank 2 \(tag 3\): rank 2 )"
+                                                R"(\(process \d+ on this host\) has exited)")))
+      << all;
+  EXPECT_TRUE(std::regex_search(all, std::regex(R"(error: rank 1: recv from rank 2 \(tag 5\): rank 2 \(process \d+ on )"
+                                                R"(this host\) has exited)")))
+      << all;
+  std::smatch pids;
+  std::string rest = all;
+  int seen = 0;
+  while (std::regex_search(rest, pids, std::regex(R"(rank (\d) pid (\d+))"))) {
+    ++seen;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+      EXPECT_NE(entry.path().filename().string().rfind("distlab." + pids[2].str() + ".", 0), 0u)
+          << "left behind: " << entry.path();
+    rest = pids.suffix();
+  }
+  EXPECT_EQ(seen, 3) << all;
+  expect_every_rank_passed(run_shm(3, "exchange"), 3);
+}
+
+// Two jobs of 3 ranks at once: each meets only its own ranks' segments.
+TEST(ShmJobs, TwoJobsOnOneHostStayApart) {
+  auto first = std::async(std::launch::async, [] { return run_shm(3, "exchange"); });
+  auto second = std::async(std::launch::async, [] { return run_shm(3, "exchange"); });
+  expect_every_rank_passed(first.get(), 3);
+  expect_every_rank_passed(second.get(), 3);
+}
+
+// Two hosts made on this machine (tests/comm/two_hosts.sh: a network and a
+// UTS namespace each, a veth pair between them, a /dev/shm of their own), 2
+// ranks on each: --backend auto must find the ranks of each host by their
+// host identity, talk through shared memory inside each and through TCP
+// between them, and every check passes.
+TEST(ShmTwoHosts, SharedMemoryInsideEachHostAndTcpBetweenThem) {
+  const std::string command = std::string("DISTLAB_RUN=") + DISTLAB_BUILD_DIR + "/launcher/distlab-run " +
+                              DISTLAB_SOURCE_DIR + "/tests/comm/two_hosts.sh --nproc-per-node 2 --timeout 100 -- " +
+                              GLOO_WORKER_PATH + " --backend auto --scenario exchange 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char chunk[4096];
+  for (size_t n; (n = fread(chunk, 1, sizeof chunk, pipe)) > 0;) out.append(chunk, n);
+  const int status = pclose(pipe);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(code != 77, "this machine cannot make two hosts: " + out);
+  EXPECT_EQ(code, 0) << out;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_NE(out.find("rank " + std::to_string(r) + " of 4: all checks passed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("MISMATCH"), std::string::npos) << out;
+  const std::string split =
+      "2 rank(s) on this host talk through shared memory (one copy (process_vm_readv) from 64 "
+      "KiB, two copies through the ring below), 2 elsewhere through TCP";
+  const size_t first = out.find(split), host1 = out.find("== host1 ==");
+  EXPECT_LT(first, host1) << out;
+  EXPECT_NE(out.find(split, host1), std::string::npos) << out;
+}
+
+// A job that died before it unlinked its segments: the next job's set-up
+// removes them, and leaves a living process's alone.
+TEST(ShmSegments, AStaleSegmentOfADeadProcessIsRemoved) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);
+  const std::string dead = "/distlab." + std::to_string(child) + ".stale.r0";
+  const std::string alive = "/distlab." + std::to_string(getpid()) + ".alive.r0";
+  for (const std::string& name : {dead, alive}) {
+    const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_GE(fd, 0) << name;
+    close(fd);
+  }
+  EXPECT_GE(distlab::comm::remove_stale_segments(), 1);
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + dead));
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + alive));
+  shm_unlink(alive.c_str());
+}
+
+}  // namespace
