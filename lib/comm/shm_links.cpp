@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -105,7 +106,9 @@ std::string read_directly(pid_t pid, void* into, uint64_t address, uint64_t byte
   return "";
 }
 
-std::string kib(uint64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
+std::string kib(uint64_t bytes) {
+  return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+}
 
 }  // namespace
 
@@ -113,7 +116,13 @@ ShmSettings ShmSettings::from_env() {
   ShmSettings s;
   s.ring_bytes = env_or("DISTLAB_SHM_RING_KB", s.ring_bytes >> 10) << 10;
   if (s.ring_bytes < 4096) throw SetupError("DISTLAB_SHM_RING_KB must be at least 4");
-  if (env_or("DISTLAB_SHM_SINGLE_COPY", 1) == 0) s.single_copy_from = 0;
+  const char* single = std::getenv("DISTLAB_SHM_SINGLE_COPY");
+  if (single != nullptr && *single != '\0') {
+    if (std::string(single) != "0" && std::string(single) != "1")
+      throw SetupError(std::string("DISTLAB_SHM_SINGLE_COPY must be 0 (never) or 1 (from 64 KiB on), got '") + single +
+                       "'");
+    s.single_copy_from = single[0] == '0' ? 0 : 64u << 10;
+  }
   s.spin = std::chrono::microseconds(env_or("DISTLAB_SHM_SPIN_US", s.spin.count()));
   return s;
 }
@@ -459,6 +468,7 @@ void acknowledge(ShmProcess& process, ShmProcess::Links::In& in, uint64_t ack);
 
 bool ShmProcess::Links::progress_locked() {
   const uint64_t one_copy_from = process_->settings().single_copy_from;
+  const uint64_t chunk = std::max<uint64_t>(4096, process_->settings().ring_bytes / 8);
   bool moved_any = false;
   for (auto& out_ptr : out_) {
     if (!out_ptr) continue;
@@ -515,11 +525,13 @@ bool ShmProcess::Links::progress_locked() {
           continue;
         }
       }
-      const uint64_t n = std::min(bytes - op.written, out.ring.writable());
-      if (n > 0) {
+      // In chunks, each published (and the peer rung) as soon as it is in:
+      // the receiver copies one out while the next goes in.
+      for (uint64_t n; (n = std::min({bytes - op.written, out.ring.writable(), chunk})) > 0;) {
         out.ring.write(bytes_at(op.tensor) + op.written, n);
         op.written += n;
         moved = true;
+        process_->ring(out.world_peer);
       }
       if (op.written < bytes) break;
       op.done = true;
@@ -579,11 +591,11 @@ bool ShmProcess::Links::progress_locked() {
       }
       uint8_t* into = in.drop ? nullptr : in.op ? bytes_at(in.op->tensor) : bytes_at(in.stash->data);
       const uint64_t bytes = static_cast<uint64_t>(in.header.bytes);
-      const uint64_t n = std::min(bytes - in.received, in.ring.readable());
-      if (n > 0) {
+      for (uint64_t n; (n = std::min({bytes - in.received, in.ring.readable(), chunk})) > 0;) {
         in.ring.read(into == nullptr ? nullptr : into + in.received, n);
         in.received += n;
         moved = true;
+        process_->ring(in.world_peer);  // room in its ring
       }
       if (in.received < bytes) break;
       in.reading = false;

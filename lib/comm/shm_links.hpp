@@ -9,11 +9,13 @@
 //
 // - two copies: its bytes follow the header through the ring, in chunks, the
 //   sender copying in while the receiver copies out;
-// - one copy, from single_copy_from bytes on: the header carries the
-//   sender's address and the receiver reads the bytes straight out of the
-//   sender's memory (process_vm_readv, Linux's cross-memory attach), then
-//   acknowledges, which completes the send. Taken only where a probe at
-//   start-up could read the peer (ptrace rules allow it); else two copies.
+// - one copy, from single_copy_from bytes on (4 MiB): the header carries
+//   the sender's address and the receiver reads the bytes straight out of
+//   the sender's memory (process_vm_readv, Linux's cross-memory attach),
+//   then acknowledges, which completes the send. Taken only where a probe
+//   at start-up could read the peer (ptrace rules allow it); else two
+//   copies. Below 4 MiB two copies measured faster (docs/benchmarks-wire.md):
+//   the chunks stay in the caches and both cores copy at once.
 //
 // Nobody has a thread spinning on the rings: whoever waits (a Work's
 // wait(), a collective) moves every pending message of the process forward
@@ -50,10 +52,10 @@ namespace distlab::comm {
 struct ShmSettings {
   uint64_t ring_bytes = 2u << 20;         // per ordered pair of ranks
   uint64_t arena_bytes = 4u << 20;        // per rank: the native collectives' slot, two halves
-  uint64_t single_copy_from = 64u << 10;  // messages this large or larger go in one copy; 0: never
+  uint64_t single_copy_from = 4u << 20;   // messages this large or larger go in one copy; 0: never
   std::chrono::microseconds spin{50};     // how long a waiter polls before it sleeps
-  // DISTLAB_SHM_RING_KB, DISTLAB_SHM_SINGLE_COPY (0 turns it off),
-  // DISTLAB_SHM_SPIN_US over the defaults.
+  // DISTLAB_SHM_RING_KB, DISTLAB_SHM_SINGLE_COPY (0: never; 1: from 64 KiB
+  // on), DISTLAB_SHM_SPIN_US over the defaults.
   static ShmSettings from_env();
 };
 

@@ -45,23 +45,25 @@ void expect_every_rank_passed(const Finished& f, int ranks) {
   EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
 }
 
-// One copy from 64 KiB (process_vm_readv works here as root), two below.
+// By default one copy (process_vm_readv works here as root) from 4 MiB, two
+// copies below: the exchange's 6 MiB messages go in one, the rest in two.
 class ShmJob : public testing::TestWithParam<int> {};
 
-TEST_P(ShmJob, RanksExchangeDataAndAgreeInOneCopy) {
+TEST_P(ShmJob, RanksExchangeDataAndAgree) {
   const int ranks = GetParam();
   Finished f = run_shm(ranks, "exchange");
   expect_every_rank_passed(f, ranks);
-  EXPECT_NE(f.err.find(std::to_string(ranks) + " rank(s) on this host talk through shared memory (one copy "
-                                               "(process_vm_readv) from 64 KiB"),
+  EXPECT_NE(f.err.find(std::to_string(ranks) +
+                       " rank(s) on this host talk through shared memory (one copy (process_vm_readv) from 4 MiB, "
+                       "two copies through the ring below)"),
             std::string::npos)
       << f.err;
 }
 
 // Every byte through the ring, and a ring of 4 KiB: a 6 MiB message goes
 // round it some 1,500 times, header and bytes split wherever the end falls.
-TEST_P(ShmJob, RanksExchangeDataAndAgreeInTwoCopiesThroughATinyRing) {
-  const int ranks = GetParam();
+TEST(ShmJobs, RanksExchangeDataAndAgreeInTwoCopiesThroughATinyRing) {
+  const int ranks = 3;
   ScopedEnv two_copies("DISTLAB_SHM_SINGLE_COPY", "0");
   ScopedEnv tiny_ring("DISTLAB_SHM_RING_KB", "4");
   Finished f = run_shm(ranks, "exchange");
@@ -71,7 +73,17 @@ TEST_P(ShmJob, RanksExchangeDataAndAgreeInTwoCopiesThroughATinyRing) {
       << f.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Processes, ShmJob, testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Processes, ShmJob, testing::Values(2, 4));
+
+// Every message from 64 KiB on in one copy (the exchange's 1 MiB ones too).
+TEST(ShmJobs, RanksExchangeDataAndAgreeInOneCopyAtEverySize) {
+  ScopedEnv one_copy("DISTLAB_SHM_SINGLE_COPY", "1");
+  Finished f = run_shm(3, "exchange");
+  expect_every_rank_passed(f, 3);
+  EXPECT_NE(f.err.find("(one copy (process_vm_readv) from 64 KiB, two copies through the ring below)"),
+            std::string::npos)
+      << f.err;
+}
 
 TEST(ShmJobs, SettleWaitsForTheSendsOfEveryGroup) {
   Finished f = run_shm(3, "settle");
@@ -172,8 +184,8 @@ TEST(ShmTwoHosts, SharedMemoryInsideEachHostAndTcpBetweenThem) {
     EXPECT_NE(out.find("rank " + std::to_string(r) + " of 4: all checks passed"), std::string::npos) << out;
   EXPECT_EQ(out.find("MISMATCH"), std::string::npos) << out;
   const std::string split =
-      "2 rank(s) on this host talk through shared memory (one copy (process_vm_readv) from 64 "
-      "KiB, two copies through the ring below), 2 elsewhere through TCP";
+      "2 rank(s) on this host talk through shared memory (one copy (process_vm_readv) from 4 "
+      "MiB, two copies through the ring below), 2 elsewhere through TCP";
   const size_t first = out.find(split), host1 = out.find("== host1 ==");
   EXPECT_LT(first, host1) << out;
   EXPECT_NE(out.find(split, host1), std::string::npos) << out;

@@ -57,7 +57,7 @@ std::vector<Lesson> lessons() {
         "The accumulated gradient IS the gradient of the whole batch", "Training both ways",
         "The batch split across the ranks"},
        "--backend threads --ranks 2 --epochs 1", true},
-      {LESSON_02, 1, {"One after another", "All at once"},
+      {LESSON_02, 1, {"One after another", "All at once", "The wire"},
        "--backend threads --ranks 2 --file-mb 0.01 --iters 1", true},
       {LESSON_03, 1, {"The story", "The tree by hand", "The library's broadcasts", "Initial weights from the root"},
        "--backend threads --ranks 2 --mb 0.01 --iters 1", true},
