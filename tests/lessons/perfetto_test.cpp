@@ -102,6 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Four threads, 1 MB: a ring step's send starts inside its recv.
         TracedRun{"lesson05", LESSON_05, "--backend threads --ranks 4 --mb 1 --iters 1 --no-steps", 0, 100},
         TracedRun{"lesson05_gloo", LESSON_05, "--backend gloo --mb 0.2 --iters 1 --no-steps", 3, 50},
+        // The same over shared memory: the transport beneath, the same events.
+        TracedRun{"lesson05_shm", LESSON_05, "--backend auto --mb 0.2 --iters 1 --no-steps", 3, 50},
         TracedRun{"lesson06", LESSON_06, "--backend threads --ranks 4 --steps 2", 0, 8},
         TracedRun{"lesson07", LESSON_07, "--backend threads --ranks 2 --accumulate 3 --steps 2 --rows 4", 0, 8},
         TracedRun{"lesson08", LESSON_08, "--backend threads --ranks 2 --width 512 --layers 4 --rows 16 --steps 1", 0,
