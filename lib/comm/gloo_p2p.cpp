@@ -1,7 +1,5 @@
 #include "comm/gloo_p2p.hpp"
 
-#include "comm/message_text.hpp"
-
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -9,6 +7,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "comm/message_text.hpp"
 
 namespace distlab::comm {
 namespace {

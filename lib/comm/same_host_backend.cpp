@@ -8,46 +8,38 @@
 #include "comm/gloo_communicator.hpp"
 #include "comm/host_identity.hpp"
 #include "comm/shm_links.hpp"
+#include "comm/store.hpp"
 
 namespace distlab::comm {
 namespace {
 
-std::string text_of(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
-
-// Every rank's host identity, by world rank, and the job's token for
-// segment names, both through the store.
+// Every rank's host identity, by world rank, through the store.
 std::vector<std::string> exchange_hosts(c10d::Store& store, int rank, int size, Milliseconds timeout) {
-  const std::string mine = host_identity();
-  store.set("distlab/shm/host/" + std::to_string(rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  set_text(store, "distlab/shm/host/" + std::to_string(rank), host_identity());
   std::vector<std::string> hosts(size);
-  for (int r = 0; r < size; ++r) {
-    const std::string key = "distlab/shm/host/" + std::to_string(r);
-    try {
-      store.wait({key}, timeout);
-    } catch (const std::exception&) {
-      throw SetupError("rank " + std::to_string(rank) + ": rank " + std::to_string(r) +
-                       " did not say which host it runs on within " + std::to_string(timeout.count()) + " ms");
-    }
-    hosts[r] = text_of(store.get(key));
-  }
+  for (int r = 0; r < size; ++r)
+    hosts[r] = wait_text(
+        store, "distlab/shm/host/" + std::to_string(r), timeout,
+        "rank " + std::to_string(rank) + ": rank " + std::to_string(r) + " did not say which host it runs on");
   return hosts;
 }
 
-std::string job_token(c10d::Store& store, int rank) {
+// The job's token for segment names, drawn by rank 0.
+std::string job_token(c10d::Store& store, int rank, Milliseconds timeout) {
   if (rank == 0) {
     std::random_device random;
     char text[17];
     std::snprintf(text, sizeof text, "%08x%08x", random(), random() ^ static_cast<unsigned>(getpid()));
-    store.set("distlab/shm/token", std::vector<uint8_t>(text, text + 16));
+    set_text(store, "distlab/shm/token", text);
   }
-  return text_of(store.get("distlab/shm/token"));
+  return wait_text(store, "distlab/shm/token", timeout, "rank " + std::to_string(rank) + ": rank 0 drew no job token");
 }
 
 class SameHostCommunicator : public GlooCommunicator {
  public:
   SameHostCommunicator(const WorldInfo& world, CommOptions options) : GlooCommunicator(world, std::move(options)) {
     hosts_ = exchange_hosts(*store(), rank(), size(), connect_timeout());
-    const std::string token = job_token(*store(), rank());
+    const std::string token = job_token(*store(), rank(), connect_timeout());
     std::vector<int> local;
     for (int r = 0; r < size(); ++r)
       if (hosts_[r] == hosts_[rank()]) local.push_back(r);

@@ -20,6 +20,7 @@
 
 #include "comm/message_text.hpp"
 #include "comm/peer_closed.hpp"
+#include "comm/store.hpp"
 
 namespace distlab::comm {
 
@@ -79,20 +80,6 @@ uint64_t env_or(const char* name, uint64_t fallback) {
   return value;
 }
 
-void put(c10d::Store& store, const std::string& key, const std::string& value) {
-  store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
-}
-
-std::string take(c10d::Store& store, const std::string& key, Milliseconds timeout, const std::string& failure) {
-  try {
-    store.wait({key}, timeout);
-    const std::vector<uint8_t> value = store.get(key);
-    return std::string(value.begin(), value.end());
-  } catch (const std::exception& e) {
-    throw SetupError(failure + " within " + std::to_string(timeout.count()) + " ms");
-  }
-}
-
 // Reads `bytes` at `address` in process `pid` into `into`; "" or why not.
 std::string read_directly(pid_t pid, void* into, uint64_t address, uint64_t bytes) {
   uint64_t done = 0;
@@ -106,7 +93,7 @@ std::string read_directly(pid_t pid, void* into, uint64_t address, uint64_t byte
   return "";
 }
 
-std::string kib(uint64_t bytes) {
+std::string size_text(uint64_t bytes) {
   return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
 }
 
@@ -147,11 +134,12 @@ ShmProcess::ShmProcess(c10d::Store& store, const std::string& token, int world_r
   page->pid = getpid();
   page->probe_address = reinterpret_cast<uint64_t>(&probe_word);
   peers_[world_rank] = std::make_unique<Peer>(Peer{getpid(), page});
-  put(store, "distlab/shm/page/" + std::to_string(world_rank), page_.name());
+  set_text(store, "distlab/shm/page/" + std::to_string(world_rank), page_.name());
   for (int q : local_world) {
     if (q == world_rank) continue;
-    const std::string name = take(store, "distlab/shm/page/" + std::to_string(q), timeout,
-                                  me + ": shared memory: rank " + std::to_string(q) + " on this host did not set up");
+    const std::string name =
+        wait_text(store, "distlab/shm/page/" + std::to_string(q), timeout,
+                  me + ": shared memory: rank " + std::to_string(q) + " on this host did not set up");
     peer_pages_.push_back(SharedSegment::attach(name, sizeof(ProcessPage)));
     auto* theirs = static_cast<ProcessPage*>(peer_pages_.back().data());
     peers_[q] = std::make_unique<Peer>(Peer{static_cast<pid_t>(theirs->pid), theirs});
@@ -162,11 +150,11 @@ ShmProcess::ShmProcess(c10d::Store& store, const std::string& token, int world_r
         word == kMagic;
     if (q < kProbedRanks) page->readable[q].store(one_copy ? 1 : 0);
   }
-  put(store, "distlab/shm/ready/" + std::to_string(world_rank), "1");
+  set_text(store, "distlab/shm/ready/" + std::to_string(world_rank), "1");
   for (int q : local_world)
     if (q != world_rank)
-      take(store, "distlab/shm/ready/" + std::to_string(q), timeout,
-           me + ": shared memory: rank " + std::to_string(q) + " on this host did not map this rank's page");
+      wait_text(store, "distlab/shm/ready/" + std::to_string(q), timeout,
+                me + ": shared memory: rank " + std::to_string(q) + " on this host did not map this rank's page");
   page_.unlink();
   background_ = std::thread([this] { background(); });
 }
@@ -192,7 +180,8 @@ std::string ShmProcess::copy_mode() const {
   for (const auto& [rank, peer] : peers_)
     if (rank != world_rank_ && !reads_me_directly(rank)) all = false;
   if (!all) return "two copies through the ring (process_vm_readv refused between some ranks)";
-  return "one copy (process_vm_readv) from " + kib(settings_.single_copy_from) + ", two copies through the ring below";
+  return "one copy (process_vm_readv) from " + size_text(settings_.single_copy_from) +
+         ", two copies through the ring below";
 }
 
 void ShmProcess::ring(int world_rank) { peers_.at(world_rank)->page->bell.ring(); }
@@ -387,7 +376,7 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
   new (mine_.data()) GroupPage;
   auto* controls = reinterpret_cast<RingControl*>(static_cast<uint8_t*>(mine_.data()) + group_page_bytes());
   for (int i = 0; i < p; ++i) new (&controls[i]) RingControl;
-  put(store, prefix + std::to_string(rank_), mine_.name());
+  set_text(store, prefix + std::to_string(rank_), mine_.name());
   theirs_.resize(p);
   out_.resize(p);
   in_.resize(p);
@@ -399,8 +388,9 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
   for (int m = 0; m < p; ++m) {
     if (m == rank_ || !here_[m]) continue;
     const int world = world_ranks_[m];
-    const std::string name = take(store, prefix + std::to_string(m), timeout,
-                                  me + ": shared memory: rank " + std::to_string(world) + " did not set up its rings");
+    const std::string name =
+        wait_text(store, prefix + std::to_string(m), timeout,
+                  me + ": shared memory: rank " + std::to_string(world) + " did not set up its rings");
     theirs_[m] = SharedSegment::attach(name, bytes);
     out_[m] = std::make_unique<Out>();
     out_[m]->ring = ring_of(theirs_[m], rank_);
@@ -412,11 +402,11 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
     in_[m]->pid = process_->peer(world).pid;
     watched_.push_back(world);
   }
-  put(store, prefix + "mapped/" + std::to_string(rank_), "1");
+  set_text(store, prefix + "mapped/" + std::to_string(rank_), "1");
   for (int m = 0; m < p; ++m)
     if (m != rank_ && here_[m])
-      take(store, prefix + "mapped/" + std::to_string(m), timeout,
-           me + ": shared memory: rank " + std::to_string(world_ranks_[m]) + " did not map this rank's rings");
+      wait_text(store, prefix + "mapped/" + std::to_string(m), timeout,
+                me + ": shared memory: rank " + std::to_string(world_ranks_[m]) + " did not map this rank's rings");
   mine_.unlink();
   process_->add(this);
 }
@@ -463,8 +453,22 @@ bool ShmProcess::Links::pending_locked() const {
 }
 
 namespace {
-void acknowledge(ShmProcess& process, ShmProcess::Links::In& in, uint64_t ack);
+// The end of a one-copy message: its bytes read straight out of the sender
+// into the recv's tensor (unless it was refused), the sender told through
+// the acknowledgement slot, the recv done.
+void finish_one_copy(ShmProcess& process, ShmProcess::Links::In& in, ShmProcess::Links::Op& op, const MessageHeader& h,
+                     bool read) {
+  if (read) {
+    const std::string failed = read_directly(in.pid, op.tensor.data_ptr(), h.address, h.bytes);
+    if (!failed.empty())
+      op.error =
+          op.what + ": reading rank " + std::to_string(in.world_peer) + "'s memory in one copy failed: " + failed;
+  }
+  in.ring.control()->acks[h.ack % kAckSlots].store(h.ack, std::memory_order_release);
+  process.ring(in.world_peer);
+  op.done = true;
 }
+}  // namespace
 
 bool ShmProcess::Links::progress_locked() {
   const uint64_t one_copy_from = process_->settings().single_copy_from;
@@ -577,15 +581,7 @@ bool ShmProcess::Links::progress_locked() {
             in.stash->complete = true;  // read when its recv comes
             continue;
           }
-          if (!in.drop) {
-            const std::string failed =
-                read_directly(in.pid, in.op->tensor.data_ptr(), in.header.address, in.header.bytes);
-            if (!failed.empty())
-              in.op->error = in.op->what + ": reading rank " + std::to_string(in.world_peer) +
-                             "'s memory in one copy failed: " + failed;
-          }
-          acknowledge(*process_, in, in.header.ack);
-          in.op->done = true;
+          finish_one_copy(*process_, in, *in.op, in.header, /*read=*/!in.drop);
           continue;
         }
       }
@@ -616,13 +612,6 @@ bool ShmProcess::Links::progress_locked() {
   return moved_any;
 }
 
-namespace {
-void acknowledge(ShmProcess& process, ShmProcess::Links::In& in, uint64_t ack) {
-  in.ring.control()->acks[ack % kAckSlots].store(ack, std::memory_order_release);
-  process.ring(in.world_peer);
-}
-}  // namespace
-
 void ShmProcess::Links::post_recv_locked(const std::shared_ptr<Op>& op) {
   In& in = *in_[op->peer];
   auto arrived = in.arrived.find(op->tag);
@@ -636,19 +625,16 @@ void ShmProcess::Links::post_recv_locked(const std::shared_ptr<Op>& op) {
   const MessageHeader& h = stash->header;
   if (!fits(*op, h)) {
     refuse(*op, h);
-    if (h.ack != 0) acknowledge(*process_, in, h.ack);
     // Two copies: the bytes still coming are read into the stash, which
     // nobody claims.
-    op->done = true;
+    if (h.ack != 0)
+      finish_one_copy(*process_, in, *op, h, /*read=*/false);
+    else
+      op->done = true;
     return;
   }
   if (h.ack != 0) {
-    const std::string failed = read_directly(in.pid, op->tensor.data_ptr(), h.address, h.bytes);
-    if (!failed.empty())
-      op->error =
-          op->what + ": reading rank " + std::to_string(in.world_peer) + "'s memory in one copy failed: " + failed;
-    acknowledge(*process_, in, h.ack);
-    op->done = true;
+    finish_one_copy(*process_, in, *op, h, /*read=*/true);
   } else if (stash->complete) {
     std::memcpy(op->tensor.data_ptr(), stash->data.data_ptr(), h.bytes);
     op->done = true;
@@ -674,32 +660,29 @@ class ShmWork : public Work {
 }  // namespace
 
 WorkPtr ShmProcess::Links::isend(const at::Tensor& tensor, int peer, int tag, std::string what) {
-  auto op = std::make_shared<Op>();
-  op->tensor = tensor;
-  op->peer = peer;
-  op->tag = tag;
-  op->what = std::move(what);
-  {
-    auto lock = process_->lock();
-    out_[peer]->queue.push_back(op);
-    process_->progress_locked();
-  }
-  if (!op->done) process_->wake_background_.notify_one();
-  return std::make_shared<ShmWork>(this, op, timeout_);
+  return post(tensor, peer, tag, std::move(what),
+              [&](const std::shared_ptr<Op>& op) { out_[peer]->queue.push_back(op); });
 }
 
 WorkPtr ShmProcess::Links::irecv(at::Tensor& tensor, int peer, int tag, std::string what) {
+  return post(tensor, peer, tag, std::move(what), [&](const std::shared_ptr<Op>& op) { post_recv_locked(op); });
+}
+
+WorkPtr ShmProcess::Links::post(const at::Tensor& tensor, int peer, int tag, std::string what,
+                                const std::function<void(const std::shared_ptr<Op>&)>& enqueue_locked) {
   auto op = std::make_shared<Op>();
   op->tensor = tensor;
   op->peer = peer;
   op->tag = tag;
   op->what = std::move(what);
+  bool done = false;
   {
     auto lock = process_->lock();
-    post_recv_locked(op);
+    enqueue_locked(op);
     process_->progress_locked();
+    done = op->done;
   }
-  if (!op->done) process_->wake_background_.notify_one();
+  if (!done) process_->wake_background_.notify_one();  // it goes on while this rank does something else
   return std::make_shared<ShmWork>(this, op, timeout_);
 }
 

@@ -167,6 +167,10 @@ class ShmProcess::Links {
   // Reduces (root < 0: all-reduces) through the arena.
   void reduce_in_arena(at::Tensor& tensor, int root, ReduceOp op, const std::string& what);
   uint8_t* slot(int member, int half) const;
+  // Makes the Op of a send or recv, hands it to `enqueue_locked` under the
+  // lock, and moves what it can at once.
+  WorkPtr post(const at::Tensor& tensor, int peer, int tag, std::string what,
+               const std::function<void(const std::shared_ptr<Op>&)>& enqueue_locked);
   void post_recv_locked(const std::shared_ptr<Op>& op);
 
   std::shared_ptr<ShmProcess> process_;

@@ -184,6 +184,20 @@ Session& session_of(const WorldInfo& world) {
 
 std::string joined_key(int rank) { return "distlab/joined/" + std::to_string(rank); }
 
+void set_text(c10d::Store& store, const std::string& key, const std::string& value) {
+  store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+std::string wait_text(c10d::Store& store, const std::string& key, Milliseconds timeout, const std::string& failure) {
+  try {
+    store.wait({key}, timeout);
+    const std::vector<uint8_t> value = store.get(key);
+    return std::string(value.begin(), value.end());
+  } catch (const std::exception&) {
+    throw SetupError(failure + " within " + std::to_string(timeout.count()) + " ms");
+  }
+}
+
 c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world, Milliseconds timeout) {
   Session& session = session_of(world);
   std::lock_guard<std::mutex> lock(session.mutex);

@@ -35,4 +35,9 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world, Millisecon
 // The key rank `rank` sets in its attempt's store to say it has joined.
 std::string joined_key(int rank);
 
+// A text value under `key`, and the wait for one another rank sets: at most
+// `timeout`, then a SetupError "<failure> within <timeout> ms".
+void set_text(c10d::Store& store, const std::string& key, const std::string& value);
+std::string wait_text(c10d::Store& store, const std::string& key, Milliseconds timeout, const std::string& failure);
+
 }  // namespace distlab::comm

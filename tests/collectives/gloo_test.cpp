@@ -1,5 +1,6 @@
-// The collectives across gloo processes (3 and 4, started by the built
-// distlab-run): every algorithm against gloo's own collectives.
+// The collectives across processes started by the built distlab-run:
+// every algorithm against gloo's own collectives (3 and 4 processes) and
+// against the shared arena's (2 and 4, --backend auto).
 #include <gtest/gtest.h>
 
 #include "launcher_process.hpp"
@@ -9,21 +10,25 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class GlooSweep : public testing::TestWithParam<int> {};
-
-TEST_P(GlooSweep, EveryAlgorithmAgreesWithGloo) {
-  const int ranks = GetParam();
+// The sweep on `ranks` processes of `backend`: every rank must pass it.
+void expect_sweep_passed(int ranks, const std::string& backend) {
+  distlab::testing::ScopedEnv chosen("DISTLAB_TEST_BACKEND", backend);
   auto f = distlab::launcher::testing::run_launcher(
       {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
        COLLECTIVES_GLOO_WORKER_PATH},
       240s);
   ASSERT_FALSE(f.timed_out) << f.out << f.err;
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  if (backend == "auto") EXPECT_NE(f.err.find("talk through shared memory"), std::string::npos) << f.err;
   for (int r = 0; r < ranks; ++r) {
     const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": sweep passed";
     EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
   }
 }
+
+class GlooSweep : public testing::TestWithParam<int> {};
+
+TEST_P(GlooSweep, EveryAlgorithmAgreesWithGloo) { expect_sweep_passed(GetParam(), "gloo"); }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooSweep, testing::Values(3, 4));
 
@@ -32,21 +37,7 @@ INSTANTIATE_TEST_SUITE_P(Processes, GlooSweep, testing::Values(3, 4));
 // their own.
 class ShmSweep : public testing::TestWithParam<int> {};
 
-TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) {
-  const int ranks = GetParam();
-  distlab::testing::ScopedEnv backend("DISTLAB_TEST_BACKEND", "auto");
-  auto f = distlab::launcher::testing::run_launcher(
-      {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
-       COLLECTIVES_GLOO_WORKER_PATH},
-      240s);
-  ASSERT_FALSE(f.timed_out) << f.out << f.err;
-  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
-  EXPECT_NE(f.err.find("talk through shared memory"), std::string::npos) << f.err;
-  for (int r = 0; r < ranks; ++r) {
-    const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": sweep passed";
-    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
-  }
-}
+TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) { expect_sweep_passed(GetParam(), "auto"); }
 
 INSTANTIATE_TEST_SUITE_P(Processes, ShmSweep, testing::Values(2, 4));
 

@@ -9,32 +9,21 @@
 #include <cstdio>
 
 #include "launcher_process.hpp"
+#include "worker_runs.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using distlab::comm::testing::expect_every_rank_passed;
+using distlab::comm::testing::run_worker;
 using distlab::launcher::testing::Finished;
 using distlab::launcher::testing::run_launcher;
-
-Finished run_worker(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000", int jobs = 1) {
-  return run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", timeout_ms,
-                       "--grace-ms", "1000", GLOO_WORKER_PATH, "--scenario", scenario, "--jobs", std::to_string(jobs)},
-                      120s);
-}
 
 class GlooJob : public testing::TestWithParam<int> {};
 
 TEST_P(GlooJob, RanksExchangeDataAndAgree) {
   const int ranks = GetParam();
-  Finished f = run_worker(ranks, "exchange");
-  ASSERT_FALSE(f.timed_out) << f.out << f.err;
-  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
-  for (int r = 0; r < ranks; ++r) {
-    const std::string line = "[rank " + std::to_string(r) + "] rank " + std::to_string(r) + " of " +
-                             std::to_string(ranks) + ": all checks passed";
-    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
-  }
-  EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
+  expect_every_rank_passed(run_worker(ranks, "exchange"), ranks);
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooJob, testing::Values(2, 3, 4));

@@ -18,6 +18,7 @@
 
 #include "comm/shm_segment.hpp"
 #include "launcher_process.hpp"
+#include "worker_runs.hpp"
 #include "support/process_backend.hpp"
 #include "support/required_tool.hpp"
 
@@ -25,24 +26,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using distlab::launcher::testing::Finished;
-using distlab::launcher::testing::run_launcher;
 using distlab::testing::ScopedEnv;
 
-Finished run_shm(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000") {
-  return run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", timeout_ms,
-                       "--grace-ms", "1000", GLOO_WORKER_PATH, "--backend", "auto", "--scenario", scenario},
-                      120s);
-}
+using distlab::comm::testing::expect_every_rank_passed;
 
-void expect_every_rank_passed(const Finished& f, int ranks) {
-  ASSERT_FALSE(f.timed_out) << f.out << f.err;
-  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
-  for (int r = 0; r < ranks; ++r) {
-    const std::string line = "[rank " + std::to_string(r) + "] rank " + std::to_string(r) + " of " +
-                             std::to_string(ranks) + ": all checks passed";
-    EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
-  }
-  EXPECT_EQ(f.out.find("MISMATCH"), std::string::npos) << f.out;
+Finished run_shm(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000") {
+  return distlab::comm::testing::run_worker(ranks, scenario, timeout_ms, 1, "auto");
 }
 
 // By default one copy (process_vm_readv works here as root) from 4 MiB, two
