@@ -24,6 +24,11 @@
 // whose receiver needs the ring emptied while this rank computes) every
 // millisecond. Every wait is bounded by the timeout and names the peer, and
 // a peer whose process has exited is reported at once.
+//
+// In three files: shm_process.cpp (ShmProcess: the Bell, the probe, the
+// waits, the background thread), shm_links.cpp (a communicator's rings and
+// its sends and recvs) and shm_arena.cpp (its native collectives), with
+// the shared-memory layout they share in shm_internal.hpp.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -50,10 +55,10 @@ class Store;
 namespace distlab::comm {
 
 struct ShmSettings {
-  uint64_t ring_bytes = 2u << 20;         // per ordered pair of ranks
-  uint64_t arena_bytes = 4u << 20;        // per rank: the native collectives' slot, two halves
-  uint64_t single_copy_from = 4u << 20;   // messages this large or larger go in one copy; 0: never
-  std::chrono::microseconds spin{50};     // how long a waiter polls before it sleeps
+  uint64_t ring_bytes = 2u << 20;        // per ordered pair of ranks
+  uint64_t arena_bytes = 4u << 20;       // per rank: the native collectives' slot, two halves
+  uint64_t single_copy_from = 4u << 20;  // messages this large or larger go in one copy; 0: never
+  std::chrono::microseconds spin{50};    // how long a waiter polls before it sleeps
   // DISTLAB_SHM_RING_KB, DISTLAB_SHM_SINGLE_COPY (0: never; 1: from 64 KiB
   // on), DISTLAB_SHM_SPIN_US over the defaults.
   static ShmSettings from_env();
@@ -83,7 +88,7 @@ class ShmProcess {
   std::string copy_mode() const;
 
   struct Peer;  // a local rank's page: its Bell, pid, probe results
-  const Peer& peer(int world_rank) const;
+  pid_t pid_of(int world_rank) const;
 
   // For the links: everything below runs under lock().
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }

@@ -2,7 +2,8 @@
 // injected fault (faults.hpp: skip, order, shape, p2p, and a rank
 // SIGKILLed in the middle of the job) ends within its timeout and is
 // diagnosed from the files, with the same checks as on thread ranks
-// (fault_checks.hpp); SIGUSR1 to the launcher while the job hangs; the
+// (fault_checks.hpp); p2p, shape and the killed rank again over shared
+// memory (--backend auto), where the same records come from the rings; SIGUSR1 to the launcher while the job hangs; the
 // launcher's exit records (exit status in the diagnosis, written where the
 // workers' flight files go, earlier ones removed).
 #include <gtest/gtest.h>
@@ -27,12 +28,13 @@ using distlab::launcher::testing::Finished;
 using namespace distlab::flight_test;
 namespace flight = distlab::flight;
 
-// Three ranks, a 2 s timeout, the flight files into `dir`.
-Finished run_fault(const std::string& fault, int culprit, const std::string& dir) {
+// Three ranks, a 2 s timeout, the flight files into `dir`; `backend` gloo
+// (TCP) or auto (shared memory: the same host).
+Finished run_fault(const std::string& fault, int culprit, const std::string& dir, const std::string& backend = "gloo") {
   setenv("DISTLAB_FLIGHT_DIR", dir.c_str(), 1);
   Finished f = distlab::launcher::testing::run_launcher(
-      {"--nproc-per-node", "3", "--master-port", "0", "--timeout-ms", "2000", "--grace-ms", "5000",
-       FLIGHT_WORKER_PATH, "--fault", fault, "--culprit", std::to_string(culprit)},
+      {"--nproc-per-node", "3", "--master-port", "0", "--timeout-ms", "2000", "--grace-ms", "5000", FLIGHT_WORKER_PATH,
+       "--backend", backend, "--fault", fault, "--culprit", std::to_string(culprit)},
       90s);
   unsetenv("DISTLAB_FLIGHT_DIR");
   return f;
@@ -185,9 +187,9 @@ Finished run_traced(const std::string& dir, const std::vector<std::string>& args
   const char* saved = std::getenv("DISTLAB_FLIGHT_DIR");
   const std::string saved_value = saved ? saved : "";
   unsetenv("DISTLAB_FLIGHT_DIR");
-  std::vector<std::string> command = {"--nproc-per-node", "3",           "--master-port",    "0",
-                                      "--timeout-ms",     "2000",        "--grace-ms",       "5000",
-                                      FLIGHT_WORKER_PATH, "--trace",     dir + "/trace.json"};
+  std::vector<std::string> command = {"--nproc-per-node", "3",       "--master-port",    "0",
+                                      "--timeout-ms",     "2000",    "--grace-ms",       "5000",
+                                      FLIGHT_WORKER_PATH, "--trace", dir + "/trace.json"};
   command.insert(command.end(), args.begin(), args.end());
   const Finished f = distlab::launcher::testing::run_launcher(command, 90s);
   if (saved) setenv("DISTLAB_FLIGHT_DIR", saved_value.c_str(), 1);
@@ -220,6 +222,44 @@ TEST(FlightGloo, RecordsOfAnEarlierJobAreRemovedAtTheStart) {
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   for (int r = 0; r < 3; ++r)
     EXPECT_FALSE(std::ifstream(flight::exit_path(dir, r)).good()) << "rank " << r << "'s record is still there";
+}
+
+// Over shared memory (--backend auto): the records are the communicator's,
+// whatever carries the bytes, so the same faults read the same.
+void expect_shared_memory(const Finished& f) {
+  EXPECT_TRUE(contains(f.err, "3 rank(s) on this host talk through shared memory")) << f.err;
+}
+
+TEST(FlightShm, ARecvWhoseMessageNeverComesOverSharedMemory) {
+  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_p2p");
+  const Finished f = run_fault("p2p", 2, dir, "auto");
+  expect_failed_in_time(f);
+  expect_shared_memory(f);
+  const auto d = flight::diagnose_files({dir});
+  expect_p2p(d, 2, 3);
+  std::printf("%s", flight::to_text(d).c_str());
+}
+
+TEST(FlightShm, AnotherShapeOverSharedMemory) {
+  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_shape");
+  const Finished f = run_fault("shape", 2, dir, "auto");
+  expect_failed_in_time(f);
+  expect_shared_memory(f);
+  const auto d = flight::diagnose_files({dir});
+  expect_shape(d, 2, "ranks 0, 1");
+  std::printf("%s", flight::to_text(d).c_str());
+}
+
+TEST(FlightShm, SigkilledRankOverSharedMemory) {
+  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_dead");
+  const Finished f = run_fault("dead", 2, dir, "auto");
+  expect_failed_in_time(f);
+  expect_shared_memory(f);
+  const auto d = flight::diagnose_files({dir});
+  expect_dead(d, 2, {0, 1});
+  EXPECT_TRUE(contains(flight::to_text(d), "rank 2 left the job (killed by SIGKILL, exit 137) without a flight file:"))
+      << flight::to_text(d);
+  std::printf("%s", flight::to_text(d).c_str());
 }
 
 }  // namespace
