@@ -59,7 +59,7 @@ struct ShmSettings {
   uint64_t arena_bytes = 4u << 20;       // per rank: the native collectives' slot, two halves
   uint64_t single_copy_from = 4u << 20;  // messages this large or larger go in one copy; 0: never
   std::chrono::microseconds spin{50};    // how long a waiter polls before it sleeps
-  // DISTLAB_SHM_RING_KB, DISTLAB_SHM_SINGLE_COPY (0: never; 1: from 64 KiB
+  // DISTLAB_SHM_RING_KB, DISTLAB_SHM_ARENA_KB, DISTLAB_SHM_SINGLE_COPY (0: never; 1: from 64 KiB
   // on), DISTLAB_SHM_SPIN_US over the defaults.
   static ShmSettings from_env();
 };

@@ -94,6 +94,8 @@ ShmSettings ShmSettings::from_env() {
   ShmSettings s;
   s.ring_bytes = env_or("DISTLAB_SHM_RING_KB", s.ring_bytes >> 10) << 10;
   if (s.ring_bytes < 4096) throw SetupError("DISTLAB_SHM_RING_KB must be at least 4");
+  s.arena_bytes = env_or("DISTLAB_SHM_ARENA_KB", s.arena_bytes >> 10) << 10;
+  if (s.arena_bytes < 8192) throw SetupError("DISTLAB_SHM_ARENA_KB must be at least 8");
   const char* single = std::getenv("DISTLAB_SHM_SINGLE_COPY");
   if (single != nullptr && *single != '\0') {
     if (std::string(single) != "0" && std::string(single) != "1")
