@@ -38,6 +38,7 @@ namespace {
 struct DdpBenchOptions : StepOptions {
   comm::JobOptions job;
   std::vector<std::string> parts{"overlap", "sweep"};
+  bool no_overlap = false;  // --parts step: every bucket after the backward (DdpOptions::overlap false)
 };
 
 // One model and what a step of it needs.
@@ -175,8 +176,9 @@ void part_sweep(comm::Communicator& comm, const DdpBenchOptions& o, const std::s
 
 void part_step(comm::Communicator& comm, const DdpBenchOptions& o) {
   Replica replica(o);
-  ddp::DistributedDataParallel ddp(comm, replica.model.ptr(),
-                                   options_with_cap(o, o.bucket_cap_bytes()));
+  ddp::DdpOptions options = options_with_cap(o, o.bucket_cap_bytes());
+  options.overlap = !o.no_overlap;
+  ddp::DistributedDataParallel ddp(comm, replica.model.ptr(), options);
   for (int k = 0; k < o.warmup; ++k) replica.step(&ddp);
   std::vector<double> t;
   for (int r = 0; r < o.rounds; ++r) t.push_back(seconds_per_step(comm, o.iters, [&] { replica.step(&ddp); }));
@@ -220,6 +222,8 @@ Registration reg("ddp", "DistributedDataParallel: overlapped vs naive, overlap f
   add_step_flags(cmd, *o);
   cmd.add_option("--parts", o->parts, "overlap, sweep, step")
       ->check(CLI::IsMember({"overlap", "sweep", "step"}))->capture_default_str();
+  cmd.add_flag("--no-overlap", o->no_overlap,
+               "--parts step: every bucket all-reduces once the backward is done (DdpOptions::overlap false)");
   return [o] {
     comm::run_job(comm::with_env_defaults(o->job), [&](comm::Communicator& comm) { run_rank(comm, *o); });
     return 0;

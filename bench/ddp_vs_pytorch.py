@@ -62,6 +62,9 @@ def main():
                         help="DistLab's backend: gloo (TCP, as PyTorch's) or auto (shared memory between the "
                              "processes of this host); PyTorch runs gloo either way")
     parser.add_argument("--target", type=float, default=0.9, help="the DistLab / PyTorch ratio to meet")
+    parser.add_argument("--no-overlap", action="store_true",
+                        help="DistLab's DDP all-reduces every bucket once the backward is done (PyTorch's always "
+                             "overlaps)")
     parser.add_argument("--verbose", action="store_true", help="print every run's output")
     parser.add_argument("--run-timeout", type=float, default=300,
                         help="seconds one run may take before it is killed and run again once")
@@ -73,7 +76,10 @@ def main():
         what = "ZeRO-1: DistLab's Zero1 against PyTorch's ZeroRedundancyOptimizer%s" % (
             " (parameters_as_bucket_view, DDP's gradient_as_bucket_view)" if args.bucket_view else "")
     else:
-        what = "DDP%s" % (", .grad a view of the bucket (both)" if args.bucket_view else "")
+        what = "DDP%s%s" % (", .grad a view of the bucket (both)" if args.bucket_view else "",
+                             ", DistLab's buckets after the backward (--no-overlap)" if args.no_overlap else "")
+    if args.zero and args.no_overlap:
+        parser.error("--no-overlap is DDP's (not --zero)")
     print("# %s; %d x Linear(%d)+ReLU = %d parameters (%.1f MB of gradients), %d rows per rank, bucket cap %g MiB, "
           "%s, DistLab on %s, PyTorch on gloo, CPU; -n %d -w %d --rounds %d per run, %d pair%s" %
           (what, args.layers, args.width, params, params * 4 / 1e6, args.rows, args.bucket_mb, optimizer_of(args),
@@ -86,7 +92,8 @@ def main():
     for nproc in args.nproc:
         distlab = [os.path.join(args.build, "launcher", "distlab-run"), "--nproc-per-node", str(nproc),
                    "--master-port", "0", "--no-prefix", "--", os.path.join(args.build, "bench", "distlab-bench"),
-                   "zero" if args.zero else "ddp", "--backend", args.backend, "--parts", "step"] + common
+                   "zero" if args.zero else "ddp", "--backend", args.backend, "--parts", "step"] + common + (
+                       ["--no-overlap"] if args.no_overlap else [])
         pytorch = ["/usr/bin/python3", os.path.join(HERE, "pytorch_ddp_step.py"), "--nproc", str(nproc)] + common + (
             ["--zero"] if args.zero else [])
         ours, theirs = [], []

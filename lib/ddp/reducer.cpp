@@ -295,7 +295,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
       comm.label(span);
       span.set_name("grad " + names[i]).arg("param", i).arg("bucket", bucket.index()).arg("step", stats.synced_steps);
     }
-    if (bucket.state() == BucketState::kReady) launch_ready_locked();
+    if (options.overlap && bucket.state() == BucketState::kReady) launch_ready_locked();
   }
 
   // Parameters whose hook did not fire in this backward are reduced all the

@@ -49,6 +49,12 @@ struct ReducerOptions {
   bool find_unused_parameters = false;
   bool rebuild_buckets = true;  // after the first synchronized step, in the order gradients became ready
   bool gradient_as_bucket_view = false;  // .grad shares the bucket's memory (see above)
+  // true: a bucket all-reduces as soon as its gradients are in, while the
+  // backward goes on. false: every bucket once the backward is done (the
+  // same buckets, the same sums). Where the ranks already fill every core
+  // and the transport's copies are CPU work (shared memory), overlapping
+  // only makes them take turns with the backward (docs/benchmarks-wire.md).
+  bool overlap = true;
   collectives::Algorithm algorithm = collectives::Algorithm::kNative;
   Compression compression = Compression::kNone;
   int tag = 0;                  // collective tag of the bucket all-reduces (see collectives/tags.hpp)

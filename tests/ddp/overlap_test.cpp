@@ -1,6 +1,8 @@
 // Overlap really happens: the first bucket's all-reduce starts while
 // backward is still computing gradients; and the bucket plan is rebuilt in
-// the order gradients became ready.
+// the order gradients became ready. Without overlap (DdpOptions::overlap
+// false) no bucket starts before the last gradient is computed, and the
+// gradients are the same bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,7 +74,8 @@ TEST(Overlap, FirstBucketStartsBeforeTheLastGradientIsComputed) {
       for (const auto& e : events)
         if (e.rank == rank && e.category == "ddp_wait" && e.arg("step") == s) wait_begin = e.begin_us;
       for (const auto& e : events)
-        if (e.rank == rank && e.category == "grad_ready" && e.begin_us <= wait_begin && e.begin_us >= first_bucket_begin - 1000000)
+        if (e.rank == rank && e.category == "grad_ready" && e.begin_us <= wait_begin &&
+            e.begin_us >= first_bucket_begin - 1000000)
           last_grad = std::max(last_grad, e.begin_us);
       ASSERT_GE(first_bucket_begin, 0);
       EXPECT_LT(first_bucket_begin, last_grad) << "rank " << rank << " step " << step;
@@ -112,6 +115,75 @@ TEST(Overlap, BucketsAreRebuiltInTheOrderGradientsBecameReady) {
   int rebuilt = 0;
   for (const auto& e : events) rebuilt += e.category == "bucket_plan" && e.arg("rebuilt") == "1";
   EXPECT_EQ(rebuilt, 2);  // once per rank
+}
+
+// How many buckets had been launched when the backward computed the
+// gradient of the first layer's weight (the last one it computes), and
+// every rank's gradients after two steps.
+struct LaunchesSeen {
+  std::vector<int64_t> before_last_gradient;   // per rank and step
+  std::vector<int64_t> per_step;               // buckets launched per step
+  std::vector<std::vector<at::Tensor>> grads;  // per rank
+};
+
+LaunchesSeen launches_seen(bool overlap) {
+  LaunchesSeen seen;
+  seen.grads.resize(2);
+  std::mutex mutex;
+  comm::run_thread_ranks(2, [&](Communicator& comm) {
+    torch::nn::Sequential model{nullptr};
+    {
+      std::lock_guard<std::mutex> lock(mutex);  // torch's default generator is the ranks' one
+      model = deep_model();
+    }
+    DdpOptions options;
+    options.bucket_cap_bytes = 200 * 1000;
+    options.first_bucket_bytes = 200 * 1000;
+    options.overlap = overlap;
+    DistributedDataParallel ddp(comm, model.ptr(), options);
+    // A generator of its own: thread ranks share torch's default one.
+    auto x =
+        at::randn({64, 256}, at::detail::createCPUGenerator(10 + comm.rank()), at::TensorOptions().dtype(at::kFloat));
+    int64_t at_step_start = 0;
+    auto first_weight = model->named_parameters()["0.weight"];
+    first_weight.register_hook([&](const at::Tensor& g) {
+      std::lock_guard<std::mutex> lock(mutex);
+      seen.before_last_gradient.push_back(ddp.stats().all_reduces - at_step_start);
+      return g;
+    });
+    for (int s = 0; s < 2; ++s) {
+      at_step_start = ddp.stats().all_reduces;
+      model->zero_grad();
+      ddp.forward([&] { return model->forward(x).pow(2).mean(); }).backward();
+      std::lock_guard<std::mutex> lock(mutex);
+      seen.per_step.push_back(ddp.stats().all_reduces - at_step_start);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& p : model->parameters()) seen.grads[comm.rank()].push_back(p.grad().clone());
+  });
+  return seen;
+}
+
+TEST(Overlap, WithoutOverlapNoBucketStartsBeforeTheLastGradient) {
+  const LaunchesSeen with = launches_seen(true), without = launches_seen(false);
+  ASSERT_EQ(with.before_last_gradient.size(), 4u);  // 2 ranks x 2 steps
+  ASSERT_EQ(without.before_last_gradient.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_GE(with.per_step[k], 6) << k;
+    EXPECT_EQ(without.per_step[k], with.per_step[k]) << k;
+    // Overlapped, the later layers' buckets were out before the first
+    // layer's weight had its gradient; without overlap none was.
+    EXPECT_GT(with.before_last_gradient[k], 0) << k;
+    EXPECT_EQ(without.before_last_gradient[k], 0) << k;
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(with.grads[rank].size(), without.grads[rank].size());
+    for (size_t i = 0; i < with.grads[rank].size(); ++i)
+      EXPECT_TRUE(at::equal(with.grads[rank][i], without.grads[rank][i])) << "rank " << rank << " parameter " << i;
+  }
+  // The all-reduce happened: the ranks' inputs differ, their gradients agree.
+  for (size_t i = 0; i < without.grads[0].size(); ++i)
+    EXPECT_TRUE(at::equal(without.grads[0][i], without.grads[1][i])) << "parameter " << i;
 }
 
 }  // namespace
