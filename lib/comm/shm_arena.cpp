@@ -77,10 +77,11 @@ void ShmProcess::Links::all_reduce(at::Tensor& tensor, ReduceOp op, const std::s
 
 // Chunk by chunk: every rank copies its chunk into its slot; each reduces
 // its share of the chunk over all slots, in rank order, into its own slot
-// (in place, the reverted gloo design's reduce-scatter); then every rank (or
-// the root alone) copies every share out. The halves of the arena alternate,
-// so the next chunk goes in while the last one's shares are read, with two
-// barriers a chunk.
+// (in place, the reverted gloo design's reduce-scatter; ranks 0 and 1 need
+// no copy of their share to do it); then every rank (or the root alone)
+// copies every share out. The halves of the arena alternate, so the next
+// chunk goes in while the last one's shares are read, with two barriers a
+// chunk.
 void ShmProcess::Links::reduce_in_arena(at::Tensor& tensor, int root, ReduceOp op, const std::string& what) {
   const int p = static_cast<int>(world_ranks_.size());
   const at::ScalarType dtype = tensor.scalar_type();
@@ -95,9 +96,20 @@ void ShmProcess::Links::reduce_in_arena(at::Tensor& tensor, int root, ReduceOp o
     barrier(what);
     const int64_t lo = c * rank_ / p, hi = c * (rank_ + 1) / p;
     if (hi > lo) {
-      at::Tensor share = view_of(slot(0, half), c, dtype).slice(0, lo, hi).clone();
-      for (int m = 1; m < p; ++m) combine_into(share, view_of(slot(m, half), c, dtype).slice(0, lo, hi), op);
-      view_of(slot(rank_, half), c, dtype).slice(0, lo, hi).copy_(share);
+      auto share_of = [&](int m) { return view_of(slot(m, half), c, dtype).slice(0, lo, hi); };
+      at::Tensor mine = share_of(rank_);
+      if (rank_ <= 1) {
+        // In place, still in rank order: rank 0 adds 1, 2, ... into its own
+        // share; rank 1 adds 0 into its own first (every op here is
+        // commutative bit for bit, so s1 + s0 is s0 + s1), then 2, 3, ...
+        for (int m = 0; m < p; ++m)
+          if (m != rank_) combine_into(mine, share_of(m), op);
+      } else {
+        // A rank past 1 would overwrite its own values before their turn.
+        at::Tensor sum = share_of(0).clone();
+        for (int m = 1; m < p; ++m) combine_into(sum, share_of(m), op);
+        mine.copy_(sum);
+      }
     }
     barrier(what);
     if (!keeps) continue;
