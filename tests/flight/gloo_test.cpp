@@ -225,41 +225,32 @@ TEST(FlightGloo, RecordsOfAnEarlierJobAreRemovedAtTheStart) {
 }
 
 // Over shared memory (--backend auto): the records are the communicator's,
-// whatever carries the bytes, so the same faults read the same.
-void expect_shared_memory(const Finished& f) {
+// whatever carries the bytes, so the same faults read the same. Runs the
+// fault, checks the job failed in time on shared memory (its stderr line),
+// and returns the diagnosis of its files.
+flight::Diagnosis diagnose_over_shared_memory(const std::string& fault) {
+  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_" + fault);
+  const Finished f = run_fault(fault, 2, dir, "auto");
+  expect_failed_in_time(f);
   EXPECT_TRUE(contains(f.err, "3 rank(s) on this host talk through shared memory")) << f.err;
+  flight::Diagnosis d = flight::diagnose_files({dir});
+  std::printf("%s", flight::to_text(d).c_str());
+  return d;
 }
 
 TEST(FlightShm, ARecvWhoseMessageNeverComesOverSharedMemory) {
-  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_p2p");
-  const Finished f = run_fault("p2p", 2, dir, "auto");
-  expect_failed_in_time(f);
-  expect_shared_memory(f);
-  const auto d = flight::diagnose_files({dir});
-  expect_p2p(d, 2, 3);
-  std::printf("%s", flight::to_text(d).c_str());
+  expect_p2p(diagnose_over_shared_memory("p2p"), 2, 3);
 }
 
 TEST(FlightShm, AnotherShapeOverSharedMemory) {
-  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_shape");
-  const Finished f = run_fault("shape", 2, dir, "auto");
-  expect_failed_in_time(f);
-  expect_shared_memory(f);
-  const auto d = flight::diagnose_files({dir});
-  expect_shape(d, 2, "ranks 0, 1");
-  std::printf("%s", flight::to_text(d).c_str());
+  expect_shape(diagnose_over_shared_memory("shape"), 2, "ranks 0, 1");
 }
 
 TEST(FlightShm, SigkilledRankOverSharedMemory) {
-  const std::string dir = distlab::launcher::testing::fresh_dir("flight_shm_dead");
-  const Finished f = run_fault("dead", 2, dir, "auto");
-  expect_failed_in_time(f);
-  expect_shared_memory(f);
-  const auto d = flight::diagnose_files({dir});
+  const flight::Diagnosis d = diagnose_over_shared_memory("dead");
   expect_dead(d, 2, {0, 1});
-  EXPECT_TRUE(contains(flight::to_text(d), "rank 2 left the job (killed by SIGKILL, exit 137) without a flight file:"))
-      << flight::to_text(d);
-  std::printf("%s", flight::to_text(d).c_str());
+  const std::string text = flight::to_text(d);
+  EXPECT_TRUE(contains(text, "rank 2 left the job (killed by SIGKILL, exit 137) without a flight file:")) << text;
 }
 
 }  // namespace
