@@ -8,8 +8,9 @@ ping-pong; one-way time = round trip / 2): gloo's TCP, shared memory in two
 copies through the ring (DISTLAB_SHM_SINGLE_COPY=0) and in one copy
 (process_vm_readv), beside memcpy measured by the same runs; 8 bytes for the
 latency. All-reduce (distlab-bench collective) on each --nproc: gloo's own,
-the shared arena's (--backend auto, native) and DistLab's ring over the
-shared-memory rings. Each variant runs --pairs times, the variants taking
+the backend's native one on --backend auto through the shared arena
+(DISTLAB_SHM_SINGLE_COPY=0) and in one copy (the default from 4 MiB), and
+DistLab's ring over the shared-memory rings. Each variant runs --pairs times, the variants taking
 turns (who goes first rotates), so that other load slows them alike. Each
 cell is the median over the runs and, in brackets, their range.
 """
@@ -21,7 +22,8 @@ import sys
 
 P2P = [("gloo TCP", "gloo", {}), ("shm, two copies", "auto", {"DISTLAB_SHM_SINGLE_COPY": "0"}),
        ("shm, one copy", "auto", {})]
-ALL_REDUCE = [("gloo", "gloo", "native"), ("shm arena", "auto", "native"), ("ring over shm", "auto", "ring")]
+ALL_REDUCE = [("gloo", "gloo", "native", {}), ("shm arena", "auto", "native", {"DISTLAB_SHM_SINGLE_COPY": "0"}),
+              ("shm one copy", "auto", "native", {}), ("ring over shm", "auto", "ring", {})]
 
 
 def run(build, nproc, args, env_extra, timeout_s=900):
@@ -87,10 +89,10 @@ def all_reduce(o):
         bus = {}
         sizes = []
         for pair in range(o.pairs):
-            for name, backend, algorithm in rotated(ALL_REDUCE, pair):
+            for name, backend, algorithm, env in rotated(ALL_REDUCE, pair):
                 rows = run(o.build, nproc, ["collective", "--backend", backend, "--algorithm", algorithm, "-b",
                                             o.allreduce_min, "-e", o.allreduce_max, "-f", "4", "-n", str(o.iters),
-                                            "-w", "1"], {})
+                                            "-w", "1"], env)
                 for row in rows:
                     size, wrong = row[0], row[-1]
                     if wrong not in ("0", "N/A"):
@@ -100,13 +102,14 @@ def all_reduce(o):
                     bus.setdefault((name, size), []).append(float(row[-2]))
         print("## All-reduce, %d processes: bus bandwidth (GB/s), median [min-max] of %d runs each" % (nproc, o.pairs))
         print()
-        head = ["bytes"] + [n for n, _, _ in ALL_REDUCE] + ["shm arena / gloo", "ring over shm / gloo"]
+        names = [n for n, _, _, _ in ALL_REDUCE]
+        head = ["bytes"] + names + [n + " / gloo" for n in names[1:]]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         for size in sizes:
-            g, arena, ring = (statistics.median(bus[(n, size)]) for n, _, _ in ALL_REDUCE)
-            print("| " + " | ".join([size] + [cell(bus[(n, size)]) for n, _, _ in ALL_REDUCE] +
-                                    ["%.2f" % (arena / g), "%.2f" % (ring / g)]) + " |")
+            g = statistics.median(bus[("gloo", size)])
+            print("| " + " | ".join([size] + [cell(bus[(n, size)]) for n in names] +
+                                    ["%.2f" % (statistics.median(bus[(n, size)]) / g) for n in names[1:]]) + " |")
         print()
 
 

@@ -164,6 +164,7 @@ void the_wire(comm::Communicator& comm, const Options& o, int64_t bytes) {
   comm::CommOptions options;
   options.timeout = comm.timeout();
   options.connect_timeout = comm.connect_timeout();
+  options.recorder = comm.recorder_ptr();  // --trace: the rings' head and tail too (distlab-viz --panel wire)
   const char* old = std::getenv("DISTLAB_SHM_SINGLE_COPY");
   const std::string before = old != nullptr ? old : "";
   struct Route {

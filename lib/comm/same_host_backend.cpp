@@ -134,8 +134,10 @@ class SameHostCommunicator : public GlooCommunicator {
       here[r] = hosts_[world_ranks[r]] == hosts_[world_rank()];
       count += here[r] ? 1 : 0;
     }
-    if (count > 1)
+    if (count > 1) {
       links_ = std::make_unique<ShmProcess::Links>(process_, *store(), key, rank(), world_ranks, here, timeout());
+      links_->set_recorder(recorder_ptr());
+    }
   }
 
   std::shared_ptr<ShmProcess> process_;

@@ -55,6 +55,7 @@ void ShmProcess::Links::barrier(const std::string& what) {
 }
 
 void ShmProcess::Links::broadcast(at::Tensor& tensor, int root, const std::string& what) {
+  if (goes_directly(tensor)) return broadcast_directly(tensor, root, what);
   const int64_t es = tensor.element_size(), n = tensor.numel();
   const int64_t per_chunk = static_cast<int64_t>(process_->settings().arena_bytes / 2) / es;
   uint8_t* data = bytes_at(tensor);
@@ -68,10 +69,12 @@ void ShmProcess::Links::broadcast(at::Tensor& tensor, int root, const std::strin
 }
 
 void ShmProcess::Links::reduce(at::Tensor& tensor, int root, ReduceOp op, const std::string& what) {
+  if (goes_directly(tensor)) return reduce_directly(tensor, root, op, what);
   reduce_in_arena(tensor, root, op, what);
 }
 
 void ShmProcess::Links::all_reduce(at::Tensor& tensor, ReduceOp op, const std::string& what) {
+  if (goes_directly(tensor)) return reduce_directly(tensor, -1, op, what);
   reduce_in_arena(tensor, -1, op, what);
 }
 

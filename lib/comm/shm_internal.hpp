@@ -22,6 +22,10 @@ constexpr uint64_t kMagic = 0x64697374'6c616231;  // "distlab1"
 struct GroupPage {
   uint64_t magic = kMagic;
   alignas(kCacheLine) std::atomic<uint64_t> arrived{0};  // the last barrier this rank reached
+  // A collective in one copy (shm_direct.cpp): where this rank's tensor is
+  // and how many bytes it holds, published before the barrier that starts it.
+  std::atomic<uint64_t> address{0};
+  std::atomic<uint64_t> bytes{0};
 };
 
 inline uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }

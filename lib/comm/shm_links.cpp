@@ -121,7 +121,8 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
       rank_(rank),
       world_ranks_(std::move(world_ranks)),
       here_(std::move(here)),
-      timeout_(timeout) {
+      timeout_(timeout),
+      label_(" (" + key + " " + process_->token().substr(0, 4) + ")") {
   const int p = static_cast<int>(world_ranks_.size());
   const ShmSettings& s = process_->settings();
   const uint64_t bytes = segment_bytes(p, s);
@@ -163,6 +164,10 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
       wait_text(store, prefix + "mapped/" + std::to_string(m), timeout,
                 me + ": shared memory: rank " + std::to_string(world_ranks_[m]) + " did not map this rank's rings");
   mine_.unlink();
+  direct_ = all_here() && s.single_copy_from > 0;
+  for (int a = 0; a < p && direct_; ++a)
+    for (int b = 0; b < p; ++b)
+      if (a != b && !process_->reads_directly(world_ranks_[a], world_ranks_[b])) direct_ = false;
   process_->add(this);
 }
 
@@ -217,9 +222,18 @@ void finish_one_copy(ShmProcess& process, ShmProcess::Links::In& in, ShmProcess:
 }
 }  // namespace
 
+void ShmProcess::Links::sample(const Ring& ring, int rank, int from, int to) const {
+  if (!recorder_ || !recorder_->enabled()) return;
+  recorder_->counter(rank, "shm ring " + std::to_string(from) + "->" + std::to_string(to) + label_,
+                     {{"head", static_cast<int64_t>(ring.control()->head.load(std::memory_order_acquire))},
+                      {"tail", static_cast<int64_t>(ring.control()->tail.load(std::memory_order_acquire))},
+                      {"capacity", static_cast<int64_t>(ring.capacity())}});
+}
+
 bool ShmProcess::Links::progress_locked() {
   const uint64_t one_copy_from = process_->settings().single_copy_from;
   const uint64_t chunk = std::max<uint64_t>(4096, process_->settings().ring_bytes / 8);
+  const int me = world_ranks_[rank_];
   bool moved_any = false;
   for (auto& out_ptr : out_) {
     if (!out_ptr) continue;
@@ -266,6 +280,7 @@ bool ShmProcess::Links::progress_locked() {
                               one ? reinterpret_cast<uint64_t>(op.tensor.data_ptr()) : 0,
                               one ? number : 0};
         out.ring.write(&h, sizeof h);
+        sample(out.ring, me, me, out.world_peer);
         op.header_written = true;
         moved = true;
         if (one) {
@@ -280,6 +295,7 @@ bool ShmProcess::Links::progress_locked() {
       // the receiver copies one out while the next goes in.
       for (uint64_t n; (n = std::min({bytes - op.written, out.ring.writable(), chunk})) > 0;) {
         out.ring.write(bytes_at(op.tensor) + op.written, n);
+        sample(out.ring, me, me, out.world_peer);
         op.written += n;
         moved = true;
         process_->ring(out.world_peer);
@@ -301,6 +317,7 @@ bool ShmProcess::Links::progress_locked() {
       if (!in.reading) {
         if (in.ring.readable() < sizeof(MessageHeader)) break;
         in.ring.read(&in.header, sizeof in.header);
+        sample(in.ring, me, in.world_peer, me);
         moved = true;
         in.reading = true;
         in.received = 0;
@@ -336,6 +353,7 @@ bool ShmProcess::Links::progress_locked() {
       const uint64_t bytes = static_cast<uint64_t>(in.header.bytes);
       for (uint64_t n; (n = std::min({bytes - in.received, in.ring.readable(), chunk})) > 0;) {
         in.ring.read(into == nullptr ? nullptr : into + in.received, n);
+        sample(in.ring, me, in.world_peer, me);
         in.received += n;
         moved = true;
         process_->ring(in.world_peer);  // room in its ring

@@ -27,8 +27,9 @@
 //
 // In three files: shm_process.cpp (ShmProcess: the Bell, the probe, the
 // waits, the background thread), shm_links.cpp (a communicator's rings and
-// its sends and recvs) and shm_arena.cpp (its native collectives), with
-// the shared-memory layout they share in shm_internal.hpp.
+// its sends and recvs), shm_arena.cpp (its native collectives) and
+// shm_direct.cpp (the large ones in one copy, no arena), with the
+// shared-memory layout they share in shm_internal.hpp.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -84,6 +85,8 @@ class ShmProcess {
   // Whether `world_rank`'s process (on this host) can read this one's
   // memory in one copy, as it found when it probed.
   bool reads_me_directly(int world_rank) const;
+  // Whether `reader`'s process can read `target`'s (world ranks on this host).
+  bool reads_directly(int reader, int target) const;
   // "one copy (process_vm_readv) from 64 KiB, two copies below" or why not.
   std::string copy_mode() const;
 
@@ -141,6 +144,13 @@ class ShmProcess::Links {
   Links(const Links&) = delete;
   Links& operator=(const Links&) = delete;
 
+  // Where the rings' counter samples go when tracing is on (null: nowhere):
+  // "shm ring S->D (KEY TOKEN)" with series head, tail and capacity (bytes;
+  // S and D world ranks; KEY the communicator's, "world" or a group's;
+  // TOKEN the first 4 digits of the job's), on S after each chunk or header
+  // it writes, on D after each it reads.
+  void set_recorder(std::shared_ptr<trace::Recorder> recorder) { recorder_ = std::move(recorder); }
+
   bool reaches(int peer) const { return here_[peer]; }
   bool all_here() const;
 
@@ -171,7 +181,23 @@ class ShmProcess::Links {
   friend class ShmProcess;
   // Reduces (root < 0: all-reduces) through the arena.
   void reduce_in_arena(at::Tensor& tensor, int root, ReduceOp op, const std::string& what);
+  // The same in one copy (shm_direct.cpp): every rank reads the others'
+  // tensors straight out of their processes, no arena; three barriers in all.
+  void reduce_directly(at::Tensor& tensor, int root, ReduceOp op, const std::string& what);
+  void broadcast_directly(at::Tensor& tensor, int root, const std::string& what);
+  // Elements [lo, hi) of this rank's `flat` tensor reduced over every
+  // member's, in rank order, in place.
+  void reduce_range(at::Tensor& flat, int64_t lo, int64_t hi, ReduceOp op, const std::string& what);
+  // Whether `tensor` goes in one copy: every member can read every other
+  // one (their probes), and it is at least single_copy_from bytes.
+  bool goes_directly(const at::Tensor& tensor) const;
+  // Publishes where this rank's tensor is, then waits for every member to.
+  void publish(const at::Tensor& tensor, const std::string& what);
+  // Reads `bytes` at `offset` of member m's published tensor into `into`.
+  void read_from(int m, uint64_t offset, void* into, uint64_t bytes, const std::string& what);
   uint8_t* slot(int member, int half) const;
+  // A counter sample of `ring` (S->D) on `rank`, when tracing is on.
+  void sample(const shm::Ring& ring, int rank, int from, int to) const;
   // Makes the Op of a send or recv, hands it to `enqueue_locked` under the
   // lock, and moves what it can at once.
   WorkPtr post(const at::Tensor& tensor, int peer, int tag, std::string what,
@@ -190,6 +216,9 @@ class ShmProcess::Links {
   std::vector<int> watched_;  // world ranks of the other local members
   uint64_t generation_ = 0;   // barriers so far
   uint64_t chunks_ = 0;       // arena chunks so far (the half in use alternates)
+  bool direct_ = false;       // every member reads every other one in one copy
+  std::shared_ptr<trace::Recorder> recorder_;
+  std::string label_;  // " (KEY TOKEN)" after a ring's counter name
 };
 
 }  // namespace distlab::comm

@@ -163,8 +163,10 @@ ShmProcess::~ShmProcess() {
 
 pid_t ShmProcess::pid_of(int world_rank) const { return peers_.at(world_rank)->pid; }
 
-bool ShmProcess::reads_me_directly(int world_rank) const {
-  return world_rank_ < kProbedRanks && peers_.at(world_rank)->page->readable[world_rank_].load() != 0;
+bool ShmProcess::reads_me_directly(int world_rank) const { return reads_directly(world_rank, world_rank_); }
+
+bool ShmProcess::reads_directly(int reader, int target) const {
+  return target < kProbedRanks && peers_.at(reader)->page->readable[target].load() != 0;
 }
 
 std::string ShmProcess::copy_mode() const {

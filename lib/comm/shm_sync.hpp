@@ -54,6 +54,7 @@ class Ring {
   Ring(RingControl* control, uint8_t* data, uint64_t capacity) : control_(control), data_(data), capacity_(capacity) {}
 
   RingControl* control() const { return control_; }
+  uint64_t capacity() const { return capacity_; }
 
   // Producer side.
   uint64_t writable() const {

@@ -16,6 +16,7 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/shm_process.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shm_links.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shm_arena.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shm_direct.cpp
   ${CMAKE_CURRENT_LIST_DIR}/same_host_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job.cpp

@@ -1,6 +1,7 @@
 // The collectives across processes started by the built distlab-run:
 // every algorithm against gloo's own collectives (3 and 4 processes) and
-// against the shared arena's (2 and 4, --backend auto).
+// against the shared arena's (2 and 4, --backend auto) and those in one
+// copy (3).
 #include <gtest/gtest.h>
 
 #include "launcher_process.hpp"
@@ -40,5 +41,13 @@ class ShmSweep : public testing::TestWithParam<int> {};
 TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) { expect_sweep_passed(GetParam(), "auto"); }
 
 INSTANTIATE_TEST_SUITE_P(Processes, ShmSweep, testing::Values(2, 4));
+
+// Every collective from 64 KiB on in one copy (comm/shm_direct.cpp): the
+// sweep's 100003 elements read straight out of the other processes, on 3
+// ranks so that a rank past 1 reduces its share through a scratch piece.
+TEST(ShmSweepInOneCopy, EveryAlgorithmAgreesWithTheCollectivesInOneCopy) {
+  distlab::testing::ScopedEnv one_copy("DISTLAB_SHM_SINGLE_COPY", "1");
+  expect_sweep_passed(3, "auto");
+}
 
 }  // namespace

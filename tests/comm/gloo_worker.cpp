@@ -17,6 +17,7 @@
 #include "comm/job_cli.hpp"
 #include "comm/wait_for_rank.hpp"
 #include "memory/allocator_meter.hpp"
+#include "trace/recorder.hpp"
 
 using distlab::comm::Communicator;
 using distlab::comm::ReduceOp;
@@ -170,6 +171,59 @@ void killed(Communicator& comm) {
   }
 }
 
+// The rings' counter samples (comm/shm_links.hpp: "shm ring S->D (...)",
+// head, tail, capacity) while rank 0 sends rank 1 messages of several
+// sizes, traced in memory. Run with two copies and a small ring, so the
+// large ones go round it many times. Each side checks its own samples:
+// the ring never holds more than its capacity nor less than nothing, the
+// side's own index never goes back, and at the end the sender's head and
+// the receiver's tail both count every byte: the payloads plus a 48-byte
+// header (6 words: tag, dtype, elements, bytes, address, ack) a message.
+void ring_trace(Communicator& comm) {
+  const int me = comm.rank();
+  auto sink = std::make_shared<distlab::trace::MemorySink>();
+  comm.recorder()->add_sink(sink);
+  const std::vector<int64_t> floats = {1 << 18, 3, 0, 100000};
+  int64_t payload = 0;
+  for (int64_t n : floats) {
+    payload += n * 4;
+    if (me == 0) comm.send(input_of(0, n, 9), 1, 2);
+    if (me == 1) {
+      auto into = torch::empty({n});
+      comm.recv(into, 0, 2);
+      check(torch::equal(into, input_of(0, n, 9)), "a traced message", 1);
+    }
+  }
+  comm.barrier();
+  const int64_t all = payload + 48 * static_cast<int64_t>(floats.size());
+  int64_t samples = 0, last_head = -1, last_tail = -1, capacity = 0, most = 0;
+  bool wrapped = false;
+  for (const auto& e : sink->events()) {
+    if (!e.is_counter() || e.name.rfind("shm ring 0->1 (world ", 0) != 0) continue;
+    const int64_t head = std::stoll(e.arg("head", "-1")), tail = std::stoll(e.arg("tail", "-1"));
+    capacity = std::stoll(e.arg("capacity", "0"));
+    check(e.rank == me, "a sample recorded on another rank", me);
+    check(tail >= 0 && head >= tail && head - tail <= capacity, "a sample with head " + std::to_string(head) +
+                                                                    ", tail " + std::to_string(tail), me);
+    check(me == 0 ? head >= last_head : tail >= last_tail, "the side's own index went back", me);
+    last_head = head;
+    last_tail = tail;
+    most = std::max(most, head - tail);
+    wrapped = wrapped || head > capacity;
+    ++samples;
+  }
+  check(samples > 0 && capacity == 64 << 10, "samples of a 64 KiB ring", me);
+  check((me == 0 ? last_head : last_tail) == all, "every byte counted: " + std::to_string(me == 0 ? last_head : last_tail) +
+                                                      " against " + std::to_string(all), me);
+  check(wrapped, "the ring went round", me);
+  check(me != 0 || most > 0, "the sender's samples show bytes in flight", me);
+  std::cout << "rank " << me << ": " << samples << " samples of ring 0->1, " << (me == 0 ? "head" : "tail")
+            << " at the end " << (me == 0 ? last_head : last_tail) << " bytes, at most " << most << " in flight"
+            << std::endl;
+  std::cout << "rank " << me << " of " << comm.size() << ": " << (failures == 0 ? "all checks passed" : "FAILED")
+            << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,8 +232,10 @@ int main(int argc, char** argv) {
   job.backend = "gloo";
   distlab::comm::add_job_flags(app, job);
   std::string scenario = "exchange";
-  app.add_option("--scenario", scenario, "exchange | silent-peer | crash | person-wait | mismatch | settle | killed")
-      ->check(CLI::IsMember({"exchange", "silent-peer", "crash", "person-wait", "mismatch", "settle", "killed"}));
+  app.add_option("--scenario", scenario,
+                 "exchange | silent-peer | crash | person-wait | mismatch | settle | killed | ring-trace")
+      ->check(CLI::IsMember(
+          {"exchange", "silent-peer", "crash", "person-wait", "mismatch", "settle", "killed", "ring-trace"}));
   int jobs = 1;
   app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
                                  "rank 0 leaves each job but the last one last")
@@ -192,6 +248,7 @@ int main(int argc, char** argv) {
         if (scenario == "mismatch") mismatch(comm);
         if (scenario == "settle") settle(comm);
         if (scenario == "killed") killed(comm);
+        if (scenario == "ring-trace") ring_trace(comm);
         // The others reach the next job's rendezvous while rank 0, which
         // hosts the store, is still in this one: they must not take this
         // job's keys for the next one's.

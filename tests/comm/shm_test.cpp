@@ -74,6 +74,18 @@ TEST(ShmJobs, RanksExchangeDataAndAgreeInOneCopyAtEverySize) {
       << f.err;
 }
 
+// The rings' head and tail as the trace records them (what distlab-viz's
+// Wire panel draws): a 64 KiB ring, two copies, 1 MiB and smaller messages.
+TEST(ShmJobs, TheTraceCountsEveryByteThroughTheRing) {
+  ScopedEnv two_copies("DISTLAB_SHM_SINGLE_COPY", "0");
+  ScopedEnv small_ring("DISTLAB_SHM_RING_KB", "64");
+  Finished f = run_shm(2, "ring-trace");
+  expect_every_rank_passed(f, 2);
+  const int64_t all = 4 * ((1 << 18) + 3 + 0 + 100000) + 4 * 48;
+  EXPECT_NE(f.out.find("head at the end " + std::to_string(all) + " bytes"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("tail at the end " + std::to_string(all) + " bytes"), std::string::npos) << f.out;
+}
+
 TEST(ShmJobs, SettleWaitsForTheSendsOfEveryGroup) {
   Finished f = run_shm(3, "settle");
   ASSERT_FALSE(f.timed_out) << f.out << f.err;
