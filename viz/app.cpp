@@ -37,12 +37,13 @@ App::Tab App::first_tab_of(const std::string& panel) {
   if (panel == "memory") return Tab::kMemory;
   if (panel == "context") return Tab::kContext;
   if (panel == "experts") return Tab::kExperts;
+  if (panel == "wire") return Tab::kWire;
   return Tab::kCollectives;
 }
 
 App::App(const Options& options)
     : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options),
-      context_(options), experts_(options) {
+      context_(options), experts_(options), wire_(options) {
   // The Trace panel holds the trace; the Memory panel draws its memory samples.
   if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
   // Flight-recorder files: those asked for, else any beside the trace.
@@ -60,10 +61,10 @@ App::App(const Options& options)
   }
   if (!options.trace_files.empty() && options.panel == "memory" && trace_.memory().empty())
     messages_.push_back("no memory samples in the trace (counters named \"memory STAGE\" or \"accounting STAGE\")");
-  // The Pipeline and DDP panels read the same files for what they show:
-  // the executor's stages, and the reducer's buckets.
-  if (!options.trace_files.empty() &&
-      (options.panel == "pipeline" || options.panel == "ddp" || options.panel == "experts")) {
+  // The Pipeline, DDP, Experts and Wire panels read the same files for what
+  // they show: the executor's stages, the reducer's buckets, the counters.
+  if (!options.trace_files.empty() && (options.panel == "pipeline" || options.panel == "ddp" ||
+                                       options.panel == "experts" || options.panel == "wire")) {
     std::vector<trace::Event> events;
     for (const std::string& path : options.trace_files) {
       LoadedTrace loaded = load_trace_file(path);
@@ -79,6 +80,7 @@ App::App(const Options& options)
       for (const std::string& label : experts_.model().labels()) labels += (labels.empty() ? "" : ", ") + label;
       messages_.push_back("no counter \"experts " + options.experts_label + "\" in the trace (it holds: " + labels + ")");
     }
+    if (options.panel == "wire") set_wire_trace(events, options);
     if (options.panel == "ddp" && !ddp_.set_trace(events))
       messages_.push_back("no DDP step in the trace (no \"bucket plan\" and \"wait for buckets\" events on lane ddp)");
   }
@@ -89,6 +91,32 @@ App::App(const Options& options)
   }
   trace_.set_arrow_mode(parse_arrow_mode(options.arrows));
   trace_.set_scale(options.scale);
+}
+
+void App::set_wire_trace(const std::vector<trace::Event>& events, const Options& options) {
+  const bool found = wire_.set_trace(events);
+  const WireModel& model = wire_.model();
+  if (model.skipped() > 0) messages_.push_back(model.skipped_text());
+  if (!found) {
+    messages_.push_back("no ring samples in the trace (no counters named \"shm ring S->D (LABEL)\")");
+    return;
+  }
+  const std::optional<RingId> wanted = parse_ring_id(options.wire_ring);
+  if (!options.wire_ring.empty() && !wanted)
+    messages_.push_back("--wire-ring " + options.wire_ring + ": expected S->D or S->D (LABEL), two different ranks");
+  if (wanted && !wire_.select_ring(*wanted)) {
+    std::string rings;
+    for (const WireRing& ring : model.rings()) rings += (rings.empty() ? "" : ", ") + ring_label(ring.id);
+    messages_.push_back("no ring " + options.wire_ring + " in the trace (it holds: " + rings + ")");
+  }
+  if (options.wire_sample == 0) {
+    wire_.set_sample(model.rings()[static_cast<size_t>(wire_.ring())].fullest());
+    return;
+  }
+  wire_.set_sample(options.wire_sample - 1);
+  if (options.wire_sample > wire_.sample_count())
+    messages_.push_back("ring " + ring_label(model.rings()[static_cast<size_t>(wire_.ring())].id) + " has " +
+                        std::to_string(wire_.sample_count()) + " samples: showing the last");
 }
 
 std::vector<std::string> App::messages() const {
@@ -135,6 +163,10 @@ void App::frame() {
     }
     if (ImGui::BeginTabItem("Experts", nullptr, tab_flags(Tab::kExperts))) {
       experts_.draw();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Wire", nullptr, tab_flags(Tab::kWire))) {
+      wire_.draw();
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

@@ -15,6 +15,7 @@
 #include "options.hpp"
 #include "pipeline_panel.hpp"
 #include "trace_panel.hpp"
+#include "wire_panel.hpp"
 
 namespace distlab::viz {
 
@@ -38,13 +39,16 @@ class App {
   MemoryPanel& memory_panel() { return memory_; }
   ContextPanel& context_panel() { return context_; }
   ExpertsPanel& experts_panel() { return experts_; }
+  WirePanel& wire_panel() { return wire_; }
   // What the panels said while starting (files opened, a truncated trace,
   // the port listened on), worth printing on the terminal too.
   std::vector<std::string> messages() const;
 
  private:
-  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext, kExperts };
+  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext, kExperts, kWire };
   static Tab first_tab_of(const std::string& panel);
+  // Gives the Wire panel the trace's rings, then --wire-ring and --wire-sample.
+  void set_wire_trace(const std::vector<trace::Event>& events, const Options& options);
   Tab first_tab_;
   bool first_frame_ = true;
   CollectivesPanel collectives_;
@@ -54,6 +58,7 @@ class App {
   MemoryPanel memory_;  // draws the trace panel's memory samples (files or live)
   ContextPanel context_;
   ExpertsPanel experts_;  // tokens per expert, from the trace files' experts counters
+  WirePanel wire_;        // the same-host rings, from the trace files' "shm ring S->D" counters
   std::vector<std::string> messages_;  // the pipeline and DDP panels' words about the trace
 };
 

@@ -8,6 +8,7 @@
 #include "pipeline/schedule.hpp"
 #include "pipeline_panel.hpp"
 #include "trace_loader.hpp"
+#include "wire_model.hpp"
 
 namespace distlab::viz {
 
@@ -61,12 +62,15 @@ std::pair<double, double> parse_range(const std::string& text) {
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
   CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live) with "
                "flight-recorder files, pipeline schedules, DDP buckets, memory per rank under DDP and ZeRO, "
-               "ring attention's blocks per rank, and tokens per expert step by step"};
+               "ring attention's blocks per rank, tokens per expert step by step, and the same-host transport's "
+               "ring"};
   CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen; "
                                           "context: ring attention's blocks, contiguous and zigzag; "
-                                          "experts: tokens per expert per step and those dropped, from --trace "
+                                          "experts: tokens per expert per step and those dropped, from --trace; "
+                                          "wire: the same-host ring's head and tail, from --trace "
                                           "(default: trace with --trace, --flight or --listen, else collectives)")
-                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "experts", "memory"}));
+                           ->check(CLI::IsMember(
+                               {"collectives", "trace", "pipeline", "ddp", "context", "experts", "wire", "memory"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--flight", o.flight_paths,
                  "Flight-recorder files, or directories of flight.rank*.json: each rank's last operations on the "
@@ -115,6 +119,13 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
                  "Experts: the counter shown first, \"experts LABEL\" (a layer, \"layer 0\", or a run)");
   app.add_option("--experts-step", o.experts_step, "Experts: the step shown first (1-based; past the last: the last)")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--wire-ring", o.wire_ring,
+                 "Wire: the ring shown first, \"S->D\" (rank S writes, rank D reads; the busiest of that pair) or "
+                 "\"S->D (LABEL)\" as the panel names it");
+  app.add_option("--wire-sample", o.wire_sample,
+                 "Wire: the sample shown first (1-based; past the last: the last; 0: the one with the most bytes in "
+                 "flight)")
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--screenshot", o.screenshot, "Render headless (no display needed) to this PNG and exit");
   app.add_option("--width", o.width, "Screenshot width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "Screenshot height")->check(CLI::Range(240, 8192));
@@ -129,6 +140,9 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
       o.panel = "trace";
     apply_preset(o);
     if (!o.view_ms.empty()) parse_range(o.view_ms);
+    if (!o.wire_ring.empty() && !parse_ring_id(o.wire_ring))
+      throw std::invalid_argument("--wire-ring: expected S->D or S->D (LABEL) with two different ranks S and D "
+                                  "(e.g. 0->1), got '" + o.wire_ring + "'");
     if (o.collective == "all-reduce") o.collective = "all_reduce";
     if (o.collective == "all-to-all") o.collective = "all_to_all";
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,8 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context|experts] [--trace FILE...] [--flight PATH...]
-//     [--listen PORT] [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...] [--uneven]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context|experts|wire] [--trace FILE...]
+//     [--flight PATH...] [--listen PORT] [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
+//     [--uneven]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
 //     [--preset friends] [--view-ms A:B] [--arrows all|selected|none]
 //     [--schedule 1f1b,... --stages P --microbatches M --chunks V --forward S
@@ -9,6 +10,7 @@
 //     [--model mlp|reordered --layers N,N,... --bucket-mb MB --first-bucket-mb MB
 //      --backward-gbps G --no-sync K]
 //     [--cp-ranks C --cp-length S --cp-step K] [--experts-label LABEL --experts-step N]
+//     [--wire-ring S->D --wire-sample N]
 //     [--screenshot FILE.png --width W --height H] [--scale F]
 #pragma once
 
@@ -70,6 +72,10 @@ struct Options {
   // Experts panel.
   std::string experts_label;  // the counter's label shown first ("layer 0"); empty: the first in the trace
   int experts_step = 1;       // 1-based; past the last: the last
+
+  // Wire panel.
+  std::string wire_ring;  // "S->D" or "S->D (LABEL)", the ring shown first; empty: the first in the trace
+  int wire_sample = 1;    // 1-based; past the last: the last; 0: the most bytes in flight
 
   // Output.
   std::string screenshot;  // render one frame headless to this PNG and exit
