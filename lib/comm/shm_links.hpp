@@ -60,8 +60,12 @@ struct ShmSettings {
   uint64_t arena_bytes = 4u << 20;       // per rank: the native collectives' slot, two halves
   uint64_t single_copy_from = 4u << 20;  // messages this large or larger go in one copy; 0: never
   std::chrono::microseconds spin{50};    // how long a waiter polls before it sleeps
+  // Collectives from single_copy_from bytes on go in one copy (shm_direct.cpp) in groups of
+  // at most this many ranks, through the arena in larger ones: measured faster on 2 ranks,
+  // no faster than the arena on 4 (docs/benchmarks-wire.md).
+  int direct_ranks = 2;
   // DISTLAB_SHM_RING_KB, DISTLAB_SHM_ARENA_KB, DISTLAB_SHM_SINGLE_COPY (0: never; 1: from 64 KiB
-  // on), DISTLAB_SHM_SPIN_US over the defaults.
+  // on), DISTLAB_SHM_SPIN_US, DISTLAB_SHM_DIRECT_RANKS over the defaults.
   static ShmSettings from_env();
 };
 

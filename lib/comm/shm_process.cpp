@@ -104,6 +104,7 @@ ShmSettings ShmSettings::from_env() {
     s.single_copy_from = single[0] == '0' ? 0 : 64u << 10;
   }
   s.spin = std::chrono::microseconds(env_or("DISTLAB_SHM_SPIN_US", s.spin.count()));
+  s.direct_ranks = static_cast<int>(std::min<uint64_t>(env_or("DISTLAB_SHM_DIRECT_RANKS", s.direct_ranks), 1 << 20));
   return s;
 }
 

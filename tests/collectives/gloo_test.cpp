@@ -43,11 +43,17 @@ TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) { expect_sweep_passed(G
 INSTANTIATE_TEST_SUITE_P(Processes, ShmSweep, testing::Values(2, 4));
 
 // Every collective from 64 KiB on in one copy (comm/shm_direct.cpp): the
-// sweep's 100003 elements read straight out of the other processes, on 3
-// ranks so that a rank past 1 reduces its share through a scratch piece.
-TEST(ShmSweepInOneCopy, EveryAlgorithmAgreesWithTheCollectivesInOneCopy) {
+// sweep's 100003 elements read straight out of the other processes, on 2
+// ranks (the default's groups) and on 3, so that a rank past 1 reduces its
+// share through a scratch piece.
+class ShmSweepInOneCopy : public testing::TestWithParam<int> {};
+
+TEST_P(ShmSweepInOneCopy, EveryAlgorithmAgreesWithTheCollectivesInOneCopy) {
   distlab::testing::ScopedEnv one_copy("DISTLAB_SHM_SINGLE_COPY", "1");
-  expect_sweep_passed(3, "auto");
+  distlab::testing::ScopedEnv any_group("DISTLAB_SHM_DIRECT_RANKS", "3");  // 2 by default
+  expect_sweep_passed(GetParam(), "auto");
 }
+
+INSTANTIATE_TEST_SUITE_P(Processes, ShmSweepInOneCopy, testing::Values(2, 3));
 
 }  // namespace
