@@ -1,0 +1,52 @@
+// Activation recomputation (gradient checkpointing): a region of the forward
+// whose intermediate results are not kept for the backward but computed
+// again when the backward reaches it.
+//
+// checkpoint(fn, inputs) runs fn(inputs) with gradients off, so nothing fn
+// computes inside is kept; it keeps only the inputs (and the random
+// generator's state). Its outputs get one node in the autograd graph, a
+// Recompute node, whose backward
+//   1. runs fn again on the same inputs, with gradients on, after setting
+//      the default generators (the CPU's, and the GPU's of the inputs) to
+//      the state they had in the forward: dropout draws the same masks;
+//   2. backpropagates the outputs' gradients through that second graph, so
+//      the parameters fn used get their gradients (accumulated in .grad, as
+//      in a plain backward, hooks and all: DDP's reducer sees them);
+//   3. hands the inputs' gradients on to the nodes before.
+// The memory fn's intermediates took is needed once, region by region,
+// instead of for the whole forward; the price is a second forward of the
+// region (the Ultra-Scale Playbook: about 30-40 % more compute for every
+// layer, a few percent for attention's core alone).
+//
+// LibTorch has no checkpoint (torch.utils.checkpoint is Python); this is the
+// reentrant kind PyTorch began with: the backward inside runs its own graph.
+// The naive version beside it is no version at all: fn(inputs), everything
+// kept (recompute_test.cpp compares the two bit for bit).
+//
+// The generators are the process's defaults, shared by every thread: thread
+// ranks that draw random numbers while another recomputes do not get
+// reproducible masks (with dropout on, thread ranks are not reproducible
+// anyway); one rank per process is.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <vector>
+
+namespace distlab::memory {
+
+using Tensors = std::vector<at::Tensor>;
+// A region of the forward: the same inputs must give the same outputs, up
+// to the random draws, every time it runs. Its outputs must be tensors it
+// computed, not its inputs themselves.
+using Region = std::function<Tensors(const Tensors&)>;
+
+// fn(inputs), its intermediate results computed again in the backward
+// instead of kept. Under no_grad it is fn(inputs).
+Tensors checkpoint(const Region& fn, const Tensors& inputs);
+
+// One input, one output.
+at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& input);
+
+}  // namespace distlab::memory
