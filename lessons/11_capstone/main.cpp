@@ -71,7 +71,7 @@ struct Options {
   train::TrainerOptions trainer;
   std::string data_dir;
   std::string schedule = "1f1b";
-  std::string context_layout = "zigzag", context_method = "ring";
+  std::string context_layout = "zigzag", context_method = "ring", recompute = "none";
   int64_t epochs = -1, batches_per_epoch = -1, eval_batches = -1;  // -1: the preset's
   int kill_rank = -1;
   int64_t kill_at_step = -1;
@@ -209,6 +209,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 3))->capture_default_str();
   app.add_option("--lr", t.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--dropout", t.dropout, "dropout (default: the preset's 0.2)");
+  app.add_option("--recompute", o.recompute,
+                 "activations: none (every layer keeps what its backward reads) or full (each layer keeps only its "
+                 "input and computes the rest again in the backward: less memory, a second forward of every layer)")
+      ->check(CLI::IsMember({"none", "full"}))->capture_default_str();
   app.add_option("--seed", t.seed, "initial weights")->capture_default_str();
   app.add_option("--log-interval", t.log_interval, "batches per log line")->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -238,6 +242,7 @@ int main(int argc, char** argv) {
   }
   t.context_layout = o.context_layout == "zigzag" ? context_parallel::Layout::kZigzag : context_parallel::Layout::kContiguous;
   t.context_method = context_parallel::method_from_string(o.context_method);
+  t.recompute = memory::recompute_from(o.recompute);
   if (app.count("--stages-per-rank") == 0) t.stages_per_rank = train::default_stages_per_rank(t.schedule);
   if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores

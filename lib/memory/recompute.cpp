@@ -7,12 +7,14 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 namespace distlab::memory {
@@ -58,9 +60,41 @@ struct Generators {
   }
 };
 
-class Recompute : public Node {
+// The gradient accumulators (the leaves: parameters) the graph behind
+// `roots` reaches, each once, in the order met; `inputs`' own are left out.
+std::vector<std::shared_ptr<Node>> leaf_accumulators(const variable_list& roots, const Tensors& inputs) {
+  std::vector<std::shared_ptr<Node>> found, stack;
+  std::unordered_set<Node*> seen;
+  for (const at::Tensor& r : roots)
+    if (r.grad_fn()) stack.push_back(r.grad_fn());
+  while (!stack.empty()) {
+    std::shared_ptr<Node> node = stack.back();
+    stack.pop_back();
+    if (!node || !seen.insert(node.get()).second) continue;
+    if (auto* leaf = dynamic_cast<torch::autograd::AccumulateGrad*>(node.get())) {
+      bool input = false;
+      for (const at::Tensor& x : inputs) input = input || (x.defined() && leaf->variable.is_same(x));
+      if (!input) found.push_back(node);
+      continue;
+    }
+    for (const auto& edge : node->next_edges())
+      if (edge.function) stack.push_back(edge.function);
+  }
+  return found;
+}
+
+// What the engine does with a leaf's gradient: the accumulator's pre-hooks,
+// the accumulation into .grad, its post-hooks (DDP's "gradient ready").
+void accumulate(Node& accumulator, const at::Tensor& grad) {
+  variable_list inputs{grad};
+  for (const auto& hook : accumulator.pre_hooks()) inputs = (*hook)(inputs);
+  variable_list outputs = accumulator(variable_list(inputs));
+  for (const auto& hook : accumulator.post_hooks()) outputs = (*hook)(outputs, inputs);
+}
+
+class RecomputeNode : public Node {
  public:
-  Recompute(Region fn, Tensors inputs, Generators generators)
+  RecomputeNode(Region fn, Tensors inputs, Generators generators)
       : fn_(std::move(fn)), inputs_(std::move(inputs)), generators_(std::move(generators)) {}
 
   std::string name() const override { return "distlab::memory::Recompute"; }
@@ -88,9 +122,31 @@ class Recompute : public Node {
         roots.push_back(outputs[i]);
         seeds.push_back(grads[i]);
       }
-    if (!roots.empty()) torch::autograd::backward(roots, seeds);
-    variable_list result;
-    for (const at::Tensor& x : in) result.push_back(x.defined() && x.requires_grad() ? x.grad() : at::Tensor());
+    variable_list result(in.size());
+    if (roots.empty()) return result;
+    // The gradients of the region's inputs and of every other leaf its graph
+    // reaches (the parameters it used), computed without accumulating any:
+    // a backward() here would be a graph task of its own, and whatever a
+    // parameter's hook queues for "the end of the backward" (DDP's reducer
+    // does) would run at the end of this one, before the layers below have
+    // their gradients.
+    std::vector<std::shared_ptr<Node>> accumulators;
+    variable_list wrt;
+    for (const at::Tensor& x : in)
+      if (x.defined() && x.requires_grad()) wrt.push_back(x);
+    const size_t inputs_wanted = wrt.size();
+    for (const auto& node : leaf_accumulators(roots, in)) {
+      accumulators.push_back(node);
+      wrt.push_back(static_cast<torch::autograd::AccumulateGrad&>(*node).variable);
+    }
+    const variable_list found = torch::autograd::grad(roots, wrt, seeds, /*retain_graph=*/false,
+                                                      /*create_graph=*/false, /*allow_unused=*/true);
+    // Each parameter's gradient goes in as the engine would hand it over:
+    // through its accumulator, with that node's hooks around it.
+    for (size_t j = 0; j < accumulators.size(); ++j)
+      if (found[inputs_wanted + j].defined()) accumulate(*accumulators[j], found[inputs_wanted + j]);
+    for (size_t i = 0, k = 0; i < in.size(); ++i)
+      if (in[i].defined() && in[i].requires_grad()) result[i] = found[k++];
     return result;
   }
 
@@ -101,6 +157,14 @@ class Recompute : public Node {
 };
 
 }  // namespace
+
+const char* to_string(Recompute policy) { return policy == Recompute::kFull ? "full" : "none"; }
+
+Recompute recompute_from(const std::string& text) {
+  if (text == "none") return Recompute::kNone;
+  if (text == "full") return Recompute::kFull;
+  throw std::invalid_argument("recompute: '" + text + "' is not a policy (none, full)");
+}
 
 Tensors checkpoint(const Region& fn, const Tensors& inputs) {
   if (!c10::GradMode::is_enabled()) return fn(inputs);
@@ -115,7 +179,7 @@ Tensors checkpoint(const Region& fn, const Tensors& inputs) {
     for (const at::Tensor& x : detached)
       if (y.defined() && x.defined() && y.is_same(x))
         throw std::invalid_argument("checkpoint: the region returned one of its inputs; return what it computes");
-  auto node = std::shared_ptr<Recompute>(new Recompute(fn, inputs, std::move(generators)), torch::autograd::deleteNode);
+  auto node = std::shared_ptr<RecomputeNode>(new RecomputeNode(fn, inputs, std::move(generators)), torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(inputs));
   for (at::Tensor& y : outputs)
     if (y.defined() && y.is_floating_point()) torch::autograd::set_history(y, node);

@@ -9,17 +9,23 @@
 //   1. runs fn again on the same inputs, with gradients on, after setting
 //      the default generators (the CPU's, and the GPU's of the inputs) to
 //      the state they had in the forward: dropout draws the same masks;
-//   2. backpropagates the outputs' gradients through that second graph, so
-//      the parameters fn used get their gradients (accumulated in .grad, as
-//      in a plain backward, hooks and all: DDP's reducer sees them);
+//   2. computes the gradients of the inputs and of every parameter that
+//      second graph reaches (torch::autograd::grad), and hands each
+//      parameter's to its gradient accumulator as the engine would, its
+//      hooks around it: .grad sums as in a plain backward and DDP's
+//      reducer sees each gradient arrive;
 //   3. hands the inputs' gradients on to the nodes before.
 // The memory fn's intermediates took is needed once, region by region,
 // instead of for the whole forward; the price is a second forward of the
 // region (the Ultra-Scale Playbook: about 30-40 % more compute for every
 // layer, a few percent for attention's core alone).
 //
-// LibTorch has no checkpoint (torch.utils.checkpoint is Python); this is the
-// reentrant kind PyTorch began with: the backward inside runs its own graph.
+// LibTorch has no checkpoint (torch.utils.checkpoint is Python). Why not a
+// plain backward() inside the node, as PyTorch's first (reentrant)
+// checkpoint did: that is a graph task of its own, and what a parameter's
+// hook queues for the end of the backward (DDP's reducer checks that every
+// parameter got its gradient) would run at the end of that inner task,
+// before the layers below the region have theirs.
 // The naive version beside it is no version at all: fn(inputs), everything
 // kept (recompute_test.cpp compares the two bit for bit).
 //
@@ -32,9 +38,17 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace distlab::memory {
+
+// What a model recomputes in the backward instead of keeping: nothing, or
+// every layer whole (each layer's input kept, everything inside it
+// computed again).
+enum class Recompute { kNone, kFull };
+const char* to_string(Recompute policy);  // "none", "full"
+Recompute recompute_from(const std::string& text);  // throws std::invalid_argument naming the choices
 
 using Tensors = std::vector<at::Tensor>;
 // A region of the forward: the same inputs must give the same outputs, up

@@ -52,6 +52,10 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
               ")");
   TORCH_CHECK(options.nhid > 0, "TransformerLm: nhid must be positive, got ", options.nhid);
   check_moe_options(options.moe, "TransformerLm");
+  if (options.moe.enabled() && options.recompute != memory::Recompute::kNone)
+    throw std::invalid_argument("TransformerLm: recompute " + std::string(memory::to_string(options.recompute)) +
+                                " covers dense layers; with experts (whose routers record their auxiliary loss in the "
+                                "forward) use recompute none");
   std::tie(first_layer_, end_layer_) = resolve_layer_range("TransformerLm", options.nlayers, first_layer, end_layer);
 
   if (has_embedding()) {
@@ -111,6 +115,8 @@ std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layer
 
 at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
   if (!moes_.empty()) return encoder_layer_forward(*layers_[k], *moes_[k], h, mask_for(h));
+  if (options_.recompute == memory::Recompute::kFull)
+    return memory::checkpoint([this, k](const at::Tensor& x) { return layers_[k](x, mask_for(x)); }, h);
   return layers_[k](h, mask_for(h));
 }
 

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/recompute.hpp"
 #include "models/moe_options.hpp"
 #include "models/parameter_count.hpp"
 #include "models/positional_encoding.hpp"
@@ -59,6 +60,9 @@ struct TransformerLmOptions {
   int64_t max_len = 5000;  // rows of the positional table (the tutorial's default)
   bool causal = false;     // the tutorial passes no mask
   MoeFeedForwardOptions moe;  // experts > 0: each layer's feed-forward a mixture of experts (moe_feed_forward.hpp)
+  // kFull: each layer's forward recomputed in the backward (memory/recompute.hpp),
+  // only its input kept; dense layers run by forward() and units().
+  memory::Recompute recompute = memory::Recompute::kNone;
 };
 
 // "tiny" (CI, trains in seconds on CPU: d 32, ffn 64, 2 layers, 2 heads),

@@ -78,6 +78,19 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
   if (o.batch_size > 0 && o.batch_size < l.replicas)
     out.push_back("batch " + n(o.batch_size) + " cannot be split among " + n(l.replicas) +
                   " replicas; use a batch size of at least --replicas");
+  if (o.recompute != memory::Recompute::kNone) {
+    const std::string asked = std::string("--recompute ") + memory::to_string(o.recompute);
+    if (l.tensor > 1 || l.context > 1)
+      out.push_back(asked + " with --tensor " + n(l.tensor) + " --context " + n(l.context) +
+                    ": tensor and context ranks run layers of their own, which keep everything; use --tensor 1 "
+                    "--context 1 or --recompute none");
+    if (o.moe.enabled())
+      out.push_back(asked + " with --experts: a router records its auxiliary loss in the forward, which a "
+                            "recomputation would run twice; use --recompute none");
+    if (o.zero == 3)
+      out.push_back(asked + " with --zero 3: ZeRO-3 frees a layer's parameters after its forward, and the "
+                            "recomputation needs them again before its backward gathers them; use --zero 0, 1 or 2");
+  }
   return out;
 }
 
@@ -172,6 +185,8 @@ std::vector<std::string> ParallelPlan::describe() const {
     }
     lines.push_back(line);
   }
+  if (o_.recompute == memory::Recompute::kFull)
+    lines.push_back("activations: every layer recomputed in its backward (--recompute full), only its input kept");
   return lines;
 }
 

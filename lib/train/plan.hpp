@@ -34,6 +34,7 @@
 
 #include "context_parallel/context_attention.hpp"
 #include "context_parallel/ring_plan.hpp"
+#include "memory/recompute.hpp"
 #include "models/moe_options.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/layout.hpp"
@@ -57,6 +58,10 @@ struct PlanOptions {
   double dropout = 0;       // the model's
   models::MoeFeedForwardOptions moe;  // the model's experts (0: dense)
   int expert_parallel = 1;  // N: each stage's experts spread over N of its replicas
+  // What each layer recomputes in the backward (memory/recompute.hpp): on
+  // data and pipeline ranks; tensor and context ranks run layers of their
+  // own, which keep everything.
+  memory::Recompute recompute = memory::Recompute::kNone;
 };
 
 class ParallelPlan {

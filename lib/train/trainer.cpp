@@ -484,6 +484,7 @@ models::TransformerLmOptions model_options(const TrainerOptions& o, int64_t voca
   if (o.dropout >= 0) model.dropout = o.dropout;
   if (o.layers > 0) model.nlayers = o.layers;
   model.moe = o.moe;
+  model.recompute = o.recompute;
   return model;
 }
 
@@ -509,6 +510,7 @@ PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
   plan.dropout = model_options(o, vocab_size).dropout;
   plan.moe = o.moe;
   plan.expert_parallel = o.expert_parallel;
+  plan.recompute = o.recompute;
   // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
   // microbatch, so the replicas of a stage must agree on m even when their
   // columns do not (an uneven split: the last replica has the fewest).

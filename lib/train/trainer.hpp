@@ -50,6 +50,9 @@ struct TrainerOptions {
   std::string preset = "tiny";      // models::transformer_lm_preset: tiny, cpu, tutorial
   double dropout = -1;              // < 0: the preset's (0.2, the tutorial's)
   bool causal = true;
+  // kFull: each layer recomputed in the backward, only its input kept
+  // (memory/recompute.hpp); the same losses and parameters bit for bit.
+  memory::Recompute recompute = memory::Recompute::kNone;
   int64_t batch_size = 20;          // columns of the training matrix, all replicas together
   int64_t eval_batch_size = 10;
   int64_t bptt = 35;

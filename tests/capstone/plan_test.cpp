@@ -88,6 +88,30 @@ TEST(Plan, EachRuleRefusesWithItsReason) {
   expect_refused(o, "batch 1 cannot be split among 2 replicas");
 }
 
+// Activation recomputation joins data and pipeline ranks, DDP and ZeRO-1/2;
+// each combination it does not is refused naming what would run.
+TEST(Plan, RecomputationRefusesWhatItDoesNotCover) {
+  PlanOptions o = two_by_two();
+  o.recompute = memory::Recompute::kFull;
+  for (int zero : {0, 1, 2}) {
+    o.zero = zero;
+    EXPECT_TRUE(ParallelPlan(o).refusals().empty()) << "--zero " << zero;
+  }
+  const std::vector<std::string> lines = ParallelPlan(o).describe();
+  EXPECT_EQ(lines.back(), "activations: every layer recomputed in its backward (--recompute full), only its input kept");
+  o.zero = 3;
+  expect_refused(o, "--recompute full with --zero 3: ZeRO-3 frees a layer's parameters after its forward");
+  o = two_by_two();
+  o.recompute = memory::Recompute::kFull;
+  o.layout.tensor = 2;
+  expect_refused(o, "--recompute full with --tensor 2 --context 1: tensor and context ranks run layers of their own");
+  o = two_by_two();
+  o.recompute = memory::Recompute::kFull;
+  o.moe.experts = 4;
+  o.moe.top_k = 2;
+  expect_refused(o, "--recompute full with --experts: a router records its auxiliary loss in the forward");
+}
+
 TEST(Plan, TheSchedulesRulesAreItsRefusalsToo) {
   PlanOptions o = two_by_two();
   o.schedule = ScheduleKind::kGPipe;

@@ -471,6 +471,30 @@ INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11,
                                                        4}),
                          [](const auto& info) { return info.param.name; });
 
+// Activation recomputation (--recompute full) on 2 stages x 2 replicas of
+// gloo processes, dropout on (each process its own generator): the same
+// final parameters bit for bit as keeping every activation, under DDP and
+// under ZeRO-2 (whose hooks and end-of-backward callbacks see the
+// recomputed layers' gradients arrive as they would in a plain backward).
+TEST(Lessons, RecomputationEndsWithTheSameParametersWithDropoutOn) {
+  const std::string flags = " --data " + distlab::test_support::small_corpus_folder() +
+                            " --preset tiny --epochs 1 --batches-per-epoch 3 --eval-batches 2";
+  auto digest_of = [&](const std::string& more) {
+    const Outcome r = run(std::string(DISTLAB_RUN) + " --nproc-per-node 4 --master-port 0 -- " + LESSON_11 +
+                          " --backend gloo" + flags + more);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "dropout 0.2 (preset)")) << r.output;
+    EXPECT_EQ(contains(r.output, "activations: every layer recomputed in its backward (--recompute full)"),
+              contains(more, "full"))
+        << r.output;
+    return capstone_digest(r);
+  };
+  const std::string plain = digest_of(" --recompute none");
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(digest_of(" --recompute full"), plain);
+  EXPECT_EQ(digest_of(" --recompute full --zero 2"), plain);
+}
+
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   struct Case {
     std::string program, flags, message;
