@@ -1,5 +1,7 @@
-# Memory: the process's CPU allocations, counted; activation recomputation.
+# Memory and compute: the process's CPU allocations, counted; activation
+# recomputation; FLOP counts and the matmul peak (MFU).
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/allocator_meter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/recompute.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/flops.cpp
 )

@@ -1,0 +1,45 @@
+// FLOP counts and the machine's matmul peak (memory/flops.hpp).
+#include "memory/flops.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace distlab::memory {
+
+int64_t layer_forward_flops(const FlopShape& s) {
+  const int64_t d = s.width;
+  return 2 * 4 * d * d + 2 * 2 * d * s.ffn + 2 * 2 * s.positions * d;
+}
+
+int64_t matmul_weights(const FlopShape& s) {
+  return s.layers * (4 * s.width * s.width + 2 * s.width * s.ffn) + s.width * s.vocabulary;
+}
+
+int64_t model_flops_per_token(const FlopShape& s) {
+  return 6 * matmul_weights(s) + 12 * s.layers * s.positions * s.width;
+}
+
+int64_t hardware_flops_per_token(const FlopShape& s, Recompute recompute) {
+  const int64_t again = recompute == Recompute::kFull ? s.layers * layer_forward_flops(s) : 0;
+  return model_flops_per_token(s) + again;
+}
+
+double matmul_flops_per_second(int64_t n, int repeats, bool cuda) {
+  const auto options = at::TensorOptions().dtype(at::kFloat).device(cuda ? at::kCUDA : at::kCPU);
+  const at::Tensor a = at::randn({n, n}, options), b = at::randn({n, n}, options);
+  at::Tensor c = at::mm(a, b);  // untimed: the first call sets up
+  double best = 0;
+  for (int i = 0; i < std::max(1, repeats); ++i) {
+    if (cuda) c.cpu();  // waits for the device
+    const auto start = std::chrono::steady_clock::now();
+    c = at::mm(a, b);
+    if (cuda) (void)c.sum().item<float>();  // the product is done once its sum is
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 2.0 * n * n * n / seconds);
+  }
+  return best;
+}
+
+}  // namespace distlab::memory

@@ -1,0 +1,67 @@
+// FLOP counts (memory/flops.hpp) against counts made here by hand, product
+// by product, and the matmul weights against the real model's parameters.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+
+#include "memory/flops.hpp"
+#include "models/transformer_lm.hpp"
+
+namespace {
+
+using namespace distlab::memory;
+
+// The tiny preset's layer (d 32, feed-forward 64) attending 35 positions.
+constexpr int64_t d = 32, f = 64, s = 35, V = 300, L = 2;
+
+// One token through one layer: each product (1 x k) by (k x n) is 2 k n.
+TEST(Flops, OneLayerAgainstAHandCount) {
+  const int64_t q = 2 * d * d, k = 2 * d * d, v = 2 * d * d, out = 2 * d * d;
+  const int64_t up = 2 * d * f, down = 2 * f * d;
+  const int64_t scores = 2 * d * s;    // q (1 x d) by K^T (d x s)
+  const int64_t weighted = 2 * s * d;  // the weights (1 x s) by V (s x d)
+  const FlopShape shape{d, f, L, s, V};
+  EXPECT_EQ(layer_forward_flops(shape), q + k + v + out + up + down + scores + weighted);
+  EXPECT_EQ(layer_forward_flops(shape), 20864);
+}
+
+// 6 N + 12 L s d is three times the forward (the backward is twice it): the
+// layers' products and the decoder's (1 x d) by (d x V).
+TEST(Flops, AStepIsThreeForwards) {
+  const FlopShape shape{d, f, L, s, V};
+  EXPECT_EQ(model_flops_per_token(shape), 3 * (L * layer_forward_flops(shape) + 2 * d * V));
+  EXPECT_EQ(hardware_flops_per_token(shape, Recompute::kNone), model_flops_per_token(shape));
+  EXPECT_EQ(hardware_flops_per_token(shape, Recompute::kFull),
+            model_flops_per_token(shape) + L * layer_forward_flops(shape));
+}
+
+// N, the weights that multiply, against the model LibTorch builds: every
+// layer's in_proj (3d x d), out_proj (d x d), linear1 (f x d) and linear2
+// (d x f), and the decoder (V x d); not the embedding, norms or biases.
+TEST(Flops, MatmulWeightsAreTheModelsProductWeights) {
+  distlab::models::TransformerLmOptions o = distlab::models::transformer_lm_preset("tiny", V);
+  ASSERT_EQ(o.emsize, d);
+  ASSERT_EQ(o.nhid, f);
+  ASSERT_EQ(o.nlayers, L);
+  distlab::models::TransformerLm model(o);
+  int64_t weights = 0;
+  for (const auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    const bool product = name.find("in_proj_weight") != std::string::npos ||
+                         name.find("out_proj.weight") != std::string::npos ||
+                         name.find("linear1.weight") != std::string::npos ||
+                         name.find("linear2.weight") != std::string::npos || name == "decoder.weight";
+    if (product) weights += item.value().numel();
+  }
+  EXPECT_EQ(matmul_weights({d, f, L, s, V}), weights);
+}
+
+TEST(Flops, TheMatmulPeakIsAMeasurement) {
+  const double flops = matmul_flops_per_second(256, 3);
+  EXPECT_TRUE(std::isfinite(flops));
+  EXPECT_GT(flops, 1e6);  // any machine multiplies faster than a million operations a second
+}
+
+}  // namespace
