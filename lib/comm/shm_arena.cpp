@@ -26,6 +26,18 @@ at::Tensor view_of(uint8_t* where, int64_t elements, at::ScalarType dtype) {
 }
 }  // namespace
 
+void shm::reduce_in_rank_order(at::Tensor& mine, int rank, int members, ReduceOp op,
+                               const std::function<at::Tensor(int)>& share_of, at::Tensor scratch) {
+  if (rank <= 1) {
+    for (int m = 0; m < members; ++m)
+      if (m != rank) combine_into(mine, share_of(m), op);
+    return;
+  }
+  scratch.copy_(share_of(0));
+  for (int m = 1; m < members; ++m) combine_into(scratch, m == rank ? mine : share_of(m), op);
+  mine.copy_(scratch);
+}
+
 uint8_t* ShmProcess::Links::slot(int member, int half) const {
   const int p = static_cast<int>(world_ranks_.size());
   const ShmSettings& s = process_->settings();
@@ -81,7 +93,7 @@ void ShmProcess::Links::all_reduce(at::Tensor& tensor, ReduceOp op, const std::s
 // Chunk by chunk: every rank copies its chunk into its slot; each reduces
 // its share of the chunk over all slots, in rank order, into its own slot
 // (in place, the reverted gloo design's reduce-scatter; ranks 0 and 1 need
-// no copy of their share to do it); then every rank (or the root alone)
+// no copy of their share to do it: shm::reduce_in_rank_order); then every rank (or the root alone)
 // copies every share out. The halves of the arena alternate, so the next
 // chunk goes in while the last one's shares are read, with two barriers a
 // chunk.
@@ -101,18 +113,7 @@ void ShmProcess::Links::reduce_in_arena(at::Tensor& tensor, int root, ReduceOp o
     if (hi > lo) {
       auto share_of = [&](int m) { return view_of(slot(m, half), c, dtype).slice(0, lo, hi); };
       at::Tensor mine = share_of(rank_);
-      if (rank_ <= 1) {
-        // In place, still in rank order: rank 0 adds 1, 2, ... into its own
-        // share; rank 1 adds 0 into its own first (every op here is
-        // commutative bit for bit, so s1 + s0 is s0 + s1), then 2, 3, ...
-        for (int m = 0; m < p; ++m)
-          if (m != rank_) combine_into(mine, share_of(m), op);
-      } else {
-        // A rank past 1 would overwrite its own values before their turn.
-        at::Tensor sum = share_of(0).clone();
-        for (int m = 1; m < p; ++m) combine_into(sum, share_of(m), op);
-        mine.copy_(sum);
-      }
+      shm::reduce_in_rank_order(mine, rank_, p, op, share_of, rank_ <= 1 ? at::Tensor() : at::empty_like(mine));
     }
     barrier(what);
     if (!keeps) continue;

@@ -76,27 +76,11 @@ void ShmProcess::Links::reduce_range(at::Tensor& flat, int64_t lo, int64_t hi, R
   for (int64_t start = lo; start < hi; start += per_piece) {
     const int64_t c = std::min(per_piece, hi - start);
     at::Tensor mine = flat.slice(0, start, start + c), in = theirs.slice(0, 0, c);
-    if (rank_ <= 1) {
-      // In place, still in rank order (every op is commutative bit for bit,
-      // so rank 1's s1 + s0 is s0 + s1), as the arena does.
-      for (int m = 0; m < p; ++m) {
-        if (m == rank_) continue;
-        read_from(m, start * es, bytes_at(in), c * es, what);
-        combine_into(mine, in, op);
-      }
-    } else {
-      at::Tensor acc = sum.slice(0, 0, c);
-      read_from(0, start * es, bytes_at(acc), c * es, what);
-      for (int m = 1; m < p; ++m) {
-        if (m == rank_) {
-          combine_into(acc, mine, op);
-          continue;
-        }
-        read_from(m, start * es, bytes_at(in), c * es, what);
-        combine_into(acc, in, op);
-      }
-      mine.copy_(acc);
-    }
+    auto read_share_of = [&](int m) {
+      read_from(m, start * es, bytes_at(in), c * es, what);
+      return in;
+    };
+    shm::reduce_in_rank_order(mine, rank_, p, op, read_share_of, sum.defined() ? sum.slice(0, 0, c) : at::Tensor());
   }
 }
 

@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "comm/reduce_op.hpp"
 #include "comm/shm_sync.hpp"
 
 namespace distlab::comm::shm {
@@ -36,6 +38,16 @@ inline uint64_t controls_bytes(int members) { return round_up(members * sizeof(R
 
 inline uint64_t bytes_of(const at::Tensor& t) { return static_cast<uint64_t>(t.numel()) * t.element_size(); }
 inline uint8_t* bytes_at(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+
+// Member `rank`'s share of a reduction, `mine`, combined with every other
+// member's in rank order (s0 op s1 op ...): the one order the arena and the
+// one-copy collectives both keep, so that no digest depends on the path.
+// Ranks 0 and 1 work in place (every op is commutative bit for bit, so rank
+// 1's s1 op s0 is s0 op s1); a rank past 1 would overwrite its own values
+// before their turn, so it sums in `scratch` (mine's shape) and copies back.
+// share_of(m) gives member m's values of the share, valid until the next call.
+void reduce_in_rank_order(at::Tensor& mine, int rank, int members, ReduceOp op,
+                          const std::function<at::Tensor(int)>& share_of, at::Tensor scratch);
 
 // Reads `bytes` at `address` in process `pid` into `into` (one copy,
 // process_vm_readv); "" or why not.
