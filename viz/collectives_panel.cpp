@@ -262,11 +262,8 @@ void CollectivesPanel::draw_controls() {
 
   // Transport: the one cursor. Keys too, for a presenter: space plays or
   // pauses, the arrows step (unless a text field has the keyboard).
-  const ImGuiIO& io = ImGui::GetIO();
-  const bool keys = !io.WantTextInput;
-  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) toggle_play();
-  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) step_forward();
-  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) step_back();
+  if (!ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) toggle_play();
+  step_with_arrow_keys([this] { step_back(); }, [this] { step_forward(); });
   if (ImGui::Button("|<")) set_time(0.0);
   ImGui::SameLine();
   if (ImGui::Button("< step")) step_back();

@@ -98,10 +98,7 @@ void ContextPanel::draw_controls() {
   }
 
   // The step: buttons, the slider, and the arrow keys as in the Collectives panel.
-  const ImGuiIO& io = ImGui::GetIO();
-  const bool keys = !io.WantTextInput;
-  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) step_forward();
-  if (keys && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) step_back();
+  step_with_arrow_keys([this] { step_back(); }, [this] { step_forward(); });
   if (ImGui::Button("every step")) set_step(-1);
   ImGui::SameLine();
   if (ImGui::Button("< step")) step_back();

@@ -1,5 +1,6 @@
-// The few controls every cost-model panel (Collectives, Pipeline, DDP)
-// shows in its top bar, written once.
+// The few controls the panels show in their top bars (the cost-model ones:
+// Collectives, Pipeline, DDP; the steppers: Collectives, Context parallel,
+// Wire), written once.
 #pragma once
 
 #include <imgui.h>
@@ -27,6 +28,15 @@ inline bool link_inputs(collectives::LinkParams& link, float width_em) {
   ImGui::SameLine();
   changed |= input_clamped("beta s/B", link.beta_s_per_byte, 0.0, 1e6, width_em);
   return changed;
+}
+
+// For a presenter: the right arrow steps forward, the left one back, unless
+// a text field has the keyboard.
+template <typename Back, typename Forward>
+void step_with_arrow_keys(Back&& back, Forward&& forward) {
+  if (ImGui::GetIO().WantTextInput) return;
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) forward();
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) back();
 }
 
 // Runs a panel's rebuild after a change; a bad setting becomes the message

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "controls.hpp"
 #include "ring_scene.hpp"
 #include "timeline.hpp"
 
@@ -142,9 +143,7 @@ void WirePanel::draw_controls() {
     ImGui::EndCombo();
   }
   // The sample: buttons, the slider, and the arrow keys as in the other panels.
-  const ImGuiIO& io = ImGui::GetIO();
-  if (!io.WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) step_forward();
-  if (!io.WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) step_back();
+  step_with_arrow_keys([this] { step_back(); }, [this] { step_forward(); });
   ImGui::SameLine();
   if (ImGui::Button("< sample")) step_back();
   ImGui::SameLine();
