@@ -10,6 +10,8 @@
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
+#include "memory/precision.hpp"
+
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -94,8 +96,8 @@ void accumulate(Node& accumulator, const at::Tensor& grad) {
 
 class RecomputeNode : public Node {
  public:
-  RecomputeNode(Region fn, Tensors inputs, Generators generators)
-      : fn_(std::move(fn)), inputs_(std::move(inputs)), generators_(std::move(generators)) {}
+  RecomputeNode(Region fn, Tensors inputs, Generators generators, AutocastState autocast)
+      : fn_(std::move(fn)), inputs_(std::move(inputs)), generators_(std::move(generators)), autocast_(autocast) {}
 
   std::string name() const override { return "distlab::memory::Recompute"; }
   void release_variables() override { inputs_.clear(); }
@@ -111,9 +113,14 @@ class RecomputeNode : public Node {
     }
     Tensors outputs;
     {
+      // The same random draws, and the same precision (mixed precision's
+      // autocast is off in the backward unless put back).
       const Generators before = generators_.swap_in();
-      at::AutoGradMode on(true);
-      outputs = fn_(in);
+      {
+        AutocastScope precision(autocast_);
+        at::AutoGradMode on(true);
+        outputs = fn_(in);
+      }
       before.swap_in();
     }
     variable_list roots, seeds;
@@ -154,6 +161,7 @@ class RecomputeNode : public Node {
   Region fn_;
   Tensors inputs_;
   Generators generators_;
+  AutocastState autocast_;
 };
 
 }  // namespace
@@ -171,15 +179,20 @@ Tensors checkpoint(const Region& fn, const Tensors& inputs) {
   Generators generators = Generators::of(inputs);
   Tensors outputs, detached;
   for (const at::Tensor& x : inputs) detached.push_back(x.defined() ? x.detach() : x);
+  const AutocastState autocast = AutocastState::current();
   {
     at::NoGradGuard off;
+    AutocastState uncached = autocast;  // a weight cast cached here would have no history
+    uncached.cache = false;
+    AutocastScope precision(uncached);
     outputs = fn(detached);
   }
   for (const at::Tensor& y : outputs)
     for (const at::Tensor& x : detached)
       if (y.defined() && x.defined() && y.is_same(x))
         throw std::invalid_argument("checkpoint: the region returned one of its inputs; return what it computes");
-  auto node = std::shared_ptr<RecomputeNode>(new RecomputeNode(fn, inputs, std::move(generators)), torch::autograd::deleteNode);
+  auto node = std::shared_ptr<RecomputeNode>(new RecomputeNode(fn, inputs, std::move(generators), autocast),
+                                             torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(inputs));
   for (at::Tensor& y : outputs)
     if (y.defined() && y.is_floating_point()) torch::autograd::set_history(y, node);

@@ -6,7 +6,8 @@
 // computes inside is kept; it keeps only the inputs (and the random
 // generator's state). Its outputs get one node in the autograd graph, a
 // Recompute node, whose backward
-//   1. runs fn again on the same inputs, with gradients on, after setting
+//   1. runs fn again on the same inputs, with gradients on, in the forward's
+//      precision (memory/precision.hpp), after setting
 //      the default generators (the CPU's, and the GPU's of the inputs) to
 //      the state they had in the forward: dropout draws the same masks;
 //   2. computes the gradients of the inputs and of every parameter that

@@ -1,7 +1,10 @@
 # Memory and compute: the process's CPU allocations, counted; activation
-# recomputation; FLOP counts and the matmul peak (MFU).
+# recomputation; mixed precision and the loss scaler; FLOP counts and the
+# matmul peak (MFU).
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/allocator_meter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/recompute.cpp
   ${CMAKE_CURRENT_LIST_DIR}/flops.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/precision.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/loss_scaler.cpp
 )

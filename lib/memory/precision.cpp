@@ -1,0 +1,81 @@
+// Mixed precision's settings and guard (memory/precision.hpp).
+#include "memory/precision.hpp"
+
+#include <ATen/autocast_mode.h>
+
+#include <stdexcept>
+
+namespace distlab::memory {
+
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+  }
+  return "?";
+}
+
+Precision precision_from(const std::string& text) {
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "bf16") return Precision::kBf16;
+  if (text == "fp16") return Precision::kFp16;
+  throw std::invalid_argument("precision: '" + text + "' is not one (fp32, bf16, fp16)");
+}
+
+c10::ScalarType compute_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return c10::kFloat;
+    case Precision::kBf16: return c10::kBFloat16;
+    case Precision::kFp16: return c10::kHalf;
+  }
+  return c10::kFloat;
+}
+
+void check_precision(Precision precision, c10::DeviceType device) {
+  if (precision == Precision::kFp16 && device == c10::DeviceType::CPU)
+    throw std::invalid_argument(
+        "precision fp16: LibTorch's CPU kernels have no float16 matrix product (addmm is not implemented for Half); "
+        "on the CPU use bf16 (float32's range, no loss scaling needed), fp16 on CUDA");
+}
+
+AutocastState AutocastState::current() {
+  AutocastState s;
+  s.cpu = at::autocast::is_cpu_enabled();
+  s.gpu = at::autocast::is_enabled();
+  s.cpu_dtype = at::autocast::get_autocast_cpu_dtype();
+  s.gpu_dtype = at::autocast::get_autocast_gpu_dtype();
+  s.cache = at::autocast::is_autocast_cache_enabled();
+  return s;
+}
+
+void AutocastState::apply() const {
+  at::autocast::set_cpu_enabled(cpu);
+  at::autocast::set_enabled(gpu);
+  at::autocast::set_autocast_cpu_dtype(cpu_dtype);
+  at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+  at::autocast::set_autocast_cache_enabled(cache);
+}
+
+ComputeIn::ComputeIn(Precision precision, c10::DeviceType device) : before_(AutocastState::current()) {
+  if (precision == Precision::kFp32) return;
+  check_precision(precision, device);
+  AutocastState on = before_;
+  if (device == c10::DeviceType::CUDA) {
+    on.gpu = true, on.gpu_dtype = compute_dtype(precision);
+  } else {
+    on.cpu = true, on.cpu_dtype = compute_dtype(precision);
+  }
+  on.cache = false;
+  on.apply();
+  at::autocast::increment_nesting();
+  active_ = true;
+}
+
+ComputeIn::~ComputeIn() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  before_.apply();
+}
+
+}  // namespace distlab::memory
