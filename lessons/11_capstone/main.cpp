@@ -72,6 +72,7 @@ struct Options {
   std::string data_dir;
   std::string schedule = "1f1b";
   std::string context_layout = "zigzag", context_method = "ring", recompute = "none";
+  std::string precision = "fp32", loss_scale = "auto";
   int64_t epochs = -1, batches_per_epoch = -1, eval_batches = -1;  // -1: the preset's
   int kill_rank = -1;
   int64_t kill_at_step = -1;
@@ -213,6 +214,20 @@ int main(int argc, char** argv) {
                  "activations: none (every layer keeps what its backward reads) or full (each layer keeps only its "
                  "input and computes the rest again in the backward: less memory, a second forward of every layer)")
       ->check(CLI::IsMember({"none", "full"}))->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "matrix products in fp32, bf16 or fp16 (fp16: CUDA only); norms, the loss, the parameters, their "
+                 "gradients and the optimizer stay fp32")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str();
+  app.add_option("--loss-scale", o.loss_scale,
+                 "dynamic: the loss scaled up for the backward and the gradients back down, a step with an inf or a "
+                 "NaN skipped and the scale halved; none; auto: dynamic for fp16, none otherwise")
+      ->check(CLI::IsMember({"auto", "none", "dynamic"}))->capture_default_str();
+  app.add_option("--loss-scale-interval", t.loss_scaler.growth_interval,
+                 "clean steps in a row before the loss scale doubles")
+      ->check(CLI::Range(1, 1 << 30))->capture_default_str();
+  app.add_option("--inject-overflow-at-step", t.inject_overflow_at_step,
+                 "put an inf into one gradient at this step, to see the loss scaler skip it and back off")
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--seed", t.seed, "initial weights")->capture_default_str();
   app.add_option("--log-interval", t.log_interval, "batches per log line")->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -243,6 +258,8 @@ int main(int argc, char** argv) {
   t.context_layout = o.context_layout == "zigzag" ? context_parallel::Layout::kZigzag : context_parallel::Layout::kContiguous;
   t.context_method = context_parallel::method_from_string(o.context_method);
   t.recompute = memory::recompute_from(o.recompute);
+  t.precision = memory::precision_from(o.precision);
+  t.loss_scaling = o.loss_scale == "dynamic" || (o.loss_scale == "auto" && t.precision == memory::Precision::kFp16);
   if (app.count("--stages-per-rank") == 0) t.stages_per_rank = train::default_stages_per_rank(t.schedule);
   if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
@@ -252,6 +269,7 @@ int main(int argc, char** argv) {
     // The plan's rules (train/plan.hpp), once before the ranks start; with
     // --elastic the layout is fitted to the world first, and train() checks that.
     if (!t.elastic) train::ParallelPlan(train::plan_options(t, static_cast<int64_t>(corpus.vocab.size()))).check();
+    memory::check_precision(t.precision, o.job.backend == "nccl" ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
     const data::CorpusSummary summary = data::summarize(corpus);
     return lessons::run_lesson("lesson_11_capstone", o.job,
                                [&](comm::Communicator& comm) { run(comm, corpus, summary, o, parts); });

@@ -94,6 +94,9 @@ class PipelineExecutor {
 
   StepResult step(const at::Tensor& input, const at::Tensor& target);
   const Schedule& schedule() const { return schedule_; }
+  // ExecutorOptions::gradient_scale from the next step on (a loss scaler's
+  // scale changes between steps).
+  void set_gradient_scale(double scale) { options_.gradient_scale = scale; }
 
  private:
   struct State;

@@ -33,7 +33,7 @@ LossSum forward_loss_sum(comm::Communicator& pipeline, const std::vector<int>& r
   }
   if (owner(stages - 1) != me) return {};
   // out (S, N, V), target (S, N): aligned position by position.
-  const at::Tensor logits = out.reshape({-1, out.size(-1)});
+  const at::Tensor logits = out.reshape({-1, out.size(-1)}).to(at::kFloat);  // 16-bit under mixed precision
   const at::Tensor flat = target.reshape({-1}).to(logits.device());
   const double sum = at::cross_entropy_loss(logits, flat, /*weight=*/{}, at::Reduction::Sum).item<double>();
   return {sum, flat.ne(kPaddedTarget).sum().item<int64_t>()};

@@ -91,6 +91,9 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
       out.push_back(asked + " with --zero 3: ZeRO-3 frees a layer's parameters after its forward, and the "
                             "recomputation needs them again before its backward gathers them; use --zero 0, 1 or 2");
   }
+  if (o.inject_overflow_at_step > 0 && !o.loss_scaling)
+    out.push_back("--inject-overflow-at-step " + n(o.inject_overflow_at_step) +
+                  " without a loss scaler would step every parameter to NaN; add --loss-scale dynamic");
   return out;
 }
 
@@ -187,6 +190,12 @@ std::vector<std::string> ParallelPlan::describe() const {
   }
   if (o_.recompute == memory::Recompute::kFull)
     lines.push_back("activations: every layer recomputed in its backward (--recompute full), only its input kept");
+  if (o_.precision != memory::Precision::kFp32)
+    lines.push_back(std::string("precision: matrix products in ") + memory::to_string(o_.precision) +
+                    " (--precision), norms and the loss in fp32; fp32 parameters, gradients and optimizer");
+  if (o_.loss_scaling)
+    lines.push_back("loss scaling: dynamic (--loss-scale dynamic), a step with an inf or a NaN skipped and the scale "
+                    "halved, doubled after clean steps");
   return lines;
 }
 

@@ -34,6 +34,7 @@
 
 #include "context_parallel/context_attention.hpp"
 #include "context_parallel/ring_plan.hpp"
+#include "memory/precision.hpp"
 #include "memory/recompute.hpp"
 #include "models/moe_options.hpp"
 #include "pipeline/schedule.hpp"
@@ -62,6 +63,11 @@ struct PlanOptions {
   // data and pipeline ranks; tensor and context ranks run layers of their
   // own, which keep everything.
   memory::Recompute recompute = memory::Recompute::kNone;
+  // The products' precision (memory/precision.hpp), the loss scaler, and a
+  // step with an inf injected (needs the scaler).
+  memory::Precision precision = memory::Precision::kFp32;
+  bool loss_scaling = false;
+  int64_t inject_overflow_at_step = -1;
 };
 
 class ParallelPlan {

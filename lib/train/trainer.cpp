@@ -35,6 +35,22 @@ constexpr int kDigestTag = kEvalTagBase + 1000;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// The stage's forward in the options' precision (memory/precision.hpp);
+// the backward, outside it, follows what the forward recorded.
+StageForward in_precision(StageForward forward, memory::Precision precision, c10::DeviceType device) {
+  if (precision == memory::Precision::kFp32) return forward;
+  return [forward = std::move(forward), precision, device](const at::Tensor& x) {
+    memory::ComputeIn guard(precision, device);
+    return forward(x);
+  };
+}
+
 // Everything one rank trains with.
 struct Run {
   comm::Communicator& world;
@@ -57,6 +73,8 @@ struct Run {
   int64_t ntokens = 0;
   bool first = false, last = false;
   ContextSplit context;     // the stage's context group (C = 1: none)
+  std::optional<memory::LossScaler> scaler;  // TrainerOptions::loss_scaling
+  double gradient_scale = 1;  // the executor's, before the loss scale
   int64_t batch_rows = 0;   // the rows of the batch in flight before padding (context: the loss's denominator)
 
   void print(const std::string& line) const {
@@ -159,7 +177,8 @@ double evaluate(Run& run, const at::Tensor& source) {
   const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
   std::map<int, StageForward> forwards;  // this rank's stages by number
   for (size_t c = 0; c < run.stages.size(); ++c)
-    forwards[run.stage_numbers[c]] = [&run, c](const at::Tensor& x) { return run.stages[c]->forward(x); };
+    forwards[run.stage_numbers[c]] = in_precision([&run, c](const at::Tensor& x) { return run.stages[c]->forward(x); },
+                                                  run.o.precision, run.world.device().type());
   LossSum total;
   // Replica `me` takes batches me, me + R, ... Experts spread over replicas
   // need every rank of an expert group in each forward (its all-to-alls):
@@ -191,7 +210,12 @@ void save(Run& run, const TrainerState& state) {
   if (run.groups.place.replica >= std::max(1, run.o.expert_parallel) || run.groups.place.context != 0) return;
   const auto model = run.whole_state();         // (cut across a tensor group: gathered)
   if (run.groups.place.replica != 0 || run.groups.place.tensor != 0) return;  // ... its tensor rank 0
-  checkpoint::CheckpointPart part = to_part(model, state, "rank " + std::to_string(run.world.rank()));
+  TrainerState with_scale = state;
+  if (run.scaler) {
+    with_scale.loss_scale = run.scaler->scale();
+    with_scale.loss_scale_clean_steps = run.scaler->growth_tracker();
+  }
+  checkpoint::CheckpointPart part = to_part(model, with_scale, "rank " + std::to_string(run.world.rank()));
   part.texts["layout"] = run.o.layout.text();
   const std::string folder = run.checkpoints->save(state.step, run.groups.place.stage, part);
   if (run.groups.place.stage == 0) run.print("checkpoint " + folder + " (epoch " + std::to_string(state.epoch) +
@@ -260,24 +284,59 @@ void average_over_context(Run& run, pipeline::StepResult& step) {
   step.loss = loss.cpu().item<double>() / run.context.group->size();
 }
 
+// The gradients this rank's stages hold after end_step (DDP: whole; ZeRO:
+// this rank's shard), the ones clipping sees.
+std::vector<at::Tensor> held_gradients(Run& run) {
+  std::vector<at::Tensor> all;
+  for (auto& dp : run.data_parallel)
+    for (const NormShare& share : dp->norm_shares()) all.insert(all.end(), share.gradients.begin(), share.gradients.end());
+  return all;
+}
+
 // One training step: the pipeline's microbatches, this stage's gradients
 // averaged among its replicas (DDP's all-reduce or ZeRO's reduce-scatter),
-// the whole model's norm clipped, SGD. Appends the norm to `result`.
-pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Tensor& target, TrainResult& result) {
+// the whole model's norm clipped, SGD. Appends the norm to `result`. With
+// a loss scaler the backward starts from the loss times its scale, the
+// gradients are divided back before clipping, and a step whose gradients
+// are not finite is skipped (no update) and the scale backed off.
+pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Tensor& target, int64_t step_number,
+                                TrainResult& result) {
   for (auto& dp : run.data_parallel) dp->zero_grad();
   for (auto& dp : run.data_parallel) dp->begin_step();  // the microbatches accumulate without traffic ...
   const auto [my_input, my_target] = my_rows(run.context, input, target);
   run.batch_rows = input.size(0);
+  if (run.scaler) {
+    // TrainerOptions::inject_overflow_at_step: replica 0's backward starts
+    // from an infinite seed, as a scale too large for float16 would; its
+    // gradients are inf or NaN before they are averaged with the others'.
+    const bool overflow = step_number == run.o.inject_overflow_at_step && run.groups.place.replica == 0;
+    run.executor->set_gradient_scale(overflow ? std::numeric_limits<double>::infinity()
+                                              : run.gradient_scale * run.scaler->scale());
+  }
   pipeline::StepResult step = run.executor->step(my_input, my_target);  // ... until each stage's last backward
   for (auto& dp : run.data_parallel) dp->end_step();
-  result.grad_norms.push_back(run.clip_grad_norm());
-  for (auto& dp : run.data_parallel) dp->optimizer_step();
+  if (run.scaler) {
+    result.loss_scales.push_back(run.scaler->scale());
+    run.scaler->unscale(held_gradients(run));
+  }
+  const double norm = run.clip_grad_norm();
+  result.grad_norms.push_back(norm);
+  const double scale = run.scaler ? run.scaler->scale() : 0;
+  if (!run.scaler || run.scaler->update(!std::isfinite(norm))) {
+    for (auto& dp : run.data_parallel) dp->optimizer_step();
+  } else {
+    result.skipped_steps.push_back(step_number);
+    if (run.last)
+      run.print("step " + std::to_string(step_number) + " skipped: the gradients hold an inf or a NaN at loss scale " +
+                format_number(scale) + "; the scale backs off to " + format_number(run.scaler->scale()));
+  }
   average_over_context(run, step);
   return step;
 }
 
 TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o,
                             const ParallelPlan& plan) {
+  memory::check_precision(o.precision, world.device().type());
   Run run{world, o, plan.make_groups(world)};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
@@ -323,8 +382,11 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   // Each microbatch's auxiliary losses (experts) weigh as its loss does:
   // 1/m of the replica's step (exact when m divides the replica's columns).
   for (auto& stage : run.stages) stage->set_aux_loss_scale(exec.gradient_scale / double(chunks));
+  run.gradient_scale = exec.gradient_scale;
+  if (o.loss_scaling) run.scaler.emplace(o.loss_scaler);
   exec.loss = [ntokens = run.ntokens, &run](const at::Tensor& out, const at::Tensor& target) {
-    const at::Tensor logits = out.reshape({-1, ntokens}), flat = target.reshape({-1});  // out (S, n, V), target (S, n)
+    // out (S, n, V), target (S, n); the loss in float32 (16-bit logits under mixed precision)
+    const at::Tensor logits = out.reshape({-1, ntokens}).to(at::kFloat), flat = target.reshape({-1});
     if (!run.context.active()) return at::cross_entropy_loss(logits, flat);
     // My tokens' sum over the C-th part of the microbatch's tokens (padding
     // counts for nothing): the context ranks' losses, and their gradients,
@@ -354,6 +416,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
     run.data_parallel.push_back(
         make_data_parallel(o.zero, *replicas, *run.groups.tensor, *run.stages[c], o.lr, copies));
     forwards.push_back(run.data_parallel.back()->stage());
+    forwards.back().forward = in_precision(std::move(forwards.back().forward), o.precision, world.device().type());
   }
   exec.before_backward = [&run](int stage, int, bool is_last) {
     if (!is_last) return;
@@ -373,6 +436,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
     const int restart = world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
     if (o.resume || restart > 0) result.resumed_from_step = resume(run, state);
   }
+  if (run.scaler && state.loss_scale > 0) run.scaler->restore(state.loss_scale, state.loss_scale_clean_steps);
   run.set_lr(state.lr);  // every stage's optimizer (ZeRO's steps the shard): StepLR's lr reaches whatever steps
 
   const auto starts = data::batch_starts(run.train_data, o.bptt, o.batches_per_epoch > 0 ? o.batches_per_epoch : -1);
@@ -386,7 +450,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
       const auto step_start = Clock::now();
       const auto [input, target] = lm_batch(run.train_data, starts[static_cast<size_t>(state.data_position)], o.bptt,
                                             world.device());
-      const pipeline::StepResult step = train_step(run, input, target, result);
+      const pipeline::StepResult step = train_step(run, input, target, state.step + 1, result);
       result.step_seconds.push_back(seconds_since(step_start));
       for (auto& stage : run.stages) stage->record_expert_counts(world.recorder(), world.rank());  // experts' loads
       ++state.step;
@@ -511,6 +575,9 @@ PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
   plan.moe = o.moe;
   plan.expert_parallel = o.expert_parallel;
   plan.recompute = o.recompute;
+  plan.precision = o.precision;
+  plan.loss_scaling = o.loss_scaling;
+  plan.inject_overflow_at_step = o.inject_overflow_at_step;
   // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
   // microbatch, so the replicas of a stage must agree on m even when their
   // columns do not (an uneven split: the last replica has the fewest).

@@ -36,6 +36,8 @@
 
 #include "comm/communicator.hpp"
 #include "data/corpus.hpp"
+#include "memory/loss_scaler.hpp"
+#include "memory/precision.hpp"
 #include "models/transformer_lm.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/data_parallel.hpp"
@@ -53,6 +55,20 @@ struct TrainerOptions {
   // kFull: each layer recomputed in the backward, only its input kept
   // (memory/recompute.hpp); the same losses and parameters bit for bit.
   memory::Recompute recompute = memory::Recompute::kNone;
+  // kBf16, kFp16: the matrix products in 16 bits (memory/precision.hpp),
+  // parameters, gradients and the optimizer in float32. fp16 needs CUDA.
+  memory::Precision precision = memory::Precision::kFp32;
+  // The dynamic loss scaler (memory/loss_scaler.hpp): the loss multiplied by
+  // its scale for the backward, the gradients divided back before clipping,
+  // a step whose gradients hold an inf or a NaN skipped and the scale backed
+  // off. fp16 needs it; with fp32 and bf16 it changes no bit (powers of 2).
+  bool loss_scaling = false;
+  memory::LossScalerOptions loss_scaler;
+  // > 0: at this step replica 0's backward starts from an infinite seed
+  // (needs loss_scaling): its gradients overflow before they are averaged,
+  // as a scale too large for float16 makes them; the step is skipped on
+  // every rank and the scale backs off, visibly.
+  int64_t inject_overflow_at_step = -1;
   int64_t batch_size = 20;          // columns of the training matrix, all replicas together
   int64_t eval_batch_size = 10;
   int64_t bptt = 35;
@@ -115,6 +131,8 @@ struct TrainResult {
   std::vector<double> step_losses;   // last stage: this replica's mean loss of each step run here (every context rank)
   std::vector<double> grad_norms;    // every rank: the whole model's norm before clipping, per step
   std::vector<double> step_seconds;  // every rank: wall time of each training step run here (batch to optimizer step)
+  std::vector<double> loss_scales;   // every rank, with loss scaling: the scale each step's backward used
+  std::vector<int64_t> skipped_steps;  // with loss scaling: the global steps skipped for an inf or NaN
   std::vector<double> valid_losses;  // per epoch (same on every rank)
   double best_valid_loss = 0;
   double test_loss = 0;              // of the best model; 0 when interrupted

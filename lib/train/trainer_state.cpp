@@ -19,6 +19,10 @@ checkpoint::CheckpointPart to_part(const std::map<std::string, at::Tensor>& mode
   }
   part.ints = {{"epoch", state.epoch}, {"data_position", state.data_position}, {"step", state.step}};
   part.reals = {{"scheduler/lr", state.lr}, {"optimizer/lr", state.lr}, {"best_valid_loss", state.best_valid_loss}};
+  if (state.loss_scale > 0) {
+    part.reals["loss_scale"] = state.loss_scale;
+    part.ints["loss_scale_clean_steps"] = state.loss_scale_clean_steps;
+  }
   part.texts = {{"written_by", written_by}};
   return part;
 }
@@ -29,6 +33,9 @@ std::map<std::string, at::Tensor> from_part(const checkpoint::CheckpointPart& pa
   state.step = part.ints.at("step");
   state.lr = part.reals.at("scheduler/lr");
   state.best_valid_loss = part.reals.at("best_valid_loss");
+  const auto scale = part.reals.find("loss_scale");
+  state.loss_scale = scale != part.reals.end() ? scale->second : 0;
+  state.loss_scale_clean_steps = state.loss_scale > 0 ? part.ints.at("loss_scale_clean_steps") : 0;
   state.best.clear();
   for (const auto& [name, tensor] : part.tensors)
     if (name.rfind(kBestPrefix, 0) == 0) state.best[name.substr(kBestPrefix.size())] = tensor;

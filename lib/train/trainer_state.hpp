@@ -32,6 +32,8 @@ struct TrainerState {
   int64_t step = 0;           // global steps done
   double lr = 0;
   double best_valid_loss = 0; // +inf before the first evaluation
+  double loss_scale = 0;      // the loss scaler's scale (0: no scaler)
+  int64_t loss_scale_clean_steps = 0;  // and its clean steps in a row
   std::map<std::string, at::Tensor> best;  // the best model's tensors (empty before)
 };
 

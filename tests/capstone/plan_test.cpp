@@ -112,6 +112,21 @@ TEST(Plan, RecomputationRefusesWhatItDoesNotCover) {
   expect_refused(o, "--recompute full with --experts: a router records its auxiliary loss in the forward");
 }
 
+TEST(Plan, PrecisionAndLossScalingAreDescribedAndAnInjectedOverflowNeedsTheScaler) {
+  PlanOptions o = two_by_two();
+  o.precision = memory::Precision::kBf16;
+  o.loss_scaling = true;
+  o.inject_overflow_at_step = 3;
+  EXPECT_TRUE(ParallelPlan(o).refusals().empty());
+  const std::vector<std::string> lines = ParallelPlan(o).describe();
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[lines.size() - 2], "precision: matrix products in bf16 (--precision), norms and the loss in fp32; "
+                                     "fp32 parameters, gradients and optimizer");
+  EXPECT_NE(lines.back().find("loss scaling: dynamic"), std::string::npos) << lines.back();
+  o.loss_scaling = false;
+  expect_refused(o, "--inject-overflow-at-step 3 without a loss scaler would step every parameter to NaN");
+}
+
 TEST(Plan, TheSchedulesRulesAreItsRefusalsToo) {
   PlanOptions o = two_by_two();
   o.schedule = ScheduleKind::kGPipe;
