@@ -34,12 +34,15 @@
 #include <CLI/CLI.hpp>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "comm/job.hpp"
 #include "comm/env.hpp"
@@ -47,6 +50,7 @@
 #include "comm/plural.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
+#include "memory/flops.hpp"
 #include "lesson.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/trainer.hpp"
@@ -100,6 +104,39 @@ std::function<void(int64_t)> killer(const comm::Communicator& comm, const Option
   };
 }
 
+// MFU and HFU (memory/flops.hpp): the tokens rank 0's steps trained and
+// their time, the model's FLOPs per token (with experts, each token's k
+// feed-forwards), against the matmul peak measured now in the products'
+// precision (on all of this machine's cores, or one GPU) times the devices
+// the job ran on (GPUs: the world; CPUs: the hosts).
+void print_utilisation(const comm::Communicator& comm, const train::TrainerOptions& t, int64_t vocab,
+                       const train::TrainResult& r) {
+  double seconds = 0;
+  for (const double s : r.step_seconds) seconds += s;
+  const double tokens = double(r.step_seconds.size()) * double(t.batch_size) * double(t.bptt);
+  const models::TransformerLmOptions m = train::model_options(t, vocab);
+  const int64_t ffn = m.nhid * (m.moe.enabled() ? m.moe.top_k : 1);
+  const memory::FlopShape shape{m.emsize, ffn, m.nlayers, t.bptt, vocab};
+  const bool cuda = comm.device().is_cuda();
+  const int threads = at::get_num_threads();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!cuda) at::set_num_threads(cores);
+  const double peak = memory::matmul_flops_per_second(1024, 5, cuda, memory::compute_dtype(t.precision));
+  if (!cuda) at::set_num_threads(threads);
+  int devices = 1;
+  if (cuda) {
+    devices = comm.size();
+  } else if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local != nullptr && std::atoi(local) > 0) {
+    devices = std::max(1, comm.size() / std::atoi(local));  // the hosts
+  }
+  const memory::Utilisation u = memory::utilisation(shape, t.recompute, tokens, seconds, peak * devices);
+  std::printf("[RANK 0]: compute: %.2f MFLOP a token (6N + 12Lsd), %.0f tokens/s: %.2f GFLOP/s; matmul peak %.1f "
+              "GFLOP/s (%s, %s x %d): MFU %.1f%%, HFU %.1f%%\n",
+              double(memory::model_flops_per_token(shape)) / 1e6, u.tokens_per_second,
+              u.model_flops_per_second / 1e9, peak * devices / 1e9, memory::to_string(t.precision),
+              cuda ? "one GPU" : (std::to_string(cores) + " cores").c_str(), devices, 100 * u.mfu, 100 * u.hfu);
+}
+
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
          const Options& o, lessons::Parts& parts) {
   train::TrainerOptions t = o.trainer;
@@ -140,6 +177,7 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
                 summary.valid_unigram_loss,
                 r.best_valid_loss < summary.valid_unigram_loss ? "the model learned from context"
                                                                 : "not below the baseline yet (train longer)");
+  if (comm.rank() == 0 && !r.interrupted) print_utilisation(comm, options, static_cast<int64_t>(corpus.vocab.size()), r);
 }
 
 }  // namespace

@@ -26,8 +26,21 @@ int64_t hardware_flops_per_token(const FlopShape& s, Recompute recompute) {
   return model_flops_per_token(s) + again;
 }
 
-double matmul_flops_per_second(int64_t n, int repeats, bool cuda) {
-  const auto options = at::TensorOptions().dtype(at::kFloat).device(cuda ? at::kCUDA : at::kCPU);
+Utilisation utilisation(const FlopShape& shape, Recompute recompute, double tokens, double seconds, double peak) {
+  Utilisation u;
+  if (!(seconds > 0)) return u;
+  u.tokens_per_second = tokens / seconds;
+  u.model_flops_per_second = u.tokens_per_second * double(model_flops_per_token(shape));
+  u.hardware_flops_per_second = u.tokens_per_second * double(hardware_flops_per_token(shape, recompute));
+  if (peak > 0) {
+    u.mfu = u.model_flops_per_second / peak;
+    u.hfu = u.hardware_flops_per_second / peak;
+  }
+  return u;
+}
+
+double matmul_flops_per_second(int64_t n, int repeats, bool cuda, c10::ScalarType dtype) {
+  const auto options = at::TensorOptions().dtype(dtype).device(cuda ? at::kCUDA : at::kCPU);
   const at::Tensor a = at::randn({n, n}, options), b = at::randn({n, n}, options);
   at::Tensor c = at::mm(a, b);  // untimed: the first call sets up
   double best = 0;

@@ -21,6 +21,8 @@
 // does 2 N_layers + 4 L s d more per token than the model needs.
 #pragma once
 
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
 
 #include "memory/recompute.hpp"
@@ -46,8 +48,21 @@ int64_t model_flops_per_token(const FlopShape& shape);
 // of every layer under full recomputation.
 int64_t hardware_flops_per_token(const FlopShape& shape, Recompute recompute);
 
-// FLOP/s a square float32 matrix product of side n reaches here (the best of
-// `repeats` timed products after one untimed), on the CPU or a GPU.
-double matmul_flops_per_second(int64_t n = 1024, int repeats = 5, bool cuda = false);
+// FLOP/s a square matrix product of side n reaches here (the best of
+// `repeats` timed products after one untimed), on the CPU or a GPU, in
+// `dtype` (float32, or the 16-bit type mixed precision computes in).
+double matmul_flops_per_second(int64_t n = 1024, int repeats = 5, bool cuda = false,
+                               c10::ScalarType dtype = c10::kFloat);
+
+// How close a run came to the hardware: `tokens` trained in `seconds` on
+// devices whose matmul peaks add up to `peak` FLOP/s.
+struct Utilisation {
+  double tokens_per_second = 0;
+  double model_flops_per_second = 0;     // tokens/s x model FLOPs per token
+  double hardware_flops_per_second = 0;  // tokens/s x hardware FLOPs per token (recomputation included)
+  double mfu = 0;                        // model FLOP/s over the peak
+  double hfu = 0;                        // hardware FLOP/s over the peak
+};
+Utilisation utilisation(const FlopShape& shape, Recompute recompute, double tokens, double seconds, double peak);
 
 }  // namespace distlab::memory

@@ -62,6 +62,25 @@ TEST(Flops, TheMatmulPeakIsAMeasurement) {
   const double flops = matmul_flops_per_second(256, 3);
   EXPECT_TRUE(std::isfinite(flops));
   EXPECT_GT(flops, 1e6);  // any machine multiplies faster than a million operations a second
+  const double bf16 = matmul_flops_per_second(128, 2, false, c10::kBFloat16);
+  EXPECT_TRUE(std::isfinite(bf16) && bf16 > 1e5) << bf16;
+}
+
+// 700 tokens a step (20 columns x 35 rows), 10 steps in 2 s: 3500 tokens/s;
+// on a 1 GFLOP/s peak, MFU is 3500 x (6N + 12Lsd) / 1e9, HFU adds the
+// second forward of each layer under full recomputation.
+TEST(Flops, UtilisationIsTheFlopRateOverThePeak) {
+  const FlopShape shape{d, f, L, s, V};
+  const double per_token = 6.0 * (L * (4 * d * d + 2 * d * f) + d * V) + 12.0 * L * s * d;
+  const Utilisation plain = utilisation(shape, Recompute::kNone, 7000, 2.0, 1e9);
+  EXPECT_DOUBLE_EQ(plain.tokens_per_second, 3500);
+  EXPECT_DOUBLE_EQ(plain.model_flops_per_second, 3500 * per_token);
+  EXPECT_DOUBLE_EQ(plain.mfu, 3500 * per_token / 1e9);
+  EXPECT_DOUBLE_EQ(plain.hfu, plain.mfu);
+  const Utilisation again = utilisation(shape, Recompute::kFull, 7000, 2.0, 1e9);
+  EXPECT_DOUBLE_EQ(again.mfu, plain.mfu);  // the model's work is the same
+  EXPECT_DOUBLE_EQ(again.hfu, 3500 * (per_token + L * 20864.0) / 1e9);
+  EXPECT_EQ(utilisation(shape, Recompute::kNone, 7000, 0, 1e9).mfu, 0);  // no time measured: nothing claimed
 }
 
 }  // namespace
