@@ -249,9 +249,11 @@ int main(int argc, char** argv) {
   app.add_option("--lr", t.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--dropout", t.dropout, "dropout (default: the preset's 0.2)");
   app.add_option("--recompute", o.recompute,
-                 "activations: none (every layer keeps what its backward reads) or full (each layer keeps only its "
-                 "input and computes the rest again in the backward: less memory, a second forward of every layer)")
-      ->check(CLI::IsMember({"none", "full"}))->capture_default_str();
+                 "activations: none (every layer keeps what its backward reads), full (each layer keeps only its "
+                 "input and computes the rest again in the backward: least memory, a second forward of every layer), "
+                 "selective (the attention core computed again: the s x s tensors not kept) or matmuls (everything "
+                 "but the matrix products computed again: their outputs kept)")
+      ->check(CLI::IsMember({"none", "full", "selective", "matmuls"}))->capture_default_str();
   app.add_option("--precision", o.precision,
                  "matrix products in fp32, bf16 or fp16 (fp16: CUDA only); norms, the loss, the parameters, their "
                  "gradients and the optimizer stay fp32")

@@ -22,7 +22,12 @@ int64_t model_flops_per_token(const FlopShape& s) {
 }
 
 int64_t hardware_flops_per_token(const FlopShape& s, Recompute recompute) {
-  const int64_t again = recompute == Recompute::kFull ? s.layers * layer_forward_flops(s) : 0;
+  // What runs a second time: every layer's products (full), the attention
+  // core's two (selective: q k^T and the weights times v), none (matmuls:
+  // their outputs are kept; the elementwise work is not counted).
+  int64_t again = 0;
+  if (recompute == Recompute::kFull) again = s.layers * layer_forward_flops(s);
+  if (recompute == Recompute::kSelective) again = s.layers * 2 * 2 * s.positions * s.width;
   return model_flops_per_token(s) + again;
 }
 

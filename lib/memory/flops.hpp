@@ -18,7 +18,9 @@
 // the Playbook's does.
 //
 // Full recomputation runs every layer's forward a second time: the hardware
-// does 2 N_layers + 4 L s d more per token than the model needs.
+// does 2 N_layers + 4 L s d more per token than the model needs; selective
+// recomputation only the attention core's two products, 4 L s d; keeping
+// the matmuls' outputs, no product again.
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -44,8 +46,8 @@ int64_t layer_forward_flops(const FlopShape& shape);
 int64_t matmul_weights(const FlopShape& shape);
 // Model FLOPs per token, forward and backward: 6 N + 12 L s d.
 int64_t model_flops_per_token(const FlopShape& shape);
-// What the hardware computes per token: the model's, plus a second forward
-// of every layer under full recomputation.
+// What the hardware computes per token: the model's, plus the products the
+// recomputation runs again.
 int64_t hardware_flops_per_token(const FlopShape& shape, Recompute recompute);
 
 // FLOP/s a square matrix product of side n reaches here (the best of

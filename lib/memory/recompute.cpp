@@ -166,12 +166,20 @@ class RecomputeNode : public Node {
 
 }  // namespace
 
-const char* to_string(Recompute policy) { return policy == Recompute::kFull ? "full" : "none"; }
+const char* to_string(Recompute policy) {
+  switch (policy) {
+    case Recompute::kNone: return "none";
+    case Recompute::kFull: return "full";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kMatmuls: return "matmuls";
+  }
+  return "?";
+}
 
 Recompute recompute_from(const std::string& text) {
-  if (text == "none") return Recompute::kNone;
-  if (text == "full") return Recompute::kFull;
-  throw std::invalid_argument("recompute: '" + text + "' is not a policy (none, full)");
+  for (Recompute policy : {Recompute::kNone, Recompute::kFull, Recompute::kSelective, Recompute::kMatmuls})
+    if (text == to_string(policy)) return policy;
+  throw std::invalid_argument("recompute: '" + text + "' is not a policy (none, full, selective, matmuls)");
 }
 
 Tensors checkpoint(const Region& fn, const Tensors& inputs) {

@@ -44,11 +44,13 @@
 
 namespace distlab::memory {
 
-// What a model recomputes in the backward instead of keeping: nothing, or
+// What a model recomputes in the backward instead of keeping: nothing;
 // every layer whole (each layer's input kept, everything inside it
-// computed again).
-enum class Recompute { kNone, kFull };
-const char* to_string(Recompute policy);  // "none", "full"
+// computed again); the attention core (selective: the s x s tensors); or
+// everything but the matrix products' outputs (matmuls). The layers'
+// policies are models/encoder_layer.hpp's.
+enum class Recompute { kNone, kFull, kSelective, kMatmuls };
+const char* to_string(Recompute policy);  // "none", "full", "selective", "matmuls"
 Recompute recompute_from(const std::string& text);  // throws std::invalid_argument naming the choices
 
 using Tensors = std::vector<at::Tensor>;

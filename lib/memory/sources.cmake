@@ -7,4 +7,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/flops.cpp
   ${CMAKE_CURRENT_LIST_DIR}/precision.cpp
   ${CMAKE_CURRENT_LIST_DIR}/loss_scaler.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/products.cpp
 )

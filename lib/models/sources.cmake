@@ -11,5 +11,7 @@ list(APPEND DISTLAB_NN_SOURCES  # these reach torch::nn or torch::optim
   ${CMAKE_CURRENT_LIST_DIR}/gpt.cpp
   ${CMAKE_CURRENT_LIST_DIR}/positional_encoding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transformer_lm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/encoder_layer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/layer_stack.cpp
   ${CMAKE_CURRENT_LIST_DIR}/moe_feed_forward.cpp
 )

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "models/encoder_layer.hpp"
 #include "models/model_unit.hpp"
 #include "models/moe_feed_forward.hpp"
 
@@ -115,8 +116,8 @@ std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layer
 
 at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
   if (!moes_.empty()) return encoder_layer_forward(*layers_[k], *moes_[k], h, mask_for(h));
-  if (options_.recompute == memory::Recompute::kFull)
-    return memory::checkpoint([this, k](const at::Tensor& x) { return layers_[k](x, mask_for(x)); }, h);
+  if (options_.recompute != memory::Recompute::kNone)
+    return run_encoder_layer(*layers_[k], h, mask_for(h), options_.recompute);
   return layers_[k](h, mask_for(h));
 }
 

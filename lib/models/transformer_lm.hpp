@@ -60,8 +60,10 @@ struct TransformerLmOptions {
   int64_t max_len = 5000;  // rows of the positional table (the tutorial's default)
   bool causal = false;     // the tutorial passes no mask
   MoeFeedForwardOptions moe;  // experts > 0: each layer's feed-forward a mixture of experts (moe_feed_forward.hpp)
-  // kFull: each layer's forward recomputed in the backward (memory/recompute.hpp),
-  // only its input kept; dense layers run by forward() and units().
+  // What each layer recomputes in its backward instead of keeping
+  // (models/encoder_layer.hpp): kFull everything but its input, kSelective
+  // its attention core, kMatmuls everything but its products' outputs;
+  // dense layers run by forward() and units().
   memory::Recompute recompute = memory::Recompute::kNone;
 };
 

@@ -190,6 +190,12 @@ std::vector<std::string> ParallelPlan::describe() const {
   }
   if (o_.recompute == memory::Recompute::kFull)
     lines.push_back("activations: every layer recomputed in its backward (--recompute full), only its input kept");
+  if (o_.recompute == memory::Recompute::kSelective)
+    lines.push_back("activations: each layer's attention core recomputed in its backward (--recompute selective), "
+                    "the s x s scores and weights not kept");
+  if (o_.recompute == memory::Recompute::kMatmuls)
+    lines.push_back("activations: each layer recomputed in its backward but its matrix products (--recompute "
+                    "matmuls), their outputs kept");
   if (o_.precision != memory::Precision::kFp32)
     lines.push_back(std::string("precision: matrix products in ") + memory::to_string(o_.precision) +
                     " (--precision), norms and the loss in fp32; fp32 parameters, gradients and optimizer");

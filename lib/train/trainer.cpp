@@ -293,43 +293,58 @@ std::vector<at::Tensor> held_gradients(Run& run) {
   return all;
 }
 
+// With a loss scaler: the backward's seed times its scale (at
+// TrainerOptions::inject_overflow_at_step replica 0's seed is infinite, as
+// a scale too large for float16 would make its gradients, before they are
+// averaged with the others').
+void scale_the_loss(Run& run, int64_t step_number) {
+  if (!run.scaler) return;
+  const bool overflow = step_number == run.o.inject_overflow_at_step && run.groups.place.replica == 0;
+  run.executor->set_gradient_scale(overflow ? std::numeric_limits<double>::infinity()
+                                            : run.gradient_scale * run.scaler->scale());
+}
+
+// With a loss scaler: the gradients this rank holds divided back by the scale.
+void unscale_gradients(Run& run, TrainResult& result) {
+  if (!run.scaler) return;
+  result.loss_scales.push_back(run.scaler->scale());
+  run.scaler->unscale(held_gradients(run));
+}
+
+// Whether the optimizer steps: always without a scaler; with one, unless
+// the whole model's norm (summed over every rank by the clipping, so every
+// rank decides alike) is not finite: then the step is skipped, said, and
+// the scale backs off.
+bool step_is_taken(Run& run, int64_t step_number, double norm, TrainResult& result) {
+  if (!run.scaler) return true;
+  const double scale = run.scaler->scale();
+  if (run.scaler->update(!std::isfinite(norm))) return true;
+  result.skipped_steps.push_back(step_number);
+  if (run.last)
+    run.print("step " + std::to_string(step_number) + " skipped: the gradients hold an inf or a NaN at loss scale " +
+              format_number(scale) + "; the scale backs off to " + format_number(run.scaler->scale()));
+  return false;
+}
+
 // One training step: the pipeline's microbatches, this stage's gradients
 // averaged among its replicas (DDP's all-reduce or ZeRO's reduce-scatter),
 // the whole model's norm clipped, SGD. Appends the norm to `result`. With
-// a loss scaler the backward starts from the loss times its scale, the
-// gradients are divided back before clipping, and a step whose gradients
-// are not finite is skipped (no update) and the scale backed off.
+// a loss scaler the gradients are divided back before clipping and a step
+// whose gradients are not finite is skipped.
 pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Tensor& target, int64_t step_number,
                                 TrainResult& result) {
   for (auto& dp : run.data_parallel) dp->zero_grad();
   for (auto& dp : run.data_parallel) dp->begin_step();  // the microbatches accumulate without traffic ...
   const auto [my_input, my_target] = my_rows(run.context, input, target);
   run.batch_rows = input.size(0);
-  if (run.scaler) {
-    // TrainerOptions::inject_overflow_at_step: replica 0's backward starts
-    // from an infinite seed, as a scale too large for float16 would; its
-    // gradients are inf or NaN before they are averaged with the others'.
-    const bool overflow = step_number == run.o.inject_overflow_at_step && run.groups.place.replica == 0;
-    run.executor->set_gradient_scale(overflow ? std::numeric_limits<double>::infinity()
-                                              : run.gradient_scale * run.scaler->scale());
-  }
+  scale_the_loss(run, step_number);
   pipeline::StepResult step = run.executor->step(my_input, my_target);  // ... until each stage's last backward
   for (auto& dp : run.data_parallel) dp->end_step();
-  if (run.scaler) {
-    result.loss_scales.push_back(run.scaler->scale());
-    run.scaler->unscale(held_gradients(run));
-  }
+  unscale_gradients(run, result);
   const double norm = run.clip_grad_norm();
   result.grad_norms.push_back(norm);
-  const double scale = run.scaler ? run.scaler->scale() : 0;
-  if (!run.scaler || run.scaler->update(!std::isfinite(norm))) {
+  if (step_is_taken(run, step_number, norm, result))
     for (auto& dp : run.data_parallel) dp->optimizer_step();
-  } else {
-    result.skipped_steps.push_back(step_number);
-    if (run.last)
-      run.print("step " + std::to_string(step_number) + " skipped: the gradients hold an inf or a NaN at loss scale " +
-                format_number(scale) + "; the scale backs off to " + format_number(run.scaler->scale()));
-  }
   average_over_context(run, step);
   return step;
 }

@@ -52,8 +52,9 @@ struct TrainerOptions {
   std::string preset = "tiny";      // models::transformer_lm_preset: tiny, cpu, tutorial
   double dropout = -1;              // < 0: the preset's (0.2, the tutorial's)
   bool causal = true;
-  // kFull: each layer recomputed in the backward, only its input kept
-  // (memory/recompute.hpp); the same losses and parameters bit for bit.
+  // What each layer recomputes in its backward instead of keeping (full,
+  // selective: the attention core, matmuls: all but the products;
+  // models/encoder_layer.hpp); the same losses and parameters bit for bit.
   memory::Recompute recompute = memory::Recompute::kNone;
   // kBf16, kFp16: the matrix products in 16 bits (memory/precision.hpp),
   // parameters, gradients and the optimizer in float32. fp16 needs CUDA.

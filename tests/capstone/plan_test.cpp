@@ -110,6 +110,17 @@ TEST(Plan, RecomputationRefusesWhatItDoesNotCover) {
   o.moe.experts = 4;
   o.moe.top_k = 2;
   expect_refused(o, "--recompute full with --experts: a router records its auxiliary loss in the forward");
+  o = two_by_two();
+  o.recompute = memory::Recompute::kSelective;
+  EXPECT_EQ(ParallelPlan(o).describe().back(),
+            "activations: each layer's attention core recomputed in its backward (--recompute selective), the s x s "
+            "scores and weights not kept");
+  o.recompute = memory::Recompute::kMatmuls;
+  EXPECT_EQ(ParallelPlan(o).describe().back(),
+            "activations: each layer recomputed in its backward but its matrix products (--recompute matmuls), their "
+            "outputs kept");
+  o.layout.context = 2;
+  expect_refused(o, "--recompute matmuls with --tensor 1 --context 2: tensor and context ranks run layers of their own");
 }
 
 TEST(Plan, PrecisionAndLossScalingAreDescribedAndAnInjectedOverflowNeedsTheScaler) {

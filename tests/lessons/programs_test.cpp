@@ -471,11 +471,12 @@ INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11,
                                                        4}),
                          [](const auto& info) { return info.param.name; });
 
-// Activation recomputation (--recompute full) on 2 stages x 2 replicas of
-// gloo processes, dropout on (each process its own generator): the same
-// final parameters bit for bit as keeping every activation, under DDP and
-// under ZeRO-2 (whose hooks and end-of-backward callbacks see the
-// recomputed layers' gradients arrive as they would in a plain backward).
+// Activation recomputation (--recompute full, selective, matmuls) on 2
+// stages x 2 replicas of gloo processes, dropout on (each process its own
+// generator): the same final parameters bit for bit as keeping every
+// activation, under DDP and under ZeRO-1 and 2 (whose hooks and
+// end-of-backward callbacks see the recomputed layers' gradients arrive as
+// they would in a plain backward).
 TEST(Lessons, RecomputationEndsWithTheSameParametersWithDropoutOn) {
   const std::string flags = " --data " + distlab::test_support::small_corpus_folder() +
                             " --preset tiny --epochs 1 --batches-per-epoch 3 --eval-batches 2";
@@ -484,15 +485,33 @@ TEST(Lessons, RecomputationEndsWithTheSameParametersWithDropoutOn) {
                           " --backend gloo" + flags + more);
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_TRUE(contains(r.output, "dropout 0.2 (preset)")) << r.output;
-    EXPECT_EQ(contains(r.output, "activations: every layer recomputed in its backward (--recompute full)"),
-              contains(more, "full"))
-        << r.output;
+    EXPECT_EQ(contains(r.output, "activations: "), !contains(more, "none")) << r.output;  // the plan's line
     return capstone_digest(r);
   };
   const std::string plain = digest_of(" --recompute none");
   ASSERT_FALSE(plain.empty());
   EXPECT_EQ(digest_of(" --recompute full"), plain);
   EXPECT_EQ(digest_of(" --recompute full --zero 2"), plain);
+  EXPECT_EQ(digest_of(" --recompute selective"), plain);
+  EXPECT_EQ(digest_of(" --recompute matmuls --zero 1"), plain);
+}
+
+// Lesson 17 on one rank: every byte it measures equals its formula (the
+// lesson exits 1 otherwise and marks the row), the three recomputation
+// policies give the plain gradients bit for bit, and the loss scaler both
+// skips and takes steps on the real gradients.
+TEST(Lessons, MemoryMeasuresEveryByteBesideItsFormula) {
+  const Outcome r = run(std::string(LESSON_17) + " --layers 2 --seq 16 --batch 4 --hidden 32 --heads 4 --ffn 64 "
+                                                 "--repeats 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "DIFFER")) << r.output;
+  int bitwise = 0;
+  for (size_t at = r.output.find("bit for bit"); at != std::string::npos; at = r.output.find("bit for bit", at + 1))
+    ++bitwise;
+  EXPECT_EQ(bitwise, 3) << r.output;
+  EXPECT_TRUE(contains(r.output, "inf in fp16, step skipped")) << r.output;
+  EXPECT_TRUE(contains(r.output, "finite, step taken")) << r.output;
+  EXPECT_TRUE(contains(r.output, "every parameter and gradient is float32")) << r.output;
 }
 
 TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
@@ -501,6 +520,7 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   };
   const std::vector<Case> cases = {
       {LESSON_01, "--ranks 0", "--ranks"},
+      {LESSON_17, "--backend threads --ranks 2", "thread ranks share one allocator"},
       {LESSON_01, "--accumulate 0", "--accumulate"},
       {LESSON_02, "--backend mpi", "--backend"},
       {LESSON_02, "--backend threads --ranks 1", "at least 2 ranks"},

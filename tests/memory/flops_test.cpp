@@ -35,6 +35,10 @@ TEST(Flops, AStepIsThreeForwards) {
   EXPECT_EQ(hardware_flops_per_token(shape, Recompute::kNone), model_flops_per_token(shape));
   EXPECT_EQ(hardware_flops_per_token(shape, Recompute::kFull),
             model_flops_per_token(shape) + L * layer_forward_flops(shape));
+  // Selective runs the attention core's two products again (q k^T, the
+  // weights times V: 2 x 2 s d a token a layer); matmuls none.
+  EXPECT_EQ(hardware_flops_per_token(shape, Recompute::kSelective), model_flops_per_token(shape) + L * 4 * s * d);
+  EXPECT_EQ(hardware_flops_per_token(shape, Recompute::kMatmuls), model_flops_per_token(shape));
 }
 
 // N, the weights that multiply, against the model LibTorch builds: every

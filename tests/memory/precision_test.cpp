@@ -14,6 +14,7 @@
 //     of two gives the plain gradients bit for bit.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
 #include <limits>
@@ -98,15 +99,18 @@ TEST(Precision, ProductsRunInBf16NormsParametersAndGradientsInFloat32) {
   EXPECT_TRUE(distlab::test_support::exceeds(d, 1e-4)) << "no rounding to bfloat16 seen: " << d;
 }
 
-// A small MLP, four micro-steps of different rows.
+// A small MLP, four micro-steps of different rows; weights and data from a
+// generator of its own (thread ranks build theirs at the same time).
 struct Micro {
   torch::nn::Sequential model;
   at::Tensor x, y;
   Micro() {
-    torch::manual_seed(9);
     model = torch::nn::Sequential(torch::nn::Linear(16, 64), torch::nn::ReLU(), torch::nn::Linear(64, 4));
-    x = torch::randn({4 * 8, 16});
-    y = torch::randn({4 * 8, 4});
+    at::Generator g = at::detail::createCPUGenerator(9);
+    at::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.copy_(at::randn(p.sizes(), g) * 0.3);
+    x = at::randn({4 * 8, 16}, g);
+    y = at::randn({4 * 8, 4}, g);
   }
   at::Tensor loss(int micro, int rank = 0, int ranks = 1) {
     const int64_t rows = 8 / ranks;

@@ -1,0 +1,371 @@
+// Lesson 17: where a training step's memory goes, and the levers that save
+// it (the Ultra-Scale Playbook's first chapter).
+//
+// One process, a stack of the capstone's Transformer layers (post-norm,
+// relu, dropout, causal), every byte counted by the allocator meter
+// (lib/memory/allocator_meter.hpp) beside its formula:
+//
+//   1. the anatomy: parameters, gradients and Adam's two moments (4 + 4 + 8
+//      bytes a parameter), and the activations the forward keeps for the
+//      backward, against batch and sequence (the s^2 term of attention)
+//   2. recomputation (lib/memory/recompute.hpp, models/encoder_layer.hpp):
+//      none, full, selective (the attention core) and matmuls (all but the
+//      products), each's activations and its forward + backward time, the
+//      gradients bit for bit the plain ones
+//   3. mixed precision (lib/memory/precision.hpp): the products in bf16
+//      with float32 master weights, what the forward keeps then; bytes per
+//      parameter beside the Playbook's table; float16's range and the loss
+//      scaler (lib/memory/loss_scaler.hpp) backing off on an overflow
+//   4. MFU: the matmul peak measured here, and how much of it each policy's
+//      step uses (lib/memory/flops.hpp)
+//
+//   lesson_17_memory
+//   lesson_17_memory --seq 128 --batch 4 --step
+#include <CLI/CLI.hpp>
+#include <ATen/ATen.h>
+#include <torch/nn/modules/transformerlayer.h>
+#include <torch/optim/adam.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lesson.hpp"
+#include "comm/job.hpp"
+#include "comm/job_cli.hpp"
+#include "memory/allocator_meter.hpp"
+#include "memory/flops.hpp"
+#include "memory/loss_scaler.hpp"
+#include "memory/precision.hpp"
+#include "models/encoder_layer.hpp"
+#include "models/layer_stack.hpp"
+#include "zero/memory.hpp"
+
+using namespace distlab;
+using memory::Precision;
+using memory::Recompute;
+using tensor_parallel::LayerShape;
+
+namespace {
+
+struct Options {
+  comm::JobOptions job;
+  int64_t layers = 4;
+  int64_t seq = 64;
+  int64_t batch = 8;
+  int64_t hidden = 128;  // the capstone's cpu preset: 128, 4 heads, ffn 256
+  int64_t heads = 4;
+  int64_t ffn = 256;
+  double dropout = 0.2;
+  int repeats = 3;  // timed steps per policy (the best is shown)
+};
+
+const Recompute kPolicies[] = {Recompute::kNone, Recompute::kFull, Recompute::kSelective, Recompute::kMatmuls};
+
+// 1234567 -> "1,234,567"
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+// Rows whose measurement is not its formula (or gradients not the plain
+// ones): the lesson exits 1 after printing them all.
+int failures = 0;
+
+std::string same(int64_t measured, int64_t formula) {
+  if (measured == formula) return "=";
+  ++failures;
+  return "DIFFERS";
+}
+
+models::LayerStackOptions stack_options(const Options& o) {
+  models::LayerStackOptions so;
+  so.layers = o.layers, so.hidden = o.hidden, so.heads = o.heads, so.ffn = o.ffn, so.dropout = o.dropout;
+  return so;
+}
+
+LayerShape shape_of(const Options& o, int64_t seq, int64_t batch) { return {seq, batch, o.hidden, o.heads, o.ffn}; }
+
+at::Tensor input_of(const Options& o, int64_t seq, int64_t batch) {
+  return models::layer_stack_input(seq, batch, o.hidden);
+}
+
+double best_step_seconds(models::LayerStack& stack, const at::Tensor& x, Recompute policy, Precision precision,
+                         int repeats) {
+  stack.step_seconds(x, policy, precision);  // untimed: the allocator's first requests
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < repeats; ++i) best = std::min(best, stack.step_seconds(x, policy, precision));
+  return best;
+}
+
+int64_t generator_state_bytes() {
+  return at::globalContext().defaultGenerator(at::Device(at::kCPU)).get_state().nbytes();
+}
+
+void anatomy(const Options& o) {
+  auto& meter = memory::AllocatorMeter::install();
+  const int64_t before_model = meter.allocated();
+  models::LayerStack stack(stack_options(o));
+  const int64_t params = meter.allocated() - before_model;
+  const int64_t n = stack.parameter_count();
+  std::printf("1. The anatomy: %lld layers (d %lld, %lld heads, ffn %lld, dropout %.1f), N = %s parameters\n",
+              static_cast<long long>(o.layers), static_cast<long long>(o.hidden), static_cast<long long>(o.heads),
+              static_cast<long long>(o.ffn), o.dropout, grouped(n).c_str());
+  const at::Tensor x = input_of(o, o.seq, o.batch);
+  int64_t grads = 0, moments = 0;
+  stack.mask_for(o.seq);
+  {
+    const int64_t before = meter.allocated();
+    stack.step_seconds(x, Recompute::kNone, Precision::kFp32);
+    grads = meter.allocated() - before;
+  }
+  torch::optim::Adam adam(stack.parameters(), torch::optim::AdamOptions(1e-3));
+  {
+    const int64_t before = meter.allocated();
+    adam.step();
+    moments = meter.allocated() - before;
+  }
+  std::printf("   %-34s %-24s %12s %12s\n", "what", "formula", "bytes", "measured");
+  std::printf("   %-34s %-24s %12s %12s %s\n", "parameters (float32)", "4 N", grouped(4 * n).c_str(),
+              grouped(params).c_str(), same(params, 4 * n).c_str());
+  std::printf("   %-34s %-24s %12s %12s %s\n", "gradients (float32)", "4 N", grouped(4 * n).c_str(),
+              grouped(grads).c_str(), same(grads, 4 * n).c_str());
+  std::printf("   %-34s %-24s %12s %12s %s\n", "Adam's two moments (float32)", "8 N", grouped(8 * n).c_str(),
+              grouped(moments).c_str(), same(moments, 8 * n).c_str());
+  std::printf(
+      "   activations the forward keeps for the backward, per layer 10U + 3F + 3A + 4sb bytes x 4\n"
+      "   (U = s b d, F = s b ffn, A = heads s^2 b; models/encoder_layer.hpp):\n");
+  std::printf("   %-12s %14s %14s %10s %16s\n", "batch x seq", "formula", "measured", "", "of it s^2 (3A)");
+  for (const int64_t batch : {o.batch / 2, o.batch})
+    for (const int64_t seq : {o.seq / 2, o.seq}) {
+      if (batch < 1 || seq < 1) continue;
+      const LayerShape shape = shape_of(o, seq, batch);
+      const int64_t formula = o.layers * models::activation_bytes(shape, Recompute::kNone, o.dropout > 0, 0);
+      const int64_t measured = stack.kept_bytes(input_of(o, seq, batch), Recompute::kNone, Precision::kFp32);
+      const int64_t square = o.layers * 4 * 3 * o.heads * seq * seq * batch;
+      std::printf("   %4lld x %-5lld %14s %14s %10s %15.0f%%\n", static_cast<long long>(batch),
+                  static_cast<long long>(seq), grouped(formula).c_str(), grouped(measured).c_str(),
+                  same(measured, formula).c_str(), 100.0 * double(square) / double(formula));
+    }
+  std::printf(
+      "   Doubling the batch doubles the activations; doubling the sequence more than doubles them: the\n"
+      "   attention's s x s tensors. At this size they pass the weights' %s bytes: activations, not\n"
+      "   parameters, are what stops a long sequence from fitting.\n\n",
+      grouped(16 * n).c_str());
+}
+
+// With --trace: each policy's bytes as a memory counter sample (the
+// visualizer's Memory panel draws one bar per policy, measured beside the
+// formula).
+void record(const comm::Communicator& comm, const std::string& who, int64_t parameters, int64_t measured,
+            int64_t formula) {
+  zero::MemoryUse mine, paper;
+  mine.parameters = paper.parameters = parameters;
+  mine.activations = measured;
+  paper.activations = formula;
+  zero::record_memory(comm.recorder(), comm.rank(), who, mine, paper);
+}
+
+void recomputation(const comm::Communicator& comm, const Options& o) {
+  models::LayerStack stack(stack_options(o));
+  const at::Tensor x = input_of(o, o.seq, o.batch);
+  const LayerShape shape = shape_of(o, o.seq, o.batch);
+  const int64_t generator = generator_state_bytes();
+  std::printf("2. Recomputation: %lld layers, batch %lld x seq %lld, the same dropout masks in both runs\n",
+              static_cast<long long>(o.layers), static_cast<long long>(o.batch), static_cast<long long>(o.seq));
+  std::printf("   %-10s %14s %14s %10s %12s %14s %16s\n", "policy", "formula", "measured", "", "fwd+bwd ms",
+              "products again", "gradients");
+  std::vector<at::Tensor> plain;
+  const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
+  for (const Recompute policy : kPolicies) {
+    const int64_t formula = o.layers * models::activation_bytes(shape, policy, o.dropout > 0, generator);
+    const int64_t measured = stack.kept_bytes(x, policy, Precision::kFp32);
+    record(comm, std::string("recompute ") + memory::to_string(policy), 4 * stack.parameter_count(), measured, formula);
+    const double seconds = best_step_seconds(stack, x, policy, Precision::kFp32, o.repeats);
+    // The gradients of one more step from the same generator state: the plain run's bit for bit?
+    at::manual_seed(1717);
+    stack.step_seconds(x, policy, Precision::kFp32);
+    const std::vector<at::Tensor> grads = stack.gradients();
+    std::string verdict = "(the reference)";
+    if (plain.empty()) {
+      plain = grads;
+    } else {
+      bool equal = true;
+      for (size_t i = 0; i < grads.size(); ++i) equal = equal && at::equal(grads[i], plain[i]);
+      verdict = equal ? "bit for bit" : "DIFFER";
+      failures += equal ? 0 : 1;
+    }
+    const double extra =
+        double(memory::hardware_flops_per_token(flops, policy)) / double(memory::model_flops_per_token(flops)) - 1;
+    std::printf("   %-10s %14s %14s %10s %12.1f %13.0f%% %16s\n", memory::to_string(policy), grouped(formula).c_str(),
+                grouped(measured).c_str(), same(measured, formula).c_str(), seconds * 1e3, 100 * extra,
+                verdict.c_str());
+  }
+  std::printf(
+      "   full keeps each layer's output (and the %s-byte generator state to draw the same masks);\n"
+      "   selective drops the s x s tensors for two products of s^2 d again; matmuls keeps what the\n"
+      "   products made and computes the rest (softmax, masks, norms) again, no product twice.\n\n",
+      grouped(generator).c_str());
+}
+
+void mixed_precision(const comm::Communicator& comm, const Options& o) {
+  models::LayerStack stack(stack_options(o));
+  const at::Tensor x = input_of(o, o.seq, o.batch);
+  std::printf("3. Mixed precision: the products in bf16, parameters, gradients and Adam in float32\n");
+  const int64_t kept32 = stack.kept_bytes(x, Recompute::kNone, Precision::kFp32);
+  const int64_t kept16 = stack.kept_bytes(x, Recompute::kNone, Precision::kBf16);
+  record(comm, "bf16 products", 4 * stack.parameter_count(), kept16, 0);
+  const double ms32 = 1e3 * best_step_seconds(stack, x, Recompute::kNone, Precision::kFp32, o.repeats);
+  const double ms16 = 1e3 * best_step_seconds(stack, x, Recompute::kNone, Precision::kBf16, o.repeats);
+  const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
+  const int64_t copies = 2 * memory::matmul_weights(flops);
+  std::printf(
+      "   kept by the forward: fp32 %s bytes, bf16 %s (%.2fx; of it %s bytes are the bf16 copies of\n"
+      "   the weights, kept by their products until the backward); fwd+bwd %.1f ms fp32, %.1f ms bf16\n",
+      grouped(kept32).c_str(), grouped(kept16).c_str(), double(kept16) / double(kept32), grouped(copies).c_str(), ms32,
+      ms16);
+  stack.step_seconds(x, Recompute::kNone, Precision::kBf16);
+  bool float32 = true;
+  for (const at::Tensor& p : stack.parameters())
+    float32 = float32 && p.scalar_type() == at::kFloat && p.grad().scalar_type() == at::kFloat;
+  std::printf("   after a bf16 step every parameter and gradient is %s\n",
+              float32 ? "float32 (the master weights)" : "NOT float32");
+  failures += float32 ? 0 : 1;
+  std::printf(
+      "   bytes per parameter, with Adam (the Playbook's table, and here):\n"
+      "     fp32 training                                   4 + 4 + 8            = 16\n"
+      "     bf16 params and grads, fp32 master copy        2 + 2 + 4 + 8        = 16\n"
+      "     ... with float32 gradient accumulation          2 + 2 + 4 + 8 + 4    = 20\n"
+      "     DistLab (autocast): fp32 params and grads       4 + 4 + 8            = 16, and 2 a product\n"
+      "                         weight while its bf16 copy lives (forward to backward)\n");
+  // float16's range, on this stack's real gradients.
+  stack.step_seconds(x, Recompute::kNone, Precision::kFp32);
+  at::Tensor g;
+  {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& p : stack.parameters()) flat.push_back(p.grad().reshape(-1));
+    g = at::cat(flat);
+  }
+  const auto zero_share = [&](double scale) {
+    const at::Tensor h = (g * scale).to(at::kHalf);
+    return 100.0 * double(((h == 0) & (g != 0)).sum().item<int64_t>()) / double(g.numel());
+  };
+  const double largest = g.abs().max().item<double>();
+  std::printf(
+      "   float16 (5 exponent bits, at most 65504, nothing nonzero below 6e-8): of this step's gradients\n"
+      "   (the largest %.2g) %.1f%% become 0 in fp16; scaled by 2^16 first, %.1f%%\n",
+      largest, zero_share(1), zero_share(65536));
+  // A start that overflows: twice the first power of two that takes the
+  // largest gradient past 65504.
+  memory::LossScalerOptions so;
+  so.init_scale = std::exp2(std::ceil(std::log2(65504 / largest)) + 1);
+  so.growth_interval = 2;
+  memory::LossScaler scaler(so);
+  std::printf("   the dynamic loss scaler on them (start 2^%.0f, grow after 2 clean steps):\n",
+              std::log2(so.init_scale));
+  for (int step = 1; step <= 7; ++step) {
+    const double scale = scaler.scale();
+    const bool overflow = memory::LossScaler::any_not_finite({(g * scale).to(at::kHalf)});
+    const bool taken = scaler.update(overflow);
+    std::printf("     step %d: scale 2^%.0f: %s; next 2^%.0f\n", step, std::log2(scale),
+                taken ? "finite, step taken" : "inf in fp16, step skipped", std::log2(scaler.scale()));
+  }
+  std::printf("\n");
+}
+
+void mfu(const Options& o) {
+  models::LayerStack stack(stack_options(o));
+  const at::Tensor x = input_of(o, o.seq, o.batch);
+  const double peak32 = memory::matmul_flops_per_second(1024, 5, false, at::kFloat);
+  const double peak16 = memory::matmul_flops_per_second(512, 3, false, at::kBFloat16);
+  const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
+  std::printf("4. MFU: the matmul peak here (%d intra-op threads): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n",
+              at::get_num_threads(), peak32 / 1e9, peak16 / 1e9);
+  std::printf("   a token costs 6N + 12Lsd = %s FLOPs through this stack (N: the %s weights that multiply)\n",
+              grouped(memory::model_flops_per_token(flops)).c_str(), grouped(memory::matmul_weights(flops)).c_str());
+  std::printf("   %-10s %-6s %12s %12s %8s %8s\n", "policy", "", "fwd+bwd ms", "tokens/s", "MFU", "HFU");
+  const double tokens = double(o.seq * o.batch);
+  for (const Precision precision : {Precision::kFp32, Precision::kBf16})
+    for (const Recompute policy : kPolicies) {
+      if (precision == Precision::kBf16 && policy != Recompute::kNone) continue;
+      const double seconds = best_step_seconds(stack, x, policy, precision, o.repeats);
+      const memory::Utilisation u =
+          memory::utilisation(flops, policy, tokens, seconds, precision == Precision::kFp32 ? peak32 : peak16);
+      std::printf("   %-10s %-6s %12.1f %12.0f %7.1f%% %7.1f%%\n", memory::to_string(policy),
+                  memory::to_string(precision), seconds * 1e3, u.tokens_per_second, 100 * u.mfu, 100 * u.hfu);
+    }
+  std::printf(
+      "   MFU counts the model's FLOPs, HFU what the hardware computed (recomputation included), each\n"
+      "   over the peak in the step's precision: this CPU has no bf16 units, so its bf16 peak is low.\n");
+}
+
+void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
+  // Memory is counted per process: rank 0 measures, the others (processes
+  // of their own) wait.
+  const bool me = comm.rank() == 0;
+  parts.begin(comm, "The anatomy");
+  if (me) anatomy(o);
+  parts.begin(comm, "Recomputation");
+  if (me) recomputation(comm, o);
+  parts.begin(comm, "Mixed precision");
+  if (me) mixed_precision(comm, o);
+  parts.begin(comm, "MFU");
+  if (me) mfu(o);
+  std::fflush(stdout);
+  if (me && failures > 0)
+    throw std::runtime_error(std::to_string(failures) + " measurement(s) differ from their formula (marked above)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.job.ranks = 1;
+  lessons::Parts parts({"The anatomy", "Recomputation", "Mixed precision", "MFU"});
+  CLI::App app{
+      "Lesson 17: where a step's memory goes (parameters, gradients, optimizer, activations) and the levers: "
+      "recomputation, mixed precision and the loss scaler, MFU; every byte measured beside its formula"};
+  comm::add_job_flags(app, o.job);
+  parts.add_flags(app);
+  app.add_option("--layers", o.layers, "Transformer layers in the stack")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--seq", o.seq, "sequence length s")->check(CLI::Range(2, 65536))->capture_default_str();
+  app.add_option("--batch", o.batch, "batch b")->check(CLI::Range(2, 65536))->capture_default_str();
+  app.add_option("--hidden", o.hidden, "model width d (the capstone's cpu preset: 128)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--heads", o.heads, "attention heads (must divide --hidden)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--ffn", o.ffn, "feed-forward width")->check(CLI::Range(1, 262144))->capture_default_str();
+  app.add_option("--dropout", o.dropout, "dropout (the layers run in training mode)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  app.add_option("--repeats", o.repeats, "timed steps per row (the best is shown)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (o.job.backend == "threads" && o.job.ranks > 1) {
+    std::fprintf(stderr,
+                 "lesson_17_memory: --ranks %d: thread ranks share one allocator, whose counts this lesson "
+                 "reads; run one (the default), or processes under distlab-run (rank 0 measures)\n",
+                 o.job.ranks);
+    return 1;
+  }
+  if (o.hidden % o.heads != 0) {
+    std::fprintf(stderr, "lesson_17_memory: --heads %lld does not divide --hidden %lld\n",
+                 static_cast<long long>(o.heads), static_cast<long long>(o.hidden));
+    return 1;
+  }
+  return lessons::run_lesson("lesson_17_memory", o.job, [&](comm::Communicator& comm) { run(comm, o, parts); });
+}
