@@ -54,6 +54,8 @@ using lessons::Wire;
 
 namespace {
 
+using comm::grouped;
+
 struct Options {
   comm::JobOptions job;
   int64_t seq = 64;      // S: split among the ranks under sequence parallelism
@@ -68,16 +70,6 @@ struct Options {
 constexpr double kSame = 1e-5;  // the largest difference parts 1-2 accept from the unsplit layer
 
 LayerShape shape_of(const Options& o) { return {o.seq, o.batch, o.hidden, o.heads, o.ffn}; }
-
-// 1234567 -> "1,234,567"
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (n < 0 ? "-" : "") + out;
-}
 
 std::string shape_text(const at::Tensor& t) {
   std::string text = "(";

@@ -38,6 +38,7 @@
 #include "lesson.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "comm/plural.hpp"
 #include "memory/allocator_meter.hpp"
 #include "memory/flops.hpp"
 #include "memory/loss_scaler.hpp"
@@ -53,6 +54,8 @@ using tensor_parallel::LayerShape;
 
 namespace {
 
+using comm::grouped;
+
 struct Options {
   comm::JobOptions job;
   int64_t layers = 4;
@@ -66,16 +69,6 @@ struct Options {
 };
 
 const Recompute kPolicies[] = {Recompute::kNone, Recompute::kFull, Recompute::kSelective, Recompute::kMatmuls};
-
-// 1234567 -> "1,234,567"
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (n < 0 ? "-" : "") + out;
-}
 
 // Rows whose measurement is not its formula (or gradients not the plain
 // ones): the lesson exits 1 after printing them all.

@@ -2,6 +2,7 @@
 
 #include <torch/nn/module.h>
 
+#include "comm/plural.hpp"
 #include "models/gpt.hpp"
 #include "models/transformer_lm.hpp"
 
@@ -52,13 +53,7 @@ int64_t count_parameters(const TransformerLmOptions& options, int64_t first_laye
 }
 
 std::string format_parameter_count(int64_t count) {
-  std::string digits = std::to_string(count < 0 ? -count : count);
-  std::string grouped;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
-  return std::string("Total parameters in model: ") + (count < 0 ? "-" : "") + grouped;
+  return "Total parameters in model: " + comm::grouped(count);
 }
 
 }  // namespace distlab::models

@@ -75,6 +75,7 @@ struct Run {
   ContextSplit context;     // the stage's context group (C = 1: none)
   std::optional<memory::LossScaler> scaler;  // TrainerOptions::loss_scaling
   double gradient_scale = 1;  // the executor's, before the loss scale
+  double aux_loss_scale = 1;  // each layer's auxiliary losses' (experts), before the loss scale
   int64_t batch_rows = 0;   // the rows of the batch in flight before padding (context: the loss's denominator)
 
   void print(const std::string& line) const {
@@ -300,8 +301,9 @@ std::vector<at::Tensor> held_gradients(Run& run) {
 void scale_the_loss(Run& run, int64_t step_number) {
   if (!run.scaler) return;
   const bool overflow = step_number == run.o.inject_overflow_at_step && run.groups.place.replica == 0;
-  run.executor->set_gradient_scale(overflow ? std::numeric_limits<double>::infinity()
-                                            : run.gradient_scale * run.scaler->scale());
+  const double scale = overflow ? std::numeric_limits<double>::infinity() : run.scaler->scale();
+  run.executor->set_gradient_scale(run.gradient_scale * scale);
+  for (auto& stage : run.stages) stage->set_aux_loss_scale(run.aux_loss_scale * scale);  // experts' losses too
 }
 
 // With a loss scaler: the gradients this rank holds divided back by the scale.
@@ -396,7 +398,8 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   exec.gradient_scale = double(R) * double(columns) / double(o.batch_size);
   // Each microbatch's auxiliary losses (experts) weigh as its loss does:
   // 1/m of the replica's step (exact when m divides the replica's columns).
-  for (auto& stage : run.stages) stage->set_aux_loss_scale(exec.gradient_scale / double(chunks));
+  run.aux_loss_scale = exec.gradient_scale / double(chunks);
+  for (auto& stage : run.stages) stage->set_aux_loss_scale(run.aux_loss_scale);
   run.gradient_scale = exec.gradient_scale;
   if (o.loss_scaling) run.scaler.emplace(o.loss_scaler);
   exec.loss = [ntokens = run.ntokens, &run](const at::Tensor& out, const at::Tensor& target) {

@@ -131,6 +131,14 @@ TEST(MixedPrecision, TheLossScalerWithoutAnOverflowChangesNoBit) {
       EXPECT_EQ(scaled[0].loss_scales, (std::vector<double>{65536, 65536, 65536})) << what;
       EXPECT_TRUE(scaled[0].skipped_steps.empty()) << what;
     }
+  // Experts' auxiliary losses join the backward: scaled and unscaled with the loss.
+  train::TrainerOptions o = tiny_options(1, 2);
+  o.batches_per_epoch = 3;
+  o.moe.experts = 4, o.moe.top_k = 2, o.moe.capacity_factor = 1.25;
+  o.moe.balance_coefficient = 0.01, o.moe.z_coefficient = 0.001;
+  const auto plain = run_threads(o);
+  o.loss_scaling = true;
+  EXPECT_EQ(run_threads(o)[0].digest, plain[0].digest) << "experts with their auxiliary losses";
 }
 
 TEST(MixedPrecision, AnOverflowIsSkippedOnEveryRankAndTheScaleBacksOff) {

@@ -230,26 +230,13 @@ TEST(LossScaler, AnOverflowSkipsTheStepAndBacksOffCleanStepsGrowIt) {
   EXPECT_EQ(scaler.scale(), 1024) << "did not grow after 3 clean steps";
   EXPECT_EQ(scaler.skipped_steps(), 1);
 
-  for (auto bad : {[] {
-                     LossScalerOptions b;
-                     b.init_scale = 0;
-                     return b;
-                   }(),
-                   [] {
-                     LossScalerOptions b;
-                     b.backoff_factor = 1;
-                     return b;
-                   }(),
-                   [] {
-                     LossScalerOptions b;
-                     b.growth_factor = 1;
-                     return b;
-                   }(),
-                   [] {
-                     LossScalerOptions b;
-                     b.growth_interval = 0;
-                     return b;
-                   }()})
+  const auto options = [](double init, double growth, double backoff, int64_t interval) {
+    LossScalerOptions b;
+    b.init_scale = init, b.growth_factor = growth, b.backoff_factor = backoff, b.growth_interval = interval;
+    return b;
+  };
+  for (const LossScalerOptions& bad : {options(0, 2, 0.5, 10), options(1, 2, 1, 10), options(1, 1, 0.5, 10),
+                                       options(1, 2, 0.5, 0)})
     EXPECT_THROW(LossScaler{bad}, std::invalid_argument);
 }
 
