@@ -235,8 +235,8 @@ TEST(LossScaler, AnOverflowSkipsTheStepAndBacksOffCleanStepsGrowIt) {
     b.init_scale = init, b.growth_factor = growth, b.backoff_factor = backoff, b.growth_interval = interval;
     return b;
   };
-  for (const LossScalerOptions& bad : {options(0, 2, 0.5, 10), options(1, 2, 1, 10), options(1, 1, 0.5, 10),
-                                       options(1, 2, 0.5, 0)})
+  for (const LossScalerOptions& bad :
+       {options(0, 2, 0.5, 10), options(1, 2, 1, 10), options(1, 1, 0.5, 10), options(1, 2, 0.5, 0)})
     EXPECT_THROW(LossScaler{bad}, std::invalid_argument);
 }
 
