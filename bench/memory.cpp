@@ -52,7 +52,7 @@ void run_rank(comm::Communicator& world, const MemoryBenchOptions& o) {
   const at::Tensor x = models::layer_stack_input(o.seq, o.batch, o.stack.hidden);
   const memory::FlopShape flops{o.stack.hidden, o.stack.ffn, o.stack.layers, o.seq, 0};
   const tensor_parallel::LayerShape shape{o.seq, o.batch, o.stack.hidden, o.stack.heads, o.stack.ffn};
-  const int64_t generator = at::globalContext().defaultGenerator(at::Device(at::kCPU)).get_state().nbytes();
+  const int64_t generator = memory::generator_state_bytes();
   std::printf(
       "memory levers: %lld layers (d %lld, %lld heads, ffn %lld, dropout %.1f), batch %lld x seq %lld, "
       "%d intra-op thread(s), median of %d after %d\n",

@@ -100,10 +100,6 @@ double best_step_seconds(models::LayerStack& stack, const at::Tensor& x, Recompu
   return best;
 }
 
-int64_t generator_state_bytes() {
-  return at::globalContext().defaultGenerator(at::Device(at::kCPU)).get_state().nbytes();
-}
-
 void anatomy(const Options& o) {
   auto& meter = memory::AllocatorMeter::install();
   const int64_t before_model = meter.allocated();
@@ -172,7 +168,7 @@ void recomputation(const comm::Communicator& comm, const Options& o) {
   models::LayerStack stack(stack_options(o));
   const at::Tensor x = input_of(o, o.seq, o.batch);
   const LayerShape shape = shape_of(o, o.seq, o.batch);
-  const int64_t generator = generator_state_bytes();
+  const int64_t generator = memory::generator_state_bytes();
   std::printf("2. Recomputation: %lld layers, batch %lld x seq %lld, the same dropout masks in both runs\n",
               static_cast<long long>(o.layers), static_cast<long long>(o.batch), static_cast<long long>(o.seq));
   std::printf("   %-10s %14s %14s %10s %12s %14s %16s\n", "policy", "formula", "measured", "", "fwd+bwd ms",

@@ -10,6 +10,7 @@
 #include "experts/aux_loss.hpp"
 #include "experts/exchange.hpp"
 #include "experts/trace_counts.hpp"
+#include "memory/recompute.hpp"
 
 namespace distlab::experts {
 namespace {
@@ -166,7 +167,7 @@ at::Tensor MoeLayerImpl::forward(const at::Tensor& x) {
   aux_loss_ = balancing_loss(routing) * balance_coefficient_ + z_loss(routing.logits) * z_coefficient_;
   const at::Tensor out = parallel() ? moe_parallel(*group_, flat, routing, *experts, options_, &stats_)
                                     : moe_local(flat, routing, *experts, options_, &stats_);
-  if (is_training()) add_counts(step_counts_, stats_);
+  if (is_training() && !memory::recomputing()) add_counts(step_counts_, stats_);  // once per forward
   const at::Tensor y = out.view(x.sizes());
   return aux_scale_ > 0 ? attach_aux_loss(y, aux_loss_, aux_scale_) : y;
 }

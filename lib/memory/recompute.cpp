@@ -12,6 +12,7 @@
 
 #include "memory/precision.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -26,22 +27,35 @@ namespace {
 using torch::autograd::Node;
 using torch::autograd::variable_list;
 
+thread_local int recomputations = 0;  // nested regions count each
+std::atomic<int64_t> recomputed{0};
+
+// recomputing() is true while one lives.
+struct Recomputing {
+  Recomputing() { ++recomputations, ++recomputed; }
+  ~Recomputing() { --recomputations; }
+  Recomputing(const Recomputing&) = delete;
+  Recomputing& operator=(const Recomputing&) = delete;
+};
+
 // The generators a region draws from: the CPU's, and each GPU's its inputs
 // are on, with their states.
 struct Generators {
   std::vector<at::Generator> generators;
   std::vector<at::Tensor> states;
 
-  static Generators of(const Tensors& inputs) {
+  static Generators of(const Tensors& inputs, const std::vector<at::Generator>& also) {
     Generators g;
-    g.generators.push_back(at::globalContext().defaultGenerator(at::Device(at::kCPU)));
+    auto add = [&g](const at::Generator& gen) {
+      bool seen = false;
+      for (const at::Generator& h : g.generators) seen = seen || h == gen;
+      if (!seen) g.generators.push_back(gen);
+    };
+    add(at::globalContext().defaultGenerator(at::Device(at::kCPU)));
     for (const at::Tensor& x : inputs)
-      if (x.defined() && x.is_cuda()) {
-        at::Generator gpu = at::globalContext().defaultGenerator(x.device());
-        bool seen = false;
-        for (const at::Generator& h : g.generators) seen = seen || h == gpu;
-        if (!seen) g.generators.push_back(gpu);
-      }
+      if (x.defined() && x.is_cuda()) add(at::globalContext().defaultGenerator(x.device()));
+    for (const at::Generator& gen : also)
+      if (gen.defined()) add(gen);
     for (at::Generator& gen : g.generators) {
       std::lock_guard<std::mutex> lock(gen.mutex());
       g.states.push_back(gen.get_state());
@@ -119,6 +133,7 @@ class RecomputeNode : public Node {
       {
         AutocastScope precision(autocast_);
         at::AutoGradMode on(true);
+        Recomputing again;
         outputs = fn_(in);
       }
       before.swap_in();
@@ -182,9 +197,19 @@ Recompute recompute_from(const std::string& text) {
   throw std::invalid_argument("recompute: '" + text + "' is not a policy (none, full, selective, matmuls)");
 }
 
-Tensors checkpoint(const Region& fn, const Tensors& inputs) {
+bool recomputing() { return recomputations > 0; }
+
+int64_t regions_recomputed() { return recomputed.load(); }
+
+int64_t generator_state_bytes() {
+  at::Generator cpu = at::globalContext().defaultGenerator(at::Device(at::kCPU));
+  std::lock_guard<std::mutex> lock(cpu.mutex());
+  return cpu.get_state().nbytes();
+}
+
+Tensors checkpoint(const Region& fn, const Tensors& inputs, const std::vector<at::Generator>& also) {
   if (!c10::GradMode::is_enabled()) return fn(inputs);
-  Generators generators = Generators::of(inputs);
+  Generators generators = Generators::of(inputs, also);
   Tensors outputs, detached;
   for (const at::Tensor& x : inputs) detached.push_back(x.defined() ? x.detach() : x);
   const AutocastState autocast = AutocastState::current();
@@ -207,8 +232,9 @@ Tensors checkpoint(const Region& fn, const Tensors& inputs) {
   return outputs;
 }
 
-at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& input) {
-  return checkpoint([fn](const Tensors& in) { return Tensors{fn(in[0])}; }, Tensors{input})[0];
+at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& input,
+                      const std::vector<at::Generator>& also) {
+  return checkpoint([fn](const Tensors& in) { return Tensors{fn(in[0])}; }, Tensors{input}, also)[0];
 }
 
 }  // namespace distlab::memory

@@ -36,6 +36,7 @@
 // anyway); one rank per process is.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <functional>
@@ -60,10 +61,27 @@ using Tensors = std::vector<at::Tensor>;
 using Region = std::function<Tensors(const Tensors&)>;
 
 // fn(inputs), its intermediate results computed again in the backward
-// instead of kept. Under no_grad it is fn(inputs).
-Tensors checkpoint(const Region& fn, const Tensors& inputs);
+// instead of kept. Under no_grad it is fn(inputs). `also`: generators of
+// its own the region draws from besides the default ones (tensor
+// parallelism's masks drawn alike on every rank of a group), saved and
+// set back for the recomputation as the default ones are, and after it
+// left where they were.
+Tensors checkpoint(const Region& fn, const Tensors& inputs, const std::vector<at::Generator>& also = {});
+
+// Whether this thread is inside a recomputation (a Recompute node running
+// its region the second time): what a region records once per forward
+// (the experts' token counts) is not recorded again.
+bool recomputing();
+// How many regions this process has run a second time so far (every
+// thread's): the evidence that a run recomputed, for tests and lessons.
+int64_t regions_recomputed();
+
+// The bytes of the CPU generator's state each recomputed region keeps
+// (LibTorch's size: 5056 in 1.13).
+int64_t generator_state_bytes();
 
 // One input, one output.
-at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& input);
+at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& input,
+                      const std::vector<at::Generator>& also = {});
 
 }  // namespace distlab::memory

@@ -26,7 +26,8 @@ at::Tensor attention_core(const at::Tensor& q, const at::Tensor& k, const at::Te
 }
 
 at::Tensor encoder_layer_pieces(torch::nn::TransformerEncoderLayerImpl& layer, const at::Tensor& src,
-                                const at::Tensor& mask, memory::Products& products, bool recompute_core) {
+                                const at::Tensor& mask, memory::Products& products, bool recompute_core,
+                                const FeedForward& feed_forward) {
   torch::nn::MultiheadAttentionImpl& mha = *layer.self_attn;
   const int64_t s = src.size(0), n = src.size(1), e = src.size(2), h = mha.options.num_heads(), d = e / h;
   const double scaling = 1 / std::sqrt(d);  // as LibTorch computes it
@@ -48,6 +49,7 @@ at::Tensor encoder_layer_pieces(torch::nn::TransformerEncoderLayerImpl& layer, c
   const at::Tensor mixed = core.transpose(0, 1).contiguous().view({s, n, e});
   const at::Tensor attended = products.linear(mixed, mha.out_proj->weight, mha.out_proj->bias);
   const at::Tensor x = layer.norm1(src + layer.dropout1(attended));
+  if (feed_forward) return layer.norm2(x + layer.dropout2(feed_forward(x)));
   const auto& activation = layer.options.activation();
   at::Tensor wide = products.linear(x, layer.linear1->weight, layer.linear1->bias);
   if (c10::get_if<torch::enumtype::kGELU>(&activation)) {
@@ -76,18 +78,22 @@ int64_t activation_bytes(const tensor_parallel::LayerShape& shape, memory::Recom
 }
 
 at::Tensor run_encoder_layer(torch::nn::TransformerEncoderLayerImpl& layer, const at::Tensor& src,
-                             const at::Tensor& mask, memory::Recompute policy) {
+                             const at::Tensor& mask, memory::Recompute policy, const FeedForward& feed_forward) {
   using memory::Recompute;
   switch (policy) {
-    case Recompute::kNone: return encoder_layer_pieces(layer, src, mask, memory::plain_products(), false);
-    case Recompute::kSelective: return encoder_layer_pieces(layer, src, mask, memory::plain_products(), true);
+    case Recompute::kNone: return encoder_layer_pieces(layer, src, mask, memory::plain_products(), false, feed_forward);
+    case Recompute::kSelective:
+      return encoder_layer_pieces(layer, src, mask, memory::plain_products(), true, feed_forward);
     case Recompute::kFull:
       return memory::checkpoint(
-          [&layer, mask](const at::Tensor& x) {
-            return encoder_layer_pieces(layer, x, mask, memory::plain_products(), false);
+          [&layer, mask, feed_forward](const at::Tensor& x) {
+            return encoder_layer_pieces(layer, x, mask, memory::plain_products(), false, feed_forward);
           },
           src);
     case Recompute::kMatmuls: {
+      if (feed_forward)
+        throw std::invalid_argument("run_encoder_layer: recompute matmuls keeps the layer's own products; with "
+                                    "experts (their products dispatched apart) use full or selective");
       // One set of kept products per forward: filled by the first run,
       // emptied by the recomputation.
       auto kept = std::make_shared<memory::KeptProducts>();

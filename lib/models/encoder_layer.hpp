@@ -27,15 +27,24 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/modules/transformerlayer.h>
 
+#include <functional>
+
 #include "memory/products.hpp"
 #include "memory/recompute.hpp"
 #include "tensor_parallel/memory.hpp"
 
 namespace distlab::models {
 
+// What replaces linear2(dropout(activation(linear1(x)))) in a layer whose
+// feed-forward is a mixture of experts (models/moe_feed_forward.hpp); empty:
+// the layer's own.
+using FeedForward = std::function<at::Tensor(const at::Tensor&)>;
+
 // src (S, N, E), mask (S, S) float (added) or undefined -> (S, N, E).
+// With `feed_forward` (experts), kMatmuls is refused: the experts'
+// products do not go through the kept products.
 at::Tensor run_encoder_layer(torch::nn::TransformerEncoderLayerImpl& layer, const at::Tensor& src,
-                             const at::Tensor& mask, memory::Recompute policy);
+                             const at::Tensor& mask, memory::Recompute policy, const FeedForward& feed_forward = {});
 
 // What run_encoder_layer's forward keeps for its backward, in bytes
 // (float32; its output counted, its input not: the caller holds that), with
@@ -61,6 +70,7 @@ at::Tensor attention_core(const at::Tensor& q, const at::Tensor& k, const at::Te
                           double dropout, bool training, memory::Products& products);
 // The whole layer; the core recomputed when `recompute_core`.
 at::Tensor encoder_layer_pieces(torch::nn::TransformerEncoderLayerImpl& layer, const at::Tensor& src,
-                                const at::Tensor& mask, memory::Products& products, bool recompute_core);
+                                const at::Tensor& mask, memory::Products& products, bool recompute_core,
+                                const FeedForward& feed_forward = {});
 
 }  // namespace distlab::models

@@ -53,10 +53,9 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
               ")");
   TORCH_CHECK(options.nhid > 0, "TransformerLm: nhid must be positive, got ", options.nhid);
   check_moe_options(options.moe, "TransformerLm");
-  if (options.moe.enabled() && options.recompute != memory::Recompute::kNone)
-    throw std::invalid_argument("TransformerLm: recompute " + std::string(memory::to_string(options.recompute)) +
-                                " covers dense layers; with experts (whose routers record their auxiliary loss in the "
-                                "forward) use recompute none");
+  if (options.moe.enabled() && options.recompute == memory::Recompute::kMatmuls)
+    throw std::invalid_argument("TransformerLm: recompute matmuls keeps the dense layers' products; with experts "
+                                "(their products dispatched apart) use recompute full or selective");
   std::tie(first_layer_, end_layer_) = resolve_layer_range("TransformerLm", options.nlayers, first_layer, end_layer);
 
   if (has_embedding()) {
@@ -115,6 +114,11 @@ std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layer
 }
 
 at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
+  if (!moes_.empty() && options_.recompute != memory::Recompute::kNone) {
+    const std::shared_ptr<experts::MoeLayerImpl> moe = moes_[k];
+    return run_encoder_layer(*layers_[k], h, mask_for(h), options_.recompute,
+                             [moe](const at::Tensor& x) { return moe->forward(x); });
+  }
   if (!moes_.empty()) return encoder_layer_forward(*layers_[k], *moes_[k], h, mask_for(h));
   if (options_.recompute != memory::Recompute::kNone)
     return run_encoder_layer(*layers_[k], h, mask_for(h), options_.recompute);

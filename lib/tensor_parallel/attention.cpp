@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "memory/recompute.hpp"
 #include "tensor_parallel/split.hpp"
 
 namespace distlab::tensor_parallel {
@@ -55,19 +56,30 @@ at::Tensor ParallelAttentionImpl::forward(const at::Tensor& query, const at::Ten
   const at::Tensor q = heads(at::linear(x_q, q_weight, q_bias) * (1.0 / std::sqrt(double(head_dim_))), l);
   const at::Tensor k = heads(at::linear(x_kv, k_weight, k_bias), s);
   const at::Tensor v = heads(at::linear(x_kv, v_weight, v_bias), s);
-  if (core_) {
-    TORCH_CHECK(!attn_mask.defined(), "ParallelAttention: an attention core of its own takes no attn_mask");
-    return out_proj(core_(q, k, v).transpose(0, 1).contiguous().view({l, n, local}));
-  }
+  if (core_) TORCH_CHECK(!attn_mask.defined(), "ParallelAttention: an attention core of its own takes no attn_mask");
+  const bool training = is_training();
+  const at::Tensor core =
+      recompute_core_ ? memory::checkpoint(
+                            [this, attn_mask, training](const memory::Tensors& in) {
+                              return memory::Tensors{attend(in[0], in[1], in[2], attn_mask, training)};
+                            },
+                            {q, k, v})[0]
+                      : attend(q, k, v, attn_mask, training);
+  const at::Tensor mixed = core.transpose(0, 1).contiguous().view({l, n, local});
+  return out_proj(mixed);  // out of the region: the row-parallel g (or reduce-scatter)
+}
+
+at::Tensor ParallelAttentionImpl::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                         const at::Tensor& attn_mask, bool training) const {
+  if (core_) return core_(q, k, v);
   at::Tensor scores = at::bmm(q, k.transpose(1, 2));  // (N H/t, L, S)
   if (attn_mask.defined())
     scores = attn_mask.scalar_type() == at::kBool
                  ? scores.masked_fill(attn_mask, -std::numeric_limits<float>::infinity())
                  : scores + attn_mask;
   at::Tensor weights = at::softmax(scores, -1);
-  if (dropout_ > 0 && is_training()) weights = at::dropout(weights, dropout_, /*train=*/true);
-  const at::Tensor mixed = at::bmm(weights, v).transpose(0, 1).contiguous().view({l, n, local});
-  return out_proj(mixed);  // out of the region: the row-parallel g (or reduce-scatter)
+  if (dropout_ > 0 && training) weights = at::dropout(weights, dropout_, /*train=*/true);
+  return at::bmm(weights, v);
 }
 
 }  // namespace distlab::tensor_parallel

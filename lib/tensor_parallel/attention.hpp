@@ -57,6 +57,11 @@ class ParallelAttentionImpl : public torch::nn::Module {
   // product with v; forward() then refuses an attn_mask (the core applies
   // its own rule).
   void set_core(Core core) { core_ = std::move(core); }
+  // Recomputes the core in the backward instead of keeping what it
+  // computes (memory/recompute.hpp; the capstone's --recompute selective):
+  // q, k and v kept, not the scores, their softmax and its dropout (a
+  // context core's exchanges run again too).
+  void set_recompute_core(bool on) { recompute_core_ = on; }
 
   at::Tensor q_weight, k_weight, v_weight;  // (E/t, E) each: my rows of W_q, W_k, W_v
   at::Tensor q_bias, k_bias, v_bias;        // (E/t)
@@ -69,6 +74,11 @@ class ParallelAttentionImpl : public torch::nn::Module {
   int64_t head_dim_ = 0;  // E / H
   double dropout_ = 0;    // on the attention weights, as the unsplit module's
   Core core_;             // set: the attention core runs elsewhere
+  bool recompute_core_ = false;
+
+  // The core: core_, or softmax(q k^T + mask) (dropped) v over my heads.
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& attn_mask,
+                    bool training) const;
 };
 TORCH_MODULE(ParallelAttention);
 

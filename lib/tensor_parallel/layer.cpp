@@ -94,6 +94,11 @@ at::Tensor dropout_alike(const at::Tensor& x, double p, at::Generator& alike) {
   return x * keep.to(x.device()).div_(1.0 - p);
 }
 
+std::vector<at::Generator> ParallelLayerBase::own_generators() const {
+  if (!alike_.defined()) return {};
+  return {alike_};
+}
+
 std::vector<at::Tensor> ParallelLayerBase::replicated_parameters() const {
   std::vector<at::Tensor> out;
   for (const Piece& piece : pieces())

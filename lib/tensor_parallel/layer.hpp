@@ -72,6 +72,10 @@ class ParallelLayerBase : public torch::nn::Module {
   void load_whole_state(const std::map<std::string, at::Tensor>& whole);
   // Every piece of the unsplit layer and where it lives here.
   virtual std::vector<Piece> pieces() const;
+  // The generators the forward draws from besides the default ones (the
+  // masks drawn alike on the group): what a recomputation of the layer
+  // must set back (memory::checkpoint's `also`).
+  std::vector<at::Generator> own_generators() const;
 
   ParallelAttention self_attn{nullptr};
   ColumnParallelLinear linear1{nullptr};

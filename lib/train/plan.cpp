@@ -78,18 +78,14 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
   if (o.batch_size > 0 && o.batch_size < l.replicas)
     out.push_back("batch " + n(o.batch_size) + " cannot be split among " + n(l.replicas) +
                   " replicas; use a batch size of at least --replicas");
-  if (o.recompute != memory::Recompute::kNone) {
-    const std::string asked = std::string("--recompute ") + memory::to_string(o.recompute);
+  if (o.recompute == memory::Recompute::kMatmuls) {
     if (l.tensor > 1 || l.context > 1)
-      out.push_back(asked + " with --tensor " + n(l.tensor) + " --context " + n(l.context) +
-                    ": tensor and context ranks run layers of their own, which keep everything; use --tensor 1 "
-                    "--context 1 or --recompute none");
+      out.push_back("--recompute matmuls with --tensor " + n(l.tensor) + " --context " + n(l.context) +
+                    ": it keeps the products of the whole layer, and a cut layer's products are its pieces; use "
+                    "--recompute full or selective");
     if (o.moe.enabled())
-      out.push_back(asked + " with --experts: a router records its auxiliary loss in the forward, which a "
-                            "recomputation would run twice; use --recompute none");
-    if (o.zero == 3)
-      out.push_back(asked + " with --zero 3: ZeRO-3 frees a layer's parameters after its forward, and the "
-                            "recomputation needs them again before its backward gathers them; use --zero 0, 1 or 2");
+      out.push_back("--recompute matmuls with --experts: the experts' products are dispatched apart from the kept "
+                    "ones; use --recompute full or selective");
   }
   if (o.inject_overflow_at_step > 0 && !o.loss_scaling)
     out.push_back("--inject-overflow-at-step " + n(o.inject_overflow_at_step) +
@@ -196,6 +192,12 @@ std::vector<std::string> ParallelPlan::describe() const {
   if (o_.recompute == memory::Recompute::kMatmuls)
     lines.push_back("activations: each layer recomputed in its backward but its matrix products (--recompute "
                     "matmuls), their outputs kept");
+  const bool full = o_.recompute == memory::Recompute::kFull;
+  if ((full && (o_.layout.tensor > 1 || o_.layout.context > 1 || o_.expert_parallel > 1)) ||
+      (o_.recompute == memory::Recompute::kSelective && o_.layout.context > 1))
+    lines.push_back(std::string("activations: the recomputation runs the ") +
+                    (full ? "layer's collectives" : "attention core's exchanges") +
+                    " again, every rank of the group in the same order");
   if (o_.precision != memory::Precision::kFp32)
     lines.push_back(std::string("precision: matrix products in ") + memory::to_string(o_.precision) +
                     " (--precision), norms and the loss in fp32; fp32 parameters, gradients and optimizer");

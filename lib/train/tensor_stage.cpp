@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "context_parallel/ring_attention.hpp"
+#include "memory/recompute.hpp"
 #include "models/model_unit.hpp"
 
 namespace distlab::train {
@@ -30,6 +31,12 @@ TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, mod
   register_module("layers", torch::nn::ModuleDict(named));
   if (unsplit_->options().dropout > 0 && unsplit_->has_embedding())
     alike_ = tensor_parallel::generator_alike(unsplit_->named_parameters()["encoder.weight"]);
+  const memory::Recompute recompute = unsplit_->options().recompute;
+  if (recompute == memory::Recompute::kMatmuls)
+    throw std::invalid_argument("tensor-parallel stage: --recompute matmuls keeps the products of the whole layer "
+                                "(models/encoder_layer.hpp); a cut layer recomputes full or selective");
+  if (recompute == memory::Recompute::kSelective)
+    for (auto& layer : layers_) layer->self_attn->set_recompute_core(true);
   if (!context_.active()) return;
   // Each layer's attention core: my heads' q, k, v for my tokens, attended
   // to the whole sequence across the context group.
@@ -60,7 +67,14 @@ at::Tensor TensorParallelStageImpl::enter(const at::Tensor& input) {
 
 at::Tensor TensorParallelStageImpl::run_layer(size_t k, const at::Tensor& h) {
   // The context core applies the causal rule by position; a mask over my S/C rows would be wrong.
-  return layers_[k](h, context_.active() ? at::Tensor() : unsplit_->mask_for(h));
+  const at::Tensor mask = context_.active() ? at::Tensor() : unsplit_->mask_for(h);
+  if (unsplit_->options().recompute != memory::Recompute::kFull) return layers_[k](h, mask);
+  // The whole layer again in the backward, its collectives with it (each
+  // rank of the group recomputes in the same order), its alike masks drawn
+  // again from the state they had.
+  const std::shared_ptr<tensor_parallel::ParallelEncoderLayerImpl> layer = layers_[k].ptr();
+  return memory::checkpoint([layer, mask](const at::Tensor& x) { return layer->forward(x, mask); }, h,
+                            layer->own_generators());
 }
 
 at::Tensor TensorParallelStageImpl::forward(const at::Tensor& input) {

@@ -88,39 +88,57 @@ TEST(Plan, EachRuleRefusesWithItsReason) {
   expect_refused(o, "batch 1 cannot be split among 2 replicas");
 }
 
-// Activation recomputation joins data and pipeline ranks, DDP and ZeRO-1/2;
-// each combination it does not is refused naming what would run.
-TEST(Plan, RecomputationRefusesWhatItDoesNotCover) {
+// Activation recomputation joins every dimension: full and selective with
+// data, pipeline, tensor, context and expert ranks and every ZeRO stage;
+// matmuls (the whole layer's products kept) refuses the cut layers and the
+// experts, naming why.
+TEST(Plan, RecomputationJoinsEveryDimensionAndMatmulsRefusesCutLayersAndExperts) {
+  using memory::Recompute;
+  for (const Recompute policy : {Recompute::kFull, Recompute::kSelective})
+    for (int zero : {0, 1, 2, 3}) {
+      PlanOptions o = two_by_two();
+      o.recompute = policy, o.zero = zero;
+      EXPECT_TRUE(ParallelPlan(o).refusals().empty()) << memory::to_string(policy) << " --zero " << zero;
+      o.zero = 0;
+      o.layout.tensor = 2, o.layout.context = 2;
+      EXPECT_TRUE(ParallelPlan(o).refusals().empty()) << memory::to_string(policy) << " tensor and context";
+      o.layout.tensor = 1, o.layout.context = 1;
+      o.moe.experts = 4, o.moe.top_k = 2, o.expert_parallel = 2;
+      EXPECT_TRUE(ParallelPlan(o).refusals().empty()) << memory::to_string(policy) << " experts";
+    }
   PlanOptions o = two_by_two();
-  o.recompute = memory::Recompute::kFull;
-  for (int zero : {0, 1, 2}) {
-    o.zero = zero;
-    EXPECT_TRUE(ParallelPlan(o).refusals().empty()) << "--zero " << zero;
-  }
-  const std::vector<std::string> lines = ParallelPlan(o).describe();
-  EXPECT_EQ(lines.back(), "activations: every layer recomputed in its backward (--recompute full), only its input kept");
-  o.zero = 3;
-  expect_refused(o, "--recompute full with --zero 3: ZeRO-3 frees a layer's parameters after its forward");
-  o = two_by_two();
-  o.recompute = memory::Recompute::kFull;
+  o.recompute = Recompute::kFull;
+  EXPECT_EQ(ParallelPlan(o).describe().back(),
+            "activations: every layer recomputed in its backward (--recompute full), only its input kept");
   o.layout.tensor = 2;
-  expect_refused(o, "--recompute full with --tensor 2 --context 1: tensor and context ranks run layers of their own");
+  EXPECT_EQ(ParallelPlan(o).describe().back(),
+            "activations: the recomputation runs the layer's collectives again, every rank of the group in the same "
+            "order");
   o = two_by_two();
-  o.recompute = memory::Recompute::kFull;
-  o.moe.experts = 4;
-  o.moe.top_k = 2;
-  expect_refused(o, "--recompute full with --experts: a router records its auxiliary loss in the forward");
-  o = two_by_two();
-  o.recompute = memory::Recompute::kSelective;
+  o.recompute = Recompute::kSelective;
   EXPECT_EQ(ParallelPlan(o).describe().back(),
             "activations: each layer's attention core recomputed in its backward (--recompute selective), the s x s "
             "scores and weights not kept");
-  o.recompute = memory::Recompute::kMatmuls;
+  o.layout.tensor = 2;  // the core of a tensor rank's heads exchanges nothing
+  EXPECT_EQ(ParallelPlan(o).describe().back(),
+            "activations: each layer's attention core recomputed in its backward (--recompute selective), the s x s "
+            "scores and weights not kept");
+  o.layout.context = 2;
+  EXPECT_EQ(ParallelPlan(o).describe().back(),
+            "activations: the recomputation runs the attention core's exchanges again, every rank of the group in the "
+            "same order");
+  o = two_by_two();
+  o.recompute = Recompute::kMatmuls;
+  o.zero = 3;
   EXPECT_EQ(ParallelPlan(o).describe().back(),
             "activations: each layer recomputed in its backward but its matrix products (--recompute matmuls), their "
             "outputs kept");
+  o.zero = 0;
   o.layout.context = 2;
-  expect_refused(o, "--recompute matmuls with --tensor 1 --context 2: tensor and context ranks run layers of their own");
+  expect_refused(o, "--recompute matmuls with --tensor 1 --context 2: it keeps the products of the whole layer");
+  o.layout.context = 1;
+  o.moe.experts = 4, o.moe.top_k = 2;
+  expect_refused(o, "--recompute matmuls with --experts: the experts' products are dispatched apart");
 }
 
 TEST(Plan, PrecisionAndLossScalingAreDescribedAndAnInjectedOverflowNeedsTheScaler) {

@@ -473,7 +473,8 @@ INSTANTIATE_TEST_SUITE_P(Capstone, Lesson11,
 
 // Activation recomputation (--recompute full, selective, matmuls) on 2
 // stages x 2 replicas of gloo processes, dropout on (each process its own
-// generator): the same final parameters bit for bit as keeping every
+// generator), and full and selective on 2 stages x 2 tensor ranks: the
+// same final parameters bit for bit as keeping every
 // activation, under DDP and under ZeRO-1 and 2 (whose hooks and
 // end-of-backward callbacks see the recomputed layers' gradients arrive as
 // they would in a plain backward).
@@ -494,6 +495,13 @@ TEST(Lessons, RecomputationEndsWithTheSameParametersWithDropoutOn) {
   EXPECT_EQ(digest_of(" --recompute full --zero 2"), plain);
   EXPECT_EQ(digest_of(" --recompute selective"), plain);
   EXPECT_EQ(digest_of(" --recompute matmuls --zero 1"), plain);
+  // Tensor ranks draw the masks between their regions alike, from a
+  // generator of their own: it too is set back for the recomputation.
+  const std::string cut = digest_of(" --replicas 1 --tensor 2 --recompute none");
+  ASSERT_FALSE(cut.empty());
+  EXPECT_NE(cut, plain);
+  EXPECT_EQ(digest_of(" --replicas 1 --tensor 2 --recompute full"), cut);
+  EXPECT_EQ(digest_of(" --replicas 1 --tensor 2 --recompute selective"), cut);
 }
 
 // Lesson 17 on one rank: every byte it measures equals its formula (the

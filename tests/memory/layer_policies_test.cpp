@@ -80,7 +80,7 @@ TEST(LayerPolicies, EveryPolicyGivesLibTorchsLayerBitForBit) {
 // each policy's derivation.
 TEST(LayerPolicies, EachKeepsWhatItsDerivationSays) {
   auto& meter = distlab::memory::AllocatorMeter::install();
-  const int64_t generator = at::globalContext().defaultGenerator(at::Device(at::kCPU)).get_state().nbytes();
+  const int64_t generator = distlab::memory::generator_state_bytes();
   const distlab::tensor_parallel::LayerShape shape{kSeq, kBatch, kWidth, kHeads, kFfn};
   for (const bool dropout : {true, false}) {
     torch::nn::TransformerEncoderLayer layer = make_layer(dropout ? 0.3 : 0.0);

@@ -107,6 +107,7 @@ TEST(Recompute, KeepsOnlyEachRegionsOutputsAndTheGeneratorsState) {
   // The CPU generator's state (a Mersenne twister's), kept by each region
   // to draw its dropout masks again.
   const int64_t rng = at::globalContext().defaultGenerator(at::Device(at::kCPU)).get_state().nbytes();
+  EXPECT_EQ(distlab::memory::generator_state_bytes(), rng);
   auto kept = [&](bool recompute) {
     Stack stack;
     at::Tensor x = torch::randn({kRows, kWidth}).requires_grad_(true);

@@ -10,11 +10,13 @@
 #include <torch/types.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "experts/moe.hpp"
+#include "memory/recompute.hpp"
 #include "model_test_util.hpp"
 #include "models/copy_state.hpp"
 #include "models/gpt.hpp"
@@ -161,6 +163,54 @@ TEST(MoeModels, StagesChainToTheWholeModelAndLayersStayWhole) {
   }
   EXPECT_LE(max_abs_diff(x, expected), 1e-5);
   EXPECT_THROW(whole->release_layers(), std::invalid_argument);
+}
+
+// Layers with experts recomputed (full, selective) give the plain model's
+// output and every gradient bit for bit, the routers' through the
+// auxiliary losses included, and count each forward's tokens once (not
+// again in the recomputation); matmuls (the layer's own products kept) is
+// refused.
+TEST(MoeModels, RecomputedLayersWithExpertsAreThePlainModelBitForBit) {
+  torch::manual_seed(3);
+  const at::Tensor src = torch::randint(50, {8, 2}, torch::kLong);
+  const at::Tensor probe = torch::randn({8, 2, 50});
+  struct Run {
+    std::map<std::string, at::Tensor> values;
+    std::vector<std::vector<int64_t>> kept;
+  };
+  auto run = [&](memory::Recompute policy) {
+    TransformerLmOptions o = lm(4, 2);
+    o.moe.z_coefficient = 0.01;
+    o.recompute = policy;
+    torch::manual_seed(4);
+    TransformerLm model(o);
+    Run r;
+    const at::Tensor y = model(src);
+    (y * probe).sum().backward();
+    r.values["output"] = y.detach();
+    for (const auto& item : model->named_parameters()) r.values[item.key()] = item.value().grad();
+    for (const auto& moe : model->moes()) r.kept.push_back(moe->take_step_counts().kept);
+    return r;
+  };
+  const Run plain = run(memory::Recompute::kNone);
+  int64_t assignments = 0;
+  for (const auto& layer : plain.kept)
+    for (int64_t k : layer) assignments += k;
+  EXPECT_EQ(assignments, 3 * 8 * 2 * 2) << "layers x tokens x top-k, every assignment kept (dropless)";
+  for (const memory::Recompute policy : {memory::Recompute::kFull, memory::Recompute::kSelective}) {
+    const int64_t before = memory::regions_recomputed();
+    const Run again = run(policy);
+    EXPECT_EQ(memory::regions_recomputed() - before, 3) << "one region a layer";
+    ASSERT_EQ(again.values.size(), plain.values.size());
+    for (const auto& [name, value] : plain.values) {
+      ASSERT_TRUE(value.defined() && again.values.at(name).defined()) << name;
+      EXPECT_TRUE(torch::equal(value, again.values.at(name))) << memory::to_string(policy) << ": " << name;
+    }
+    EXPECT_EQ(again.kept, plain.kept) << memory::to_string(policy) << ": tokens counted again in the recomputation";
+  }
+  TransformerLmOptions o = lm(4, 2);
+  o.recompute = memory::Recompute::kMatmuls;
+  EXPECT_THROW(TransformerLm{o}, std::invalid_argument);
 }
 
 TEST(MoeModels, BadOptionsAreRefused) {
