@@ -39,7 +39,9 @@ Color memory_formula_color(int series) { return mix(memory_series_color(series),
 
 void MemoryPanel::draw(const MemoryModel& memory, int64_t origin_us) {
   layout_ = MemoryFrameLayout{};
-  ImGui::TextUnformatted("Memory per rank: the measured peak (solid) beside the ZeRO paper's accounting (pale)");
+  ImGui::TextUnformatted(
+      "Memory per rank: the measured peak (solid) beside the accounting (pale: the ZeRO paper's, or the lesson's "
+      "formula)");
   draw_legend();
   if (memory.empty()) {
     ImGui::Spacing();
@@ -166,7 +168,7 @@ void MemoryPanel::draw_tooltip(const MemoryBar& bar, const MemoryModel& memory, 
   ImGui::BeginTooltip();
   const bool measured = bar.kind == MemoryKind::kMeasured;
   ImGui::Text("%s, rank %d: %s", stage_label(bar.stage).c_str(), bar.rank,
-              measured ? "measured peak" : "the ZeRO paper's accounting");
+              measured ? "measured peak" : "the accounting (the ZeRO paper's, or the lesson's formula)");
   ImGui::Separator();
   for (int s = kMemorySeriesCount - 1; s >= 0; --s)
     ImGui::Text("%-16s %s", kMemorySeries[static_cast<size_t>(s)],

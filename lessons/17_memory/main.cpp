@@ -167,7 +167,6 @@ void record(const comm::Communicator& comm, const std::string& who, int64_t para
 void recomputation(const comm::Communicator& comm, const Options& o) {
   models::LayerStack stack(stack_options(o));
   const at::Tensor x = input_of(o, o.seq, o.batch);
-  const LayerShape shape = shape_of(o, o.seq, o.batch);
   const int64_t generator = memory::generator_state_bytes();
   std::printf("2. Recomputation: %lld layers, batch %lld x seq %lld, the same dropout masks in both runs\n",
               static_cast<long long>(o.layers), static_cast<long long>(o.batch), static_cast<long long>(o.seq));
@@ -176,7 +175,7 @@ void recomputation(const comm::Communicator& comm, const Options& o) {
   std::vector<at::Tensor> plain;
   const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
   for (const Recompute policy : kPolicies) {
-    const int64_t formula = o.layers * models::activation_bytes(shape, policy, o.dropout > 0, generator);
+    const int64_t formula = stack.kept_formula(x, policy, Precision::kFp32);
     const int64_t measured = stack.kept_bytes(x, policy, Precision::kFp32);
     record(comm, std::string("recompute ") + memory::to_string(policy), 4 * stack.parameter_count(), measured, formula);
     const double seconds = best_step_seconds(stack, x, policy, Precision::kFp32, o.repeats);
@@ -212,16 +211,19 @@ void mixed_precision(const comm::Communicator& comm, const Options& o) {
   std::printf("3. Mixed precision: the products in bf16, parameters, gradients and Adam in float32\n");
   const int64_t kept32 = stack.kept_bytes(x, Recompute::kNone, Precision::kFp32);
   const int64_t kept16 = stack.kept_bytes(x, Recompute::kNone, Precision::kBf16);
-  record(comm, "bf16 products", 4 * stack.parameter_count(), kept16, 0);
+  const int64_t formula16 = stack.kept_formula(x, Recompute::kNone, Precision::kBf16);
+  record(comm, "bf16 products", 4 * stack.parameter_count(), kept16, formula16);
   const double ms32 = 1e3 * best_step_seconds(stack, x, Recompute::kNone, Precision::kFp32, o.repeats);
   const double ms16 = 1e3 * best_step_seconds(stack, x, Recompute::kNone, Precision::kBf16, o.repeats);
   const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
   const int64_t copies = 2 * memory::matmul_weights(flops);
   std::printf(
-      "   kept by the forward: fp32 %s bytes, bf16 %s (%.2fx; of it %s bytes are the bf16 copies of\n"
-      "   the weights, kept by their products until the backward); fwd+bwd %.1f ms fp32, %.1f ms bf16\n",
-      grouped(kept32).c_str(), grouped(kept16).c_str(), double(kept16) / double(kept32), grouped(copies).c_str(), ms32,
-      ms16);
+      "   kept by the forward: fp32 %s bytes, bf16 %s (formula %s %s): %.2fx. The products'\n"
+      "   tensors halve, the residual sums and norms stay float32, and %s bytes are the bf16\n"
+      "   copies of the weights, kept by their products until the backward (models/layer_stack.hpp)\n"
+      "   fwd+bwd %.1f ms fp32, %.1f ms bf16\n",
+      grouped(kept32).c_str(), grouped(kept16).c_str(), grouped(formula16).c_str(), same(kept16, formula16).c_str(),
+      double(kept16) / double(kept32), grouped(copies).c_str(), ms32, ms16);
   stack.step_seconds(x, Recompute::kNone, Precision::kBf16);
   bool float32 = true;
   for (const at::Tensor& p : stack.parameters())

@@ -64,15 +64,20 @@ at::Tensor encoder_layer_pieces(torch::nn::TransformerEncoderLayerImpl& layer, c
 }
 
 int64_t activation_bytes(const tensor_parallel::LayerShape& shape, memory::Recompute policy, bool dropout,
-                         int64_t generator_state) {
+                         int64_t generator_state, memory::Precision precision) {
   const int64_t u = shape.seq * shape.batch * shape.hidden, f = shape.seq * shape.batch * shape.ffn,
-                a = shape.heads * shape.seq * shape.seq * shape.batch;
-  const int64_t none = tensor_parallel::distlab_activation_bytes(shape, 1, false, dropout).total();
+                a = shape.heads * shape.seq * shape.seq * shape.batch, h = shape.hidden;
+  const int64_t k = dropout ? 3 : 1, noise = dropout ? 2 * u : 0;
+  const bool low = precision != memory::Precision::kFp32;
+  const int64_t l = low ? 2 : 4;  // the products' bytes an element
+  const int64_t none = low ? 4 * (3 * u + 4 * shape.seq * shape.batch) +
+                                 l * (6 * u + k * f + k * a + noise + 4 * h * h + 2 * h * shape.ffn)
+                           : tensor_parallel::distlab_activation_bytes(shape, 1, false, dropout).total();
   switch (policy) {
     case memory::Recompute::kNone: return none;
-    case memory::Recompute::kSelective: return none - 4 * (dropout ? 3 : 1) * a + generator_state;
+    case memory::Recompute::kSelective: return none - l * k * a + generator_state;
     case memory::Recompute::kFull: return 4 * u + generator_state;
-    case memory::Recompute::kMatmuls: return 4 * (7 * u + f + a) + generator_state;
+    case memory::Recompute::kMatmuls: return l * (6 * u + f + a) + 4 * u + generator_state;
   }
   return 0;
 }

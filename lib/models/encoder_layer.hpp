@@ -29,6 +29,7 @@
 
 #include <functional>
 
+#include "memory/precision.hpp"
 #include "memory/products.hpp"
 #include "memory/recompute.hpp"
 #include "tensor_parallel/memory.hpp"
@@ -46,23 +47,41 @@ using FeedForward = std::function<at::Tensor(const at::Tensor&)>;
 at::Tensor run_encoder_layer(torch::nn::TransformerEncoderLayerImpl& layer, const at::Tensor& src,
                              const at::Tensor& mask, memory::Recompute policy, const FeedForward& feed_forward = {});
 
-// What run_encoder_layer's forward keeps for its backward, in bytes
-// (float32; its output counted, its input not: the caller holds that), with
-// U = s b h, F = s b f, A = a s^2 b elements and `dropout` whether the
-// dropouts run (p > 0, training):
+// What run_encoder_layer's forward keeps for its backward, in bytes (its
+// output counted, its input not: the caller holds that), with U = s b h,
+// F = s b f, A = a s^2 b elements, k = 3 when the dropouts run (p > 0,
+// training: a noise tensor and the dropped tensor beside the softmax's and
+// relu's outputs), 1 otherwise, and d = 2 U more noise with them.
+// In float32 (4 bytes an element):
 //   kNone       tensor_parallel/memory.hpp's derivation for t = 1:
-//               10 U + 3 F + 3 A + 4 s b (no dropout: 6 U + F + A + 4 s b)
-//   kSelective  kNone's less the core's A tensors (3 A with dropout: the
-//               softmax output, the dropout noise, the dropped weights;
-//               1 A without), plus the generator's state
-//   kFull       the output U, plus the generator's state
+//               4 (4U + kF + kA) inside the attention and MLP, and
+//               4 (2U + U + U + d + 4 s b) outside: the norms' inputs, x
+//               (linear1's input), the output, the noises, the norms'
+//               statistics
+//   kSelective  kNone's less the core's k A tensors, plus the generator's
+//               state
+//   kFull       the output 4U, plus the generator's state
 //   kMatmuls    the products' outputs, q k v 3U, the scores A, the core's
 //               U, the output projection's U, linear1's F, linear2's U,
-//               and the output U: 7 U + F + A, plus the generator's state
+//               and the output U: 4 (7U + F + A), plus the generator's state
+// With bf16 products (LibTorch's CPU autocast, memory/precision.hpp; l = 2
+// bytes) every tensor a product reads or makes is an l-byte one: the
+// inside 4U + kF + kA (the softmax runs in the products' type on the CPU)
+// and the noises, and x is kept as linear1's l-byte copy; the residual
+// sums (the norms' inputs), the output and the statistics stay float32.
+// Two things float32 does not keep: the layer's input's l-byte copy (QKV's
+// input, U) and the weights' l-byte copies, each kept by its product until
+// the backward (4h^2 + 2hf elements). So
+//   kNone       4 (3U + 4 s b) + l (6U + kF + kA + d + 4h^2 + 2hf)
+//   kSelective  kNone's less l k A, plus the generator's state
+//   kFull       4U, plus the generator's state
+//   kMatmuls    l (6U + F + A) + 4U, plus the generator's state
+// (On CUDA autocast runs the softmax in float32: its A terms would take 4
+// bytes there; not measured here.)
 // `generator_state`: the bytes of the CPU generator's state a recomputed
-// region saves (LibTorch's size, 5056 in 1.13).
+// region saves (memory::generator_state_bytes()).
 int64_t activation_bytes(const tensor_parallel::LayerShape& shape, memory::Recompute policy, bool dropout,
-                         int64_t generator_state);
+                         int64_t generator_state, memory::Precision precision = memory::Precision::kFp32);
 
 // The layer's pieces, with its products run by `products`.
 // q, k, v (N H, S, d), q scaled -> (N H, S, d).

@@ -59,6 +59,19 @@ int64_t LayerStack::kept_bytes(const at::Tensor& x, memory::Recompute policy, me
   return meter.allocated() - before;
 }
 
+int64_t LayerStack::kept_formula(const at::Tensor& x, memory::Recompute policy, memory::Precision precision) const {
+  const LayerStackOptions& o = options_;
+  const int64_t s = x.size(0), b = x.size(1), u = s * b * o.hidden;
+  const tensor_parallel::LayerShape shape{s, b, o.hidden, o.heads, o.ffn};
+  int64_t kept = o.layers * activation_bytes(shape, policy, o.dropout > 0, memory::generator_state_bytes(), precision);
+  const bool plain = policy == memory::Recompute::kNone || policy == memory::Recompute::kSelective;
+  if (precision != memory::Precision::kFp32 && plain) {
+    kept -= (o.layers - 1) * 4 * u;
+    if (!x.requires_grad()) kept -= 2 * 3 * o.hidden * o.hidden;
+  }
+  return kept;
+}
+
 double LayerStack::step_seconds(const at::Tensor& x, memory::Recompute policy, memory::Precision precision) {
   zero_grad();
   const auto start = std::chrono::steady_clock::now();

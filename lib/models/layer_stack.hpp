@@ -36,6 +36,16 @@ class LayerStack {
   // The bytes still allocated after the forward, its output held (the
   // process's allocator meter, installed on first use; CPU tensors).
   int64_t kept_bytes(const at::Tensor& x, memory::Recompute policy, memory::Precision precision);
+  // What kept_bytes should measure: the layers' activation_bytes
+  // (models/encoder_layer.hpp) summed, less two things a stack does not
+  // keep with bf16 products under none and selective: each inner layer's
+  // float32 output (4U: the next layer reads it through its bf16 copy and
+  // adds it to its residual, neither of which keeps it), and, when x
+  // needs no gradient, the first layer's bf16 copy of in_proj's weight
+  // (3h^2 x 2: its product owes x no gradient). In float32 the next
+  // layer's QKV product keeps the output itself, and a recomputed region
+  // keeps its input: L times a layer's bytes.
+  int64_t kept_formula(const at::Tensor& x, memory::Recompute policy, memory::Precision precision) const;
   // One forward (in `precision`) and backward of mean(out^2); seconds.
   double step_seconds(const at::Tensor& x, memory::Recompute policy, memory::Precision precision);
 

@@ -20,6 +20,7 @@
 #include "memory/precision.hpp"
 #include "memory/products.hpp"
 #include "models/encoder_layer.hpp"
+#include "models/layer_stack.hpp"
 
 namespace {
 
@@ -77,8 +78,9 @@ TEST(LayerPolicies, EveryPolicyGivesLibTorchsLayerBitForBit) {
 }
 
 // The bytes still allocated after the forward, its output held, against
-// each policy's derivation.
+// each policy's derivation, in float32 and with bf16 products.
 TEST(LayerPolicies, EachKeepsWhatItsDerivationSays) {
+  using distlab::memory::Precision;
   auto& meter = distlab::memory::AllocatorMeter::install();
   const int64_t generator = distlab::memory::generator_state_bytes();
   const distlab::tensor_parallel::LayerShape shape{kSeq, kBatch, kWidth, kHeads, kFfn};
@@ -86,23 +88,55 @@ TEST(LayerPolicies, EachKeepsWhatItsDerivationSays) {
     torch::nn::TransformerEncoderLayer layer = make_layer(dropout ? 0.3 : 0.0);
     const at::Tensor src = torch::randn({kSeq, kBatch, kWidth}).requires_grad_(true);
     const at::Tensor mask = causal();
-    {
-      const int64_t before = meter.allocated();
-      const at::Tensor out = layer(src, mask);
-      EXPECT_EQ(meter.allocated() - before, activation_bytes(shape, Recompute::kNone, dropout, generator))
-          << "LibTorch's layer, dropout " << dropout;
-    }
-    for (const Recompute policy : kPolicies) {
-      const int64_t before = meter.allocated();
-      const at::Tensor out = run_encoder_layer(*layer, src, mask, policy);
-      EXPECT_EQ(meter.allocated() - before, activation_bytes(shape, policy, dropout, generator))
-          << distlab::memory::to_string(policy) << ", dropout " << dropout;
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      const std::string in = std::string(" in ") + distlab::memory::to_string(precision);
+      {
+        const int64_t before = meter.allocated();
+        distlab::memory::ComputeIn guard(precision, c10::DeviceType::CPU);
+        const at::Tensor out = layer(src, mask);
+        EXPECT_EQ(meter.allocated() - before, activation_bytes(shape, Recompute::kNone, dropout, generator, precision))
+            << "LibTorch's layer, dropout " << dropout << in;
+      }
+      for (const Recompute policy : kPolicies) {
+        const int64_t before = meter.allocated();
+        at::Tensor out;
+        {
+          distlab::memory::ComputeIn guard(precision, c10::DeviceType::CPU);
+          out = run_encoder_layer(*layer, src, mask, policy);
+        }
+        EXPECT_EQ(meter.allocated() - before, activation_bytes(shape, policy, dropout, generator, precision))
+            << distlab::memory::to_string(policy) << ", dropout " << dropout << in;
+      }
     }
   }
   // Selective keeps less than none by the s x s tensors, which grow with the square of the sequence.
   EXPECT_EQ(
       activation_bytes(shape, Recompute::kNone, true, 0) - activation_bytes(shape, Recompute::kSelective, true, 0),
       4 * 3 * kHeads * kSeq * kSeq * kBatch);
+  // bf16 keeps the weights' copies: what it saves on activations a small batch pays back in weights.
+  const int64_t copies = 2 * (4 * kWidth * kWidth + 2 * kWidth * kFfn);
+  EXPECT_EQ(activation_bytes(shape, Recompute::kFull, true, 0, Precision::kBf16),
+            activation_bytes(shape, Recompute::kFull, true, 0));
+  EXPECT_GT(activation_bytes(shape, Recompute::kNone, false, 0, Precision::kBf16),
+            copies + activation_bytes(shape, Recompute::kNone, false, 0) / 2);
+}
+
+// A stack of layers keeps its derivation (LayerStack::kept_formula) under
+// every policy and precision, whether its input needs a gradient or not.
+TEST(LayerPolicies, AStackKeepsItsDerivation) {
+  using distlab::memory::Precision;
+  distlab::models::LayerStackOptions o;
+  o.layers = 3, o.hidden = kWidth, o.heads = kHeads, o.ffn = kFfn, o.dropout = 0.3;
+  distlab::models::LayerStack stack(o);
+  for (const bool grad : {false, true}) {
+    at::Tensor x = distlab::models::layer_stack_input(kSeq, kBatch, kWidth);
+    if (grad) x.requires_grad_(true);
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16})
+      for (const Recompute policy : kPolicies)
+        EXPECT_EQ(stack.kept_bytes(x, policy, precision), stack.kept_formula(x, policy, precision))
+            << distlab::memory::to_string(policy) << " in " << distlab::memory::to_string(precision)
+            << (grad ? ", input needs a gradient" : "");
+  }
 }
 
 TEST(LayerPolicies, KeptProductsAreTakenBackNotComputedAgain) {
