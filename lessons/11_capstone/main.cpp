@@ -155,6 +155,9 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
     // several stages per rank, where the schedule places them.
     const train::ParallelPlan plan(train::plan_options(t, static_cast<int64_t>(corpus.vocab.size())));
     for (const std::string& line : plan.describe()) std::printf("[RANK 0]:   %s\n", line.c_str());
+    if (t.precision == memory::Precision::kFp16 && comm.device().is_cpu())
+      std::printf("[RANK 0]:   fp16 on the CPU is emulated (lib/memory/fp16_emulation.hpp): every product's inputs, "
+                  "outputs and gradients rounded to float16, float32 tensors\n");
     std::istringstream lines(data::format_summary(summary));
     for (std::string line; std::getline(lines, line);)
       if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());

@@ -218,9 +218,9 @@ void mixed_precision(const comm::Communicator& comm, const Options& o) {
   const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
   const int64_t copies = 2 * memory::matmul_weights(flops);
   std::printf(
-      "   kept by the forward: fp32 %s bytes, bf16 %s (formula %s %s): %.2fx. The products'\n"
-      "   tensors halve, the residual sums and norms stay float32, and %s bytes are the bf16\n"
-      "   copies of the weights, kept by their products until the backward (models/layer_stack.hpp)\n"
+      "   kept by the forward: fp32 %s bytes, bf16 %s (formula %s %s), %.2fx:\n"
+      "   the products' tensors halve, the residual sums and norms stay float32, and %s bytes\n"
+      "   are the bf16 copies of the weights, kept by their products until the backward\n"
       "   fwd+bwd %.1f ms fp32, %.1f ms bf16\n",
       grouped(kept32).c_str(), grouped(kept16).c_str(), grouped(formula16).c_str(), same(kept16, formula16).c_str(),
       double(kept16) / double(kept32), grouped(copies).c_str(), ms32, ms16);

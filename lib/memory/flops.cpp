@@ -1,10 +1,13 @@
 // FLOP counts and the machine's matmul peak (memory/flops.hpp).
 #include "memory/flops.hpp"
 
+#include "memory/precision.hpp"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace distlab::memory {
 
@@ -45,7 +48,11 @@ Utilisation utilisation(const FlopShape& shape, Recompute recompute, double toke
 }
 
 double matmul_flops_per_second(int64_t n, int repeats, bool cuda, c10::ScalarType dtype) {
-  const auto options = at::TensorOptions().dtype(dtype).device(cuda ? at::kCUDA : at::kCPU);
+  // float16 on the CPU: the emulated product (fp16_emulation.hpp), in float32 tensors.
+  const bool emulated = !cuda && dtype == at::kHalf;
+  std::optional<ComputeIn> fp16;
+  if (emulated) fp16.emplace(Precision::kFp16, c10::DeviceType::CPU);
+  const auto options = at::TensorOptions().dtype(emulated ? at::kFloat : dtype).device(cuda ? at::kCUDA : at::kCPU);
   const at::Tensor a = at::randn({n, n}, options), b = at::randn({n, n}, options);
   at::Tensor c = at::mm(a, b);  // untimed: the first call sets up
   double best = 0;

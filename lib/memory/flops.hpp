@@ -52,7 +52,8 @@ int64_t hardware_flops_per_token(const FlopShape& shape, Recompute recompute);
 
 // FLOP/s a square matrix product of side n reaches here (the best of
 // `repeats` timed products after one untimed), on the CPU or a GPU, in
-// `dtype` (float32, or the 16-bit type mixed precision computes in).
+// `dtype` (float32, or the 16-bit type mixed precision computes in;
+// float16 on the CPU: its emulation, fp16_emulation.hpp).
 double matmul_flops_per_second(int64_t n = 1024, int repeats = 5, bool cuda = false,
                                c10::ScalarType dtype = c10::kFloat);
 

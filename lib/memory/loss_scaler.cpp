@@ -1,8 +1,11 @@
 // The dynamic loss scaler (memory/loss_scaler.hpp).
 #include "memory/loss_scaler.hpp"
 
+#include <cmath>
+
 #include <ATen/ATen.h>
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -55,6 +58,14 @@ void LossScaler::restore(double scale, int64_t growth_tracker) {
   if (!(scale > 0)) throw std::invalid_argument("LossScaler: a restored scale must be positive");
   scale_ = scale;
   clean_in_a_row_ = growth_tracker;
+}
+
+std::string scale_text(double scale) {
+  int exponent = 0;
+  if (scale > 0 && std::frexp(scale, &exponent) == 0.5) return "2^" + std::to_string(exponent - 1);
+  std::ostringstream out;
+  out << scale;
+  return out.str();
 }
 
 }  // namespace distlab::memory

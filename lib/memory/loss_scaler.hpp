@@ -21,6 +21,8 @@
 // (an inf or NaN anywhere makes it non-finite everywhere).
 #pragma once
 
+#include <string>
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -66,5 +68,9 @@ class LossScaler {
   int64_t clean_in_a_row_ = 0;
   int64_t skipped_ = 0;
 };
+
+// A scale as the log says it: "2^16" for a power of two (the scaler's are),
+// else the number.
+std::string scale_text(double scale);
 
 }  // namespace distlab::memory

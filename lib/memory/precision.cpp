@@ -3,6 +3,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "memory/fp16_emulation.hpp"
+
 #include <stdexcept>
 
 namespace distlab::memory {
@@ -33,10 +35,11 @@ c10::ScalarType compute_dtype(Precision precision) {
 }
 
 void check_precision(Precision precision, c10::DeviceType device) {
-  if (precision == Precision::kFp16 && device == c10::DeviceType::CPU)
+  if (precision == Precision::kFp16 && device == c10::DeviceType::CPU && !fp16_emulation_available())
     throw std::invalid_argument(
-        "precision fp16: LibTorch's CPU kernels have no float16 matrix product (addmm is not implemented for Half); "
-        "on the CPU use bf16 (float32's range, no loss scaling needed), fp16 on CUDA");
+        "precision fp16: LibTorch's CPU kernels have no float16 matrix product, and this LibTorch leaves no key for "
+        "its emulation (memory/fp16_emulation.hpp); on the CPU use bf16 (float32's range, no loss scaling needed), "
+        "fp16 on CUDA");
 }
 
 AutocastState AutocastState::current() {
@@ -46,6 +49,7 @@ AutocastState AutocastState::current() {
   s.cpu_dtype = at::autocast::get_autocast_cpu_dtype();
   s.gpu_dtype = at::autocast::get_autocast_gpu_dtype();
   s.cache = at::autocast::is_autocast_cache_enabled();
+  s.fp16_emulated = memory::fp16_emulated();
   return s;
 }
 
@@ -55,6 +59,7 @@ void AutocastState::apply() const {
   at::autocast::set_autocast_cpu_dtype(cpu_dtype);
   at::autocast::set_autocast_gpu_dtype(gpu_dtype);
   at::autocast::set_autocast_cache_enabled(cache);
+  if (fp16_emulated != memory::fp16_emulated()) set_fp16_emulated(fp16_emulated);
 }
 
 ComputeIn::ComputeIn(Precision precision, c10::DeviceType device) : before_(AutocastState::current()) {
@@ -63,6 +68,8 @@ ComputeIn::ComputeIn(Precision precision, c10::DeviceType device) : before_(Auto
   AutocastState on = before_;
   if (device == c10::DeviceType::CUDA) {
     on.gpu = true, on.gpu_dtype = compute_dtype(precision);
+  } else if (precision == Precision::kFp16) {
+    on.fp16_emulated = true;  // no CPU float16 product: emulated (fp16_emulation.hpp)
   } else {
     on.cpu = true, on.cpu_dtype = compute_dtype(precision);
   }

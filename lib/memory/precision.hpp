@@ -27,7 +27,8 @@
 // fp16 has 5 exponent bits (at most 65504; below 6e-8 a gradient is 0):
 // it needs the loss multiplied up before the backward and the gradients
 // divided back before the step (loss_scaler.hpp). LibTorch's CPU kernels
-// have no float16 matrix product, so fp16 runs on CUDA only.
+// have no float16 matrix product: on the CPU fp16's products are emulated
+// (fp16_emulation.hpp: float16's values and range, float32's bytes).
 #pragma once
 
 #include <c10/core/DeviceType.h>
@@ -43,7 +44,8 @@ Precision precision_from(const std::string& text);   // throws std::invalid_argu
 c10::ScalarType compute_dtype(Precision precision);  // kFloat, kBFloat16, kHalf
 
 // Throws std::invalid_argument saying what works when `device` cannot
-// compute in `precision` (fp16 on the CPU).
+// compute in `precision` (fp16 on the CPU, where this LibTorch leaves no
+// room for its emulation).
 void check_precision(Precision precision, c10::DeviceType device);
 
 // Autocast's settings on this thread (they are per thread: thread ranks
@@ -52,6 +54,7 @@ struct AutocastState {
   bool cpu = false, gpu = false;
   c10::ScalarType cpu_dtype = c10::kBFloat16, gpu_dtype = c10::kHalf;
   bool cache = true;
+  bool fp16_emulated = false;  // the CPU's float16 products emulated (fp16_emulation.hpp)
   static AutocastState current();
   void apply() const;
 };

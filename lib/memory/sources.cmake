@@ -6,6 +6,7 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/recompute.cpp
   ${CMAKE_CURRENT_LIST_DIR}/flops.cpp
   ${CMAKE_CURRENT_LIST_DIR}/precision.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/fp16_emulation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/loss_scaler.cpp
   ${CMAKE_CURRENT_LIST_DIR}/products.cpp
 )

@@ -68,6 +68,9 @@ int64_t activation_bytes(const tensor_parallel::LayerShape& shape, memory::Recom
   const int64_t u = shape.seq * shape.batch * shape.hidden, f = shape.seq * shape.batch * shape.ffn,
                 a = shape.heads * shape.seq * shape.seq * shape.batch, h = shape.hidden;
   const int64_t k = dropout ? 3 : 1, noise = dropout ? 2 * u : 0;
+  if (precision == memory::Precision::kFp16)
+    throw std::invalid_argument("activation_bytes: fp16 on the CPU is emulated in float32 tensors "
+                                "(memory/fp16_emulation.hpp); its bytes are not derived here");
   const bool low = precision != memory::Precision::kFp32;
   const int64_t l = low ? 2 : 4;  // the products' bytes an element
   const int64_t none = low ? 4 * (3 * u + 4 * shape.seq * shape.batch) +
@@ -85,20 +88,21 @@ int64_t activation_bytes(const tensor_parallel::LayerShape& shape, memory::Recom
 at::Tensor run_encoder_layer(torch::nn::TransformerEncoderLayerImpl& layer, const at::Tensor& src,
                              const at::Tensor& mask, memory::Recompute policy, const FeedForward& feed_forward) {
   using memory::Recompute;
+  if (policy == Recompute::kMatmuls && feed_forward)
+    throw std::invalid_argument("run_encoder_layer: recompute matmuls keeps the layer's own products; with "
+                                "experts (their products dispatched apart) use full or selective");
+  const FeedForward& ff = feed_forward;
+  memory::Products& plain = memory::plain_products();
   switch (policy) {
-    case Recompute::kNone: return encoder_layer_pieces(layer, src, mask, memory::plain_products(), false, feed_forward);
-    case Recompute::kSelective:
-      return encoder_layer_pieces(layer, src, mask, memory::plain_products(), true, feed_forward);
+    case Recompute::kNone: return encoder_layer_pieces(layer, src, mask, plain, false, ff);
+    case Recompute::kSelective: return encoder_layer_pieces(layer, src, mask, plain, true, ff);
     case Recompute::kFull:
       return memory::checkpoint(
-          [&layer, mask, feed_forward](const at::Tensor& x) {
-            return encoder_layer_pieces(layer, x, mask, memory::plain_products(), false, feed_forward);
+          [&layer, mask, ff](const at::Tensor& x) {
+            return encoder_layer_pieces(layer, x, mask, memory::plain_products(), false, ff);
           },
           src);
     case Recompute::kMatmuls: {
-      if (feed_forward)
-        throw std::invalid_argument("run_encoder_layer: recompute matmuls keeps the layer's own products; with "
-                                    "experts (their products dispatched apart) use full or selective");
       // One set of kept products per forward: filled by the first run,
       // emptied by the recomputation.
       auto kept = std::make_shared<memory::KeptProducts>();

@@ -77,7 +77,8 @@ at::Tensor run_encoder_layer(torch::nn::TransformerEncoderLayerImpl& layer, cons
 //   kFull       4U, plus the generator's state
 //   kMatmuls    l (6U + F + A) + 4U, plus the generator's state
 // (On CUDA autocast runs the softmax in float32: its A terms would take 4
-// bytes there; not measured here.)
+// bytes there; not measured here. fp16 on the CPU is emulated in float32
+// tensors: refused.)
 // `generator_state`: the bytes of the CPU generator's state a recomputed
 // region saves (memory::generator_state_bytes()).
 int64_t activation_bytes(const tensor_parallel::LayerShape& shape, memory::Recompute policy, bool dropout,

@@ -324,7 +324,7 @@ bool step_is_taken(Run& run, int64_t step_number, double norm, TrainResult& resu
   result.skipped_steps.push_back(step_number);
   if (run.last)
     run.print("step " + std::to_string(step_number) + " skipped: the gradients hold an inf or a NaN at loss scale " +
-              format_number(scale) + "; the scale backs off to " + format_number(run.scaler->scale()));
+              memory::scale_text(scale) + "; the scale backs off to " + memory::scale_text(run.scaler->scale()));
   return false;
 }
 

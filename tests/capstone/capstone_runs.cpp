@@ -53,6 +53,25 @@ train::TrainerOptions tiny_options(int pipeline, int replicas) {
   return o;
 }
 
+const std::vector<DimensionCase>& every_dimension() {
+  static const std::vector<DimensionCase> cases = {
+      {"2x1 tensor 2", [](train::TrainerOptions& o) { o.layout = {2, 1, 2}; }},
+      {"1x1 context 2 ring", [](train::TrainerOptions& o) { o.layout = {1, 1, 1, 2}; }},
+      {"1x1 context 2 ulysses",
+       [](train::TrainerOptions& o) {
+         o.layout = {1, 1, 1, 2};
+         o.context_method = context_parallel::Method::kUlysses;
+       }},
+      {"1x2 experts 4 over 2",
+       [](train::TrainerOptions& o) {
+         o.layout = {1, 2};
+         o.moe.experts = 4, o.moe.top_k = 2, o.expert_parallel = 2;
+       }},
+      {"1x2 zero 3", [](train::TrainerOptions& o) { o.layout = {1, 2}, o.zero = 3; }},
+  };
+  return cases;
+}
+
 namespace {
 
 StopAndResume stop_then(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,

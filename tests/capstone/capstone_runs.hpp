@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,17 @@ std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
 // The tiny preset without dropout (equality needs no random masks), one
 // epoch of 5 steps, 2 validation batches, quiet, final parameters kept.
 train::TrainerOptions tiny_options(int pipeline, int replicas);
+
+// The dimensions beyond data and pipeline ranks, one small layout each on
+// tiny_options(2, 1): 2 stages x 2 tensor ranks, 1 x 2 context ranks over
+// the ring and over Ulysses, 4 experts spread over 2 replicas, ZeRO-3 over
+// 2 replicas. What every feature must join (mixed precision,
+// recomputation).
+struct DimensionCase {
+  const char* name;
+  std::function<void(train::TrainerOptions&)> set;
+};
+const std::vector<DimensionCase>& every_dimension();
 
 // `o` with a checkpoint every `stop` steps into `dir`, stopped after step
 // `stop` (`first`), then resumed from there to the end (`resumed`) on

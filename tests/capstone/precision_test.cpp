@@ -1,7 +1,8 @@
 // The capstone in mixed precision and with the loss scaler
 // (TrainerOptions::precision, loss_scaling), against the float32 run:
-//   - bf16 products keep the tiny run's losses within a stated band of
-//     float32's over 8 steps, and do change the result;
+//   - bf16 products, and fp16's (emulated on the CPU) with the loss
+//     scaler, keep the tiny run's losses within a stated band of float32's
+//     over 8 steps, and do change the result;
 //   - every other dimension (tensor, context, experts, ZeRO-3, recomputed
 //     layers) runs in bf16 within 1 % of its float32 losses;
 //   - the scaler without an overflow changes no bit (its scale is a power
@@ -40,66 +41,47 @@ const train::TrainResult& last_stage(const std::vector<train::TrainResult>& rank
   return ranks.front();
 }
 
-TEST(MixedPrecision, Bf16LossesStayWithinABandOfFloat32s) {
+TEST(MixedPrecision, Bf16AndFp16LossesStayWithinABandOfFloat32s) {
   train::TrainerOptions o = tiny_options(2, 2);
   o.batches_per_epoch = 8;
   const auto fp32 = run_threads(o);
-  o.precision = Precision::kBf16;
-  const auto bf16 = run_threads(o);
   const auto& a = last_stage(fp32).step_losses;
-  const auto& b = last_stage(bf16).step_losses;
   ASSERT_EQ(a.size(), 8u);
-  ASSERT_EQ(b.size(), 8u);
-  // The band: the first step (same weights, only the products' rounding)
-  // within 0.1 %; SGD at lr 5 amplifies every difference, so each later
-  // step within 10 % and the mean of the 8 within 2 % (seen: 0.02 % at
-  // step 1, at most 6.5 % at step 8, 0.4 % on the mean).
-  EXPECT_TRUE(within((b[0] - a[0]) / a[0], 1e-3)) << "step 1: bf16 " << b[0] << ", fp32 " << a[0];
-  double sum_a = 0, sum_b = 0;
-  for (size_t s = 0; s < a.size(); ++s) {
-    EXPECT_TRUE(within((b[s] - a[s]) / a[s], 0.10)) << "step " << s + 1 << ": bf16 " << b[s] << ", fp32 " << a[s];
-    sum_a += a[s], sum_b += b[s];
+  // fp16 on the CPU is emulated (memory/fp16_emulation.hpp), with the
+  // dynamic loss scaler, as the capstone's --loss-scale auto gives it.
+  for (const Precision precision : {Precision::kBf16, Precision::kFp16}) {
+    const std::string name = memory::to_string(precision);
+    o.precision = precision;
+    o.loss_scaling = precision == Precision::kFp16;
+    const auto low = run_threads(o);
+    const auto& b = last_stage(low).step_losses;
+    ASSERT_EQ(b.size(), 8u) << name;
+    // The band: the first step (same weights, only the products' rounding)
+    // within 0.1 %; SGD at lr 5 amplifies every difference, so each later
+    // step within 10 % and the mean of the 8 within 2 % (seen in bf16: 0.02 %
+    // at step 1, at most 6.5 % at step 8, 0.4 % on the mean; fp16 keeps 3
+    // more bits and stays closer).
+    EXPECT_TRUE(within((b[0] - a[0]) / a[0], 1e-3)) << name << " step 1: " << b[0] << ", fp32 " << a[0];
+    double sum_a = 0, sum_b = 0;
+    for (size_t s = 0; s < a.size(); ++s) {
+      EXPECT_TRUE(within((b[s] - a[s]) / a[s], 0.10)) << name << " step " << s + 1 << ": " << b[s] << ", fp32 " << a[s];
+      sum_a += a[s], sum_b += b[s];
+    }
+    EXPECT_TRUE(within((sum_b - sum_a) / sum_a, 0.02)) << name << " mean loss: " << sum_b / 8 << ", fp32 " << sum_a / 8;
+    EXPECT_TRUE(test_support::exceeds(tests::largest_state_difference(fp32[0].final_state, low[0].final_state), 1e-6))
+        << name << " ended with float32's parameters: the products did not run in it";
+    EXPECT_EQ(low[0].final_state.begin()->second.scalar_type(), at::kFloat) << name << ": the parameters left float32";
+    if (precision == Precision::kFp16) EXPECT_EQ(low[0].loss_scales.size(), 8u) << "the scaler did not run";
   }
-  EXPECT_TRUE(within((sum_b - sum_a) / sum_a, 0.02)) << "mean loss: bf16 " << sum_b / 8 << ", fp32 " << sum_a / 8;
-  EXPECT_TRUE(test_support::exceeds(tests::largest_state_difference(fp32[0].final_state, bf16[0].final_state), 1e-6))
-      << "bf16 ended with float32's parameters: the products did not run in bf16";
-  EXPECT_EQ(bf16[0].final_state.begin()->second.scalar_type(), at::kFloat) << "the parameters left float32";
 }
 
 // Every other dimension under bf16: 3 steps of each layout, each step's
 // loss within 1 % of the same layout's float32 run (seen: at most 0.1 %),
 // and the parameters not float32's.
 TEST(MixedPrecision, EveryDimensionRunsInBf16) {
-  struct Case {
-    const char* name;
-    std::function<void(train::TrainerOptions&)> set;
-  };
-  const std::vector<Case> cases = {
-      {"2x1 tensor 2",
-       [](train::TrainerOptions& o) {
-         o.layout = {2, 1, 2};
-       }},
-      {"1x1 context 2 ring",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 1, 1, 2};
-       }},
-      {"1x1 context 2 ulysses",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 1, 1, 2};
-         o.context_method = context_parallel::Method::kUlysses;
-       }},
-      {"1x2 experts 4 over 2",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 2};
-         o.moe.experts = 4, o.moe.top_k = 2, o.expert_parallel = 2;
-       }},
-      {"1x2 zero 3",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 2}, o.zero = 3;
-       }},
-      {"2x1 recompute full", [](train::TrainerOptions& o) { o.recompute = memory::Recompute::kFull; }},
-  };
-  for (const Case& c : cases) {
+  std::vector<tests::DimensionCase> cases = tests::every_dimension();
+  cases.push_back({"2x1 recompute full", [](train::TrainerOptions& o) { o.recompute = memory::Recompute::kFull; }});
+  for (const tests::DimensionCase& c : cases) {
     train::TrainerOptions o = tiny_options(2, 1);
     o.batches_per_epoch = 3;
     c.set(o);

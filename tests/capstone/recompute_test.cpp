@@ -12,7 +12,6 @@
 // lessons_tests runs the same with dropout on, on gloo processes.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,36 +25,7 @@ namespace {
 using memory::Recompute;
 
 TEST(Recomputation, EveryDimensionEndsWithThePlainRunsParameters) {
-  struct Case {
-    const char* name;
-    std::function<void(train::TrainerOptions&)> set;
-  };
-  const std::vector<Case> cases = {
-      {"2x1 tensor 2",
-       [](train::TrainerOptions& o) {
-         o.layout = {2, 1, 2};
-       }},
-      {"2x1 context 2 ring",
-       [](train::TrainerOptions& o) {
-         o.layout = {2, 1, 1, 2};
-       }},
-      {"1x1 context 2 ulysses",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 1, 1, 2};
-         o.context_method = context_parallel::Method::kUlysses;
-       }},
-      {"1x2 experts 4 over 2",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 2};
-         o.moe.experts = 4, o.moe.top_k = 2, o.expert_parallel = 2;
-         o.moe.balance_coefficient = 0.01, o.moe.z_coefficient = 0.001;
-       }},
-      {"1x2 zero 3",
-       [](train::TrainerOptions& o) {
-         o.layout = {1, 2}, o.zero = 3;
-       }},
-  };
-  for (const Case& c : cases) {
+  for (const tests::DimensionCase& c : tests::every_dimension()) {
     train::TrainerOptions o = tests::tiny_options(2, 1);
     o.batches_per_epoch = 2;
     c.set(o);
