@@ -4,7 +4,8 @@
 //     scaler, keep the tiny run's losses within a stated band of float32's
 //     over 8 steps, and do change the result;
 //   - every other dimension (tensor, context, experts, ZeRO-3, recomputed
-//     layers) runs in bf16 within 1 % of its float32 losses;
+//     layers) runs in bf16, and in fp16 with the scaler, within 1 % of its
+//     float32 losses;
 //   - the scaler without an overflow changes no bit (its scale is a power
 //     of two), under DDP and ZeRO-2, in fp32 and bf16;
 //   - an inf injected at step 3 skips that step on every rank (the
@@ -75,10 +76,11 @@ TEST(MixedPrecision, Bf16AndFp16LossesStayWithinABandOfFloat32s) {
   }
 }
 
-// Every other dimension under bf16: 3 steps of each layout, each step's
-// loss within 1 % of the same layout's float32 run (seen: at most 0.1 %),
-// and the parameters not float32's.
-TEST(MixedPrecision, EveryDimensionRunsInBf16) {
+// Every other dimension under bf16, and under fp16 (emulated on the CPU)
+// with the loss scaler: 3 steps of each layout, each step's loss within
+// 1 % of the same layout's float32 run (seen: at most 0.1 %), and the
+// parameters not float32's.
+TEST(MixedPrecision, EveryDimensionRunsInBf16AndFp16) {
   std::vector<tests::DimensionCase> cases = tests::every_dimension();
   cases.push_back({"2x1 recompute full", [](train::TrainerOptions& o) { o.recompute = memory::Recompute::kFull; }});
   for (const tests::DimensionCase& c : cases) {
@@ -86,15 +88,19 @@ TEST(MixedPrecision, EveryDimensionRunsInBf16) {
     o.batches_per_epoch = 3;
     c.set(o);
     const auto fp32 = run_threads(o);
-    o.precision = Precision::kBf16;
-    const auto bf16 = run_threads(o);
     const auto& a = last_stage(fp32).step_losses;
-    const auto& b = last_stage(bf16).step_losses;
     ASSERT_EQ(a.size(), 3u) << c.name;
-    ASSERT_EQ(b.size(), 3u) << c.name;
-    for (size_t s = 0; s < 3; ++s)
-      EXPECT_TRUE(within((b[s] - a[s]) / a[s], 0.01)) << c.name << " step " << s + 1 << ": " << b[s] << " vs " << a[s];
-    EXPECT_NE(bf16[0].digest, fp32[0].digest) << c.name << ": bf16 gave float32's parameters";
+    for (const Precision precision : {Precision::kBf16, Precision::kFp16}) {
+      const std::string name = std::string(c.name) + " in " + memory::to_string(precision);
+      o.precision = precision;
+      o.loss_scaling = precision == Precision::kFp16;
+      const auto low = run_threads(o);
+      const auto& b = last_stage(low).step_losses;
+      ASSERT_EQ(b.size(), 3u) << name;
+      for (size_t s = 0; s < 3; ++s)
+        EXPECT_TRUE(within((b[s] - a[s]) / a[s], 0.01)) << name << " step " << s + 1 << ": " << b[s] << " vs " << a[s];
+      EXPECT_NE(low[0].digest, fp32[0].digest) << name << ": float32's parameters";
+    }
   }
 }
 
