@@ -27,6 +27,14 @@
 // else in a layer works token by token and needs no change. The attention
 // weights get no dropout then (ContextSplit's note).
 //
+// With the unsplit model's recompute policy (memory/recompute.hpp) full,
+// each cut layer is one recomputed region: its backward runs the layer
+// again, its tensor collectives (and context exchanges) with it, and the
+// masks it draws alike on the group from the same generator state (the
+// layer's own_generators()); selective recomputes each layer's attention
+// core (ParallelAttention::set_recompute_core). matmuls is refused: it
+// keeps the products of the whole, unsplit layer.
+//
 // forward() computes what the unsplit stage computes. whole_state() gives
 // the unsplit stage's parameters by its names (the layers gathered), and
 // load_whole_state() cuts them again: a checkpoint is the unsplit model's,
