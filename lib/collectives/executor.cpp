@@ -35,6 +35,23 @@ int64_t scratch_elements(const Plan& plan, int rank) {
   return most;
 }
 
+// Where a step's incoming pieces land before they are combined: this
+// thread's buffer, kept between calls and grown to the largest asked for.
+// A fresh one would cost its pages again on every call (a 32 MB buffer is
+// 8192 page faults, about as long as the copy into it: the ring's time at
+// 64 MB and more halved without them, docs/benchmarks-wire.md), as
+// PyTorch's caching allocator keeps a freed block for the next request.
+// One collective runs at a time on a thread, so no two share it. GPU
+// tensors come from LibTorch's caching allocator already: not kept here.
+at::Tensor scratch_for(int64_t count, const at::Tensor& like) {
+  if (!like.device().is_cpu()) return at::empty({count}, like.options());
+  thread_local at::Tensor kept;
+  if (!kept.defined() || kept.numel() < count || kept.scalar_type() != like.scalar_type() ||
+      kept.device() != like.device())
+    kept = at::empty({count}, like.options());
+  return kept.narrow(0, 0, count);
+}
+
 // "3" for one chunk, "2-3" for a block, "all" for the whole buffer; a comma
 // between the pieces of one step.
 std::string chunks_moved(const Step& step, int rank, bool outgoing) {
@@ -129,8 +146,7 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
   check_fits(comm, plan, flat, plan.count, "run_plan");
   check_collective_tag(tag);
 
-  const int64_t scratch_count = scratch_elements(plan, me);
-  at::Tensor scratch = at::empty({scratch_count}, flat.options());
+  at::Tensor scratch = scratch_for(scratch_elements(plan, me), flat);
 
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
