@@ -41,10 +41,13 @@ int64_t scratch_elements(const Plan& plan, int rank) {
 // 8192 page faults, about as long as the copy into it: the ring's time at
 // 64 MB and more halved without them, docs/benchmarks-wire.md), as
 // PyTorch's caching allocator keeps a freed block for the next request.
-// One collective runs at a time on a thread, so no two share it. GPU
-// tensors come from LibTorch's caching allocator already: not kept here.
+// One collective runs at a time on a thread, so no two share it. Below 1
+// MiB the heap serves a buffer without new pages, and GPU tensors come
+// from LibTorch's caching allocator already: neither is kept.
 at::Tensor scratch_for(int64_t count, const at::Tensor& like) {
-  if (!like.device().is_cpu()) return at::empty({count}, like.options());
+  constexpr int64_t kKeptFrom = 1 << 20;  // bytes
+  if (!like.device().is_cpu() || count * static_cast<int64_t>(like.element_size()) < kKeptFrom)
+    return at::empty({count}, like.options());
   thread_local at::Tensor kept;
   if (!kept.defined() || kept.numel() < count || kept.scalar_type() != like.scalar_type() ||
       kept.device() != like.device())
