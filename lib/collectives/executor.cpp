@@ -49,9 +49,8 @@ at::Tensor scratch_for(int64_t count, const at::Tensor& like) {
   if (!like.device().is_cpu() || count * static_cast<int64_t>(like.element_size()) < kKeptFrom)
     return at::empty({count}, like.options());
   thread_local at::Tensor kept;
-  if (!kept.defined() || kept.numel() < count || kept.scalar_type() != like.scalar_type() ||
-      kept.device() != like.device())
-    kept = at::empty({count}, like.options());
+  if (!kept.defined() || kept.numel() < count || kept.scalar_type() != like.scalar_type())
+    kept = at::empty({count}, like.options());  // CPU, as `like`
   return kept.narrow(0, 0, count);
 }
 

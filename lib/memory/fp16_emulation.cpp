@@ -21,30 +21,22 @@ at::Tensor rounded(const at::Tensor& t) { return t.to(at::kHalf).to(t.scalar_typ
 
 bool emulated(const at::Tensor& t) { return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat; }
 
-at::Tensor mm16(const at::Tensor& a, const at::Tensor& b) {
+// A product of two operands (mm, bmm) in float16's values.
+template <at::Tensor (*Product)(const at::Tensor&, const at::Tensor&)>
+at::Tensor product16(const at::Tensor& a, const at::Tensor& b) {
   c10::impl::ExcludeDispatchKeyGuard off(kKey);
-  if (!emulated(a) || !emulated(b)) return at::mm(a, b);
-  return rounded(at::mm(rounded(a), rounded(b)));
+  if (!emulated(a) || !emulated(b)) return Product(a, b);
+  return rounded(Product(rounded(a), rounded(b)));
 }
 
-at::Tensor bmm16(const at::Tensor& a, const at::Tensor& b) {
+// The same with a tensor added (addmm, baddbmm: beta self + alpha a b).
+template <at::Tensor (*Product)(const at::Tensor&, const at::Tensor&, const at::Tensor&, const c10::Scalar&,
+                                const c10::Scalar&)>
+at::Tensor added_product16(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
+                           const c10::Scalar& alpha) {
   c10::impl::ExcludeDispatchKeyGuard off(kKey);
-  if (!emulated(a) || !emulated(b)) return at::bmm(a, b);
-  return rounded(at::bmm(rounded(a), rounded(b)));
-}
-
-at::Tensor addmm16(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
-                   const c10::Scalar& alpha) {
-  c10::impl::ExcludeDispatchKeyGuard off(kKey);
-  if (!emulated(self) || !emulated(a) || !emulated(b)) return at::addmm(self, a, b, beta, alpha);
-  return rounded(at::addmm(rounded(self), rounded(a), rounded(b), beta, alpha));
-}
-
-at::Tensor baddbmm16(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
-                     const c10::Scalar& alpha) {
-  c10::impl::ExcludeDispatchKeyGuard off(kKey);
-  if (!emulated(self) || !emulated(a) || !emulated(b)) return at::baddbmm(self, a, b, beta, alpha);
-  return rounded(at::baddbmm(rounded(self), rounded(a), rounded(b), beta, alpha));
+  if (!emulated(self) || !emulated(a) || !emulated(b)) return Product(self, a, b, beta, alpha);
+  return rounded(Product(rounded(self), rounded(a), rounded(b), beta, alpha));
 }
 
 // linear whole, as autocast takes it: for 3-D inputs LibTorch's linear is
@@ -74,10 +66,10 @@ bool register_once() {
     return false;  // another fallback holds the key
   }
   kernels = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", kKey, __FILE__, __LINE__);
-  kernels->impl("mm", TORCH_FN(mm16));
-  kernels->impl("bmm", TORCH_FN(bmm16));
-  kernels->impl("addmm", TORCH_FN(addmm16));
-  kernels->impl("baddbmm", TORCH_FN(baddbmm16));
+  kernels->impl("mm", TORCH_FN(product16<at::mm>));
+  kernels->impl("bmm", TORCH_FN(product16<at::bmm>));
+  kernels->impl("addmm", TORCH_FN(added_product16<at::addmm>));
+  kernels->impl("baddbmm", TORCH_FN(added_product16<at::baddbmm>));
   kernels->impl("linear", TORCH_FN(linear16));
   return true;
 }

@@ -114,14 +114,15 @@ std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layer
 }
 
 at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
-  if (!moes_.empty() && options_.recompute != memory::Recompute::kNone) {
-    const std::shared_ptr<experts::MoeLayerImpl> moe = moes_[k];
-    return run_encoder_layer(*layers_[k], h, mask_for(h), options_.recompute,
-                             [moe](const at::Tensor& x) { return moe->forward(x); });
+  if (options_.recompute != memory::Recompute::kNone) {
+    FeedForward feed_forward;  // empty: the layer's own
+    if (!moes_.empty()) {
+      const std::shared_ptr<experts::MoeLayerImpl> moe = moes_[k];
+      feed_forward = [moe](const at::Tensor& x) { return moe->forward(x); };
+    }
+    return run_encoder_layer(*layers_[k], h, mask_for(h), options_.recompute, feed_forward);
   }
   if (!moes_.empty()) return encoder_layer_forward(*layers_[k], *moes_[k], h, mask_for(h));
-  if (options_.recompute != memory::Recompute::kNone)
-    return run_encoder_layer(*layers_[k], h, mask_for(h), options_.recompute);
   return layers_[k](h, mask_for(h));
 }
 

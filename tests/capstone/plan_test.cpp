@@ -116,13 +116,12 @@ TEST(Plan, RecomputationJoinsEveryDimensionAndMatmulsRefusesCutLayersAndExperts)
             "order");
   o = two_by_two();
   o.recompute = Recompute::kSelective;
-  EXPECT_EQ(ParallelPlan(o).describe().back(),
-            "activations: each layer's attention core recomputed in its backward (--recompute selective), the s x s "
-            "scores and weights not kept");
+  const std::string selective =
+      "activations: each layer's attention core recomputed in its backward (--recompute selective), the s x s scores "
+      "and weights not kept";
+  EXPECT_EQ(ParallelPlan(o).describe().back(), selective);
   o.layout.tensor = 2;  // the core of a tensor rank's heads exchanges nothing
-  EXPECT_EQ(ParallelPlan(o).describe().back(),
-            "activations: each layer's attention core recomputed in its backward (--recompute selective), the s x s "
-            "scores and weights not kept");
+  EXPECT_EQ(ParallelPlan(o).describe().back(), selective);
   o.layout.context = 2;
   EXPECT_EQ(ParallelPlan(o).describe().back(),
             "activations: the recomputation runs the attention core's exchanges again, every rank of the group in the "
