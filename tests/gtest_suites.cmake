@@ -7,11 +7,18 @@
 #
 # Set before including: DISTLAB_TEST_NAME (the executable's target name),
 # DISTLAB_TEST_EXE (its file), DISTLAB_TEST_DIR (where its tests run),
-# DISTLAB_TEST_TIMEOUT (seconds per suite). The listing is cached next to
-# the executable and redone when the executable is newer.
+# DISTLAB_TEST_TIMEOUT (seconds per suite), DISTLAB_TEST_ONE (true: one
+# ctest test, named EXECUTABLE, runs every suite in one process). The
+# listing is cached next to the executable and redone when it is newer.
 set(_listed "${DISTLAB_TEST_DIR}/${DISTLAB_TEST_NAME}_suites.cmake")
 if(NOT EXISTS "${DISTLAB_TEST_EXE}")
   add_test(${DISTLAB_TEST_NAME}_NOT_BUILT ${DISTLAB_TEST_NAME}_NOT_BUILT)
+  return()
+endif()
+if(DISTLAB_TEST_ONE)
+  add_test("${DISTLAB_TEST_NAME}" "${DISTLAB_TEST_EXE}")
+  set_tests_properties("${DISTLAB_TEST_NAME}" PROPERTIES WORKING_DIRECTORY "${DISTLAB_TEST_DIR}"
+                       TIMEOUT ${DISTLAB_TEST_TIMEOUT} LABELS gtest)
   return()
 endif()
 if(NOT EXISTS "${_listed}" OR NOT "${_listed}" IS_NEWER_THAN "${DISTLAB_TEST_EXE}"

@@ -121,7 +121,9 @@ void print_utilisation(const comm::Communicator& comm, const train::TrainerOptio
   const int threads = at::get_num_threads();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!cuda) at::set_num_threads(cores);
-  const double peak = memory::matmul_flops_per_second(1024, 5, cuda, memory::compute_dtype(t.precision));
+  // The best of 2 products after a first one: every test and docs check
+  // that runs the capstone pays for this measurement.
+  const double peak = memory::matmul_flops_per_second(1024, 2, cuda, memory::compute_dtype(t.precision));
   if (!cuda) at::set_num_threads(threads);
   int devices = 1;
   if (cuda) {
