@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Checks that the load order (lib/load_order.cmake) changes no binding.
+
+    load_order_check.py PLAIN ORDERED LESSON
+
+PLAIN and ORDERED: the same empty program linked as LESSON is (LibTorch's
+three libraries first), without and with the order. LESSON must name the
+libraries ORDERED names, in the same order, after libdistlab's two; ORDERED
+more than PLAIN (the order is there). Both probes run with every symbol bound
+at start (LD_BIND_NOW) and the loader saying where it bound each one
+(LD_DEBUG=bindings); each library's every symbol must bind to the same
+library in both.
+"""
+import os
+import re
+import subprocess
+import sys
+
+BINDING = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: \w+ symbol `([^']+)'(?: \[(\S+)\])?")
+
+
+def needed(program):
+    out = subprocess.run(["readelf", "-d", program], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def bindings(program):
+    """(requesting file, symbol, version) -> the file it binds to; the program itself named PROGRAM."""
+    env = dict(os.environ, LD_BIND_NOW="1", LD_DEBUG="bindings")
+    run = subprocess.run([program], capture_output=True, text=True, env=env, timeout=60)
+    if run.returncode != 0:
+        sys.exit(f"{program} failed ({run.returncode}):\n{run.stderr[-2000:]}")
+    names = {}
+
+    def name(f):
+        if f not in names:
+            names[f] = "PROGRAM" if os.path.basename(f) == os.path.basename(program) else os.path.realpath(f)
+        return names[f]
+
+    out = {}
+    for line in run.stderr.splitlines():
+        m = BINDING.search(line)
+        if m:
+            out[(name(m.group(1)), m.group(3), m.group(4))] = name(m.group(2))
+    return out
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    plain, ordered, lesson = sys.argv[1:]
+    named = needed(plain), needed(ordered)
+    print(f"load order: {plain} names {len(named[0])} libraries, {ordered} {len(named[1])}")
+    if len(named[1]) <= len(named[0]):
+        sys.exit("load order: the ordered program names no more libraries than the plain one: the order is not there")
+    if needed(lesson)[2:] != named[1]:
+        sys.exit(f"load order: {lesson} names {needed(lesson)[:12]}..., the probe {named[1][:10]}...")
+    a, b = bindings(plain), bindings(ordered)
+    if len(a) < 1000:
+        sys.exit(f"load order: only {len(a)} bindings seen: LD_DEBUG gave no account of them")
+    differ = [(k, v, b.get(k)) for k, v in a.items() if b.get(k) != v]
+    extra = [k for k in b if k not in a]
+    for (requester, symbol, version), was, now in differ[:20]:
+        print(f"  {requester}: {symbol}{' ' + version if version else ''} bound to {was}, with the order to {now}")
+    if differ or extra:
+        sys.exit(f"load order: {len(differ)} of {len(a)} bindings differ, {len(extra)} new ones")
+    print(f"load order: all {len(a)} bindings the same")
+
+
+if __name__ == "__main__":
+    main()
