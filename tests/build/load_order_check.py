@@ -9,13 +9,17 @@ libraries ORDERED names, in the same order, after libdistlab's two; ORDERED
 more than PLAIN (the order is there). Both probes run with every symbol bound
 at start (LD_BIND_NOW) and the loader saying where it bound each one
 (LD_DEBUG=bindings); each library's every symbol must bind to the same
-library in both.
+library in both. And the comparison can fail: PLAIN with one library moved
+ahead of an earlier one that defines a symbol it also defines (LD_PRELOAD)
+must show bindings that differ.
 """
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINDING = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: \w+ symbol `([^']+)'(?: \[(\S+)\])?")
 
 
@@ -24,9 +28,9 @@ def needed(program):
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
 
 
-def bindings(program):
+def bindings(program, preload=None):
     """(requesting file, symbol, version) -> the file it binds to; the program itself named PROGRAM."""
-    env = dict(os.environ, LD_BIND_NOW="1", LD_DEBUG="bindings")
+    env = dict(os.environ, LD_BIND_NOW="1", LD_DEBUG="bindings", **({"LD_PRELOAD": preload} if preload else {}))
     run = subprocess.run([program], capture_output=True, text=True, env=env, timeout=60)
     if run.returncode != 0:
         sys.exit(f"{program} failed ({run.returncode}):\n{run.stderr[-2000:]}")
@@ -45,6 +49,29 @@ def bindings(program):
     return out
 
 
+def compare(a, b, what=None):
+    """How many bindings of b differ from a's (with `what`, the first 20 printed); b may not add any."""
+    differ = [(k, v, b.get(k)) for k, v in a.items() if b.get(k) != v]
+    extra = [k for k in b if k not in a]
+    for (requester, symbol, version), was, now in differ[:20] if what else []:
+        print(f"  {requester}: {symbol}{' ' + version if version else ''} bound to {was}, {what} to {now}")
+    return len(differ) + len(extra)
+
+
+def moved_ahead(plain):
+    """A library of PLAIN's that defines a symbol an earlier one defines too."""
+    spec = importlib.util.spec_from_file_location("load_order", os.path.join(SOURCE, "scripts", "load_order.py"))
+    load_order = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load_order)
+    seen = set()
+    for library in load_order.loader_order(plain):
+        defined, _ = load_order.symbols_and_lookups(library)
+        if defined & seen and not os.path.basename(library).startswith(("libc.", "libstdc++", "libm.", "libgcc_s")):
+            return library
+        seen |= defined
+    sys.exit("load order: no two libraries define a common symbol: nothing to move")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -58,13 +85,15 @@ def main():
     a, b = bindings(plain), bindings(ordered)
     if len(a) < 1000:
         sys.exit(f"load order: only {len(a)} bindings seen: LD_DEBUG gave no account of them")
-    differ = [(k, v, b.get(k)) for k, v in a.items() if b.get(k) != v]
-    extra = [k for k in b if k not in a]
-    for (requester, symbol, version), was, now in differ[:20]:
-        print(f"  {requester}: {symbol}{' ' + version if version else ''} bound to {was}, with the order to {now}")
-    if differ or extra:
-        sys.exit(f"load order: {len(differ)} of {len(a)} bindings differ, {len(extra)} new ones")
+    differ = compare(a, b, "with the order")
+    if differ:
+        sys.exit(f"load order: {differ} of {len(a)} bindings differ")
     print(f"load order: all {len(a)} bindings the same")
+    library = moved_ahead(plain)
+    moved = compare(a, {k: v for k, v in bindings(plain, library).items() if k[0] != os.path.realpath(library) or k in a})
+    if not moved:
+        sys.exit(f"load order: moving {library} first changed no binding: the comparison cannot tell")
+    print(f"load order: moving {os.path.basename(library)} first changes {moved} bindings (the comparison can fail)")
 
 
 if __name__ == "__main__":
