@@ -20,12 +20,10 @@ import subprocess
 import sys
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location("load_order", os.path.join(SOURCE, "scripts", "load_order.py"))
+load_order = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(load_order)
 BINDING = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: \w+ symbol `([^']+)'(?: \[(\S+)\])?")
-
-
-def needed(program):
-    out = subprocess.run(["readelf", "-d", program], capture_output=True, text=True, check=True).stdout
-    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
 
 
 def bindings(program, preload=None):
@@ -60,13 +58,10 @@ def compare(a, b, what=None):
 
 def moved_ahead(plain):
     """A library of PLAIN's that defines a symbol an earlier one defines too."""
-    spec = importlib.util.spec_from_file_location("load_order", os.path.join(SOURCE, "scripts", "load_order.py"))
-    load_order = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(load_order)
     seen = set()
     for library in load_order.loader_order(plain):
         defined, _ = load_order.symbols_and_lookups(library)
-        if defined & seen and not os.path.basename(library).startswith(("libc.", "libstdc++", "libm.", "libgcc_s")):
+        if defined & seen and os.path.basename(library) not in load_order.RUNTIMES:
             return library
         seen |= defined
     sys.exit("load order: no two libraries define a common symbol: nothing to move")
@@ -76,6 +71,7 @@ def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     plain, ordered, lesson = sys.argv[1:]
+    needed = load_order.needed
     named = needed(plain), needed(ordered)
     print(f"load order: {plain} names {len(named[0])} libraries, {ordered} {len(named[1])}")
     if len(named[1]) <= len(named[0]):
