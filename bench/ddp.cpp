@@ -39,6 +39,7 @@ struct DdpBenchOptions : StepOptions {
   comm::JobOptions job;
   std::vector<std::string> parts{"overlap", "sweep"};
   bool no_overlap = false;  // --parts step: every bucket after the backward (DdpOptions::overlap false)
+  bool through_buffers = false;  // --parts step: never in place (DdpOptions::in_place false)
 };
 
 // One model and what a step of it needs.
@@ -178,6 +179,7 @@ void part_step(comm::Communicator& comm, const DdpBenchOptions& o) {
   Replica replica(o);
   ddp::DdpOptions options = options_with_cap(o, o.bucket_cap_bytes());
   options.overlap = !o.no_overlap;
+  options.in_place = !o.through_buffers;
   ddp::DistributedDataParallel ddp(comm, replica.model.ptr(), options);
   for (int k = 0; k < o.warmup; ++k) replica.step(&ddp);
   std::vector<double> t;
@@ -224,6 +226,9 @@ Registration reg("ddp", "DistributedDataParallel: overlapped vs naive, overlap f
       ->check(CLI::IsMember({"overlap", "sweep", "step"}))->capture_default_str();
   cmd.add_flag("--no-overlap", o->no_overlap,
                "--parts step: every bucket all-reduces once the backward is done (DdpOptions::overlap false)");
+  cmd.add_flag("--through-buffers", o->through_buffers,
+               "--parts step: every bucket goes through its buffer, even where the backend could all-reduce the "
+               "gradients where they lie (DdpOptions::in_place false)");
   return [o] {
     comm::run_job(comm::with_env_defaults(o->job), [&](comm::Communicator& comm) { run_rank(comm, *o); });
     return 0;

@@ -1,6 +1,7 @@
 #include "comm/communicator.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 
 #include <algorithm>
 #include <functional>
@@ -209,6 +210,40 @@ void Communicator::native_all_reduce(at::Tensor& tensor, ReduceOp op) {
     span.set_bytes(static_cast<int64_t>(tensor.nbytes())).arg("op", to_string(op));
     if (size_ > 1) do_all_reduce(tensor, op);
   });
+}
+
+void Communicator::native_all_reduce_parts(const std::vector<at::Tensor>& parts, double scale) {
+  if (parts.empty()) throw CommError(self() + ": all_reduce of no parts");
+  int64_t numel = 0;
+  for (const at::Tensor& part : parts) {
+    check_tensor("all_reduce", part);
+    if (part.scalar_type() != parts.front().scalar_type() || part.device() != parts.front().device())
+      throw CommError(self() + ": all_reduce of parts needs one dtype and device, not " +
+                      c10::toString(parts.front().scalar_type()) + " on " + parts.front().device().str() + " and " +
+                      c10::toString(part.scalar_type()) + " on " + part.device().str());
+    numel += part.numel();
+  }
+  // What the flight recorder and the trace see: one tensor of all the parts' elements.
+  const at::Tensor whole = at::empty({numel}, parts.front().options().device(at::kMeta));
+  FlightOp::collective(*this, "all_reduce", "native", whole, -1).run([&] {
+    trace::Span span(recorder(), world_rank(), trace::kLaneComm, "native all_reduce", "collective");
+    label(span);
+    span.set_bytes(static_cast<int64_t>(whole.nbytes())).arg("op", "sum").arg("parts", parts.size());
+    do_all_reduce_parts(parts, scale);
+  });
+}
+
+void Communicator::do_all_reduce_parts(const std::vector<at::Tensor>& parts, double scale) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& part : parts) flat.push_back(part.view({-1}));
+  at::Tensor buffer = at::cat(flat);
+  if (scale != 1.0) buffer.mul_(at::native::wrapped_scalar_tensor(scale));
+  if (size_ > 1) do_all_reduce(buffer, ReduceOp::kSum);
+  int64_t offset = 0;
+  for (at::Tensor& part : flat) {
+    part.copy_(buffer.narrow(0, offset, part.numel()));
+    offset += part.numel();
+  }
 }
 
 void Communicator::native_all_to_all(const at::Tensor& input, at::Tensor& output,

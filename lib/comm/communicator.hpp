@@ -158,6 +158,20 @@ class Communicator {
   void native_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
                          const std::vector<int64_t>& recv_counts);
 
+  // DDP's all-reduce of one bucket's gradients where they lie
+  // (ddp/reducer.cpp): every part becomes the sum over ranks of
+  // (that part x scale), the parts taken as one tensor in their order and
+  // summed in rank order, bit for bit what multiplying them into one buffer
+  // (at::mul_out) and native_all_reduce of it give. The parts: contiguous,
+  // one dtype and device, the same element counts on every rank.
+  // A backend that does it with no such buffer, reading the other ranks'
+  // parts where they are, says so for a bucket of `bytes` (the same answer
+  // on every rank): the shared-memory transport when its ranks read each
+  // other's memory in one copy. The others run exactly that: a buffer, the
+  // all-reduce, the copies back.
+  bool all_reduces_parts_in_place(int64_t bytes) const { return size_ > 1 && can_all_reduce_parts_in_place(bytes); }
+  void native_all_reduce_parts(const std::vector<at::Tensor>& parts, double scale);
+
  protected:
   virtual WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) = 0;
   virtual WorkPtr do_irecv(at::Tensor& tensor, int peer, int tag) = 0;
@@ -168,6 +182,8 @@ class Communicator {
   virtual void do_all_reduce(at::Tensor& tensor, ReduceOp op) = 0;
   virtual void do_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
                              const std::vector<int64_t>& recv_counts);
+  virtual bool can_all_reduce_parts_in_place(int64_t /*bytes*/) const { return false; }
+  virtual void do_all_reduce_parts(const std::vector<at::Tensor>& parts, double scale);
   // Builds this rank's communicator of a group. `members` are the ranks of
   // this communicator in the group's order (this rank among them); `key` is
   // unique to this split call and group, the same on every member; `options`

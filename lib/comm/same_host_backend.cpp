@@ -105,6 +105,18 @@ class SameHostCommunicator : public GlooCommunicator {
     links_->all_reduce(tensor, op, self() + ": all_reduce");
   }
 
+  bool can_all_reduce_parts_in_place(int64_t bytes) const override {
+    return all_here() && links_->all_reduces_parts_in_place(static_cast<uint64_t>(bytes));
+  }
+
+  void do_all_reduce_parts(const std::vector<at::Tensor>& parts, double scale) override {
+    int64_t bytes = 0;
+    for (const at::Tensor& part : parts) bytes += static_cast<int64_t>(part.nbytes());
+    if (!can_all_reduce_parts_in_place(bytes)) return GlooCommunicator::do_all_reduce_parts(parts, scale);
+    require_cpu("all_reduce", parts.front());
+    links_->all_reduce_parts(parts, scale, self() + ": all_reduce");
+  }
+
   void do_all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
                      const std::vector<int64_t>& recv_counts) override {
     if (!all_here()) return GlooCommunicator::do_all_to_all(input, output, send_counts, recv_counts);

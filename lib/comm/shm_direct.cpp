@@ -16,7 +16,11 @@
 // measured faster on 2 ranks, no faster on 4 (each piece read from every
 // other rank by a system call), so by default groups of 2 take it
 // (ShmSettings::direct_ranks).
+//
+// At the end of the file: DDP's buckets all-reduced where their gradients
+// lie, the same three barriers over a table of the parts' addresses.
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -41,30 +45,34 @@ bool ShmProcess::Links::goes_directly(const at::Tensor& tensor) const {
   return direct_ && bytes_of(tensor) >= process_->settings().single_copy_from;
 }
 
-void ShmProcess::Links::publish(const at::Tensor& tensor, const std::string& what) {
+void ShmProcess::Links::publish(const void* address, uint64_t bytes, uint64_t segments, const std::string& what) {
   auto* page = static_cast<GroupPage*>(mine_.data());
-  page->address.store(reinterpret_cast<uint64_t>(bytes_at(tensor)), std::memory_order_relaxed);
-  page->bytes.store(bytes_of(tensor), std::memory_order_relaxed);
-  barrier(what);  // its release store of `arrived` publishes both
+  page->address.store(reinterpret_cast<uint64_t>(address), std::memory_order_relaxed);
+  page->bytes.store(bytes, std::memory_order_relaxed);
+  page->segments.store(segments, std::memory_order_relaxed);
+  barrier(what);  // its release store of `arrived` publishes them
   const int p = static_cast<int>(world_ranks_.size());
   for (int m = 0; m < p; ++m) {
     if (m == rank_) continue;
     const uint64_t theirs = static_cast<GroupPage*>(theirs_[m].data())->bytes.load(std::memory_order_relaxed);
-    if (theirs != bytes_of(tensor))
-      throw CommError(what + ": this rank has " + std::to_string(bytes_of(tensor)) + " bytes, rank " +
+    if (theirs != bytes)
+      throw CommError(what + ": this rank has " + std::to_string(bytes) + " bytes, rank " +
                       std::to_string(world_ranks_[m]) + " " + std::to_string(theirs));
   }
 }
 
-void ShmProcess::Links::read_from(int m, uint64_t offset, void* into, uint64_t bytes, const std::string& what) {
+void ShmProcess::Links::read_at(int m, uint64_t address, void* into, uint64_t bytes, const std::string& what) {
   if (bytes == 0) return;
-  const auto* page = static_cast<GroupPage*>(theirs_[m].data());
   const int world = world_ranks_[m];
-  const std::string why =
-      shm::read_directly(process_->pid_of(world), into, page->address.load(std::memory_order_relaxed) + offset, bytes);
+  const std::string why = shm::read_directly(process_->pid_of(world), into, address, bytes);
   if (!why.empty())
     throw PeerClosed(what + ": reading rank " + std::to_string(world) + "'s tensor (process " +
                      std::to_string(process_->pid_of(world)) + "): " + why);
+}
+
+void ShmProcess::Links::read_from(int m, uint64_t offset, void* into, uint64_t bytes, const std::string& what) {
+  const auto* page = static_cast<GroupPage*>(theirs_[m].data());
+  read_at(m, page->address.load(std::memory_order_relaxed) + offset, into, bytes, what);
 }
 
 void ShmProcess::Links::reduce_range(at::Tensor& flat, int64_t lo, int64_t hi, ReduceOp op, const std::string& what) {
@@ -113,6 +121,110 @@ void ShmProcess::Links::reduce_directly(at::Tensor& tensor, int root, ReduceOp o
 void ShmProcess::Links::broadcast_directly(at::Tensor& tensor, int root, const std::string& what) {
   publish(tensor, what);
   if (rank_ != root) read_from(root, 0, bytes_at(tensor), bytes_of(tensor), what);
+  barrier(what);
+}
+
+
+// ------------------------------------------------ a bucket where it lies
+//
+// DDP's bucket all-reduced with no bucket (Communicator::native_all_reduce_parts):
+// the same three barriers as reduce_directly, over a table of the parts'
+// addresses in place of one tensor's. Rank r reduces share r of the parts
+// taken as one tensor, each value times `scale` first (so the copy into a
+// bucket and the multiply are one pass, in the caches), then reads every
+// other share straight into its own parts. Per rank and byte of gradient,
+// against a bucket reduced in one copy: no copy in (a read and a write of
+// every byte), no copy out (the same again), and the other shares written
+// once, into .grad, not into the bucket and then out of it.
+
+bool ShmProcess::Links::all_reduces_parts_in_place(uint64_t bytes) const {
+  return readable_ && bytes >= process_->settings().single_copy_from;
+}
+
+namespace {
+// `bytes` bytes at `offset` of the parts in `table` taken as one run: the
+// runs of each part they cover, in order, as (address, bytes, offset of
+// the first byte from `offset`).
+template <typename Each>
+void for_each_run(const std::vector<shm::Segment>& table, uint64_t offset, uint64_t bytes, Each&& each) {
+  uint64_t start = 0, done = 0;
+  for (const shm::Segment& part : table) {
+    if (done == bytes) return;
+    const uint64_t end = start + part.bytes;
+    if (offset + done < end) {
+      const uint64_t from = offset + done - start, take = std::min(bytes - done, part.bytes - from);
+      each(part.address + from, take, done);
+      done += take;
+    }
+    start = end;
+  }
+}
+}  // namespace
+
+void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, double scale, const std::string& what) {
+  const int p = static_cast<int>(world_ranks_.size());
+  std::vector<shm::Segment> mine;
+  uint64_t total = 0;
+  for (const at::Tensor& part : parts) {
+    mine.push_back({reinterpret_cast<uint64_t>(bytes_at(part)), bytes_of(part)});
+    total += mine.back().bytes;
+  }
+  // 1. Every rank publishes its table (it stays here until the last barrier).
+  publish(mine.data(), total, mine.size(), what);
+  std::vector<std::vector<shm::Segment>> tables(p);
+  for (int m = 0; m < p; ++m) {
+    if (m == rank_) continue;
+    const auto* page = static_cast<GroupPage*>(theirs_[m].data());
+    tables[m].resize(page->segments.load(std::memory_order_relaxed));
+    read_at(m, page->address.load(std::memory_order_relaxed), tables[m].data(),
+            tables[m].size() * sizeof(shm::Segment), what);
+  }
+  auto read_run = [&](int m, uint64_t offset, uint8_t* into, uint64_t bytes) {
+    for_each_run(tables[m], offset, bytes, [&](uint64_t address, uint64_t n, uint64_t at) {
+      read_at(m, address, into + at, n, what);
+    });
+  };
+  // Each of my parts' elements within [lo, hi) of the whole, as
+  // (its part's flat view, its first element there, the whole's first element, count).
+  const int64_t es = parts.front().element_size(), n = static_cast<int64_t>(total) / es;
+  auto for_each_of_mine = [&](int64_t lo, int64_t hi, auto&& each) {
+    int64_t start = 0;
+    for (const at::Tensor& part : parts) {
+      const int64_t end = start + part.numel(), a = std::max(lo, start), b = std::min(hi, end);
+      if (a < b) each(part.view({-1}), a - start, a, b - a);
+      start = end;
+    }
+  };
+
+  // 2. My share, piece by piece, in my own parts.
+  const int64_t lo = n * rank_ / p, hi = n * (rank_ + 1) / p;
+  const int64_t per_piece = std::max<int64_t>(1, kPieceBytes / es);
+  const at::Tensor factor = at::native::wrapped_scalar_tensor(scale);
+  at::Tensor theirs = at::empty({std::min(per_piece, std::max<int64_t>(hi - lo, 1))}, parts.front().options());
+  at::Tensor sum = rank_ <= 1 ? at::Tensor() : at::empty_like(theirs);
+  for_each_of_mine(lo, hi, [&](const at::Tensor& flat, int64_t first, int64_t whole, int64_t count) {
+    for (int64_t k = 0; k < count; k += per_piece) {
+      const int64_t c = std::min(per_piece, count - k);
+      at::Tensor piece = flat.slice(0, first + k, first + k + c), in = theirs.slice(0, 0, c);
+      if (scale != 1.0) piece.mul_(factor);
+      auto read_share_of = [&](int m) {
+        read_run(m, static_cast<uint64_t>((whole + k) * es), bytes_at(in), static_cast<uint64_t>(c * es));
+        if (scale != 1.0) in.mul_(factor);
+        return in;
+      };
+      shm::reduce_in_rank_order(piece, rank_, p, ReduceOp::kSum, read_share_of,
+                                sum.defined() ? sum.slice(0, 0, c) : at::Tensor());
+    }
+  });
+  barrier(what);
+  // 3. Every other share, out of its owner's parts into mine.
+  for (int m = 0; m < p; ++m) {
+    if (m == rank_) continue;
+    for_each_of_mine(n * m / p, n * (m + 1) / p,
+                     [&](const at::Tensor& flat, int64_t first, int64_t whole, int64_t count) {
+      read_run(m, static_cast<uint64_t>(whole * es), bytes_at(flat) + first * es, static_cast<uint64_t>(count * es));
+    });
+  }
   barrier(what);
 }
 

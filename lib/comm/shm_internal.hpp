@@ -28,6 +28,16 @@ struct GroupPage {
   // and how many bytes it holds, published before the barrier that starts it.
   std::atomic<uint64_t> address{0};
   std::atomic<uint64_t> bytes{0};
+  // 0: `address` is the tensor. n: a bucket's gradients where they lie
+  // (all_reduce_parts): `address` is a table of n Segments, in this
+  // process's memory, `bytes` theirs in all.
+  std::atomic<uint64_t> segments{0};
+};
+
+// One contiguous run of bytes in a process's memory.
+struct Segment {
+  uint64_t address;
+  uint64_t bytes;
 };
 
 inline uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }

@@ -164,10 +164,11 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
       wait_text(store, prefix + "mapped/" + std::to_string(m), timeout,
                 me + ": shared memory: rank " + std::to_string(world_ranks_[m]) + " did not map this rank's rings");
   mine_.unlink();
-  direct_ = all_here() && s.single_copy_from > 0 && p <= s.direct_ranks;
-  for (int a = 0; a < p && direct_; ++a)
+  readable_ = all_here() && s.single_copy_from > 0;
+  for (int a = 0; a < p && readable_; ++a)
     for (int b = 0; b < p; ++b)
-      if (a != b && !process_->reads_directly(world_ranks_[a], world_ranks_[b])) direct_ = false;
+      if (a != b && !process_->reads_directly(world_ranks_[a], world_ranks_[b])) readable_ = false;
+  direct_ = readable_ && p <= s.direct_ranks;
   process_->add(this);
 }
 

@@ -169,6 +169,11 @@ class ShmProcess::Links {
   void all_reduce(at::Tensor& tensor, ReduceOp op, const std::string& what);
   void all_to_all(const at::Tensor& input, at::Tensor& output, const std::vector<int64_t>& send_counts,
                   const std::vector<int64_t>& recv_counts, const std::string& what);
+  // Communicator::native_all_reduce_parts with no buffer (shm_direct.cpp):
+  // possible from single_copy_from bytes on, where every member reads every
+  // other one in one copy (whatever the group's size).
+  bool all_reduces_parts_in_place(uint64_t bytes) const;
+  void all_reduce_parts(const std::vector<at::Tensor>& parts, double scale, const std::string& what);
 
   struct Op;
   struct Out;
@@ -195,8 +200,15 @@ class ShmProcess::Links {
   // Whether `tensor` goes in one copy: every member can read every other
   // one (their probes), and it is at least single_copy_from bytes.
   bool goes_directly(const at::Tensor& tensor) const;
-  // Publishes where this rank's tensor is, then waits for every member to.
-  void publish(const at::Tensor& tensor, const std::string& what);
+  // Publishes where this rank's tensor is (or its table of `segments`
+  // Segments, shm_internal.hpp), then waits for every member to; every
+  // member's `bytes` must be the same.
+  void publish(const void* address, uint64_t bytes, uint64_t segments, const std::string& what);
+  void publish(const at::Tensor& tensor, const std::string& what) {
+    publish(tensor.data_ptr(), static_cast<uint64_t>(tensor.nbytes()), 0, what);
+  }
+  // Reads `bytes` at `address` in member m's process into `into`.
+  void read_at(int m, uint64_t address, void* into, uint64_t bytes, const std::string& what);
   // Reads `bytes` at `offset` of member m's published tensor into `into`.
   void read_from(int m, uint64_t offset, void* into, uint64_t bytes, const std::string& what);
   uint8_t* slot(int member, int half) const;
@@ -220,7 +232,8 @@ class ShmProcess::Links {
   std::vector<int> watched_;  // world ranks of the other local members
   uint64_t generation_ = 0;   // barriers so far
   uint64_t chunks_ = 0;       // arena chunks so far (the half in use alternates)
-  bool direct_ = false;       // every member reads every other one in one copy
+  bool readable_ = false;     // every member reads every other one in one copy
+  bool direct_ = false;       // readable_, and collectives go in one copy (direct_ranks)
   std::shared_ptr<trace::Recorder> recorder_;
   std::string label_;  // " (KEY TOKEN)" after a ring's counter name
 };

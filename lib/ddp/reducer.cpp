@@ -46,6 +46,10 @@ void transition(State& state, State from, State to, const Who&... who) {
 
 // One bucket of the plan through a synchronized backward, as picotron's
 // Bucket: which of its gradients are in, and the handle of its all-reduce.
+// Its gradients go into a buffer of its own (slots, one per parameter),
+// which is all-reduced and copied back to .grad; or, where the backend can
+// (Communicator::all_reduces_parts_in_place), stay in .grad, where they
+// are all-reduced as they lie: no buffer, no copies in or out.
 //   filling  --its last gradient is in its slot-->  ready
 //   ready    --every earlier bucket launched-->      launched (all-reduce on the comm thread)
 //   launched --finalize() waited for it-->           reduced
@@ -53,9 +57,12 @@ void transition(State& state, State from, State to, const Who&... who) {
 class GradBucket {
  public:
   // Bucket `index` of a plan: a zeroed buffer, a slot (a flat view of it) per parameter.
-  GradBucket(size_t index, const Bucket& planned, const std::vector<at::Tensor>& params, at::TensorOptions options)
-      : index_(index), buffer_(at::zeros({planned.numel}, options)), has_grad_(planned.params.size()),
-        pending_(planned.params.size()) {
+  GradBucket(size_t index, const Bucket& planned, const std::vector<at::Tensor>& params, at::TensorOptions options,
+             bool in_place)
+      : index_(index), params_(planned.params), bytes_(planned.bytes), in_place_(in_place),
+        has_grad_(planned.params.size()), pending_(planned.params.size()) {
+    if (in_place) return;
+    buffer_ = at::zeros({planned.numel}, options);
     int64_t offset = 0;
     for (int i : planned.params) {
       slots_.push_back(buffer_.narrow(0, offset, params[static_cast<size_t>(i)].numel()));
@@ -64,7 +71,9 @@ class GradBucket {
   }
   size_t index() const { return index_; }
   BucketState state() const { return state_; }
-  const at::Tensor& buffer() const { return buffer_; }
+  const at::Tensor& buffer() const { return buffer_; }  // undefined when in place
+  int64_t bytes() const { return bytes_; }
+  bool in_place() const { return in_place_; }
   at::Tensor& slot(size_t k) { return slots_[k]; }
   bool has_grad(size_t k) const { return has_grad_[k]; }
 
@@ -76,21 +85,30 @@ class GradBucket {
     if (--pending_ == 0) transition(state_, BucketState::kFilling, BucketState::kReady, "DDP bucket ", index_);
   }
 
-  void launch(collectives::CommThread& thread, collectives::Algorithm algorithm, int tag, int64_t step) {
+  // Its all-reduce on the comm thread; `params` are the reducer's.
+  void launch(collectives::CommThread& thread, collectives::Algorithm algorithm, int tag, int64_t step,
+              const std::vector<at::Tensor>& params) {
     transition(state_, BucketState::kReady, BucketState::kLaunched, "DDP bucket ", index_);
     comm::Communicator& c = thread.comm();
+    std::vector<at::Tensor> grads;  // in place: the parts, in packing order
+    if (in_place_)
+      for (int i : params_) grads.push_back(params[static_cast<size_t>(i)].grad());
     // The flight recorder's call site of this all-reduce (the comm thread takes it along).
     flight::Site site("DDP bucket " + std::to_string(index_) + ", step " + std::to_string(step));
     work_ = thread.submit(c.self() + ": all-reduce of DDP bucket " + std::to_string(index_),
-                          [&c, buffer = buffer_, b = index_, count = slots_.size(), algorithm, tag, step]() mutable {
+                          [&c, buffer = buffer_, grads = std::move(grads), b = index_, bytes = bytes_,
+                           count = params_.size(), algorithm, tag, step]() mutable {
       trace::Span span(c.recorder(), c.world_rank(), kLaneDdp, "bucket", "bucket");
       if (span.active()) {
         c.label(span);
-        span.set_name("all-reduce bucket " + std::to_string(b)).set_bytes(static_cast<int64_t>(buffer.nbytes()));
+        span.set_name("all-reduce bucket " + std::to_string(b)).set_bytes(bytes);
         span.arg("bucket", b).arg("params", count).arg("step", step);
-        span.arg("algorithm", collectives::to_string(algorithm));
+        span.arg("algorithm", collectives::to_string(algorithm)).arg("in_place", grads.empty() ? 0 : 1);
       }
-      collectives::all_reduce(c, buffer, comm::ReduceOp::kSum, algorithm, tag);
+      if (grads.empty())
+        collectives::all_reduce(c, buffer, comm::ReduceOp::kSum, algorithm, tag);
+      else
+        c.native_all_reduce_parts(grads, 1.0 / c.size());
     });
   }
 
@@ -102,14 +120,17 @@ class GradBucket {
   void reset() {
     transition(state_, BucketState::kReduced, BucketState::kFilling, "DDP bucket ", index_);
     has_grad_.assign(has_grad_.size(), false);
-    pending_ = slots_.size();
+    pending_ = params_.size();
     work_ = nullptr;
   }
 
  private:
   size_t index_;
+  std::vector<int> params_;        // the reducer's indices, in packing order
+  int64_t bytes_;
+  bool in_place_;
   at::Tensor buffer_;
-  std::vector<at::Tensor> slots_;  // in packing order
+  std::vector<at::Tensor> slots_;  // in packing order (none in place)
   std::vector<bool> has_grad_;     // per slot, in this backward
   size_t pending_;                 // gradients it still waits for
   comm::WorkPtr work_;
@@ -188,7 +209,8 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
     place.resize(params.size());
     for (const Bucket& planned : plan.buckets) {
       const at::Tensor& first = params[static_cast<size_t>(planned.params.front())];
-      buckets.emplace_back(buckets.size(), planned, params, first.options().dtype(wire_type(first.scalar_type())));
+      buckets.emplace_back(buckets.size(), planned, params, first.options().dtype(wire_type(first.scalar_type())),
+                           in_place(planned));
       for (size_t k = 0; k < planned.params.size(); ++k)
         place[static_cast<size_t>(planned.params[k])] = {buckets.size() - 1, k};
     }
@@ -198,6 +220,19 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
       comm.label(span);
       span.arg("buckets", plan.buckets.size()).arg("rebuilt", is_rebuild ? 1 : 0).arg("plan", plan.json());
     }
+  }
+
+  // Whether a bucket is all-reduced where its gradients lie: where the
+  // backend can, and they travel as they are (no compression, DistLab's
+  // own algorithms need one tensor, bucket views are the buffer already).
+  bool in_place(const Bucket& planned) const {
+    if (!options.in_place || options.gradient_as_bucket_view || options.compression != Compression::kNone ||
+        options.algorithm != collectives::Algorithm::kNative)
+      return false;
+    const at::ScalarType type = params[static_cast<size_t>(planned.params.front())].scalar_type();
+    for (int i : planned.params)
+      if (params[static_cast<size_t>(i)].scalar_type() != type) return false;
+    return comm.all_reduces_parts_in_place(planned.bytes);
   }
 
   // Due -> done. Every rank must pack alike: rank 0's order of readiness is the law.
@@ -233,10 +268,19 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
       at::mul_out(slot, flat, factor);
   }
 
-  // Parameter i's gradient into its slot (zero if it has none, or if `zero`).
+  // Parameter i's gradient into its slot (zero if it has none, or if `zero`);
+  // in place, .grad made ready to be all-reduced as it lies: contiguous, the
+  // parameter's dtype, zero if it has none or if `zero`.
   GradBucket& add_grad_locked(size_t i, bool zero) {
     const at::Tensor& grad = params[i].grad();
-    if (grad.defined() && !zero)
+    if (bucket_of(i).in_place()) {
+      at::Tensor& g = params[i].mutable_grad();
+      if (!g.defined())
+        g = at::zeros_like(params[i], at::MemoryFormat::Contiguous);
+      else if (!g.is_contiguous() || g.scalar_type() != params[i].scalar_type())
+        g = g.to(params[i].scalar_type()).contiguous();
+      if (zero) g.zero_();
+    } else if (grad.defined() && !zero)
       scale_into(slot_of(i), grad);
     else
       slot_of(i).zero_();
@@ -247,6 +291,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
   // The averaged gradient of parameter i, back in .grad: a copy, or with
   // gradient_as_bucket_view the slot itself (when it has the parameter's dtype).
   void hand_back(size_t i) {
+    if (bucket_of(i).in_place()) return;  // .grad holds it already
     at::Tensor& p = params[i];
     const at::Tensor slot = slot_of(i);
     if (options.gradient_as_bucket_view && slot.scalar_type() == p.scalar_type()) {
@@ -267,8 +312,8 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
       if (bucket.state() == BucketState::kFilling) return;
       if (bucket.state() != BucketState::kReady) continue;  // launched already
       ++stats.all_reduces;
-      stats.bytes += static_cast<int64_t>(bucket.buffer().nbytes());
-      bucket.launch(comm_thread, options.algorithm, options.tag, stats.synced_steps);
+      stats.bytes += bucket.bytes();
+      bucket.launch(comm_thread, options.algorithm, options.tag, stats.synced_steps, params);
     }
   }
 
@@ -390,7 +435,8 @@ const BucketPlan& Reducer::plan() const { return state_->plan; }
 std::vector<at::Tensor> Reducer::bucket_buffers() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   std::vector<at::Tensor> out;
-  for (const GradBucket& bucket : state_->buckets) out.push_back(bucket.buffer());
+  for (const GradBucket& bucket : state_->buckets)
+    if (!bucket.in_place()) out.push_back(bucket.buffer());
   return out;
 }
 

@@ -56,6 +56,11 @@ struct ReducerOptions {
   // only makes them take turns with the backward (docs/benchmarks-wire.md).
   bool overlap = true;
   collectives::Algorithm algorithm = collectives::Algorithm::kNative;
+  // true: where the backend can (Communicator::all_reduces_parts_in_place:
+  // shared memory, one copy), a bucket is all-reduced where its gradients
+  // lie, in .grad, with no buffer and no copies in or out; the same sums bit
+  // for bit. false: always through the bucket's buffer.
+  bool in_place = true;
   Compression compression = Compression::kNone;
   int tag = 0;                  // collective tag of the bucket all-reduces (see collectives/tags.hpp)
 };
@@ -94,6 +99,7 @@ class Reducer {
   ReducerStats stats() const;
   // One flat buffer per bucket, which the all-reduces run on: DDP's
   // communication buffers (the .grads share them with gradient_as_bucket_view).
+  // A bucket all-reduced in place (ReducerOptions::in_place) has none.
   std::vector<at::Tensor> bucket_buffers() const;
 
  private:

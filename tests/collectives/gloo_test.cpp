@@ -11,8 +11,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The sweep on `ranks` processes of `backend`: every rank must pass it.
-void expect_sweep_passed(int ranks, const std::string& backend) {
+// The sweep on `ranks` processes of `backend`: every rank must pass it,
+// having run `in_place` of its 8 all-reduces of parts (sweep_checks.cpp)
+// in place: none over gloo; over shared memory those of 4 MiB or more
+// (float, double, long: 6), or all 8 where one copy starts at 64 KiB.
+void expect_sweep_passed(int ranks, const std::string& backend, int in_place) {
   distlab::testing::ScopedEnv chosen("DISTLAB_TEST_BACKEND", backend);
   auto f = distlab::launcher::testing::run_launcher(
       {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
@@ -22,14 +25,15 @@ void expect_sweep_passed(int ranks, const std::string& backend) {
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   if (backend == "auto") EXPECT_NE(f.err.find("talk through shared memory"), std::string::npos) << f.err;
   for (int r = 0; r < ranks; ++r) {
-    const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": sweep passed";
+    const std::string line = "rank " + std::to_string(r) + " of " + std::to_string(ranks) + ": sweep passed, " +
+                             std::to_string(in_place) + " all-reduces of parts in place";
     EXPECT_NE(f.out.find(line), std::string::npos) << "missing: " << line << "\n" << f.out << f.err;
   }
 }
 
 class GlooSweep : public testing::TestWithParam<int> {};
 
-TEST_P(GlooSweep, EveryAlgorithmAgreesWithGloo) { expect_sweep_passed(GetParam(), "gloo"); }
+TEST_P(GlooSweep, EveryAlgorithmAgreesWithGloo) { expect_sweep_passed(GetParam(), "gloo", 0); }
 
 INSTANTIATE_TEST_SUITE_P(Processes, GlooSweep, testing::Values(3, 4));
 
@@ -38,7 +42,7 @@ INSTANTIATE_TEST_SUITE_P(Processes, GlooSweep, testing::Values(3, 4));
 // their own.
 class ShmSweep : public testing::TestWithParam<int> {};
 
-TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) { expect_sweep_passed(GetParam(), "auto"); }
+TEST_P(ShmSweep, EveryAlgorithmAgreesWithTheSharedArena) { expect_sweep_passed(GetParam(), "auto", 6); }
 
 INSTANTIATE_TEST_SUITE_P(Processes, ShmSweep, testing::Values(2, 4));
 
@@ -51,7 +55,7 @@ class ShmSweepInOneCopy : public testing::TestWithParam<int> {};
 TEST_P(ShmSweepInOneCopy, EveryAlgorithmAgreesWithTheCollectivesInOneCopy) {
   distlab::testing::ScopedEnv one_copy("DISTLAB_SHM_SINGLE_COPY", "1");
   distlab::testing::ScopedEnv any_group("DISTLAB_SHM_DIRECT_RANKS", "3");  // 2 by default
-  expect_sweep_passed(GetParam(), "auto");
+  expect_sweep_passed(GetParam(), "auto", 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, ShmSweepInOneCopy, testing::Values(2, 3));

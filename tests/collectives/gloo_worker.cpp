@@ -15,10 +15,11 @@ int main() {
   job.backend = distlab::testing::process_backend();
   try {
     comm::run_job(comm::with_env_defaults(job), [&](comm::Communicator& comm) {
-      collectives::testing::sweep_rank(
+      const int in_place = collectives::testing::sweep_rank(
           comm, {{at::kFloat, at::kDouble, at::kLong, at::kBFloat16}, {0, 1, 3, 100, 1000, 100003}, /*every_root=*/true}, failures);
       std::cout << "rank " << comm.rank() << " of " << comm.size() << ": "
-                << (failures.count() == 0 ? "sweep passed" : failures.report()) << std::endl;
+                << (failures.count() == 0 ? "sweep passed" : failures.report()) << ", " << in_place
+                << " all-reduces of parts in place" << std::endl;
     });
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;

@@ -1,5 +1,8 @@
 #include "sweep_checks.hpp"
 
+#include <ATen/ScalarOps.h>
+
+#include <numeric>
 #include <sstream>
 
 #include "all_to_all_checks.hpp"
@@ -97,9 +100,48 @@ void check_copies(Communicator& comm, Failures& failures, at::ScalarType dtype, 
   expect_close(failures, label(comm, dtype, count, "all_gather", Algorithm::kRing, ""), gathered, expected, 0.0);
 }
 
+// DDP's all-reduce of a bucket's gradients where they lie
+// (Communicator::native_all_reduce_parts) against its definition: the
+// parts times the scale, in one buffer (at::mul_out, as the reducer
+// multiplies into a bucket), native_all_reduce: bit for bit, on every rank.
+// Parts of 0, 1 and odd counts, shares that start and end inside them,
+// and over 4 MiB in all (the shared-memory transport's in-place path);
+// then with rank 0 holding the same elements as one part. Returns how many
+// of the all-reduces the backend said it ran in place.
+int check_parts(Communicator& comm, Failures& failures, int salt) {
+  const int p = comm.size(), me = comm.rank();
+  const std::vector<int64_t> counts = {0, 1, 3, 100003, 17, 1100000, 5};
+  int in_place = 0;
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kBFloat16, at::kLong}) {
+    ++salt;
+    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    const at::Tensor input = input_for(me, total, dtype, salt);
+    const double scale = dtype == at::kLong ? 1.0 : 1.0 / p;  // an integer times 1/p is no integer
+    at::Tensor want = input.clone();
+    if (scale != 1.0) at::mul_out(want, input, at::native::wrapped_scalar_tensor(scale));
+    comm.native_all_reduce(want, ReduceOp::kSum);
+    for (bool one_part_on_rank0 : {false, true}) {
+      std::vector<at::Tensor> parts;
+      int64_t offset = 0;
+      for (int64_t n : (one_part_on_rank0 && me == 0) ? std::vector<int64_t>{total} : counts) {
+        parts.push_back(input.narrow(0, offset, n).clone());
+        offset += n;
+      }
+      in_place += comm.all_reduces_parts_in_place(static_cast<int64_t>(input.nbytes())) ? 1 : 0;
+      comm.native_all_reduce_parts(parts, scale);
+      at::Tensor got = at::cat(parts);
+      const std::string what = std::string("all_reduce_parts ") + c10::toString(dtype) +
+                               (one_part_on_rank0 ? " (rank 0: one part)" : "") + " p=" + std::to_string(p) +
+                               " rank " + std::to_string(me);
+      expect_close(failures, what, got, want, 0.0);
+    }
+  }
+  return in_place;
+}
+
 }  // namespace
 
-void sweep_rank(Communicator& comm, const Sweep& sweep, Failures& failures) {
+int sweep_rank(Communicator& comm, const Sweep& sweep, Failures& failures) {
   int salt = 0;
   for (at::ScalarType dtype : sweep.dtypes)
     for (int64_t count : sweep.counts) {
@@ -108,6 +150,7 @@ void sweep_rank(Communicator& comm, const Sweep& sweep, Failures& failures) {
       check_copies(comm, failures, dtype, count, ++salt, roots);
     }
   check_all_to_all(comm, {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kBFloat16, at::kByte}, failures);
+  return check_parts(comm, failures, salt);
 }
 
 }  // namespace distlab::collectives::testing

@@ -21,6 +21,8 @@ struct Sweep {
 };
 
 // Runs the whole sweep on this rank; every rank of `comm` calls it.
-void sweep_rank(comm::Communicator& comm, const Sweep& sweep, Failures& failures);
+// Returns how many all-reduces of parts the backend ran in place
+// (Communicator::all_reduces_parts_in_place).
+int sweep_rank(comm::Communicator& comm, const Sweep& sweep, Failures& failures);
 
 }  // namespace distlab::collectives::testing
