@@ -125,10 +125,17 @@ void run_fault(comm::Communicator& comm, const std::string& fault, int culprit) 
     auto out = torch::full({8}, static_cast<float>(comm.rank()));
     auto in = torch::empty({8});
     for (int round = 0; round < kP2pRounds; ++round) {
-      const int tag = me && round == kP2pRounds - 1 ? kP2pWrongTag : 0;
-      auto sent = comm.isend(out, next, tag);
+      const bool mistagged = me && round == kP2pRounds - 1;
+      auto sent = comm.isend(out, next, mistagged ? kP2pWrongTag : 0);
       comm.recv(in, previous, /*tag=*/0);
-      sent->wait();
+      // Processes: the culprit waits for its mistagged send longer than
+      // the timeout, so that the rank waiting for it always times out
+      // first, whichever posted its wait first (the launcher then stops
+      // the culprit, or it fails on the closed connection).
+      if (mistagged && !on_threads(comm))
+        sent->wait_up_to(3 * comm.timeout());
+      else
+        sent->wait();
     }
     return;
   }
