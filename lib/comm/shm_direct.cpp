@@ -178,6 +178,11 @@ void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, d
     tables[m].resize(page->segments.load(std::memory_order_relaxed));
     read_at(m, page->address.load(std::memory_order_relaxed), tables[m].data(),
             tables[m].size() * sizeof(shm::Segment), what);
+    uint64_t theirs = 0;
+    for (const shm::Segment& part : tables[m]) theirs += part.bytes;
+    if (theirs != total)  // a rank in another collective, or none: its table is not one
+      throw CommError(what + ": rank " + std::to_string(world_ranks_[m]) + " is not all-reducing parts of " +
+                      std::to_string(total) + " bytes (its table holds " + std::to_string(theirs) + ")");
   }
   auto read_run = [&](int m, uint64_t offset, uint8_t* into, uint64_t bytes) {
     for_each_run(tables[m], offset, bytes, [&](uint64_t address, uint64_t n, uint64_t at) {
