@@ -20,10 +20,9 @@ TEST_P(DdpInPlace, GradientsAndParametersEqualTheBufferedBucketsBitForBit) {
   const int ranks = GetParam();
   distlab::testing::ScopedEnv backend("DISTLAB_TEST_BACKEND", "auto");
   distlab::testing::ScopedEnv one_copy("DISTLAB_SHM_SINGLE_COPY", "1");
-  auto f = distlab::launcher::testing::run_launcher(
-      {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
-       DDP_IN_PLACE_WORKER_PATH},
-      120s);
+  auto f = distlab::launcher::testing::run_launcher({"--nproc-per-node", std::to_string(ranks), "--master-port", "0",
+                                                     "--timeout-ms", "60000", DDP_IN_PLACE_WORKER_PATH},
+                                                    120s);
   ASSERT_FALSE(f.timed_out) << f.out << f.err;
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   EXPECT_NE(f.err.find("talk through shared memory (one copy"), std::string::npos) << f.err;
@@ -34,7 +33,7 @@ TEST_P(DdpInPlace, GradientsAndParametersEqualTheBufferedBucketsBitForBit) {
   for (auto it = std::sregex_iterator(f.out.begin(), f.out.end(), line); it != std::sregex_iterator(); ++it) {
     ++lines;
     const int in_place = std::stoi((*it)[4]), buckets = std::stoi((*it)[5]);
-    EXPECT_GT(in_place, 0) << it->str();       // some went in place
+    EXPECT_GT(in_place, 0) << it->str();        // some went in place
     EXPECT_LT(in_place, buckets) << it->str();  // and some, too small, through their buffers
   }
   EXPECT_EQ(lines, 2 * ranks) << f.out << f.err;

@@ -34,10 +34,10 @@ struct Net : torch::nn::Module {
   explicit Net(bool with_spare) {
     torch::manual_seed(7);
     // The first layer's parameters, the last gradients, make a small last bucket.
-    body = register_module("body", torch::nn::Sequential(torch::nn::Linear(4, 64), torch::nn::Tanh(),
-                                                         torch::nn::Linear(64, 256), torch::nn::Tanh(),
-                                                         torch::nn::Linear(256, 256), torch::nn::Tanh(),
-                                                         torch::nn::Linear(256, 8)));
+    body = register_module(
+        "body", torch::nn::Sequential(torch::nn::Linear(4, 64), torch::nn::Tanh(), torch::nn::Linear(64, 256),
+                                      torch::nn::Tanh(), torch::nn::Linear(256, 256), torch::nn::Tanh(),
+                                      torch::nn::Linear(256, 8)));
     if (with_spare) spare = register_module("spare", torch::nn::Linear(4, 4));
   }
 };
