@@ -75,20 +75,24 @@ void ShmProcess::Links::read_from(int m, uint64_t offset, void* into, uint64_t b
   read_at(m, page->address.load(std::memory_order_relaxed) + offset, into, bytes, what);
 }
 
-void ShmProcess::Links::reduce_range(at::Tensor& flat, int64_t lo, int64_t hi, ReduceOp op, const std::string& what) {
+void ShmProcess::Links::reduce_range(at::Tensor mine, int64_t whole, ReduceOp op, double scale,
+                                     const ReadShare& read) {
   const int p = static_cast<int>(world_ranks_.size());
-  const int64_t es = flat.element_size();
+  const int64_t es = mine.element_size(), n = mine.numel();
   const int64_t per_piece = std::max<int64_t>(1, kPieceBytes / es);
-  at::Tensor theirs = at::empty({std::min(per_piece, std::max<int64_t>(hi - lo, 1))}, flat.options());
+  const at::Tensor factor = at::native::wrapped_scalar_tensor(scale);
+  at::Tensor theirs = at::empty({std::min(per_piece, std::max<int64_t>(n, 1))}, mine.options());
   at::Tensor sum = rank_ <= 1 ? at::Tensor() : at::empty_like(theirs);
-  for (int64_t start = lo; start < hi; start += per_piece) {
-    const int64_t c = std::min(per_piece, hi - start);
-    at::Tensor mine = flat.slice(0, start, start + c), in = theirs.slice(0, 0, c);
+  for (int64_t start = 0; start < n; start += per_piece) {
+    const int64_t c = std::min(per_piece, n - start);
+    at::Tensor piece = mine.slice(0, start, start + c), in = theirs.slice(0, 0, c);
+    if (scale != 1.0) piece.mul_(factor);
     auto read_share_of = [&](int m) {
-      read_from(m, start * es, bytes_at(in), c * es, what);
+      read(m, static_cast<uint64_t>((whole + start) * es), bytes_at(in), static_cast<uint64_t>(c * es));
+      if (scale != 1.0) in.mul_(factor);
       return in;
     };
-    shm::reduce_in_rank_order(mine, rank_, p, op, read_share_of, sum.defined() ? sum.slice(0, 0, c) : at::Tensor());
+    shm::reduce_in_rank_order(piece, rank_, p, op, read_share_of, sum.defined() ? sum.slice(0, 0, c) : at::Tensor());
   }
 }
 
@@ -97,16 +101,20 @@ void ShmProcess::Links::reduce_directly(at::Tensor& tensor, int root, ReduceOp o
   const int64_t es = tensor.element_size(), n = tensor.numel();
   at::Tensor flat = tensor.view({-1});
   publish(tensor, what);
+  const ReadShare read = [&](int m, uint64_t offset, uint8_t* into, uint64_t bytes) {
+    read_from(m, offset, into, bytes, what);
+  };
   if (root >= 0) {
     // A reduce leaves the other ranks' tensors as they were: the root
     // reduces every element itself.
-    if (rank_ == root) reduce_range(flat, 0, n, op, what);
+    if (rank_ == root) reduce_range(flat, 0, op, 1.0, read);
     barrier(what);
     if (rank_ == root) finish_average(tensor, op, p);
     return;
   }
   // 2. My share, in my own tensor.
-  reduce_range(flat, n * rank_ / p, n * (rank_ + 1) / p, op, what);
+  const int64_t lo = n * rank_ / p, hi = n * (rank_ + 1) / p;
+  reduce_range(flat.slice(0, lo, hi), lo, op, 1.0, read);
   barrier(what);
   // 3. Every other share, out of its owner.
   for (int m = 0; m < p; ++m) {
@@ -184,7 +192,7 @@ void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, d
       throw CommError(what + ": rank " + std::to_string(world_ranks_[m]) + " is not all-reducing parts of " +
                       std::to_string(total) + " bytes (its table holds " + std::to_string(theirs) + ")");
   }
-  auto read_run = [&](int m, uint64_t offset, uint8_t* into, uint64_t bytes) {
+  const ReadShare read_run = [&](int m, uint64_t offset, uint8_t* into, uint64_t bytes) {
     for_each_run(tables[m], offset, bytes, [&](uint64_t address, uint64_t n, uint64_t at) {
       read_at(m, address, into + at, n, what);
     });
@@ -201,25 +209,10 @@ void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, d
     }
   };
 
-  // 2. My share, piece by piece, in my own parts.
-  const int64_t lo = n * rank_ / p, hi = n * (rank_ + 1) / p;
-  const int64_t per_piece = std::max<int64_t>(1, kPieceBytes / es);
-  const at::Tensor factor = at::native::wrapped_scalar_tensor(scale);
-  at::Tensor theirs = at::empty({std::min(per_piece, std::max<int64_t>(hi - lo, 1))}, parts.front().options());
-  at::Tensor sum = rank_ <= 1 ? at::Tensor() : at::empty_like(theirs);
-  for_each_of_mine(lo, hi, [&](const at::Tensor& flat, int64_t first, int64_t whole, int64_t count) {
-    for (int64_t k = 0; k < count; k += per_piece) {
-      const int64_t c = std::min(per_piece, count - k);
-      at::Tensor piece = flat.slice(0, first + k, first + k + c), in = theirs.slice(0, 0, c);
-      if (scale != 1.0) piece.mul_(factor);
-      auto read_share_of = [&](int m) {
-        read_run(m, static_cast<uint64_t>((whole + k) * es), bytes_at(in), static_cast<uint64_t>(c * es));
-        if (scale != 1.0) in.mul_(factor);
-        return in;
-      };
-      shm::reduce_in_rank_order(piece, rank_, p, ReduceOp::kSum, read_share_of,
-                                sum.defined() ? sum.slice(0, 0, c) : at::Tensor());
-    }
+  // 2. My share, part by part, in my own parts.
+  for_each_of_mine(n * rank_ / p, n * (rank_ + 1) / p,
+                   [&](const at::Tensor& flat, int64_t first, int64_t whole, int64_t count) {
+    reduce_range(flat.slice(0, first, first + count), whole, ReduceOp::kSum, scale, read_run);
   });
   barrier(what);
   // 3. Every other share, out of its owner's parts into mine.

@@ -194,9 +194,13 @@ class ShmProcess::Links {
   // tensors straight out of their processes, no arena; three barriers in all.
   void reduce_directly(at::Tensor& tensor, int root, ReduceOp op, const std::string& what);
   void broadcast_directly(at::Tensor& tensor, int root, const std::string& what);
-  // Elements [lo, hi) of this rank's `flat` tensor reduced over every
-  // member's, in rank order, in place.
-  void reduce_range(at::Tensor& flat, int64_t lo, int64_t hi, ReduceOp op, const std::string& what);
+  // read(m, offset, into, bytes): member m's `bytes` at byte `offset` of
+  // what it published (one tensor, or the parts of a table) into `into`.
+  using ReadShare = std::function<void(int, uint64_t, uint8_t*, uint64_t)>;
+  // `mine` (flat: the published whole's elements from `whole` on) reduced
+  // over every member's same elements, in rank order, in place, a piece at
+  // a time; every value times `scale` first (1: as it is).
+  void reduce_range(at::Tensor mine, int64_t whole, ReduceOp op, double scale, const ReadShare& read);
   // Whether `tensor` goes in one copy: every member can read every other
   // one (their probes), and it is at least single_copy_from bytes.
   bool goes_directly(const at::Tensor& tensor) const;
