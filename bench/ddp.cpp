@@ -26,6 +26,7 @@
 #include "bench_registry.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp/overlap.hpp"
@@ -51,7 +52,7 @@ struct Replica {
       : model(make_model(o)), optimizer(make_optimizer(o.optimizer)(model->parameters())), x(make_input(o)) {}
   // Forward and backward; `sync` between backward and the optimizer step.
   void step(ddp::DistributedDataParallel* ddp, const std::function<void()>& sync = {}) {
-    optimizer->zero_grad();
+    compat::zero_grad(*optimizer);
     at::Tensor loss = ddp != nullptr ? ddp->forward([&] { return loss_of(model->forward(x)); })
                                      : loss_of(model->forward(x));
     loss.backward();

@@ -10,6 +10,7 @@
 #include "bench_registry.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "flight/recorder.hpp"
 #include "step_bench.hpp"
@@ -51,7 +52,7 @@ void run(comm::Communicator& comm, const FlightBenchOptions& o) {
   options.bucket_cap_bytes = o.bucket_cap_bytes();
   ddp::DistributedDataParallel ddp(comm, model.ptr(), options);
   auto step = [&] {
-    optimizer->zero_grad();
+    compat::zero_grad(*optimizer);
     ddp.forward([&] { return loss_of(model->forward(x)); }).backward();
     optimizer->step();
   };

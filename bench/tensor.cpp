@@ -49,6 +49,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
+#include "compat/torch.hpp"
 #include "models/transformer_lm.hpp"
 #include "ranks.hpp"
 #include "tensor_parallel/layer.hpp"
@@ -98,7 +99,7 @@ Measured measure(comm::Communicator& world, comm::Communicator& group, const Ten
     at::Tensor h = x;
     for (auto& layer : layers) h = layer(h, mask);
     h.pow(2).mean().backward();
-    for (auto& layer : layers) layer->zero_grad();
+    for (auto& layer : layers) compat::zero_grad(*layer);
   };
   for (int k = 0; k < o.warmup; ++k) step();
   world.barrier();

@@ -41,6 +41,7 @@
 #include "bench_registry.hpp"
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "step_bench.hpp"
 #include "zero/memory.hpp"
@@ -116,7 +117,7 @@ Variant ddp_variant(comm::Communicator& comm, const torch::nn::Sequential& base,
   auto r = std::make_shared<DdpRun>(comm, base, o);
   return {"DDP", zero::Stage::kDdp,
           [r, x] {
-            r->optimizer->zero_grad();
+            compat::zero_grad(*r->optimizer);
             r->ddp.forward([&] { return loss_of(r->model->forward(x)); }).backward();
             r->optimizer->step();
           },

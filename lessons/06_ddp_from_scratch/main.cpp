@@ -33,6 +33,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 
@@ -105,7 +106,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   {
     torch::optim::SGD sgd(reference->parameters(), o.lr);
     for (int s = 0; s < o.steps; ++s) {
-      sgd.zero_grad();
+      compat::zero_grad(sgd);
       at::Tensor loss = loss_of(reference, data.rows(s * batch, batch));
       loss.backward();
       sgd.step();
@@ -139,7 +140,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   std::vector<double> losses;
   torch::optim::SGD scratch_sgd(scratch->parameters(), o.lr);
   for (int s = 0; s < o.steps; ++s) {
-    scratch_sgd.zero_grad();
+    compat::zero_grad(scratch_sgd);
     // Step 2: forward and backward on this rank's share only.
     at::Tensor loss = loss_of(scratch, share_of(data, s, me, p, o.rows_per_rank));
     loss.backward();
@@ -163,7 +164,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   ddp::broadcast_parameters(comm, *naive);
   torch::optim::SGD naive_sgd(naive->parameters(), o.lr);
   for (int s = 0; s < o.steps; ++s) {
-    naive_sgd.zero_grad();
+    compat::zero_grad(naive_sgd);
     loss_of(naive, share_of(data, s, me, p, o.rows_per_rank)).backward();
     ddp::average_gradients(comm, *naive, algorithm);
     naive_sgd.step();
@@ -182,7 +183,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   torch::optim::SGD sgd(model->parameters(), o.lr);
   losses.clear();
   for (int s = 0; s < o.steps; ++s) {
-    sgd.zero_grad();
+    compat::zero_grad(sgd);
     at::Tensor loss = ddp.forward([&] { return loss_of(model, share_of(data, s, me, p, o.rows_per_rank)); });
     loss.backward();  // returns with the averaged gradients in .grad
     sgd.step();

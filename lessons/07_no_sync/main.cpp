@@ -37,6 +37,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 
 using namespace distlab;
@@ -89,7 +90,7 @@ class Trainer {
   double step(int s) {
     const int k = o_.accumulate;
     return lessons::slowest_rank_seconds(comm_, [&] {
-      sgd_->zero_grad();
+      compat::zero_grad(*sgd_);
       for (int m = 0; m < k - 1; ++m) {
         if (use_no_sync_) {
           auto guard = ddp_->no_sync();  // this backward only adds into .grad
@@ -157,7 +158,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   lessons::fill_from_seed(*reference, 100);  // rank 0's weights
   torch::optim::SGD sgd(reference->parameters(), o.lr);
   for (int s = 0; s < o.steps; ++s) {
-    sgd.zero_grad();
+    compat::zero_grad(sgd);
     loss_of(reference, data.rows(s * big_batch, big_batch)).backward();
     sgd.step();
   }

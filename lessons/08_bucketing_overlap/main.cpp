@@ -35,6 +35,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp/overlap.hpp"
@@ -80,7 +81,7 @@ void traced_backward(comm::Communicator& comm, const at::Tensor& loss, int64_t s
 // the buckets' all-reduces), SGD.
 void ddp_step(comm::Communicator& comm, ddp::DistributedDataParallel& ddp, torch::nn::Sequential& model,
               torch::optim::SGD& sgd, const at::Tensor& x, int64_t step) {
-  sgd.zero_grad();
+  compat::zero_grad(sgd);
   at::Tensor loss = ddp.forward([&] { return traced_loss(comm, model, x, step); });
   traced_backward(comm, loss, step);
   sgd.step();
@@ -257,7 +258,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
   {
     // The naive version: backward first, then one all-reduce per gradient.
     auto one_step = [&] {
-      sgd.zero_grad();
+      compat::zero_grad(sgd);
       model->forward(x).pow(2).mean().backward();
       ddp::average_gradients(comm, *model);
       sgd.step();
@@ -267,7 +268,7 @@ void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
                     time_steps(comm, o.steps, one_step), {}});
     // No communication at all: what the step costs with the network free.
     auto local_step = [&] {
-      sgd.zero_grad();
+      compat::zero_grad(sgd);
       model->forward(x).pow(2).mean().backward();
       sgd.step();
     };

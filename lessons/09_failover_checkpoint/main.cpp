@@ -52,6 +52,7 @@
 #include "lesson.hpp"
 #include "checkpoint/checkpointer.hpp"
 #include "checkpoint/module_state.hpp"
+#include "compat/torch.hpp"
 
 using namespace distlab;
 
@@ -188,7 +189,7 @@ double train_step(comm::Communicator& comm, TrainState& s, const Options& o) {
   const int64_t rows = o.batch / comm.size(), first = comm.rank() * rows;
   const at::Tensor prediction = s.net.forward(x.narrow(0, first, rows));
   at::Tensor loss = (prediction - y.narrow(0, first, rows)).pow(2).mean();
-  s.net.zero_grad();
+  compat::zero_grad(s.net);
   loss.backward();
   at::NoGradGuard no_grad;
   for (auto& item : s.net.named_parameters()) {

@@ -44,6 +44,7 @@
 #include "comm/job.hpp"
 #include "comm/job_cli.hpp"
 #include "comm/plural.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "models/square_mlp.hpp"
 #include "trace/clock.hpp"
@@ -159,7 +160,7 @@ class Lesson {
       auto model = make_model(o_);
       torch::optim::Adam adam(model->parameters(), adam_options(o_));
       for (int s = 0; s < o_.steps + 1; ++s) {
-        adam.zero_grad();
+        compat::zero_grad(adam);
         loss_of(model->forward(whole_.x), whole_.y).backward();
         adam.step();
       }
@@ -228,7 +229,7 @@ class Lesson {
     torch::optim::Adam adam(model->parameters(), adam_options(o_));
     zero::StepPeaks peaks;
     auto step = [&](int s) {
-      adam.zero_grad();
+      compat::zero_grad(adam);
       at::Tensor loss = forward_noting(peaks, [&] {
         return ddp.forward([&] { return loss_of(model->forward(mine_.x), mine_.y); });
       });

@@ -43,6 +43,7 @@
 #include "ask_for_records.hpp"
 #include "bugs.hpp"
 #include "comm/plural.hpp"
+#include "compat/torch.hpp"
 #include "lesson.hpp"
 #include "on_sigterm.hpp"
 #include "report.hpp"
@@ -162,7 +163,7 @@ std::vector<double> one_process_losses(const Options& o) {
   std::vector<double> losses;
   for (int step = 1; step <= o.steps; ++step) {
     const lesson14::Batch b = lesson14::batch_of_step(step, o.batch);
-    model->zero_grad();
+    compat::zero_grad(*model);
     at::Tensor loss = torch::nn::functional::mse_loss(model->forward(b.x), b.y);
     loss.backward();
     lesson14::sgd_step(model, lesson14::flat_gradients(model), o.lr);
@@ -223,7 +224,7 @@ void train(comm::Communicator& comm, const Options& o, const Setup& s) {
   }
   for (int step = 1; step <= o.steps; ++step) {
     const lesson14::Batch mine = lesson14::share_of(lesson14::batch_of_step(step, o.batch), me, p);
-    model->zero_grad();
+    compat::zero_grad(*model);
     at::Tensor loss = torch::nn::functional::mse_loss(model->forward(mine.x), mine.y);
     loss.backward();
     const bool culprit = me == s.culprit && step == s.step;

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "compat/torch.hpp"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -42,8 +44,8 @@ RouterImpl::RouterImpl(int64_t model_dim, int64_t experts, int64_t top_k, bool n
     : experts_(experts), top_k_(top_k), normalize_(normalize) {
   if (experts < 1) throw std::invalid_argument("router: " + std::to_string(experts) + " experts: at least 1");
   (void)route(at::zeros({1, experts}), top_k);  // refuses k outside [1, E] now, not at the first forward
-  const c10::optional<at::Generator> from =
-      generator.defined() ? c10::optional<at::Generator>(generator) : c10::nullopt;
+  const compat::optional<at::Generator> from =
+      generator.defined() ? compat::optional<at::Generator>(generator) : compat::nullopt;
   weight = register_parameter("weight", at::randn({experts, model_dim}, from) / std::sqrt(double(model_dim)));
 }
 

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -157,9 +156,7 @@ std::vector<std::string> Recorder::dump(const std::string& reason) {
     dump.pid = static_cast<int>(getpid());
     dump.host = host_name();
     dump.dumped_us = trace::now_us();
-    dump.dumped_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
+    dump.dumped_unix_us = trace::unix_us_of(dump.dumped_us);  // one offset per process: dates agree across dumps
     const std::string path = dump_path(options_.dir, dump.rank);
     try {
       write_dump(dump, path);

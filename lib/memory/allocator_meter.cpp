@@ -3,6 +3,8 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 
+#include "compat/torch.hpp"
+
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -18,14 +20,14 @@ namespace {
 // bytes, are kept in a table by address until the data is freed. One per
 // process (AllocatorMeter::install); its table is never destroyed, so that
 // tensors freed while the process exits still find it.
-class CountingAllocator final : public c10::Allocator {
+class CountingAllocator final : public compat::Allocator {
  public:
   CountingAllocator(c10::Allocator* inner, AllocatorMeter* meter) {
     inner_ = inner;
     meter_ = meter;
   }
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate_bytes(size_t n) const override {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
     if (data == nullptr) return inner;  // nothing allocated (0 bytes): nothing to count

@@ -6,14 +6,19 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include "compat/torch.hpp"
+
 #include <memory>
 #include <mutex>
+#include <string>
 
 namespace distlab::memory {
 
 namespace {
 
-constexpr c10::DispatchKey kKey = c10::DispatchKey::AutocastXPU;
+// An autocast key LibTorch leaves without kernels (compat/torch.hpp says
+// which, per version).
+constexpr c10::DispatchKey kKey = compat::kUnusedAutocastKey;
 
 // float32 to float16 and back, recorded by autograd: the backward rounds
 // the gradient the same way.
@@ -41,11 +46,11 @@ at::Tensor added_product16(const at::Tensor& self, const at::Tensor& a, const at
 
 // linear whole, as autocast takes it: for 3-D inputs LibTorch's linear is
 // a matmul and then a bias added in place, which would add in float32.
-at::Tensor linear16(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b) {
+at::Tensor linear16(const at::Tensor& x, const at::Tensor& w, const compat::optional<at::Tensor>& b) {
   c10::impl::ExcludeDispatchKeyGuard off(kKey);
   const bool bias = b.has_value() && b->defined();
   if (!emulated(x) || !emulated(w) || (bias && !emulated(*b))) return at::linear(x, w, b);
-  return rounded(at::linear(rounded(x), rounded(w), bias ? c10::optional<at::Tensor>(rounded(*b)) : b));
+  return rounded(at::linear(rounded(x), rounded(w), bias ? compat::optional<at::Tensor>(rounded(*b)) : b));
 }
 
 bool key_is_free() {
@@ -84,7 +89,7 @@ bool fp16_emulation_available() {
 }
 
 // Autocast's keys start in every thread's excluded set; turning one on
-// takes it out (as at::autocast::set_enabled does) and, since no tensor
+// takes it out (as autocast's own switches do) and, since no tensor
 // carries this one, puts it in the included set too.
 bool fp16_emulated() {
   return c10::impl::tls_is_dispatch_key_included(kKey) && !c10::impl::tls_is_dispatch_key_excluded(kKey);
@@ -92,9 +97,9 @@ bool fp16_emulated() {
 
 void set_fp16_emulated(bool on) {
   if (on && !fp16_emulation_available())
-    throw std::invalid_argument(
-        "precision fp16 on the CPU: this LibTorch has kernels of its own on the key the emulation uses (AutocastXPU); "
-        "use bf16 on the CPU, fp16 on CUDA");
+    throw std::invalid_argument(std::string("precision fp16 on the CPU: this LibTorch has kernels of its own on the "
+                                            "key the emulation uses (") +
+                                c10::toString(kKey) + "); use bf16 on the CPU, fp16 on CUDA");
   c10::impl::tls_set_dispatch_key_included(kKey, on);
   c10::impl::tls_set_dispatch_key_excluded(kKey, !on);
 }

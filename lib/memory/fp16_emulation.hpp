@@ -26,19 +26,21 @@
 // input is a matmul and then its bias added in place; on a GPU that add
 // stays in the matmul's float16, here the bias is added in float32.
 //
-// How: a dispatcher key no CPU LibTorch uses (AutocastXPU, above autograd
-// like every autocast key) gets these five kernels and a fallthrough for
-// every other operation, registered once, the first time they are asked
-// for. A thread computes in emulated float16 while the key is in its
-// included set (per thread: thread ranks each have their own), which
-// ComputeIn (precision.hpp) puts there for fp16 on the CPU.
+// How: an autocast dispatcher key LibTorch leaves without kernels
+// (compat/torch.hpp: AutocastXPU in 1.13, AutocastIPU in 2.x, where
+// AutocastXPU has LibTorch's own; above autograd like every autocast key)
+// gets these five kernels and a fallthrough for every other operation,
+// registered once, the first time they are asked for. A thread computes in
+// emulated float16 while the key is in its included set (per thread: thread
+// ranks each have their own), which ComputeIn (precision.hpp) puts there for
+// fp16 on the CPU.
 #pragma once
 
 namespace distlab::memory {
 
 // Whether this LibTorch lets the emulation register (it does not when the
-// key already has kernels, e.g. a build with XPU autocast); registers on
-// the first call.
+// key already has kernels, e.g. a backend's autocast registered on it);
+// registers on the first call.
 bool fp16_emulation_available();
 
 // This thread's products emulated in float16 (on), or not.

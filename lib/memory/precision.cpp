@@ -3,6 +3,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "compat/torch.hpp"
 #include "memory/fp16_emulation.hpp"
 
 #include <stdexcept>
@@ -44,20 +45,20 @@ void check_precision(Precision precision, c10::DeviceType device) {
 
 AutocastState AutocastState::current() {
   AutocastState s;
-  s.cpu = at::autocast::is_cpu_enabled();
-  s.gpu = at::autocast::is_enabled();
-  s.cpu_dtype = at::autocast::get_autocast_cpu_dtype();
-  s.gpu_dtype = at::autocast::get_autocast_gpu_dtype();
+  s.cpu = compat::autocast_enabled(c10::DeviceType::CPU);
+  s.gpu = compat::autocast_enabled(c10::DeviceType::CUDA);
+  s.cpu_dtype = compat::autocast_dtype(c10::DeviceType::CPU);
+  s.gpu_dtype = compat::autocast_dtype(c10::DeviceType::CUDA);
   s.cache = at::autocast::is_autocast_cache_enabled();
   s.fp16_emulated = memory::fp16_emulated();
   return s;
 }
 
 void AutocastState::apply() const {
-  at::autocast::set_cpu_enabled(cpu);
-  at::autocast::set_enabled(gpu);
-  at::autocast::set_autocast_cpu_dtype(cpu_dtype);
-  at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+  compat::set_autocast_enabled(c10::DeviceType::CPU, cpu);
+  compat::set_autocast_enabled(c10::DeviceType::CUDA, gpu);
+  compat::set_autocast_dtype(c10::DeviceType::CPU, cpu_dtype);
+  compat::set_autocast_dtype(c10::DeviceType::CUDA, gpu_dtype);
   at::autocast::set_autocast_cache_enabled(cache);
   if (fp16_emulated != memory::fp16_emulated()) set_fp16_emulated(fp16_emulated);
 }

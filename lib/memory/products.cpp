@@ -3,10 +3,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
-#include <ATen/autocast_mode.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/functional/linear.h>
+
+#include "compat/torch.hpp"
 
 #include <memory>
 #include <stdexcept>
@@ -68,8 +69,8 @@ struct ReusedBmm : torch::autograd::Function<ReusedBmm> {
 // casts them itself, so that its products see what autocast's would.
 at::Tensor as_autocast_would(const at::Tensor& t) {
   if (!t.defined() || !t.is_floating_point() || t.scalar_type() == at::kDouble) return t;
-  if (t.is_cuda() && at::autocast::is_enabled()) return t.to(at::autocast::get_autocast_gpu_dtype());
-  if (t.is_cpu() && at::autocast::is_cpu_enabled()) return t.to(at::autocast::get_autocast_cpu_dtype());
+  const c10::DeviceType device = t.device().type();
+  if ((t.is_cuda() || t.is_cpu()) && compat::autocast_enabled(device)) return t.to(compat::autocast_dtype(device));
   return t;
 }
 

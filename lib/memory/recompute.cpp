@@ -100,7 +100,11 @@ std::vector<std::shared_ptr<Node>> leaf_accumulators(const variable_list& roots,
 }
 
 // What the engine does with a leaf's gradient: the accumulator's pre-hooks,
-// the accumulation into .grad, its post-hooks (DDP's "gradient ready").
+// the accumulation into .grad, its post-hooks (DDP's "gradient ready"). The
+// leaf's own tensor hooks (param.register_hook) run once either way: LibTorch
+// 1.13 runs them inside the accumulator's apply(); 2.x runs them as the
+// accumulator's tensor_pre_hooks(), which its engine also calls on a
+// gradient that grad() returns for a leaf, so `grad` has been through them.
 void accumulate(Node& accumulator, const at::Tensor& grad) {
   variable_list inputs{grad};
   for (const auto& hook : accumulator.pre_hooks()) inputs = (*hook)(inputs);

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
 
+#include "compat/torch.hpp"
+
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -52,9 +54,9 @@ at::Tensor encoder_layer_pieces(torch::nn::TransformerEncoderLayerImpl& layer, c
   if (feed_forward) return layer.norm2(x + layer.dropout2(feed_forward(x)));
   const auto& activation = layer.options.activation();
   at::Tensor wide = products.linear(x, layer.linear1->weight, layer.linear1->bias);
-  if (c10::get_if<torch::enumtype::kGELU>(&activation)) {
+  if (compat::get_if<torch::enumtype::kGELU>(&activation)) {
     wide = torch::nn::functional::gelu(wide);
-  } else if (c10::get_if<torch::enumtype::kReLU>(&activation)) {
+  } else if (compat::get_if<torch::enumtype::kReLU>(&activation)) {
     wide = torch::nn::functional::relu(wide);
   } else {
     throw std::invalid_argument("run_encoder_layer: the layer's activation must be relu or gelu");

@@ -46,6 +46,33 @@ int64_t now_us() {
   return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count() + shift;
 }
 
+namespace {
+
+// The wall clock minus now_us(): of five readings (trace clock, wall clock,
+// trace clock), the one whose two trace readings lie closest, the wall
+// clock taken as read at their middle.
+int64_t wall_minus_trace_us() {
+  using namespace std::chrono;
+  int64_t best_gap = -1, offset = 0;
+  for (int i = 0; i < 5; ++i) {
+    const int64_t before = now_us();
+    const int64_t wall = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+    const int64_t after = now_us();
+    if (best_gap < 0 || after - before < best_gap) {
+      best_gap = after - before;
+      offset = wall - (before + (after - before) / 2);
+    }
+  }
+  return offset;
+}
+
+}  // namespace
+
+int64_t unix_us_of(int64_t trace_us) {
+  static const int64_t offset = wall_minus_trace_us();
+  return trace_us + offset;
+}
+
 std::string Event::arg(const std::string& key, const std::string& fallback) const {
   for (const auto& [k, v] : args)
     if (k == key) return v;

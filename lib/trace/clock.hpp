@@ -18,6 +18,15 @@ int64_t now_us();
 // DISTLAB_TRACE_CLOCK_SHIFT_US. Processes of one domain need no offset.
 uint64_t clock_domain();
 
+// The wall-clock time (microseconds since 1970) of an instant on now_us()'s
+// clock. The offset between the two clocks is read once per process, as the
+// closest of a few paired readings, so every conversion a process makes
+// agrees: one instant written down twice (a flight file dumped on SIGUSR1,
+// then again on SIGTERM) becomes the same date both times. Read anew at
+// each call, a reading preempted between its two clocks would move the
+// date by as long as the preemption.
+int64_t unix_us_of(int64_t trace_us);
+
 // What to add to a rank's timestamps to put them on rank 0's clock. The
 // true offset lies within offset_us +- uncertainty_us (half the round trip
 // of the best ping-pong: the reply was stamped somewhere inside it).

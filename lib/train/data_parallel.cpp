@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "experts/moe.hpp"
 #include "zero/optimizer_factory.hpp"
@@ -45,7 +46,7 @@ class DdpStage final : public DataParallelStage {
   }
 
   pipeline::StageModule stage() override { return stage_.stage(); }
-  void zero_grad() override { optimizer_->zero_grad(); }
+  void zero_grad() override { compat::zero_grad(*optimizer_); }
   void begin_step() override {
     // The flag is read when the reducer is prepared: once here for every
     // microbatch but the last (no_sync), once more before the last backward.

@@ -1,24 +1,15 @@
 #include "zero/optimizer_state.hpp"
 
+#include "compat/torch.hpp"
+
 #include <memory>
-#include <sstream>
 #include <stdexcept>
-#include <type_traits>
 
 namespace distlab::zero {
 namespace {
 
-// LibTorch keys the state by the parameter's TensorImpl address (as text in 1.13).
-template <typename Map>
-typename Map::key_type key_of(const at::Tensor& param) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream out;
-    out << param.unsafeGetTensorImpl();
-    return out.str();
-  } else {
-    return param.unsafeGetTensorImpl();
-  }
-}
+// LibTorch keys the state by the parameter's TensorImpl (compat/torch.hpp).
+auto key_of(const at::Tensor& param) { return compat::optimizer_state_key(param.unsafeGetTensorImpl()); }
 
 template <typename State>
 ElementState adam_like(const State& s) {
@@ -57,7 +48,7 @@ OptimizerKind optimizer_kind(torch::optim::Optimizer& optimizer, const std::stri
 
 ElementState element_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, const at::Tensor& param) {
   auto& state = optimizer.state();
-  const auto it = state.find(key_of<std::decay_t<decltype(state)>>(param));
+  const auto it = state.find(key_of(param));
   if (it == state.end()) return {};
   switch (kind) {
     case OptimizerKind::kSgd: {
@@ -73,7 +64,7 @@ ElementState element_state(torch::optim::Optimizer& optimizer, OptimizerKind kin
 void set_element_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, const at::Tensor& param,
                        const ElementState& s) {
   auto& state = optimizer.state();
-  const auto key = key_of<std::decay_t<decltype(state)>>(param);
+  const auto key = key_of(param);
   if (!s.present) {
     state.erase(key);
     return;

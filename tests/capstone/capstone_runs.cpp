@@ -26,9 +26,11 @@ const data::Corpus& small_corpus() {
   return corpus;
 }
 
-std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, const data::Corpus& corpus, int ranks) {
+std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, const data::Corpus& corpus, int ranks,
+                                            const std::string& device) {
   comm::JobOptions job;
   job.backend = "threads";
+  job.device = device;
   job.ranks = ranks > 0 ? ranks : o.layout.world_size();
   std::vector<train::TrainResult> results(static_cast<size_t>(job.ranks));
   std::mutex mutex;

@@ -21,9 +21,11 @@ const data::Corpus& small_corpus();
 // Worst); +infinity when the names differ or any tensor holds a NaN.
 double largest_state_difference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b);
 
-// Every rank's result of train() on `ranks` thread ranks (0: o.layout.world_size()), indexed by world rank.
+// Every rank's result of train() on `ranks` thread ranks (0: o.layout.world_size()), indexed by world rank,
+// their tensors on `device` (cpu, or cuda: the ranks share the GPUs round-robin).
 std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
-                                            const data::Corpus& corpus = small_corpus(), int ranks = 0);
+                                            const data::Corpus& corpus = small_corpus(), int ranks = 0,
+                                            const std::string& device = "cpu");
 
 // The tiny preset without dropout (equality needs no random masks), one
 // epoch of 5 steps, 2 validation batches, quiet, final parameters kept.

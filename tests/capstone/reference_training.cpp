@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "compat/torch.hpp"
 #include "data/batching.hpp"
 #include "models/transformer_lm.hpp"
 
@@ -26,7 +27,7 @@ ReferenceResult train_one_process(const data::Corpus& corpus, const train::Train
     const int64_t row = i * o.bptt;
     const at::Tensor input = source.narrow(0, row, o.bptt);           // (S, N)
     const at::Tensor target = source.narrow(0, row + 1, o.bptt);      // (S, N): the next token
-    sgd.zero_grad();
+    compat::zero_grad(sgd);
     const at::Tensor loss = at::cross_entropy_loss(model->forward(input).reshape({-1, V}), target.reshape({-1}));
     loss.backward();
     // clip_grad_norm_'s formula, with the squares summed in float64: LibTorch

@@ -39,6 +39,9 @@ void check(bool ok, const std::string& what, int rank) {
 
 void exchange(Communicator& comm) {
   const int p = comm.size(), me = comm.rank();
+  // Where the backend carries tensors (a GPU under nccl); the checks compare on the CPU.
+  const at::Device dev = comm.device();
+  auto on = [&](const at::Tensor& t) { return t.to(dev); };
   // Every rank sends to every other rank at once, several dtypes and sizes.
   for (auto dtype : {at::kFloat, at::kDouble, at::kLong, at::kBFloat16}) {
     for (int64_t n : {0, 1, 1000, 1 << 18, 3 << 19}) {
@@ -48,14 +51,14 @@ void exchange(Communicator& comm) {
       std::vector<at::Tensor> out(p), in(p);
       for (int peer = 0; peer < p; ++peer) {
         if (peer == me) continue;
-        out[peer] = input_of(me, n, peer, dtype);
-        in[peer] = torch::empty({n}, torch::TensorOptions().dtype(dtype));
+        out[peer] = on(input_of(me, n, peer, dtype));
+        in[peer] = torch::empty({n}, torch::TensorOptions().dtype(dtype).device(dev));
         pending.push_back(comm.isend(out[peer], peer, 5));
         pending.push_back(comm.irecv(in[peer], peer, 5));
       }
       for (auto& w : pending) w->wait();
       for (int peer = 0; peer < p; ++peer)
-        if (peer != me) check(torch::equal(in[peer], input_of(peer, n, me, dtype)), "send/recv", me);
+        if (peer != me) check(torch::equal(in[peer].cpu(), input_of(peer, n, me, dtype)), "send/recv", me);
     }
   }
   // Native collectives against a sum every rank computes by itself.
@@ -63,20 +66,20 @@ void exchange(Communicator& comm) {
     at::Tensor want = input_of(0, 10007, 1, at::kDouble);
     for (int r = 1; r < p; ++r) distlab::comm::combine_into(want, input_of(r, 10007, 1, at::kDouble), op);
     distlab::comm::finish_average(want, op, p);
-    auto t = input_of(me, 10007, 1, at::kDouble);
+    auto t = on(input_of(me, 10007, 1, at::kDouble));
     comm.native_all_reduce(t, op);
-    check(torch::allclose(t, want), std::string("all_reduce ") + to_string(op), me);
+    check(torch::allclose(t.cpu(), want), std::string("all_reduce ") + to_string(op), me);
     for (int root = 0; root < p; ++root) {
-      auto r = input_of(me, 10007, 1, at::kDouble);
+      auto r = on(input_of(me, 10007, 1, at::kDouble));
       comm.native_reduce(r, root, op);
-      check(me != root || torch::allclose(r, want), "reduce", me);
-      check(me == root || torch::equal(r, input_of(me, 10007, 1, at::kDouble)), "reduce left a non-root alone", me);
+      check(me != root || torch::allclose(r.cpu(), want), "reduce", me);
+      check(me == root || torch::equal(r.cpu(), input_of(me, 10007, 1, at::kDouble)), "reduce left a non-root alone", me);
     }
   }
   for (int root = 0; root < p; ++root) {
-    auto b = input_of(me, 999, 2);
+    auto b = on(input_of(me, 999, 2));
     comm.native_broadcast(b, root);
-    check(torch::equal(b, input_of(root, 999, 2)), "broadcast", me);
+    check(torch::equal(b.cpu(), input_of(root, 999, 2)), "broadcast", me);
   }
   comm.barrier();
   std::cout << "rank " << me << " of " << p << ": " << (failures == 0 ? "all checks passed" : "FAILED") << std::endl;

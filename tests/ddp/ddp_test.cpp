@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/threads_backend.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/naive_data_parallel.hpp"
 #include "ddp_test_util.hpp"
@@ -70,7 +71,7 @@ torch::nn::Sequential train_replicas(const Case& c, const torch::nn::Sequential&
       broadcast_parameters(comm, *model);
       auto optimizer = make_optimizer(*model, c.opt);
       for (int s = 0; s < kSteps; ++s) {
-        optimizer->zero_grad();
+        compat::zero_grad(*optimizer);
         loss_of(model, rows(data.x, s), rows(data.y, s)).backward();
         average_gradients(comm, *model, c.algorithm);
         optimizer->step();
@@ -85,7 +86,7 @@ torch::nn::Sequential train_replicas(const Case& c, const torch::nn::Sequential&
       DistributedDataParallel ddp(comm, model.ptr(), options);
       auto optimizer = make_optimizer(*model, c.opt);
       for (int s = 0; s < kSteps; ++s) {
-        optimizer->zero_grad();
+        compat::zero_grad(*optimizer);
         at::Tensor loss = ddp.forward([&] { return loss_of(model, rows(data.x, s), rows(data.y, s)); });
         loss.backward();
         optimizer->step();
@@ -190,7 +191,7 @@ TEST(DdpEqualsSingleProcess, OnGroupsTrainingAtOnce) {
     auto optimizer = make_optimizer(*model, Opt::kAdam);
     const auto& d = data[static_cast<size_t>(g)];
     for (int s = 0; s < kSteps; ++s) {
-      optimizer->zero_grad();
+      compat::zero_grad(*optimizer);
       auto x = d.x.narrow(0, s * 2 * kRowsPerRank + group->rank() * kRowsPerRank, kRowsPerRank);
       auto y = d.y.narrow(0, s * 2 * kRowsPerRank + group->rank() * kRowsPerRank, kRowsPerRank);
       ddp.forward([&] { return loss_of(model, x, y); }).backward();
@@ -218,7 +219,7 @@ TEST(NoSync, AccumulatedMicroStepsEqualOneBigStep) {
     {
       auto optimizer = make_optimizer(*single, Opt::kSgd);
       for (int s = 0; s < kBigSteps; ++s) {
-        optimizer->zero_grad();
+        compat::zero_grad(*optimizer);
         loss_of(single, data.x.narrow(0, s * big, big), data.y.narrow(0, s * big, big)).backward();
         optimizer->step();
       }
@@ -235,7 +236,7 @@ TEST(NoSync, AccumulatedMicroStepsEqualOneBigStep) {
       DistributedDataParallel ddp(comm, model.ptr(), options);
       auto optimizer = make_optimizer(*model, Opt::kSgd);
       for (int s = 0; s < kBigSteps; ++s) {
-        optimizer->zero_grad();
+        compat::zero_grad(*optimizer);
         // Micro-step i of rank r: rows of the big batch that the single process
         // also sees; together the k x ranks pieces cover it exactly once.
         auto piece = [&](const at::Tensor& t, int i) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "compat/torch.hpp"
 #include "support/differences.hpp"
 
 namespace distlab::ddp::testing {
@@ -69,7 +70,7 @@ inline at::Tensor loss_of(torch::nn::Sequential& model, const at::Tensor& x, con
 inline void train_single(torch::nn::Sequential& model, const Data& data, int64_t rows_per_step, int steps, Opt opt) {
   auto optimizer = make_optimizer(*model, opt);
   for (int s = 0; s < steps; ++s) {
-    optimizer->zero_grad();
+    compat::zero_grad(*optimizer);
     auto x = data.x.narrow(0, s * rows_per_step, rows_per_step);
     auto y = data.y.narrow(0, s * rows_per_step, rows_per_step);
     loss_of(model, x, y).backward();

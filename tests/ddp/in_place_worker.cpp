@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/job.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "support/differences.hpp"
 #include "support/process_backend.hpp"
@@ -65,7 +66,7 @@ Run train(comm::Communicator& comm, bool find_unused, bool in_place) {
   };
   Run run;
   for (int step = 0; step < 4; ++step) {
-    sgd.zero_grad();
+    compat::zero_grad(sgd);
     if (step > 0) {
       auto guard = ddp.no_sync();
       ddp.forward([&] { return loss_of(step, 1); }).backward();

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "comm/threads_backend.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/overlap.hpp"
 #include "ddp_test_util.hpp"
@@ -153,7 +154,7 @@ LaunchesSeen launches_seen(bool overlap) {
     });
     for (int s = 0; s < 2; ++s) {
       at_step_start = ddp.stats().all_reduces;
-      model->zero_grad();
+      compat::zero_grad(*model);
       ddp.forward([&] { return model->forward(x).pow(2).mean(); }).backward();
       std::lock_guard<std::mutex> lock(mutex);
       seen.per_step.push_back(ddp.stats().all_reduces - at_step_start);

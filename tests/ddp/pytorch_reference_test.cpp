@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "comm/threads_backend.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/distributed_sampler.hpp"
 #include "ddp_test_util.hpp"
@@ -114,7 +115,7 @@ TEST(PyTorchReference, DdpEndsWithPyTorchsParameters) {
         const size_t count = std::min<size_t>(kBatch, indices.size() - first);
         auto rows = at::tensor(std::vector<int64_t>(indices.begin() + static_cast<long>(first),
                                                     indices.begin() + static_cast<long>(first + count)));
-        optimizer.zero_grad();
+        compat::zero_grad(optimizer);
         ddp.forward([&] { return loss_of(model, data.x.index_select(0, rows), data.y.index_select(0, rows)); })
             .backward();
         optimizer.step();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/threads_backend.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp_test_util.hpp"
 #include "support/recording.hpp"
@@ -67,7 +68,7 @@ std::vector<double> errors_against_single(Step step, comm::CommOptions comm_opti
     auto optimizer = make_optimizer(*model, Opt::kSgd);
     for (int s = 0; s < kSteps; ++s) {
       const int64_t first = (s * kRanks + comm.rank()) * kRows;
-      optimizer->zero_grad();
+      compat::zero_grad(*optimizer);
       step(ddp, model, s, data.x.narrow(0, first, kRows), data.y.narrow(0, first, kRows));
       optimizer->step();
     }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "collectives/collectives.hpp"
 #include "comm/threads_backend.hpp"
@@ -173,6 +174,38 @@ TEST(FlightRing, SequenceNumbersStayRightAfterWrapping) {
   }
   const auto d = flight::diagnose_files({dir});
   EXPECT_EQ(d.findings.front().cause, "none") << flight::to_text(d);
+}
+
+// A rank's file may be written several times (on SIGUSR1, then on SIGTERM
+// when its launcher stops it): each writing must date the same entries
+// alike, or a diagnosis read between two writings ("completed at
+// 18:02:11.346") differs from one read after them. Every dump of a process
+// turns its clock into dates with one offset, and that offset is the wall
+// clock's.
+TEST(FlightFiles, EveryDumpOfAProcessDatesItsEntriesAlike) {
+  const std::string dir = fresh_dir("flight_dates");
+  CommOptions options;
+  options.flight = flight::Recorder::create({/*entries=*/8, dir});
+  distlab::comm::run_thread_ranks(
+      2,
+      [&](Communicator& comm) {
+        auto t = torch::ones({8});
+        distlab::collectives::all_reduce(comm, t);
+      },
+      options);
+  std::set<int64_t> offsets;
+  for (int k = 0; k < 200; ++k) {
+    options.flight->dump("written again");
+    const flight::Dump dump = flight::read_dump(flight::dump_path(dir, k % 2));
+    offsets.insert(dump.dumped_unix_us - dump.dumped_us);
+  }
+  EXPECT_EQ(offsets.size(), 1u) << "the offset moved between dumps: " << *offsets.begin() << " to "
+                                << *offsets.rbegin() << " us";
+  const flight::Dump dump = flight::read_dump(flight::dump_path(dir, 0));
+  const int64_t now_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  EXPECT_LT(std::abs(now_unix_us - dump.dumped_unix_us), 60 * 1000000LL) << "a date more than a minute away from now";
 }
 
 TEST(FlightFiles, DamagedFilesAreRefusedWithOneLineEach) {

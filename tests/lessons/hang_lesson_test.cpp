@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "14_debugging_a_hang/tiny_job.hpp"
+#include "compat/torch.hpp"
 #include "flight/why.hpp"
 #include "run_program.hpp"
 #include "support/required_tool.hpp"
@@ -220,7 +221,7 @@ std::vector<double> one_process_losses(int steps, int batch, double lr) {
   std::vector<double> losses;
   for (int s = 1; s <= steps; ++s) {
     const lesson14::Batch b = lesson14::batch_of_step(s, batch);
-    sgd.zero_grad();
+    distlab::compat::zero_grad(sgd);
     at::Tensor loss = torch::nn::functional::mse_loss(model->forward(b.x), b.y);
     loss.backward();
     sgd.step();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "comm/threads_backend.hpp"
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "memory/loss_scaler.hpp"
 #include "memory/precision.hpp"
@@ -123,11 +124,11 @@ TEST(Precision, GradientsAccumulateInFloat32AcrossMicroSteps) {
   Micro m;
   std::vector<std::vector<at::Tensor>> each;  // each micro-step's gradients, alone
   for (int i = 0; i < 4; ++i) {
-    m.model->zero_grad();
+    distlab::compat::zero_grad(*m.model);
     m.loss(i).backward();
     each.push_back(grads_of(*m.model));
   }
-  m.model->zero_grad();
+  distlab::compat::zero_grad(*m.model);
   for (int i = 0; i < 4; ++i) m.loss(i).backward();  // accumulated in .grad
   const std::vector<at::Tensor> accumulated = grads_of(*m.model);
   std::vector<at::Tensor> sum32, sum16;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "model_test_util.hpp"
+#include "compat/torch.hpp"
 #include "support/python_torch.hpp"
 #include "support/required_tool.hpp"
 #include "models/gpt.hpp"
@@ -82,7 +83,7 @@ void expect_matches_reference(torch::nn::Module& model, const std::function<at::
                               const at::Tensor& tokens, int64_t vocab, const std::string& args,
                               const std::string& case_name, bool has_positional_table) {
   model.eval();
-  model.zero_grad();
+  compat::zero_grad(model);
   const at::Tensor targets = torch::randint(vocab, tokens.sizes(), torch::kLong);
   const at::Tensor logits = forward(tokens);
   const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, vocab}), targets.reshape(-1));

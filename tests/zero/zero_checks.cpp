@@ -11,6 +11,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "support/differences.hpp"
 #include "zero/naive_zero.hpp"
@@ -117,7 +118,7 @@ Result train_single(const Setting& s, const Data& data, int ranks) {
   const int64_t b = s.micro * ranks * kRowsPerRank;
   Result result;
   for (int step = 0; step < kSteps; ++step) {
-    optimizer->zero_grad();
+    compat::zero_grad(*optimizer);
     loss_of(model, data.x.narrow(0, step * b, b), data.y.narrow(0, step * b, b)).backward();
     if (s.max_norm > 0) result.norms.push_back(torch::nn::utils::clip_grad_norm_(model->parameters(), s.max_norm));
     optimizer->step();
@@ -144,7 +145,7 @@ Result train(comm::Communicator& comm, const Setting& s, const Run& run, const D
     ddp::DistributedDataParallel ddp(comm, model.ptr());
     auto optimizer = factory(s)(model->parameters());
     for (int step = 0; step < kSteps; ++step) {
-      optimizer->zero_grad();
+      compat::zero_grad(*optimizer);
       for (int i = 0; i < s.micro; ++i) {
         if (i < s.micro - 1) {
           auto guard = ddp.no_sync();

@@ -16,6 +16,7 @@
 
 #include "collectives/plan.hpp"
 #include "comm/threads_backend.hpp"
+#include "compat/torch.hpp"
 #include "flight/recorder.hpp"
 #include "models/square_mlp.hpp"
 #include "trace/recorder.hpp"
@@ -169,7 +170,7 @@ TEST(Zero1, KeepsOneGradientAndReducesItInPlace) {
     EXPECT_EQ(zero.sharded().memory().gradients, zero.sharded().accounting().gradients);
 
     zero.step();
-    EXPECT_NO_THROW(zero.sharded().optimizer().zero_grad());  // detach_() works: .grad is not a view
+    EXPECT_NO_THROW(compat::zero_grad(zero.sharded().optimizer()));  // detach_() works: .grad is not a view
     zero.zero_grad();
     for (const at::Tensor& p : params) EXPECT_EQ(p.grad().abs().sum().item<double>(), 0.0);
   });
