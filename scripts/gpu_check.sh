@@ -221,7 +221,11 @@ elapsed() { echo $(($(date +%s) - started)); }
 
 fact "machine" "$(hostname), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
 if [ $mode = gpu ]; then
-  fact "device" "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 4 | paste -sd ';')"
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    fact "device" "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 4 | paste -sd ';')"
+  else
+    fact "device" "no nvidia-smi on this machine"
+  fi
 fi
 fact "compiler" "$(c++ --version 2>&1 | head -n 1)"
 
