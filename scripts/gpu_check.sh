@@ -361,10 +361,10 @@ done
 for name in capstone_tutorial capstone_tutorial_bf16; do
   log="$out/logs/$name.log"
   [ -f "$log" ] || continue
-  line=$(grep -m1 'ms/batch' "$log" | tail -n 1)
-  [ -n "$line" ] && fact "$name speed" "$(grep 'ms/batch' "$log" | tail -n 1 | sed 's/^ *//') (the tutorial: about 700 ms/batch on four GPUs)"
-  line=$(grep -m1 'MFU' "$log")
-  [ -n "$line" ] && fact "$name MFU" "$(echo "$line" | sed 's/^ *//')"
+  line=$(grep 'ms/batch' "$log" | tail -n 1 | sed 's/^ *//')
+  [ -n "$line" ] && fact "$name speed" "$line (the tutorial: about 700 ms/batch on four GPUs)"
+  line=$(grep -m1 'MFU' "$log" | sed 's/^ *//')
+  [ -n "$line" ] && fact "$name MFU" "$line"
 done
 fact "total" "$(elapsed) s; $failures check(s) not passed"
 write_report

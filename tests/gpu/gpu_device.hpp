@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <ATen/Context.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -31,6 +33,14 @@ inline std::string device_under_test() {
 
 inline c10::DeviceType device_type_under_test() {
   return device_under_test() == "cuda" ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+}
+
+// Bit for bit on a GPU needs its kernels deterministic: cuBLAS with a fixed
+// workspace (read at its first use in the process), and no atomics in the
+// backward (LibTorch's deterministic mode).
+inline void make_kernels_deterministic() {
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
 }
 
 }  // namespace distlab::gpu_tests

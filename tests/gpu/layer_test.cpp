@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <ATen/Context.h>
-
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -55,8 +53,7 @@ Outcome run(bool has_policy, Recompute policy, Precision precision, c10::DeviceT
 
 TEST(GpuLayer, EveryRecomputationPolicyGivesLibTorchsLayerBitForBit) {
   DISTLAB_GPU_TEST_DEVICE();
-  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
-  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  gpu_tests::make_kernels_deterministic();
   const c10::DeviceType device = gpu_tests::device_type_under_test();
   std::vector<Precision> precisions = {Precision::kFp32, Precision::kBf16};
   if (device == c10::DeviceType::CUDA) precisions.push_back(Precision::kFp16);

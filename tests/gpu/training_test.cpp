@@ -8,8 +8,6 @@
 // with the plain run's parameters bit for bit (deterministic kernels).
 #include <gtest/gtest.h>
 
-#include <ATen/Context.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -83,16 +81,9 @@ TEST(GpuTraining, EveryLayoutOnTheDeviceTrainsAsOnTheCpu) {
   }
 }
 
-// Bit for bit needs the device's kernels deterministic: cuBLAS with a fixed
-// workspace, and no atomics in the backward (LibTorch's deterministic mode).
-void make_kernels_deterministic() {
-  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
-  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
-}
-
 TEST(GpuTraining, RecomputationEndsWithThePlainRunsParametersBitForBit) {
   DISTLAB_GPU_TEST_DEVICE();
-  make_kernels_deterministic();
+  gpu_tests::make_kernels_deterministic();
   const std::string device = gpu_tests::device_under_test();
   std::vector<tests::DimensionCase> cases = {{"1x1", [](train::TrainerOptions&) {}}};
   for (const tests::DimensionCase& d : tests::every_dimension()) cases.push_back(d);
