@@ -126,7 +126,7 @@ check nccl_two_ranks_refused 60 "distlab-run comm_gloo_worker" \
 check layouts 150 "gpu_tests" \
   "tests/gpu/gpu_tests --gtest_filter='GpuTraining.EveryLayout*'" \
   "DISTLAB_GPU_TESTS_ON_CPU=1 tests/gpu/gpu_tests --gtest_filter='GpuTraining.EveryLayout*'" ok \
-  "DDP, ZeRO-1/2/3, every pipeline schedule, 2x2, tensor, context (ring, Ulysses), experts: on the GPU against the CPU"
+  "DDP, ZeRO-1/2, every pipeline schedule, 2x2 on the GPU against the CPU; tensor, context, experts, ZeRO-3 refused on a shared GPU"
 check recompute 90 "gpu_tests" \
   "tests/gpu/gpu_tests --gtest_filter='GpuTraining.Recomputation*:GpuLayer.*'" \
   "DISTLAB_GPU_TESTS_ON_CPU=1 tests/gpu/gpu_tests --gtest_filter='GpuTraining.Recomputation*:GpuLayer.*'" ok \

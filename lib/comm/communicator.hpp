@@ -97,6 +97,10 @@ class Communicator {
   const std::string& group() const { return options_.group; }
   bool is_world() const { return options_.world_ranks.empty(); }
   virtual std::string backend() const = 0;
+  // Whether this rank's backward runs on an autograd engine thread that
+  // other ranks' backwards run on too (thread ranks sharing a GPU), where
+  // no rank may wait for another (comm/backward_thread.hpp).
+  virtual bool shares_engine_thread() const { return false; }
   Milliseconds timeout() const { return options_.timeout; }
   Milliseconds connect_timeout() const { return options_.connect_timeout; }
   at::Device device() const { return options_.device; }

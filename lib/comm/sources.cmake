@@ -8,6 +8,7 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/reduce_op.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/flight_op.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/backward_thread.cpp
   ${CMAKE_CURRENT_LIST_DIR}/threads_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/store.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gloo_work.cpp

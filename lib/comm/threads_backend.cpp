@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "comm/backward_thread.hpp"
 #include "comm/flight_op.hpp"
 #include "flight/recorder.hpp"
 
@@ -41,11 +42,19 @@ struct Channel {
 
 class ThreadWorld {
  public:
-  ThreadWorld(int size, CommOptions options)
-      : size_(size), options_(std::move(options)), slots_(size), partials_(size), present_(size), what_(size) {}
+  ThreadWorld(int size, CommOptions options, bool shares_gpu)
+      : size_(size), options_(std::move(options)), shares_gpu_(shares_gpu), slots_(size), partials_(size),
+        present_(size), what_(size) {}
 
   int size() const { return size_; }
   const CommOptions& options() const { return options_; }
+  // Two ranks of the job on one GPU: their backwards share the autograd
+  // engine's thread of that GPU, where no rank may wait for another
+  // (comm/backward_thread.hpp).
+  bool shares_gpu() const { return shares_gpu_; }
+  void refuse_wait_on_engine_thread(const std::string& self, const std::string& waiting_for) const {
+    if (shares_gpu_) comm::refuse_wait_on_engine_thread(self, waiting_for);
+  }
 
   std::mutex mutex;
   std::condition_variable cv;  // any op completed, a rendezvous opened, or abort
@@ -80,6 +89,7 @@ class ThreadWorld {
  private:
   int size_;
   CommOptions options_;
+  bool shares_gpu_;
   std::vector<at::Tensor> slots_;
   std::vector<at::Tensor> partials_;
   uint64_t generation_ = 0;
@@ -89,6 +99,7 @@ class ThreadWorld {
 };
 
 void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor& publish) {
+  if (size_ > 1) refuse_wait_on_engine_thread("rank " + std::to_string(rank) + ": " + what, "the other ranks");
   std::unique_lock<std::mutex> lock(mutex);
   if (aborted) throw JobAborted("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
   const uint64_t generation = generation_;
@@ -140,6 +151,8 @@ class ThreadsWork : public Work {
   void wait() override { wait_up_to(world_.options().timeout); }
 
   void wait_up_to(Milliseconds limit) override {
+    const int peer = is_send_ ? std::get<1>(key_) : std::get<0>(key_);
+    world_.refuse_wait_on_engine_thread(what_, "rank " + std::to_string(peer));
     std::unique_lock<std::mutex> lock(world_.mutex);
     world_.cv.wait_for(lock, limit, [&] { return status_->done || world_.aborted; });
     if (!status_->done && status_->matched) {
@@ -224,6 +237,7 @@ class ThreadsCommunicator : public Communicator {
       : Communicator(rank, world->size(), std::move(options)), world_(std::move(world)) {}
 
   std::string backend() const override { return "threads"; }
+  bool shares_engine_thread() const override { return world_->shares_gpu(); }
 
  protected:
   WorkPtr do_isend(const at::Tensor& tensor, int peer, int tag) override {
@@ -250,7 +264,7 @@ class ThreadsCommunicator : public Communicator {
       std::lock_guard<std::mutex> lock(world_->mutex);
       if (world_->aborted) throw JobAborted(self() + ": split: job aborted: " + world_->abort_reason);
       auto& slot = world_->groups[key];
-      if (!slot) slot = std::make_shared<ThreadWorld>(static_cast<int>(members.size()), options);
+      if (!slot) slot = std::make_shared<ThreadWorld>(static_cast<int>(members.size()), options, world_->shares_gpu());
       group = slot;
     }
     const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
@@ -366,7 +380,12 @@ std::shared_ptr<ThreadWorld> make_thread_world(int world_size, CommOptions optio
   // One flight recorder for the job's thread ranks: a dump writes every
   // rank's file, the ones that never failed included.
   if (!options.flight) options.flight = make_flight_recorder();
-  return std::make_shared<ThreadWorld>(world_size, std::move(options));
+  // Ranks spread over the GPUs as rank_options does: more ranks than GPUs,
+  // or all on the one named, share one.
+  const bool shares_gpu =
+      options.device.is_cuda() && world_size > 1 &&
+      (options.device.has_index() || world_size > static_cast<int>(torch::cuda::device_count()));
+  return std::make_shared<ThreadWorld>(world_size, std::move(options), shares_gpu);
 }
 
 std::unique_ptr<Communicator> make_thread_communicator(const std::shared_ptr<ThreadWorld>& world, int rank) {

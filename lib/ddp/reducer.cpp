@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <c10/util/Exception.h>
-#include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
@@ -12,6 +11,7 @@
 
 #include "collectives/async.hpp"
 #include "collectives/collectives.hpp"
+#include "comm/backward_thread.hpp"
 #include "comm/errors.hpp"
 #include "flight/site.hpp"
 #include "ddp/bucket_view.hpp"
@@ -180,6 +180,7 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
   std::vector<GradBucket> buckets;                // launched strictly in this order
   std::vector<std::pair<size_t, size_t>> place;  // parameter i: its bucket, its slot there
   Phase phase = Phase::kArmed;
+  comm::BackwardCaller caller;  // the thread of the forward, which calls backward
   PlanRebuild rebuild;
   ReducerStats stats;
 
@@ -318,11 +319,12 @@ struct ReducerState : std::enable_shared_from_this<ReducerState> {
   }
 
   // Armed -> reducing; finalize() is queued to run when the whole backward is
-  // done, on the thread that called it.
+  // done, on the thread that called it (for CUDA tensors, not the engine's
+  // thread that runs the hooks: comm/backward_thread.hpp).
   void start_reducing_locked() {
     transition(phase, Phase::kArmed, Phase::kReducing, "DDP's reducer");
     std::weak_ptr<ReducerState> weak = shared_from_this();
-    torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+    caller.at_end([weak] {
       if (auto self = weak.lock()) self->finalize();
     });
   }
@@ -425,6 +427,7 @@ void Reducer::prepare_for_backward(bool sync) {
                           "a full backward before the next forward");
   if (state_->rebuild.stage == Rebuild::kDue) state_->rebuild_plan_locked();
   state_->phase = sync ? Phase::kArmed : Phase::kLocal;
+  state_->caller.capture();
   if (!sync) ++state_->stats.local_steps;
 }
 

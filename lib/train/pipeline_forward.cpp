@@ -1,6 +1,7 @@
 #include "train/pipeline_forward.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <stdexcept>

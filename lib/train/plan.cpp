@@ -97,6 +97,21 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
 
 std::string ParallelPlan::strategy() const { return o_.zero > 0 ? "ZeRO-" + n(o_.zero) : std::string("DDP"); }
 
+bool ParallelPlan::waits_inside_backward() const {
+  return o_.layout.tensor > 1 || o_.layout.context > 1 || o_.expert_parallel > 1 || o_.zero == 3;
+}
+
+std::string ParallelPlan::refusal_on_a_shared_engine_thread() const {
+  if (!waits_inside_backward()) return "";
+  return "thread ranks sharing a GPU cannot run " + o_.layout.text() + " with " + strategy() +
+         (o_.expert_parallel > 1 ? " and experts over " + std::to_string(o_.expert_parallel) + " ranks" : "") +
+         ": PyTorch runs the CUDA backward of every thread of a process on one engine thread per GPU, and these "
+         "ranks wait for each other in the middle of their backward (tensor and context parallelism, experts, "
+         "ZeRO-3), which that thread would never get past. Run them with one process per GPU (distlab-run "
+         "--nproc-per-node <GPUs> ... --backend nccl), or as thread ranks on the CPU; DDP, ZeRO-1/2 and every "
+         "pipeline schedule run as thread ranks sharing a GPU";
+}
+
 std::vector<std::string> ParallelPlan::refusals() const {
   std::vector<std::string> out = layout_refusals(o_);
   if (!out.empty()) return out;  // the schedule's rules read sizes these found wrong

@@ -78,6 +78,13 @@ class ParallelPlan {
   const Layout& layout() const { return o_.layout; }
   int stages() const { return o_.layout.pipeline * o_.stages_per_rank; }  // P * v
   std::string strategy() const;  // "DDP", "ZeRO-1", ...
+  // Whether a rank waits for other ranks in the middle of its backward:
+  // tensor and context ranks' collectives, experts' all-to-all, ZeRO-3's
+  // gathers (DDP, ZeRO-1/2 and pipelines wait only once it is done).
+  bool waits_inside_backward() const;
+  // The refusal for ranks whose backwards share an autograd engine thread
+  // (comm::Communicator::shares_engine_thread), or "" when this plan can.
+  std::string refusal_on_a_shared_engine_thread() const;
 
   // Every rule this plan breaks, each a sentence with its reason and the
   // fix; empty when it can run. No communication: every rank finds the same.

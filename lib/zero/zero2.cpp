@@ -2,13 +2,13 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
-#include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <mutex>
 
 #include "collectives/async.hpp"
+#include "comm/backward_thread.hpp"
 #include "collectives/collectives.hpp"
 
 namespace distlab::zero {
@@ -37,6 +37,8 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
   std::vector<bool> ready;           // per parameter, this backward
   int next_launch = 0;               // buckets launch strictly in order, as every rank does
   bool sync = true;
+  // The rank's thread, which calls backward (captured where it constructs and steps).
+  comm::BackwardCaller caller;
   bool reducing = false;             // a synchronized backward is under way
   Zero2Stats stats;
 
@@ -107,7 +109,7 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
       reducing = true;
       // Runs when the whole backward is done, on the thread that called it.
       std::weak_ptr<GradShardState> weak = shared_from_this();
-      torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+      caller.at_end([weak] {
         if (auto self = weak.lock()) self->finalize();
       });
     }
@@ -143,6 +145,7 @@ Zero2::Zero2(comm::Communicator& comm, torch::nn::Module& module, const Optimize
     : sharded_(comm, module, make_optimizer, options, Stage::kZero2, pack_by_size(options, BucketOrder::kBackward),
                ShardStorage::kViewsOfParameters),
       state_(std::make_shared<GradShardState>(sharded_)) {
+  state_->caller.capture();
   // After accumulation, so the sum of no_sync micro-steps is included.
   std::weak_ptr<GradShardState> weak = state_;
   hooks_ = std::make_unique<ddp::GradReadyHooks>(sharded_.params(), [weak](size_t i) {
@@ -161,6 +164,7 @@ Zero2::NoSync Zero2::no_sync() {
 
 void Zero2::zero_grad() {
   check_reduced();
+  state_->caller.capture();
   for (const at::Tensor& p : sharded_.params()) p.mutable_grad() = at::Tensor();
   sharded_.zero_shard_grad();
 }

@@ -1,7 +1,6 @@
 #include "zero/zero3.hpp"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
@@ -11,6 +10,7 @@
 #include <stdexcept>
 
 #include "collectives/async.hpp"
+#include "comm/backward_thread.hpp"
 #include "zero/storage.hpp"
 
 namespace distlab::zero {
@@ -83,6 +83,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   std::vector<bool> ready;             // per parameter, this backward
   std::vector<std::pair<int, comm::WorkPtr>> reductions;  // this backward's, (unit, work)
   bool sync = true;
+  comm::BackwardCaller caller;  // the thread of the forward, which calls backward
   bool in_backward = false;
   bool whole = false;                  // inside whole_parameters(): nothing is freed
   int begun = 0;                       // units whose forward (or backward) this pass has begun
@@ -176,7 +177,7 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
     begun = 0;
     // Runs when the whole backward is done, on the thread that called it.
     std::weak_ptr<Zero3State> weak = shared_from_this();
-    torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+    caller.at_end([weak] {
       if (auto self = weak.lock()) self->finalize();
     });
   }
@@ -285,6 +286,7 @@ at::Tensor Zero3::forward(const at::Tensor& input) {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->begun = 0;
+    state_->caller.capture();
   }
   at::Tensor h = input;
   size_t child = 0;

@@ -4,6 +4,7 @@
 // against the ranks place_of puts on each axis; rank <-> place both ways.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -153,6 +154,34 @@ TEST(Plan, PrecisionAndLossScalingAreDescribedAndAnInjectedOverflowNeedsTheScale
   EXPECT_NE(lines.back().find("loss scaling: dynamic"), std::string::npos) << lines.back();
   o.loss_scaling = false;
   expect_refused(o, "--inject-overflow-at-step 3 without a loss scaler would step every parameter to NaN");
+}
+
+// Which layouts thread ranks sharing a GPU may run (comm/backward_thread.hpp),
+// by hand: those whose ranks wait for each other only after the backward.
+TEST(Plan, ThreadRanksSharingAGpuRunOnlyWhatWaitsAfterTheBackward) {
+  struct Case {
+    const char* name;
+    std::function<void(PlanOptions&)> set;
+    bool runs;
+  };
+  const std::vector<Case> cases = {
+      {"2x2 DDP", [](PlanOptions&) {}, true},
+      {"2x2 ZeRO-1", [](PlanOptions& o) { o.zero = 1; }, true},
+      {"2x2 ZeRO-2", [](PlanOptions& o) { o.zero = 2; }, true},
+      {"2x2 ZeRO-3", [](PlanOptions& o) { o.zero = 3; }, false},
+      {"4x1 interleaved", [](PlanOptions& o) { o = four_stages(ScheduleKind::kInterleaved1F1B); }, true},
+      {"2x2x2 tensor", [](PlanOptions& o) { o.layout.tensor = 2; }, false},
+      {"1x2 x 2 context", [](PlanOptions& o) { o.layout = Layout{1, 2, 1}, o.layout.context = 2; }, false},
+      {"2x2 experts over 2", [](PlanOptions& o) { o.moe.experts = 4, o.expert_parallel = 2; }, false},
+      {"2x2 experts on each rank", [](PlanOptions& o) { o.moe.experts = 4; }, true},
+  };
+  for (const Case& c : cases) {
+    PlanOptions o = two_by_two();
+    c.set(o);
+    const std::string refusal = ParallelPlan(o).refusal_on_a_shared_engine_thread();
+    EXPECT_EQ(refusal.empty(), c.runs) << c.name << ": " << refusal;
+    if (!c.runs) EXPECT_NE(refusal.find("one process per GPU"), std::string::npos) << refusal;
+  }
 }
 
 TEST(Plan, TheSchedulesRulesAreItsRefusalsToo) {
