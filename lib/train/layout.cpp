@@ -115,12 +115,54 @@ Groups make_groups(comm::Communicator& world, const Layout& layout) {
   // Every rank splits in the same order (each split is a collective).
   for (const Axis axis : {Axis::kPipeline, Axis::kData, Axis::kTensor, Axis::kContext})
     g.*kGroupOf[index(axis)] = world.split(color_of(p, layout, axis), p.at(axis), group_name(p, layout, axis));
-  if (layout.context > 1)  // data x context: one group per (stage, tensor rank)
+  if (layout.context > 1) {  // data x context: one group per (stage, tensor rank)
+    const AveragingPlace a = averaging_place(p, layout);
     g.replicas_and_context =
-        world.split(p.stage * layout.tensor + p.tensor, p.replica * layout.context + p.context,
+        world.split(a.group, a.rank,
                     "stage" + std::to_string(p.stage) + "-replicas-and-context" +
                         (layout.tensor == 1 ? "" : "-tensor" + std::to_string(p.tensor)));
+  }
   return g;
+}
+
+AveragingPlace averaging_place(const Place& place, const Layout& layout) {
+  return {place.stage * layout.tensor + place.tensor, place.replica * layout.context + place.context};
+}
+
+std::vector<std::vector<int>> averaging_members(const Layout& layout) {
+  std::vector<std::vector<int>> groups(static_cast<size_t>(layout.pipeline * layout.tensor),
+                                       std::vector<int>(static_cast<size_t>(layout.replicas * layout.context)));
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const AveragingPlace a = averaging_place(place_of(rank, layout), layout);
+    groups[static_cast<size_t>(a.group)][static_cast<size_t>(a.rank)] = rank;
+  }
+  return groups;
+}
+
+ExpertPlace expert_place(int averaging_rank, int experts_over) {
+  return {averaging_rank / experts_over, averaging_rank % experts_over};
+}
+
+std::vector<std::vector<int>> expert_members(const Layout& layout, int experts_over) {
+  std::vector<std::vector<int>> blocks;
+  for (const std::vector<int>& averaging : averaging_members(layout))
+    for (size_t r = 0; r < averaging.size(); ++r) {
+      const ExpertPlace e = expert_place(static_cast<int>(r), experts_over);
+      if (e.copy == 0) blocks.emplace_back();
+      blocks.back().push_back(averaging[r]);
+    }
+  return blocks;
+}
+
+std::vector<std::vector<int>> expert_copy_members(const Layout& layout, int experts_over) {
+  std::vector<std::vector<int>> copies;
+  for (const std::vector<int>& averaging : averaging_members(layout)) {
+    const size_t first = copies.size();
+    copies.resize(first + static_cast<size_t>(experts_over));
+    for (size_t r = 0; r < averaging.size(); ++r)
+      copies[first + static_cast<size_t>(expert_place(static_cast<int>(r), experts_over).copy)].push_back(averaging[r]);
+  }
+  return copies;
 }
 
 }  // namespace distlab::train

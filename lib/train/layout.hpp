@@ -74,6 +74,31 @@ int rank_of(const Place& place, const Layout& layout);
 // the groups in the order of the other coordinates (outermost first).
 std::vector<std::vector<int>> group_members(const Layout& layout, Axis axis);
 
+// data x context: the ranks holding the same stage and tensor piece, over
+// which a stage's gradients average. Group rank = replica * C + context;
+// one group per (stage, tensor rank), in that order. With C = 1, the data
+// groups.
+struct AveragingPlace {
+  int group = 0;  // stage * T + tensor
+  int rank = 0;   // replica * C + context
+};
+AveragingPlace averaging_place(const Place& place, const Layout& layout);
+std::vector<std::vector<int>> averaging_members(const Layout& layout);
+
+// Experts spread over N ranks (expert parallelism): each averaging group cut
+// into blocks of N consecutive group ranks, as Megatron's expert groups
+// subdivide data x context. Averaging rank r sits in block r / N at
+// position r % N, and holds the same experts as every rank of its averaging
+// group at the same position: its copies, whose gradients are summed.
+// N must divide R * C (the plan's rule).
+struct ExpertPlace {
+  int block = 0;  // r / N: the expert group, within the averaging group
+  int copy = 0;   // r % N: which experts, and the group of their copies
+};
+ExpertPlace expert_place(int averaging_rank, int experts_over);
+std::vector<std::vector<int>> expert_members(const Layout& layout, int experts_over);       // the blocks
+std::vector<std::vector<int>> expert_copy_members(const Layout& layout, int experts_over);  // the copies
+
 struct Groups {
   Place place;
   std::unique_ptr<comm::Communicator> pipeline;  // this replica's P stages (same tensor rank), group rank = stage

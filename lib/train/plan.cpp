@@ -1,7 +1,6 @@
 #include "train/plan.hpp"
 
 #include <cstdio>
-#include <map>
 #include <stdexcept>
 
 namespace distlab::train {
@@ -152,15 +151,7 @@ std::vector<std::string> ParallelPlan::describe() const {
     lines.push_back("context groups (each sequence split, " + std::string(context_parallel::to_string(o_.context_method)) +
                     " attention, " + context_parallel::to_string(o_.context_layout) +
                     " chunks):" + groups_text(group_members(l, Axis::kContext)));
-    // The ranks holding the same stage and tensor piece: data x context.
-    std::map<int, std::vector<int>> averaging;
-    for (int rank = 0; rank < l.world_size(); ++rank) {
-      const Place p = train::place_of(rank, l);
-      averaging[p.stage * l.tensor + p.tensor].push_back(rank);
-    }
-    std::vector<std::vector<int>> groups;
-    for (auto& item : averaging) groups.push_back(std::move(item.second));
-    lines.push_back("gradients average over data x context:" + groups_text(groups) +
+    lines.push_back("gradients average over data x context:" + groups_text(averaging_members(l)) +
                     (o_.dropout > 0 ? " (no dropout on the attention weights: no rank holds a whole row of them)" : ""));
   }
   if (l.tensor > 1) lines.push_back("tensor groups (each stage's layers cut):" + groups_text(group_members(l, Axis::kTensor)));
@@ -175,19 +166,9 @@ std::vector<std::string> ParallelPlan::describe() const {
                                  " per rank (all-to-all)"
                            : "; every rank holds all of its stages' experts (averaged by " + strategy() +
                                  " with the rest)"));
-    if (N > 1 && l.replicas % N == 0) {
-      std::vector<std::vector<int>> groups, copies;
-      for (const auto& replicas : group_members(l, Axis::kData)) {
-        for (int b = 0; b < l.replicas / N; ++b)
-          groups.emplace_back(replicas.begin() + b * N, replicas.begin() + (b + 1) * N);
-        for (int q = 0; q < N; ++q) {
-          copies.emplace_back();
-          for (int r = q; r < l.replicas; r += N) copies.back().push_back(replicas[static_cast<size_t>(r)]);
-        }
-      }
-      lines.push_back("expert groups:" + groups_text(groups) + "   the same experts (gradients summed, / " +
-                      n(l.replicas) + "):" + groups_text(copies));
-    }
+    if (N > 1 && (l.replicas * l.context) % N == 0)
+      lines.push_back("expert groups:" + groups_text(expert_members(l, N)) + "   the same experts (gradients summed, / " +
+                      n(l.replicas) + "):" + groups_text(expert_copy_members(l, N)));
   }
   if (o_.stages_per_rank > 1 && refusals().empty()) {
     std::string line = n(o_.stages_per_rank) + " stages per pipeline rank (" + pipeline::kind_name(o_.schedule) +

@@ -424,10 +424,11 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
       replicas = run.stage_replicas.back().get();
     }
     comm::Communicator* copies = nullptr;
-    if (o.expert_parallel > 1) {  // replicas r of a block of N share the experts; r % N holds the same ones
-      const int N = o.expert_parallel, r = replicas->rank();
-      run.expert_groups.push_back(replicas->split(r / N, r, replicas->group() + "-experts"));
-      run.expert_copies.push_back(replicas->split(r % N, r, replicas->group() + "-expert-copies"));
+    if (o.expert_parallel > 1) {  // layout.hpp's expert groups, split from this stage's averaging group
+      const int r = replicas->rank();
+      const ExpertPlace e = expert_place(r, o.expert_parallel);
+      run.expert_groups.push_back(replicas->split(e.block, r, replicas->group() + "-experts"));
+      run.expert_copies.push_back(replicas->split(e.copy, r, replicas->group() + "-expert-copies"));
       run.stages[c]->spread_experts(*run.expert_groups.back());
       copies = run.expert_copies.back().get();
     }

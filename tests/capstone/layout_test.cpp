@@ -39,6 +39,35 @@ TEST(Layout3d, PlacesWorkedByHand) {
   EXPECT_THROW(place_of(8, l), std::invalid_argument);
 }
 
+// The groups a stage's gradients average over and the expert groups that
+// subdivide them, worked by hand from rank = ((replica * P + stage) * C +
+// context) * T + tensor.
+TEST(Layout3d, AveragingAndExpertGroupsWorkedByHand) {
+  using Groups = std::vector<std::vector<int>>;
+  // 1 stage x 2 replicas x 2 context ranks x 2 tensor ranks: rank = (replica * 2 + context) * 2 + tensor.
+  const Layout four_d{1, 2, 2, 2};
+  EXPECT_EQ(averaging_members(four_d), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  EXPECT_EQ(expert_members(four_d, 2), (Groups{{0, 2}, {4, 6}, {1, 3}, {5, 7}}));
+  EXPECT_EQ(expert_copy_members(four_d, 2), (Groups{{0, 4}, {2, 6}, {1, 5}, {3, 7}}));
+  // 2 x 2 x 2 x 2: the groups in (stage, tensor) order, members by replica * C + context.
+  const Layout five_d{2, 2, 2, 2};
+  EXPECT_EQ(averaging_members(five_d), (Groups{{0, 2, 8, 10}, {1, 3, 9, 11}, {4, 6, 12, 14}, {5, 7, 13, 15}}));
+  EXPECT_EQ(expert_members(five_d, 2),
+            (Groups{{0, 2}, {8, 10}, {1, 3}, {9, 11}, {4, 6}, {12, 14}, {5, 7}, {13, 15}}));
+  EXPECT_EQ(expert_copy_members(five_d, 2),
+            (Groups{{0, 8}, {2, 10}, {1, 9}, {3, 11}, {4, 12}, {6, 14}, {5, 13}, {7, 15}}));
+  EXPECT_EQ(expert_members(five_d, 4), (Groups{{0, 2, 8, 10}, {1, 3, 9, 11}, {4, 6, 12, 14}, {5, 7, 13, 15}}));
+  // 2 stages x 4 replicas, C = T = 1: the data groups, in blocks of 2.
+  const Layout two_d{2, 4};
+  EXPECT_EQ(averaging_members(two_d), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  EXPECT_EQ(expert_copy_members(two_d, 2), (Groups{{0, 4}, {2, 6}, {1, 5}, {3, 7}}));
+  const Place p = place_of(14, five_d);  // replica 1, stage 1, context 1, tensor 0
+  EXPECT_EQ(averaging_place(p, five_d).group, 2);
+  EXPECT_EQ(averaging_place(p, five_d).rank, 3);
+  EXPECT_EQ(expert_place(3, 2).block, 1);
+  EXPECT_EQ(expert_place(3, 2).copy, 1);
+}
+
 // Each group's members as world ranks, gathered inside the group.
 std::set<int> members(comm::Communicator& group) {
   const at::Tensor mine = at::full({1}, group.world_rank(), at::kLong);
