@@ -1,5 +1,6 @@
 #include "train/plan.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -95,6 +96,14 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
 }  // namespace
 
 std::string ParallelPlan::strategy() const { return o_.zero > 0 ? "ZeRO-" + n(o_.zero) : std::string("DDP"); }
+
+Roles ParallelPlan::roles_of(const Place& p) const {
+  Roles roles;
+  roles.prints = p.tensor == 0 && p.context == 0;
+  roles.gathers_checkpoint = p.replica < std::max(1, o_.expert_parallel) && p.context == 0;
+  roles.writes_checkpoint = p.replica == 0 && p.tensor == 0 && p.context == 0;
+  return roles;
+}
 
 bool ParallelPlan::waits_inside_backward() const {
   return o_.layout.tensor > 1 || o_.layout.context > 1 || o_.expert_parallel > 1 || o_.zero == 3;

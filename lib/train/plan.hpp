@@ -70,6 +70,19 @@ struct PlanOptions {
   int64_t inject_overflow_at_step = -1;
 };
 
+// What a rank does besides training, by its place: the plan decides.
+struct Roles {
+  // Prints the log: tensor and context rank 0 (the others of those groups
+  // would print the same lines).
+  bool prints = false;
+  // Takes part in gathering its stage's state for a checkpoint: context
+  // rank 0 of replicas 0 .. N-1 (N: the ranks the experts are spread over),
+  // every tensor rank of them (the state is cut across the tensor group).
+  bool gathers_checkpoint = false;
+  // Writes its stage's part: replica, tensor and context rank 0.
+  bool writes_checkpoint = false;
+};
+
 class ParallelPlan {
  public:
   explicit ParallelPlan(PlanOptions options) : o_(std::move(options)) {}
@@ -94,6 +107,7 @@ class ParallelPlan {
   void check() const;
 
   Place place_of(int world_rank) const { return train::place_of(world_rank, o_.layout); }
+  Roles roles_of(const Place& place) const;
   int rank_of(const Place& place) const { return train::rank_of(place, o_.layout); }
   Groups make_groups(comm::Communicator& world) const { return train::make_groups(world, o_.layout); }
 

@@ -56,6 +56,7 @@ struct Run {
   comm::Communicator& world;
   const TrainerOptions& o;
   Groups groups;
+  Roles roles;  // the plan's: who prints, who writes checkpoints
   // This rank's stages (one, or v for interleaved and V schedules), each
   // whole or cut across the tensor group, by stage number.
   std::vector<int> stage_numbers;
@@ -79,8 +80,7 @@ struct Run {
   int64_t batch_rows = 0;   // the rows of the batch in flight before padding (context: the loss's denominator)
 
   void print(const std::string& line) const {
-    // A tensor group's ranks would print the same; a context group's ranks print the same averages.
-    if (o.quiet || groups.place.tensor != 0 || groups.place.context != 0) return;
+    if (o.quiet || !roles.prints) return;
     const std::string text = "[RANK " + std::to_string(world.rank()) + "]: " + line + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -207,10 +207,9 @@ double evaluate(Run& run, const at::Tensor& source) {
 void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
   const auto whole = run.whole();
-  // Replica 0 of each stage writes (its experts spread: gathered from its expert group, replicas 0 .. N-1) ...
-  if (run.groups.place.replica >= std::max(1, run.o.expert_parallel) || run.groups.place.context != 0) return;
-  const auto model = run.whole_state();         // (cut across a tensor group: gathered)
-  if (run.groups.place.replica != 0 || run.groups.place.tensor != 0) return;  // ... its tensor rank 0
+  if (!run.roles.gathers_checkpoint) return;
+  const auto model = run.whole_state();  // (cut across a tensor group, experts spread: gathered)
+  if (!run.roles.writes_checkpoint) return;
   TrainerState with_scale = state;
   if (run.scaler) {
     with_scale.loss_scale = run.scaler->scale();
@@ -354,7 +353,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
 TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o,
                             const ParallelPlan& plan) {
   memory::check_precision(o.precision, world.device().type());
-  Run run{world, o, plan.make_groups(world)};
+  Run run{world, o, plan.make_groups(world), plan.roles_of(plan.place_of(world.rank()))};
   const Place place = run.groups.place;
   const int P = o.layout.pipeline, R = o.layout.replicas;
   run.context = ContextSplit{run.groups.context.get(), o.context_layout, o.context_method};

@@ -184,6 +184,40 @@ TEST(Plan, ThreadRanksSharingAGpuRunOnlyWhatWaitsAfterTheBackward) {
   }
 }
 
+// Who prints and who writes checkpoints, rank by rank, worked by hand.
+TEST(Plan, RolesByPlace) {
+  struct Expected {
+    std::vector<int> prints, gathers, writes;
+  };
+  auto roles_of_every_rank = [](const PlanOptions& o) {
+    const ParallelPlan plan(o);
+    Expected got;
+    for (int rank = 0; rank < o.layout.world_size(); ++rank) {
+      const Roles roles = plan.roles_of(plan.place_of(rank));
+      if (roles.prints) got.prints.push_back(rank);
+      if (roles.gathers_checkpoint) got.gathers.push_back(rank);
+      if (roles.writes_checkpoint) got.writes.push_back(rank);
+    }
+    return got;
+  };
+  // 2 x 2: every rank prints; replica 0 of each stage (ranks 0, 1) gathers and writes.
+  const Expected plain = roles_of_every_rank(two_by_two());
+  EXPECT_EQ(plain.prints, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(plain.gathers, (std::vector<int>{0, 1}));
+  EXPECT_EQ(plain.writes, (std::vector<int>{0, 1}));
+  // 1 stage x 2 replicas x 2 context x 2 tensor ranks, experts over 2 replicas:
+  // rank = (replica * 2 + context) * 2 + tensor.
+  PlanOptions o = two_by_two();
+  o.layout = Layout{1, 2, 2};
+  o.layout.context = 2;
+  o.moe.experts = 4;
+  o.expert_parallel = 2;
+  const Expected spread = roles_of_every_rank(o);
+  EXPECT_EQ(spread.prints, (std::vector<int>{0, 4}));         // tensor 0, context 0
+  EXPECT_EQ(spread.gathers, (std::vector<int>{0, 1, 4, 5}));  // context 0 of replicas 0 and 1
+  EXPECT_EQ(spread.writes, (std::vector<int>{0}));            // replica, tensor and context 0
+}
+
 TEST(Plan, TheSchedulesRulesAreItsRefusalsToo) {
   PlanOptions o = two_by_two();
   o.schedule = ScheduleKind::kGPipe;
