@@ -147,9 +147,26 @@ void anatomy(const Options& o) {
     }
   std::printf(
       "   Doubling the batch doubles the activations; doubling the sequence more than doubles them: the\n"
-      "   attention's s x s tensors. At this size they pass the weights' %s bytes: activations, not\n"
-      "   parameters, are what stops a long sequence from fitting.\n\n",
-      grouped(16 * n).c_str());
+      "   attention's s x s tensors.");
+  // Against what the parameters take with Adam (16 N), at the largest size
+  // shown, and the sequence (doubling) at which the activations pass it.
+  auto activations_at = [&](int64_t seq) {
+    return o.layers * models::activation_bytes(shape_of(o, seq, o.batch), Recompute::kNone, o.dropout > 0, 0);
+  };
+  const int64_t state = 16 * n, largest = activations_at(o.seq);
+  if (largest > state) {
+    std::printf(" At %lld x %lld they pass the %s bytes of the parameters, their\n"
+                "   gradients and Adam's moments (16 N): activations, not parameters, stop a long sequence.\n\n",
+                static_cast<long long>(o.batch), static_cast<long long>(o.seq), grouped(state).c_str());
+    return;
+  }
+  int64_t seq = o.seq;
+  while (activations_at(seq) <= state && seq < 1024 * o.seq) seq *= 2;
+  std::printf(" At %lld x %lld they are %.0f%% of the %s bytes of the parameters,\n"
+              "   their gradients and Adam's moments (16 N); at seq %lld (%s bytes) they pass them:\n"
+              "   activations, not parameters, stop a long sequence.\n\n",
+              static_cast<long long>(o.batch), static_cast<long long>(o.seq), 100.0 * double(largest) / double(state),
+              grouped(state).c_str(), static_cast<long long>(seq), grouped(activations_at(seq)).c_str());
 }
 
 // With --trace: each policy's bytes as a memory counter sample (the
