@@ -244,7 +244,6 @@ bool layouts(comm::Communicator& world, const Options& o) {
     std::printf("    rank");
     for (int s = 0; s < C; ++s) std::printf("  step %-3d", s);
     std::printf("      total\n");
-    double most = 0, least = std::numeric_limits<double>::infinity();
     for (int r = 0; r < C; ++r) {
       double total = 0;
       std::printf("    %4d", r);
@@ -253,11 +252,15 @@ bool layouts(comm::Communicator& world, const Options& o) {
         total += per_step[s][r];
       }
       std::printf("  %9.0f\n", total);
-      most = std::max(most, total);
-      least = std::min(least, total);
     }
-    std::printf("    slowest / fastest rank: %.2f; the counts are the ring plan's: %s\n", most / least,
-                as_planned ? "yes" : "NO");
+    const double ring = static_cast<double>(plan.ring_time()), balanced = plan.balanced_time();
+    std::printf("    the ring's time: %.0f pairs (each step its busiest rank's); spread evenly: %.0f; %.1f%% efficient\n",
+                ring, balanced, 100.0 * balanced / ring);
+    if (layout == Layout::kContiguous)
+      std::printf("    (C/(2C-1) = %.1f%% as the chunks grow); ", 100.0 * C / (2 * C - 1));
+    else
+      std::printf("    ");
+    std::printf("the counts are the ring plan's: %s\n", as_planned ? "yes" : "NO");
   }
   if (world.rank() == 0)
     std::printf("  Look: a step takes as long as its busiest rank. Contiguous gives the last rank every\n"

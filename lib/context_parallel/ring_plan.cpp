@@ -1,5 +1,7 @@
 #include "context_parallel/ring_plan.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +39,22 @@ int64_t RingPlan::pairs(int rank) const {
   for (const BlockWork& b : blocks)
     if (b.rank == rank) total += b.pairs;
   return total;
+}
+
+int64_t RingPlan::ring_time() const {
+  int64_t time = 0;
+  for (int step = 0; step < ranks; ++step) {
+    int64_t busiest = 0;
+    for (int rank = 0; rank < ranks; ++rank) busiest = std::max(busiest, pairs(rank, step));
+    time += busiest;
+  }
+  return time;
+}
+
+double RingPlan::balanced_time() const {
+  int64_t all = 0;
+  for (const BlockWork& b : blocks) all += b.pairs;
+  return static_cast<double>(all) / ranks;
 }
 
 int64_t chunk_length(Layout layout, int ranks, int64_t length) {

@@ -55,6 +55,12 @@ struct RingPlan {
   int held_from(int rank, int step) const { return ((rank - step) % ranks + ranks) % ranks; }
   int64_t pairs(int rank, int step) const;
   int64_t pairs(int rank) const;
+  // The ring's time in pairs: every step waits for its busiest rank, so the
+  // sum over steps of the most any rank computes; and the time with the
+  // work spread evenly (all pairs / C). balanced / ring is the efficiency:
+  // C / (2C - 1) for contiguous as the chunks grow, 1 for zigzag.
+  int64_t ring_time() const;
+  double balanced_time() const;
 };
 
 // Throws as chunk_length() does.

@@ -117,6 +117,24 @@ TEST(RingAttentionWork, ZigzagEvensOutWhatContiguousLeavesUneven) {
   }
 }
 
+// The ring's time and its efficiency, worked by hand for lesson 15's
+// sequence of 64 on 4 ranks. Contiguous, chunks of 16: step 0 is every
+// rank's diagonal (16 x 17 / 2 = 136 pairs), steps 1-3 a full block
+// (256) on the busiest rank: 136 + 3 x 256 = 904, against 64 x 65 / 2 / 4
+// = 520 spread evenly, 57.5 % (C/(2C-1) = 4/7 as the chunks grow). Zigzag,
+// chunks of 8: 136 then 128 on every rank, 520: even.
+TEST(RingAttentionWork, TheRingWaitsForItsBusiestRankAtEveryStep) {
+  const RingPlan contiguous = make_ring_plan(Layout::kContiguous, 4, 64, /*causal=*/true);
+  EXPECT_EQ(contiguous.ring_time(), 904);
+  EXPECT_EQ(contiguous.balanced_time(), 520.0);
+  const RingPlan zigzag = make_ring_plan(Layout::kZigzag, 4, 64, /*causal=*/true);
+  EXPECT_EQ(zigzag.ring_time(), 520);
+  EXPECT_EQ(zigzag.balanced_time(), 520.0);
+  // Long chunks: the efficiency tends to C / (2C - 1).
+  const RingPlan long_chunks = make_ring_plan(Layout::kContiguous, 4, 4 * 4096, /*causal=*/true);
+  EXPECT_NEAR(long_chunks.balanced_time() / static_cast<double>(long_chunks.ring_time()), 4.0 / 7.0, 1e-3);
+}
+
 std::vector<int64_t> values(const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
   return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
