@@ -254,8 +254,8 @@ bool layouts(comm::Communicator& world, const Options& o) {
       std::printf("  %9.0f\n", total);
     }
     const double ring = static_cast<double>(plan.ring_time()), balanced = plan.balanced_time();
-    std::printf("    the ring's time: %.0f pairs (each step its busiest rank's); spread evenly: %.0f; %.1f%% efficient\n",
-                ring, balanced, 100.0 * balanced / ring);
+    std::printf("    ring time %.0f (busiest rank per step), even %.0f: %.1f%% efficient\n", ring, balanced,
+                100.0 * balanced / ring);
     if (layout == Layout::kContiguous)
       std::printf("    (C/(2C-1) = %.1f%% as the chunks grow); ", 100.0 * C / (2 * C - 1));
     else
