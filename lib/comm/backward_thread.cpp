@@ -96,7 +96,7 @@ class Engine final : public torch::autograd::Engine {
 torch::autograd::Engine& engine_stub() { return Engine::instance(); }
 
 // Before main, so before any backward: every backward of the program runs on it.
-const bool installed = [] {
+[[maybe_unused]] const bool installed = [] {
   torch::autograd::set_default_engine_stub(&engine_stub);
   return true;
 }();
@@ -112,24 +112,28 @@ void BackwardCaller::capture() { queue_ = this_thread_queue(); }
 void BackwardCaller::at_end(std::function<void()> fn) const {
   auto& engine = torch::autograd::Engine::get_default_engine();
   const bool on_caller = queue_ && queue_->owner == std::this_thread::get_id() && !hand_over_always;
-  if (!queue_ || on_caller || !installed) {
+  if (!queue_ || on_caller) {
     engine.queue_callback(std::move(fn));
     return;
   }
   engine.queue_callback([queue = queue_, fn = std::move(fn)]() mutable { queue->push(std::move(fn)); });
 }
 
+std::string shared_engine_thread_reason() {
+  return "PyTorch runs the CUDA backward of every thread of a process on one engine thread per GPU, and tensor "
+         "and context parallelism, experts and ZeRO-3 wait for other ranks in the middle of the backward, which "
+         "that thread would never get past. Run them with one process per GPU (distlab-run --nproc-per-node "
+         "<GPUs> ... --backend nccl), or as thread ranks on the CPU; DDP, ZeRO-1/2 and every pipeline schedule run "
+         "as thread ranks sharing a GPU";
+}
+
 void refuse_wait_on_engine_thread(const std::string& self, const std::string& waiting_for) {
   if (this_engine_device < 0) return;
   const std::string gpu = "cuda:" + std::to_string(this_engine_device);
-  throw CommError(
-      self + ": would wait for " + waiting_for + " inside a backward, on the autograd engine's thread for " + gpu +
-      ", which the backward of every thread rank on " + gpu +
-      " runs on: their nodes queue behind this wait, so it would never end. PyTorch runs a process's CUDA "
-      "backward on one thread per device; tensor and context parallelism, experts and ZeRO-3 wait for other ranks "
-      "in the middle of the backward. Run them with one process per GPU (distlab-run --nproc-per-node <GPUs> ... "
-      "--backend nccl), or as thread ranks on the CPU; data parallelism (DDP, ZeRO-1/2) and pipelines run as "
-      "thread ranks sharing a GPU.");
+  throw CommError(self + ": would wait for " + waiting_for +
+                  " inside a backward, on the autograd engine's thread for " + gpu +
+                  ", which the backward of every thread rank on " + gpu + " runs on. " +
+                  shared_engine_thread_reason() + ".");
 }
 
 void hand_over_for_tests(bool on) { hand_over_always = on; }

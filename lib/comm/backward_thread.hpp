@@ -20,7 +20,7 @@
 // - a wait in the middle of the backward, whose result the next node needs
 //   (tensor and context parallelism's collectives, experts' all-to-all,
 //   ZeRO-3's gathers). It cannot move. The threads backend refuses it with
-//   the reason (refuse_wait_on_shared_engine_thread) instead of hanging:
+//   the reason (refuse_wait_on_engine_thread) instead of hanging:
 //   those layouts need one process per GPU.
 //
 // DistLab installs an engine that differs from PyTorch's in two things only:
@@ -57,6 +57,11 @@ class BackwardCaller {
  private:
   std::shared_ptr<CallerQueue> queue_;
 };
+
+// Why thread ranks sharing a GPU cannot wait for each other inside the
+// backward, and what to run instead: the end of every refusal of it (the
+// plan's, before a job starts; the threads backend's, at the wait).
+std::string shared_engine_thread_reason();
 
 // Throws CommError when this thread is a device's engine thread: `self` is
 // the rank saying it, `waiting_for` what it would wait for ("rank 2"). The

@@ -52,9 +52,6 @@ class ThreadWorld {
   // engine's thread of that GPU, where no rank may wait for another
   // (comm/backward_thread.hpp).
   bool shares_gpu() const { return shares_gpu_; }
-  void refuse_wait_on_engine_thread(const std::string& self, const std::string& waiting_for) const {
-    if (shares_gpu_) comm::refuse_wait_on_engine_thread(self, waiting_for);
-  }
 
   std::mutex mutex;
   std::condition_variable cv;  // any op completed, a rendezvous opened, or abort
@@ -99,7 +96,8 @@ class ThreadWorld {
 };
 
 void ThreadWorld::rendezvous(int rank, const std::string& what, const at::Tensor& publish) {
-  if (size_ > 1) refuse_wait_on_engine_thread("rank " + std::to_string(rank) + ": " + what, "the other ranks");
+  if (shares_gpu_ && size_ > 1)
+    refuse_wait_on_engine_thread("rank " + std::to_string(rank) + ": " + what, "the other ranks");
   std::unique_lock<std::mutex> lock(mutex);
   if (aborted) throw JobAborted("rank " + std::to_string(rank) + ": " + what + ": job aborted: " + abort_reason);
   const uint64_t generation = generation_;
@@ -151,8 +149,8 @@ class ThreadsWork : public Work {
   void wait() override { wait_up_to(world_.options().timeout); }
 
   void wait_up_to(Milliseconds limit) override {
-    const int peer = is_send_ ? std::get<1>(key_) : std::get<0>(key_);
-    world_.refuse_wait_on_engine_thread(what_, "rank " + std::to_string(peer));
+    if (world_.shares_gpu())
+      refuse_wait_on_engine_thread(what_, "rank " + std::to_string(is_send_ ? std::get<1>(key_) : std::get<0>(key_)));
     std::unique_lock<std::mutex> lock(world_.mutex);
     world_.cv.wait_for(lock, limit, [&] { return status_->done || world_.aborted; });
     if (!status_->done && status_->matched) {
@@ -264,7 +262,8 @@ class ThreadsCommunicator : public Communicator {
       std::lock_guard<std::mutex> lock(world_->mutex);
       if (world_->aborted) throw JobAborted(self() + ": split: job aborted: " + world_->abort_reason);
       auto& slot = world_->groups[key];
-      if (!slot) slot = std::make_shared<ThreadWorld>(static_cast<int>(members.size()), options, world_->shares_gpu());
+      if (!slot)
+        slot = std::make_shared<ThreadWorld>(static_cast<int>(members.size()), options, world_->shares_gpu());
       group = slot;
     }
     const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "comm/backward_thread.hpp"
+
 namespace distlab::train {
 
 namespace {
@@ -112,12 +114,8 @@ bool ParallelPlan::waits_inside_backward() const {
 std::string ParallelPlan::refusal_on_a_shared_engine_thread() const {
   if (!waits_inside_backward()) return "";
   return "thread ranks sharing a GPU cannot run " + o_.layout.text() + " with " + strategy() +
-         (o_.expert_parallel > 1 ? " and experts over " + std::to_string(o_.expert_parallel) + " ranks" : "") +
-         ": PyTorch runs the CUDA backward of every thread of a process on one engine thread per GPU, and these "
-         "ranks wait for each other in the middle of their backward (tensor and context parallelism, experts, "
-         "ZeRO-3), which that thread would never get past. Run them with one process per GPU (distlab-run "
-         "--nproc-per-node <GPUs> ... --backend nccl), or as thread ranks on the CPU; DDP, ZeRO-1/2 and every "
-         "pipeline schedule run as thread ranks sharing a GPU";
+         (o_.expert_parallel > 1 ? " and experts over " + std::to_string(o_.expert_parallel) + " ranks" : "") + ": " +
+         comm::shared_engine_thread_reason();
 }
 
 std::vector<std::string> ParallelPlan::refusals() const {

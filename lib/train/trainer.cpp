@@ -613,8 +613,8 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   const ParallelPlan plan(plan_options(fitted, vocab));
   try {
     plan.check();  // before any collective: every rank fails alike
-    if (world.shares_engine_thread() && !plan.refusal_on_a_shared_engine_thread().empty())
-      throw std::invalid_argument(plan.refusal_on_a_shared_engine_thread());
+    const std::string refused = world.shares_engine_thread() ? plan.refusal_on_a_shared_engine_thread() : "";
+    if (!refused.empty()) throw std::invalid_argument(refused);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(world.self() + ": " + e.what());
   }

@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "collectives/async.hpp"
-#include "comm/backward_thread.hpp"
 #include "collectives/collectives.hpp"
+#include "comm/backward_thread.hpp"
 
 namespace distlab::zero {
 
