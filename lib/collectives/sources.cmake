@@ -16,4 +16,5 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/naive.cpp
   ${CMAKE_CURRENT_LIST_DIR}/calibrate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/async.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/grad_norm.cpp
 )

@@ -104,9 +104,6 @@ at::Tensor TransformerLmImpl::mask_for(const at::Tensor& h) const {
 at::Tensor TransformerLmImpl::decode(const at::Tensor& h) { return decoder_(h); }
 
 std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layers() {
-  if (!moes_.empty())
-    throw std::invalid_argument("TransformerLm: a model with experts keeps its layers whole (its experts spread "
-                                "over data-parallel ranks, not across a tensor or context group)");
   unregister_module("layers");
   std::vector<torch::nn::TransformerEncoderLayer> out = std::move(layers_);
   layers_.clear();

@@ -110,8 +110,8 @@ class TransformerLmImpl : public torch::nn::Module {
   const std::vector<torch::nn::TransformerEncoderLayer>& layers() const { return layers_; }
   // Hands the layers over and forgets them (their parameters are no longer
   // this module's): a tensor-parallel stage keeps only its cut of them.
-  // forward() then runs no layers. Throws std::invalid_argument for a model
-  // with experts (their layers are not cut).
+  // forward() then runs no layers. A layer with experts carries them as its
+  // "moe" module; moes() still lists them.
   std::vector<torch::nn::TransformerEncoderLayer> release_layers();
 
   // With experts: each layer's mixture of experts (registered in the layer

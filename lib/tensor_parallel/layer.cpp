@@ -58,16 +58,35 @@ ParallelLayerBase::ParallelLayerBase(Communicator& group, const Full& full, Para
                                      const std::string& who)
     : group_(group), options_(options), dropout_(full->options.dropout()), gelu_(uses_gelu(full->options, who)) {
   self_attn = register_module("self_attn", ParallelAttention(group, full->self_attn, options));
-  linear1 = register_module("linear1",
-                            ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
-  linear2 = register_module("linear2",
-                            RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
+  if (full->linear1) {
+    linear1 = register_module("linear1",
+                              ColumnParallelLinear(group, full->linear1->weight, full->linear1->bias, options));
+    linear2 = register_module("linear2",
+                              RowParallelLinear(group, full->linear2->weight, full->linear2->bias, options));
+  } else {
+    for (const auto& child : full->named_children())
+      if (child.key() == "moe") own_feed_forward_ = register_module("moe", child.value());
+    if (!own_feed_forward_)
+      throw std::invalid_argument(who + ": the layer has neither linear1 nor a feed-forward module of its own (\"moe\")");
+  }
   norm1 = register_module("norm1", copy_layer_norm(full->norm1));
   norm2 = register_module("norm2", copy_layer_norm(full->norm2));
-  if (dropout_ > 0 && !options.sequence_parallel) alike_ = generator_alike(full->linear1->weight);
+  if (dropout_ > 0 && !options.sequence_parallel)
+    alike_ = generator_alike(full->linear1 ? full->linear1->weight : full->self_attn->in_proj_weight);
+}
+
+void ParallelLayerBase::set_feed_forward(std::function<at::Tensor(const at::Tensor&)> forward) {
+  if (!own_feed_forward_)
+    throw std::invalid_argument("tensor-parallel layer: set_feed_forward on a layer whose feed-forward is its own linear1 and linear2");
+  run_own_feed_forward_ = std::move(forward);
 }
 
 at::Tensor ParallelLayerBase::feed_forward(const at::Tensor& x) {
+  if (own_feed_forward_) {
+    if (!run_own_feed_forward_)
+      throw std::logic_error("tensor-parallel layer: its feed-forward module was given no forward (set_feed_forward)");
+    return run_own_feed_forward_(x);
+  }
   const at::Tensor hidden = gelu_ ? at::gelu(linear1(x)) : at::relu(linear1(x));
   return linear2(dropped(hidden));
 }
@@ -109,10 +128,14 @@ std::vector<at::Tensor> ParallelLayerBase::replicated_parameters() const {
 std::vector<Piece> ParallelLayerBase::pieces() const {
   std::vector<Piece> out;
   attention_pieces("self_attn", *self_attn, out);
-  out.push_back({"linear1.weight", {linear1->weight}, Cut::kRows});
-  out.push_back({"linear1.bias", {linear1->bias}, Cut::kRows});
-  out.push_back({"linear2.weight", {linear2->weight}, Cut::kColumns});
-  out.push_back({"linear2.bias", {linear2->bias}, Cut::kWhole});
+  if (own_feed_forward_) {
+    for (const auto& item : own_feed_forward_->named_parameters()) out.push_back({"moe." + item.key(), {item.value()}, Cut::kWhole});
+  } else {
+    out.push_back({"linear1.weight", {linear1->weight}, Cut::kRows});
+    out.push_back({"linear1.bias", {linear1->bias}, Cut::kRows});
+    out.push_back({"linear2.weight", {linear2->weight}, Cut::kColumns});
+    out.push_back({"linear2.bias", {linear2->bias}, Cut::kWhole});
+  }
   norm_pieces("norm1", norm1, out);
   norm_pieces("norm2", norm2, out);
   return out;

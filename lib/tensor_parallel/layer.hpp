@@ -36,7 +36,9 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/transformerlayer.h>
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,8 +79,17 @@ class ParallelLayerBase : public torch::nn::Module {
   // must set back (memory::checkpoint's `also`).
   std::vector<at::Generator> own_generators() const;
 
+  // A layer whose feed-forward was replaced by a module of its own (a
+  // mixture of experts, registered in the unsplit layer as "moe", its
+  // linear1 and linear2 gone) keeps that module whole on every rank of the
+  // group, as one more replicated piece ("moe.<name>"): every rank runs it
+  // on its own input (the whole tokens; under sequence parallelism its
+  // rows, the gradients then summed as the norms' are). `forward` is how to
+  // run it; the layer refuses to run without it.
+  void set_feed_forward(std::function<at::Tensor(const at::Tensor&)> forward);
+
   ParallelAttention self_attn{nullptr};
-  ColumnParallelLinear linear1{nullptr};
+  ColumnParallelLinear linear1{nullptr};  // null when the feed-forward is a module of its own
   RowParallelLinear linear2{nullptr};
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
 
@@ -97,6 +108,8 @@ class ParallelLayerBase : public torch::nn::Module {
   double dropout_ = 0;
   at::Generator alike_;  // the same seed on every rank of the group (dropout > 0, no sequence parallelism)
   bool gelu_ = false;  // else relu, the default
+  std::shared_ptr<torch::nn::Module> own_feed_forward_;  // the unsplit layer's "moe", whole
+  std::function<at::Tensor(const at::Tensor&)> run_own_feed_forward_;
 };
 
 class ParallelEncoderLayerImpl : public ParallelLayerBase {

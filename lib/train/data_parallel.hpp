@@ -13,7 +13,7 @@
 //                           for its buckets if the engine did not; ZeRO-1
 //                           reduce-scatters the summed .grad once)
 //   norm_shares()           what the whole model's gradient norm counts of it
-//                           (grad_clip.hpp adds every stage's shares)
+//                           (collectives/grad_norm.hpp adds every stage's shares)
 //   optimizer_step()
 //
 // and, between steps, whole() (the stage's parameters whole while the guard
@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/grad_norm.hpp"
 #include "comm/communicator.hpp"
 #include "ddp/reducer.hpp"
 #include "pipeline/executor.hpp"
@@ -49,13 +50,7 @@
 
 namespace distlab::train {
 
-// Gradients whose squares the norm adds (clipping scales them in place),
-// and the groups over which their sum is all-reduced first (their pieces
-// lie on the groups' ranks).
-struct NormShare {
-  std::vector<at::Tensor> gradients;
-  std::vector<comm::Communicator*> summed_over;
-};
+using collectives::NormShare;  // what a stage adds to the whole model's gradient norm
 
 struct DataParallelStats {
   std::string strategy;       // "DDP", "ZeRO-1", ...

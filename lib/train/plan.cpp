@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "comm/backward_thread.hpp"
+#include "tensor_parallel/split.hpp"
 
 namespace distlab::train {
 
@@ -44,6 +45,14 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
   else if (o.layers > 0 && stages > o.layers)
     out.push_back(n(stages) + " pipeline stages need " + n(stages) + " layers, the model has " + n(o.layers) +
                   ": use --layers " + n(stages) + ", fewer --pipeline, or a larger preset");
+  if (l.tensor > 1 && o.heads > 0 && o.heads % l.tensor != 0)
+    out.push_back("--tensor " + n(l.tensor) + " cuts each layer by heads: " + n(o.heads) +
+                  " heads do not split among " + n(l.tensor) +
+                  " tensor ranks; tensor sizes that would: " + tensor_parallel::sizes_that_divide(o.heads));
+  else if (l.tensor > 1 && o.ffn > 0 && !o.moe.enabled() && o.ffn % l.tensor != 0)
+    out.push_back("--tensor " + n(l.tensor) + " cuts each layer's feed-forward by columns: " + n(o.ffn) +
+                  " do not split among " + n(l.tensor) +
+                  " tensor ranks; tensor sizes that would: " + tensor_parallel::sizes_that_divide(o.ffn));
   if (l.context > 1 && !o.causal)
     out.push_back("--context " + n(l.context) +
                   " needs a causal model: a sequence whose length does not split is padded at its end, which only "
@@ -58,10 +67,6 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
                   n(l.context) + " context ranks (context sizes that would: " + would +
                   "; or --context-method ring, which takes any)");
   }
-  if (o.moe.enabled() && (l.tensor > 1 || l.context > 1))
-    out.push_back("--experts with --tensor " + n(l.tensor) + " --context " + n(l.context) +
-                  ": a layer with experts is kept whole on its rank (its experts are not cut across a tensor "
-                  "group, and its tokens are not split across a context group here); use --tensor 1 --context 1");
   if (o.moe.enabled() && (o.moe.top_k < 1 || o.moe.top_k > o.moe.experts))
     out.push_back("--top-k " + n(o.moe.top_k) + " must be in [1, " + n(o.moe.experts) + "] (--experts)");
   const int N = o.expert_parallel;
@@ -74,6 +79,10 @@ std::vector<std::string> layout_refusals(const PlanOptions& o) {
   if (N > 1 && o.moe.enabled() && o.moe.experts % N != 0)
     out.push_back("--expert-parallel " + n(N) + " gives each rank of an expert group the same number of experts: " +
                   n(o.moe.experts) + " experts do not divide by " + n(N) + " (--experts)");
+  if (N > 1 && o.moe.enabled() && (l.tensor > 1 || l.context > 1))
+    out.push_back("--expert-parallel " + n(N) + " with --tensor " + n(l.tensor) + " --context " + n(l.context) +
+                  ": the expert groups are cut from the replicas of whole stages; a stage cut across tensor or "
+                  "context ranks keeps every expert on each of its ranks (use --expert-parallel 1)");
   if (N > 1 && o.zero > 0)
     out.push_back("--expert-parallel " + n(N) + " with --zero " + n(o.zero) +
                   ": ZeRO would shard experts that differ from rank to rank; use DDP (--zero 0)");
@@ -173,6 +182,12 @@ std::vector<std::string> ParallelPlan::describe() const {
                                  " per rank (all-to-all)"
                            : "; every rank holds all of its stages' experts (averaged by " + strategy() +
                                  " with the rest)"));
+    if (l.tensor > 1)
+      lines.push_back("experts on tensor ranks: each layer's experts whole on every tensor rank, which all route "
+                      "the same tokens alike (the experts are not cut)");
+    if (l.context > 1)
+      lines.push_back("experts on context ranks: each rank routes its own tokens (routing is per token; a capacity "
+                      "counts this rank's tokens, and the auxiliary losses average over the context ranks)");
     if (N > 1 && (l.replicas * l.context) % N == 0)
       lines.push_back("expert groups:" + groups_text(expert_members(l, N)) + "   the same experts (gradients summed, / " +
                       n(l.replicas) + "):" + groups_text(expert_copy_members(l, N)));

@@ -55,6 +55,7 @@ struct PlanOptions {
   context_parallel::Layout context_layout = context_parallel::Layout::kZigzag;
   context_parallel::Method context_method = context_parallel::Method::kRing;
   int64_t heads = 0;        // the model's attention heads (0: not checked)
+  int64_t ffn = 0;          // the model's feed-forward width (0: not checked)
   bool causal = true;       // the model's attention
   double dropout = 0;       // the model's
   models::MoeFeedForwardOptions moe;  // the model's experts (0: dense)

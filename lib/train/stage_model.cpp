@@ -65,8 +65,7 @@ bool is_expert(const std::string& name) { return name.find(".moe.experts.") != s
 
 void RankStage::spread_experts(comm::Communicator& experts) {
   if (split() || whole_->moes().empty())
-    throw std::invalid_argument("expert parallelism: this stage has no experts to spread (a dense model, or a stage "
-                                "cut across a tensor or context group)");
+    throw std::invalid_argument("RankStage::spread_experts: a whole stage with experts only (ParallelPlan's rules)");
   for (const auto& moe : whole_->moes()) moe->spread_over(experts);
   experts_ = &experts;
 }
@@ -86,17 +85,17 @@ std::set<std::string> RankStage::expert_parameter_names() const {
   return names;
 }
 
+models::TransformerLm RankStage::model() const { return split() ? split_->unsplit() : whole_; }
+
 void RankStage::record_expert_counts(trace::Recorder* recorder, int rank) {
-  if (split()) return;
-  const auto& moes = whole_->moes();
+  const models::TransformerLm lm = model();
+  const auto& moes = lm->moes();
   for (size_t k = 0; k < moes.size(); ++k)
-    experts::record_tokens_per_expert(recorder, rank, "layer " + std::to_string(whole_->first_layer() + int64_t(k)),
+    experts::record_tokens_per_expert(recorder, rank, "layer " + std::to_string(lm->first_layer() + int64_t(k)),
                                       moes[k]->take_step_counts());
 }
 
-void RankStage::set_aux_loss_scale(double scale) {
-  if (!split()) whole_->set_aux_loss_scale(scale);  // a split stage has no experts (the plan refuses it)
-}
+void RankStage::set_aux_loss_scale(double scale) { model()->set_aux_loss_scale(scale); }
 
 std::map<std::string, at::Tensor> RankStage::whole_parameters() {
   if (!split()) {

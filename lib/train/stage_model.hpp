@@ -88,6 +88,8 @@ class RankStage {
   std::vector<at::Tensor> split_parameters() const;
 
  private:
+  models::TransformerLm model() const;  // the whole stage, or the split one's unsplit (its experts)
+
   comm::Communicator& tensor_;
   models::TransformerLm whole_{nullptr};    // when not split
   TensorParallelStage split_{nullptr};      // when split

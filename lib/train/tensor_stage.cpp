@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "context_parallel/ring_attention.hpp"
+#include "experts/moe.hpp"
 #include "memory/recompute.hpp"
 #include "models/model_unit.hpp"
 
@@ -21,8 +22,13 @@ TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, mod
     : tensor_(tensor), context_(context), unsplit_(std::move(unsplit)) {
   std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> named;
   int64_t index = unsplit_->first_layer();
+  const auto moes = unsplit_->moes();  // a layer's experts: whole on every rank, on its own tokens
   for (const torch::nn::TransformerEncoderLayer& full : unsplit_->release_layers()) {
     layers_.emplace_back(tensor, full);
+    if (!moes.empty()) {
+      const std::shared_ptr<experts::MoeLayerImpl> moe = moes[layers_.size() - 1];
+      layers_.back()->set_feed_forward([moe](const at::Tensor& x) { return moe->forward(x); });
+    }
     indices_.push_back(index);
     named.emplace_back(std::to_string(index++), layers_.back().ptr());
   }

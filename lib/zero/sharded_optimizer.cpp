@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "collectives/collectives.hpp"
+#include "collectives/grad_norm.hpp"
 #include "comm/errors.hpp"
 #include "ddp/bucket_view.hpp"
 #include "ddp/replicas.hpp"
@@ -186,16 +187,9 @@ void ShardedOptimizer::zero_shard_grad() {
 }
 
 double ShardedOptimizer::clip_grad_norm(double max_norm) {
-  torch::NoGradGuard no_grad;
-  // (1,) float64: this shard's sum of squares, then everyone's.
-  at::Tensor total = at::zeros({1}, options_of_.dtype(at::kDouble));
-  for (const at::Tensor& chunk : chunks_) total.add_(chunk.grad().to(at::kDouble).pow(2).sum());
-  if (comm_.size() > 1) collectives::all_reduce(comm_, total, comm::ReduceOp::kSum, options_.algorithm, options_.tag);
-  const double norm = std::sqrt(total.cpu().item<double>());
-  const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0)
-    for (const at::Tensor& chunk : chunks_) chunk.grad().mul_(coef);
-  return norm;
+  collectives::NormShare shard{{}, {&comm_}};  // the shards' squares summed over the group
+  for (const at::Tensor& chunk : chunks_) shard.gradients.push_back(chunk.grad());
+  return collectives::clip_grad_norm({shard}, max_norm);
 }
 
 void ShardedOptimizer::step() {

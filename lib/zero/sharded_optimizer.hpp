@@ -104,8 +104,10 @@ class ShardedOptimizer {
 
   // torch.nn.utils.clip_grad_norm_ over the whole model: the global L2 norm
   // is one all-reduce of each shard's sum of squares; when it exceeds
-  // max_norm, each rank scales its shard's gradient by max_norm / (norm + 1e-6).
-  // Returns the norm before clipping, the same on every rank.
+  // max_norm, each rank scales its shard's gradient by max_norm / (norm + 1e-6)
+  // (collectives/grad_norm.hpp, the library's one clip, with the shard as
+  // the share summed over the group). Returns the norm before clipping,
+  // the same on every rank.
   double clip_grad_norm(double max_norm);
 
   // Steps the shard, then all-gathers the parameters bucket by bucket.

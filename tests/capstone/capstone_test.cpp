@@ -133,14 +133,17 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
 // The model with experts (4 per layer, top-2) on 2 x 2, 2 x 1 and 1 x 4,
 // every rank holding all of its stages' experts, or spread over expert
 // groups of 2 or 4 replicas (expert parallelism: the all-to-alls, the
-// experts' gradients summed over their copies): dropless and without the
-// auxiliary losses every token's output is its own (no capacity shared
-// with other tokens, no loss over the batch), so the same equality holds.
+// experts' gradients summed over their copies); with 2 tensor ranks (each
+// layer's experts whole on both, routing the same tokens) and 2 context
+// ranks (each routing its own tokens): dropless and without the auxiliary
+// losses every token's output is its own (no capacity shared with other
+// tokens, no loss over the batch), so the same equality holds.
 class ExpertsEqualOneProcess : public ::testing::TestWithParam<std::pair<train::Layout, int>> {};
 
 TEST_P(ExpertsEqualOneProcess, LossesNormsAndParameters) {
   const auto& [layout, N] = GetParam();
   train::TrainerOptions o = tiny_options(layout.pipeline, layout.replicas);
+  o.layout = layout;
   o.moe.experts = 4, o.moe.top_k = 2;
   o.moe.balance_coefficient = o.moe.z_coefficient = 0;
   o.expert_parallel = N;
@@ -150,13 +153,47 @@ TEST_P(ExpertsEqualOneProcess, LossesNormsAndParameters) {
 INSTANTIATE_TEST_SUITE_P(Capstone, ExpertsEqualOneProcess,
                          ::testing::Values(std::make_pair(train::Layout{2, 2}, 1), std::make_pair(train::Layout{2, 1}, 1),
                                            std::make_pair(train::Layout{1, 4}, 1), std::make_pair(train::Layout{2, 2}, 2),
-                                           std::make_pair(train::Layout{1, 4}, 2), std::make_pair(train::Layout{1, 4}, 4)),
+                                           std::make_pair(train::Layout{1, 4}, 2), std::make_pair(train::Layout{1, 4}, 4),
+                                           std::make_pair(train::Layout{1, 1, 2, 1}, 1),
+                                           std::make_pair(train::Layout{2, 1, 1, 2}, 1),
+                                           std::make_pair(train::Layout{1, 2, 2, 2}, 1)),
                          [](const auto& info) {
                            const train::Layout& l = info.param.first;
                            const int n = info.param.second;
                            return std::to_string(l.pipeline) + "x" + std::to_string(l.replicas) +
+                                  (l.tensor > 1 ? "_tensor" + std::to_string(l.tensor) : std::string()) +
+                                  (l.context > 1 ? "_context" + std::to_string(l.context) : std::string()) +
                                   (n > 1 ? "_expert_parallel" + std::to_string(n) : std::string());
                          });
+
+// With a capacity and both auxiliary losses the experts' runs are no longer
+// one process's (a capacity and the losses see a group of tokens), but the
+// layouts that route the same tokens alike still agree: 2 tensor ranks
+// (both route the whole batch) train what one rank trains, and 2 context
+// ranks train alike whether their attention runs round the ring or by the
+// naive all-gather of every key and value.
+TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesTensorAndContextRanksMatchTheirNaiveLayouts) {
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.moe.experts = 4, o.moe.top_k = 2, o.moe.capacity_factor = 1.0;
+  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  const auto one = run_threads(o);
+  o.layout.tensor = 2;
+  const auto tensor = run_threads(o);
+  const double tensor_worst = tests::largest_state_difference(tensor.at(0).final_state, one.at(0).final_state);
+  EXPECT_LT(tensor_worst, 2e-5);
+  o.layout.tensor = 1, o.layout.context = 2;
+  const auto ring = run_threads(o);
+  o.context_method = context_parallel::Method::kNaive;
+  const auto naive = run_threads(o);
+  const double context_worst = tests::largest_state_difference(ring.at(0).final_state, naive.at(0).final_state);
+  EXPECT_LT(context_worst, 2e-5);
+  // The capacity and the losses did change the run: 2 context ranks each
+  // routing half the tokens do not train what one rank trains.
+  EXPECT_GT(tests::largest_state_difference(ring.at(0).final_state, one.at(0).final_state), 1e-4);
+  std::printf("  capacity 1.0, aux losses: 2 tensor ranks against 1, largest difference %.3g; 2 context ranks, ring "
+              "against naive, %.3g\n",
+              tensor_worst, context_worst);
+}
 
 // Expert parallelism against the naive layout beside it (every rank holding
 // every expert, DDP averaging them), with a capacity and both auxiliary

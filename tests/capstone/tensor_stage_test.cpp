@@ -19,7 +19,7 @@
 #include "capstone_runs.hpp"
 #include "comm/threads_backend.hpp"
 #include "support/differences.hpp"
-#include "train/grad_clip.hpp"
+#include "collectives/grad_norm.hpp"
 #include "train/stage_model.hpp"
 #include "train/tensor_stage.hpp"
 
@@ -55,7 +55,7 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   for (const auto& item : whole->named_parameters()) grads[item.key()] = item.value().grad().clone();
   // The clipped gradients too: a max norm below the norm, so that clipping scales.
   constexpr double kMaxNorm = 0.1;
-  const double norm = clip_grad_norm({{gradients_of(whole->parameters()), {}}}, kMaxNorm);  // one process: one share
+  const double norm = collectives::clip_grad_norm({{gradients_of(whole->parameters()), {}}}, kMaxNorm);  // one process: one share
   ASSERT_TRUE(test_support::exceeds(norm, kMaxNorm)) << "gradient norm " << norm << ": clipping would not engage";
   std::map<std::string, at::Tensor> clipped;
   for (const auto& item : whole->named_parameters()) clipped[item.key()] = item.value().grad();
@@ -88,7 +88,7 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
       for (const at::Tensor& p : stage->split_parameters()) split.push_back(p.grad());
     }
     auto solo = tensor.split(tensor.rank(), 0, "alone");
-    const double my_norm = clip_grad_norm({{replicated, {}}, {split, {&tensor}}}, kMaxNorm, solo.get());
+    const double my_norm = collectives::clip_grad_norm({{replicated, {}}, {split, {&tensor}}}, kMaxNorm, solo.get());
     std::map<std::string, at::Tensor> my_clipped;
     for (auto& stage : chain) my_clipped.merge(stage->whole_state(/*gradients=*/true));
     std::map<std::string, at::Tensor> loaded;

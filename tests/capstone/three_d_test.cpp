@@ -125,21 +125,26 @@ TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
   std::printf("  %s\n  %s\n", heads.c_str(), unmasked.c_str());
 }
 
-// A model with experts keeps its layers whole: refused with a tensor or a
-// context group, a top-k beyond the experts, and expert parallelism that
-// does not split the replicas or the experts, or under ZeRO, or without
-// experts, each with its reason.
+// Experts spread over replicas are refused with a tensor or a context
+// group (a stage cut across them keeps every expert on each rank), and so
+// are a top-k beyond the experts, and expert parallelism that does not
+// split the replicas or the experts, or under ZeRO, or without experts,
+// each with its reason.
 TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
-  train::TrainerOptions o = tiny_options(1, 1);
+  train::TrainerOptions o = tiny_options(1, 2);
   o.moe.experts = 4;
+  o.expert_parallel = 2;
   o.layout.tensor = 2;
   const std::string tensor = refusal(o);
-  EXPECT_NE(tensor.find("--experts with --tensor 2 --context 1: a layer with experts is kept whole"), std::string::npos)
+  EXPECT_NE(tensor.find("--expert-parallel 2 with --tensor 2 --context 1: the expert groups are cut from the "
+                        "replicas of whole stages"),
+            std::string::npos)
       << tensor;
   o.layout.tensor = 1;
   o.layout.context = 2;
-  EXPECT_NE(refusal(o).find("--experts with --tensor 1 --context 2"), std::string::npos);
-  o.layout.context = 1;
+  EXPECT_NE(refusal(o).find("--expert-parallel 2 with --tensor 1 --context 2"), std::string::npos);
+  o = tiny_options(1, 1);
+  o.moe.experts = 4;
   o.moe.top_k = 5;
   const std::string k = refusal(o);
   EXPECT_NE(k.find("--top-k 5 must be in [1, 4] (--experts)"), std::string::npos) << k;

@@ -148,8 +148,10 @@ TEST(MoeModels, AuxiliaryLossesReachTheRoutersAsAnExplicitSum) {
 }
 
 // Stages built alone with the whole model's weights chain to its logits;
-// a model with experts is not cut across a tensor group.
-TEST(MoeModels, StagesChainToTheWholeModelAndLayersStayWhole) {
+// layers handed over (to be cut across a tensor group) carry their experts
+// as their "moe" module, the very modules moes() lists, and leave the
+// model without them.
+TEST(MoeModels, StagesChainToTheWholeModelAndReleasedLayersCarryTheirExperts) {
   torch::manual_seed(5);
   TransformerLm whole(lm(4, 2));
   const at::Tensor src = torch::randint(50, {7, 3}, torch::kLong);
@@ -162,7 +164,16 @@ TEST(MoeModels, StagesChainToTheWholeModelAndLayersStayWhole) {
     x = stage(x);
   }
   EXPECT_LE(max_abs_diff(x, expected), 1e-5);
-  EXPECT_THROW(whole->release_layers(), std::invalid_argument);
+  const auto layers = whole->release_layers();
+  ASSERT_EQ(layers.size(), whole->moes().size());
+  for (size_t k = 0; k < layers.size(); ++k) {
+    std::shared_ptr<torch::nn::Module> moe;
+    for (const auto& child : layers[k]->named_children())
+      if (child.key() == "moe") moe = child.value();
+    EXPECT_EQ(moe.get(), static_cast<torch::nn::Module*>(whole->moes()[k].get())) << "layer " << k;
+  }
+  for (const auto& item : whole->named_parameters())
+    EXPECT_EQ(item.key().find("layers."), std::string::npos) << item.key() << " stayed with the model";
 }
 
 // Layers with experts recomputed (full, selective) give the plain model's

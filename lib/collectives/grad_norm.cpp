@@ -1,10 +1,11 @@
-#include "train/grad_clip.hpp"
+#include "collectives/grad_norm.hpp"
 
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <optional>
 
-namespace distlab::train {
+namespace distlab::collectives {
 
 namespace {
 
@@ -40,17 +41,18 @@ std::vector<NormShare> merged(const std::vector<NormShare>& shares) {
 }  // namespace
 
 double clip_grad_norm(const std::vector<NormShare>& shares, double max_norm, comm::Communicator* whole_model) {
-  at::Device device = whole_model != nullptr ? whole_model->device() : at::Device(at::kCPU);
-  if (whole_model == nullptr)
-    for (const NormShare& share : shares)
-      if (!share.gradients.empty()) {
-        device = share.gradients.front().device();
-        break;
-      }
+  // A group's device (NCCL all-reduces there), else the gradients'.
+  std::optional<at::Device> device;
+  if (whole_model != nullptr) device = whole_model->device();
+  for (const NormShare& share : shares)
+    for (size_t i = 0; !device && i < share.summed_over.size(); ++i) device = share.summed_over[i]->device();
+  for (const NormShare& share : shares)
+    if (!device && !share.gradients.empty()) device = share.gradients.front().device();
+  if (!device) device = at::Device(at::kCPU);
   const std::vector<NormShare> parts = merged(shares);
-  at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
+  at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(*device));
   for (const NormShare& part : parts) {
-    at::Tensor sum = sum_of_squares(part.gradients, device);
+    at::Tensor sum = sum_of_squares(part.gradients, *device);
     for (comm::Communicator* group : part.summed_over)
       if (group->size() > 1) group->native_all_reduce(sum);  // the pieces on the group's ranks
     total += sum;
@@ -61,4 +63,4 @@ double clip_grad_norm(const std::vector<NormShare>& shares, double max_norm, com
   return norm;
 }
 
-}  // namespace distlab::train
+}  // namespace distlab::collectives
