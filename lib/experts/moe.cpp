@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -25,31 +24,29 @@ int64_t sum(const std::vector<int64_t>& v, size_t from = 0, size_t count = SIZE_
 
 // The forward's phases, timed for MoeStats and, expert parallel, recorded
 // on the trace as they end (one event each, category "moe", on the compute
-// lane), so that a timeline shows where the exchanges' waits fall.
+// lane), so that a timeline shows where the exchanges' waits fall. Both
+// read the trace's clock: a phase's seconds are its event's length.
 class Phases {
  public:
   explicit Phases(MoeStats* stats, const comm::Communicator* group = nullptr) : stats_(stats), group_(group) {}
   // The time since the last mark into `phase` (of stats, when kept), and
   // onto the trace as `name`.
   void mark(double MoeStats::*phase, const char* name) {
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t now_us = trace::now_us();
-    if (stats_ != nullptr) stats_->*phase = std::chrono::duration<double>(now - last_).count();
+    const int64_t now = trace::now_us();
+    if (stats_ != nullptr) stats_->*phase = double(now - last_) * 1e-6;
     trace::Recorder* recorder = group_ != nullptr ? group_->recorder() : nullptr;
     if (recorder != nullptr && recorder->enabled()) {
-      trace::Event e{group_->world_rank(), trace::kLaneCompute, name, "moe", last_us_, now_us, 0, -1, 0, {}};
+      trace::Event e{group_->world_rank(), trace::kLaneCompute, name, "moe", last_, now, 0, -1, 0, {}};
       if (!group_->is_world()) e.args.emplace_back("group", group_->group());
       recorder->record(e);
     }
     last_ = now;
-    last_us_ = now_us;
   }
 
  private:
   MoeStats* stats_;
   const comm::Communicator* group_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-  int64_t last_us_ = trace::now_us();
+  int64_t last_ = trace::now_us();
 };
 
 void note(MoeStats* stats, const DispatchPlan& plan) {

@@ -144,7 +144,8 @@ TEST(Dispatch, PaddedAndUnpaddedGiveTheSameOutputsAndGradients) {
 // holds that all-to-all), so rank 0 has to wait for it there: rank 0's
 // dispatch ends after rank 1 entered. On each rank, between its entry and
 // its return: the counts' and the rows' exchanges, dispatch's end, the
-// experts', the rows' way back, combine's end.
+// experts', the rows' way back, combine's end; MoeStats' seconds are those
+// phases' lengths.
 TEST(Phases, DispatchWaitsForTheLatePeerThenTheExpertsThenCombine) {
   const int64_t T = 32, E = 4, d = 8;
   const auto recorder = std::make_shared<trace::Recorder>();
@@ -160,6 +161,7 @@ TEST(Phases, DispatchWaitsForTheLatePeerThenTheExpertsThenCombine) {
     const int64_t now = trace::now_us();
     recorder->record(trace::Event{rank, "test", what, "test", now, now, 0, -1, 0, {}});
   };
+  MoeStats stats[2];
   comm::run_thread_ranks(
       2,
       [&](comm::Communicator& comm) {
@@ -184,7 +186,7 @@ TEST(Phases, DispatchWaitsForTheLatePeerThenTheExpertsThenCombine) {
           EXPECT_TRUE(rank0_exchanges()) << "rank 0 never began the exchange of the counts";
         }
         mark(comm.rank(), "enters");
-        moe_parallel(comm, x, routing, *mine, o, /*stats=*/nullptr, /*tag=*/3);
+        moe_parallel(comm, x, routing, *mine, o, &stats[comm.rank()], /*tag=*/3);
         mark(comm.rank(), "returns");
       },
       options);
@@ -196,6 +198,12 @@ TEST(Phases, DispatchWaitsForTheLatePeerThenTheExpertsThenCombine) {
     const trace::Event& e = events[i];
     if (e.rank < 0 || e.rank > 1) continue;
     if (e.category == "test" || e.category == "moe") seen[e.rank].push_back(e.name);
+    if (e.category == "moe") {  // MoeStats' seconds are the phases' lengths
+      const double MoeStats::*phase = e.name == "moe dispatch" ? &MoeStats::dispatch_s
+                                      : e.name == "moe experts" ? &MoeStats::experts_s
+                                                                : &MoeStats::combine_s;
+      EXPECT_DOUBLE_EQ(stats[e.rank].*phase, double(e.duration_us()) * 1e-6) << "rank " << e.rank << " " << e.name;
+    }
     if (e.category == "collective") seen[e.rank].push_back(e.arg("collective", e.name));
     if (e.rank == 1 && e.name == "enters") rank1_enters = i;
     if (e.rank == 0 && e.name == "moe dispatch") rank0_dispatch_ends = i;
