@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -11,6 +10,8 @@
 #include "experts/exchange.hpp"
 #include "experts/trace_counts.hpp"
 #include "memory/recompute.hpp"
+#include "trace/clock.hpp"
+#include "trace/recorder.hpp"
 
 namespace distlab::experts {
 namespace {
@@ -21,20 +22,31 @@ int64_t sum(const std::vector<int64_t>& v, size_t from = 0, size_t count = SIZE_
                          int64_t{0});
 }
 
-// The forward's phases, timed for MoeStats.
+// The forward's phases, timed for MoeStats and, expert parallel, recorded
+// on the trace as they end (one event each, category "moe", on the compute
+// lane), so that a timeline shows where the exchanges' waits fall. Both
+// read the trace's clock: a phase's seconds are its event's length.
 class Phases {
  public:
-  explicit Phases(MoeStats* stats) : stats_(stats) {}
-  // The time since the last mark into `phase` (of stats, when kept).
-  void mark(double MoeStats::*phase) {
-    const auto now = std::chrono::steady_clock::now();
-    if (stats_ != nullptr) stats_->*phase = std::chrono::duration<double>(now - last_).count();
+  explicit Phases(MoeStats* stats, const comm::Communicator* group = nullptr) : stats_(stats), group_(group) {}
+  // The time since the last mark into `phase` (of stats, when kept), and
+  // onto the trace as `name`.
+  void mark(double MoeStats::*phase, const char* name) {
+    const int64_t now = trace::now_us();
+    if (stats_ != nullptr) stats_->*phase = double(now - last_) * 1e-6;
+    trace::Recorder* recorder = group_ != nullptr ? group_->recorder() : nullptr;
+    if (recorder != nullptr && recorder->enabled()) {
+      trace::Event e{group_->world_rank(), trace::kLaneCompute, name, "moe", last_, now, 0, -1, 0, {}};
+      if (!group_->is_world()) e.args.emplace_back("group", group_->group());
+      recorder->record(e);
+    }
     last_ = now;
   }
 
  private:
   MoeStats* stats_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  const comm::Communicator* group_;
+  int64_t last_ = trace::now_us();
 };
 
 void note(MoeStats* stats, const DispatchPlan& plan) {
@@ -61,12 +73,12 @@ at::Tensor moe_local(const at::Tensor& x, const Routing& routing, ExpertMlpsImpl
   note(stats, plan);
   const int64_t pad_to = options.pad && plan.capacity > 0 ? plan.capacity : 0;
   const at::Tensor sorted = dispatch(x, plan);
-  phases.mark(&MoeStats::dispatch_s);
+  phases.mark(&MoeStats::dispatch_s, "moe dispatch");
   const at::Tensor out = run_sorted(sorted, plan.kept, pad_to,
                                     [&](int64_t e, const at::Tensor& rows) { return experts.forward(e, rows); });
-  phases.mark(&MoeStats::experts_s);
+  phases.mark(&MoeStats::experts_s, "moe experts");
   at::Tensor y = combine(out, routing.weights, plan);
-  phases.mark(&MoeStats::combine_s);
+  phases.mark(&MoeStats::combine_s, "moe combine");
   return y;
 }
 
@@ -79,7 +91,7 @@ at::Tensor moe_parallel(comm::Communicator& group, const at::Tensor& x, const Ro
                                 std::to_string(mine.first()) + ", " + std::to_string(mine.first() + mine.count()) +
                                 "), its share is [" + std::to_string(group.rank() * m) + ", " +
                                 std::to_string((group.rank() + 1) * m) + ")");
-  Phases phases(stats);
+  Phases phases(stats, &group);
   // 1. My tokens routed and sorted by expert: rank q's experts come q-th.
   const DispatchPlan plan = plan_dispatch(routing.experts, options.experts, options.capacity_factor);
   note(stats, plan);
@@ -106,17 +118,17 @@ at::Tensor moe_parallel(comm::Communicator& group, const at::Tensor& x, const Ro
     }
   }
   const at::Tensor by_expert = at::tensor(order, at::kLong).to(x.device());
-  phases.mark(&MoeStats::dispatch_s);
+  phases.mark(&MoeStats::dispatch_s, "moe dispatch");
   const int64_t pad_to = options.pad && plan.capacity > 0 ? plan.capacity * G : 0;
   const at::Tensor done = run_sorted(arrived.index_select(0, by_expert), per_expert, pad_to,
                                      [&](int64_t j, const at::Tensor& rows) { return mine.forward(j, rows); });
-  phases.mark(&MoeStats::experts_s);
+  phases.mark(&MoeStats::experts_s, "moe experts");
   const at::Tensor in_arrival_order = done.index_select(0, at::argsort(by_expert));
   // 5. Back to the ranks the rows came from; 6. weighted, per token.
   const at::Tensor back = exchange_rows(group, in_arrival_order, recv_rows, send_rows, tag + 2);
   if (stats != nullptr) stats->sent_rows = send_rows, stats->received_rows = recv_rows;
   at::Tensor y = combine(back, routing.weights, plan);
-  phases.mark(&MoeStats::combine_s);
+  phases.mark(&MoeStats::combine_s, "moe combine");
   return y;
 }
 

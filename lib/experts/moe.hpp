@@ -63,6 +63,9 @@ struct MoeStats {
   // rows sorted by expert and, expert parallel, the counts' and the rows'
   // exchanges), the experts' work, combine (the rows' way back and the
   // weighted sum). An exchange's time includes waiting for the slowest peer.
+  // Expert parallel, each phase is also an event on the group's trace as it
+  // ends ("moe dispatch", "moe experts", "moe combine"; category "moe"),
+  // these seconds its length.
   double dispatch_s = 0, experts_s = 0, combine_s = 0;
 };
 

@@ -48,6 +48,13 @@ Utilisation utilisation(const FlopShape& shape, Recompute recompute, double toke
 }
 
 double matmul_flops_per_second(int64_t n, int repeats, bool cuda, c10::ScalarType dtype) {
+  return matmul_flops_per_second(n, repeats, cuda, dtype, [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  });
+}
+
+double matmul_flops_per_second(int64_t n, int repeats, bool cuda, c10::ScalarType dtype,
+                               const std::function<double()>& now) {
   // float16 on the CPU: the emulated product (fp16_emulation.hpp), in float32 tensors.
   const bool emulated = !cuda && dtype == at::kHalf;
   std::optional<ComputeIn> fp16;
@@ -58,10 +65,10 @@ double matmul_flops_per_second(int64_t n, int repeats, bool cuda, c10::ScalarTyp
   double best = 0;
   for (int i = 0; i < std::max(1, repeats); ++i) {
     if (cuda) c.cpu();  // waits for the device
-    const auto start = std::chrono::steady_clock::now();
+    const double start = now();
     c = at::mm(a, b);
     if (cuda) (void)c.sum().item<float>();  // the product is done once its sum is
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = now() - start;
     best = std::max(best, 2.0 * n * n * n / seconds);
   }
   return best;

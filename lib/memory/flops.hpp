@@ -26,6 +26,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "memory/recompute.hpp"
 
@@ -56,6 +57,12 @@ int64_t hardware_flops_per_token(const FlopShape& shape, Recompute recompute);
 // float16 on the CPU: its emulation, fp16_emulation.hpp).
 double matmul_flops_per_second(int64_t n = 1024, int repeats = 5, bool cuda = false,
                                c10::ScalarType dtype = c10::kFloat);
+// The same on the clock `now` (seconds), read just before and just after
+// each timed product: 2 n^3 over the shortest of the `repeats` intervals.
+// The one above passes std::chrono::steady_clock; a test passes a clock of
+// its own to check the formula exactly.
+double matmul_flops_per_second(int64_t n, int repeats, bool cuda, c10::ScalarType dtype,
+                               const std::function<double()>& now);
 
 // How close a run came to the hardware: `tokens` trained in `seconds` on
 // devices whose matmul peaks add up to `peak` FLOP/s.

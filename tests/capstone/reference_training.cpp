@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "compat/torch.hpp"
 #include "data/batching.hpp"
+#include "memory/loss_scaler.hpp"
+#include "memory/precision.hpp"
 #include "models/transformer_lm.hpp"
 
 namespace distlab::tests {
@@ -22,14 +25,28 @@ ReferenceResult train_one_process(const data::Corpus& corpus, const train::Train
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(o.lr));
   const at::Tensor source = data::batchify(corpus.train, o.batch_size);  // (rows, 20)
   const int64_t V = corpus.vocab.size();
+  // The forward in o.precision's guard, the loss (from 16-bit logits under
+  // mixed precision) and the backward in float32 outside it, as the trainer.
+  const auto forward = [&](const at::Tensor& input) {
+    memory::ComputeIn guard(o.precision, c10::DeviceType::CPU);
+    return model->forward(input);
+  };
+  std::optional<memory::LossScaler> scaler;
+  if (o.loss_scaling) scaler.emplace(o.loss_scaler);
   ReferenceResult r;
   for (int64_t i = 0; i < o.batches_per_epoch; ++i) {
     const int64_t row = i * o.bptt;
     const at::Tensor input = source.narrow(0, row, o.bptt);           // (S, N)
     const at::Tensor target = source.narrow(0, row + 1, o.bptt);      // (S, N): the next token
     compat::zero_grad(sgd);
-    const at::Tensor loss = at::cross_entropy_loss(model->forward(input).reshape({-1, V}), target.reshape({-1}));
-    loss.backward();
+    const at::Tensor loss =
+        at::cross_entropy_loss(forward(input).reshape({-1, V}).to(at::kFloat), target.reshape({-1}));
+    (scaler ? scaler->scale_loss(loss) : loss).backward();
+    if (scaler) {
+      std::vector<at::Tensor> gradients;
+      for (const auto& p : model->parameters()) gradients.push_back(p.grad());
+      scaler->unscale(gradients);
+    }
     // clip_grad_norm_'s formula, with the squares summed in float64: LibTorch
     // 1.13's own (float32 accumulation) is off by ~1e-5 relative on this
     // model; torch_grad_norms keeps it to show that.
@@ -42,7 +59,11 @@ ReferenceResult train_one_process(const data::Corpus& corpus, const train::Train
       for (auto& p : model->parameters()) p.grad().mul_(o.clip / (norm + 1e-6));
     }
     r.grad_norms.push_back(norm);
-    sgd.step();
+    if (scaler) r.loss_scales.push_back(scaler->scale());
+    if (!scaler || scaler->update(!std::isfinite(norm)))
+      sgd.step();
+    else
+      r.skipped_steps.push_back(i + 1);  // an overflow: no step
     r.step_losses.push_back(loss.item<double>());
   }
   model->eval();
@@ -53,7 +74,7 @@ ReferenceResult train_one_process(const data::Corpus& corpus, const train::Train
   for (int64_t i = 0; i < o.eval_batches; ++i) {
     const int64_t row = i * o.bptt;
     const at::Tensor target = valid.narrow(0, row + 1, o.bptt).reshape({-1});
-    sum += at::cross_entropy_loss(model->forward(valid.narrow(0, row, o.bptt)).reshape({-1, V}), target,
+    sum += at::cross_entropy_loss(forward(valid.narrow(0, row, o.bptt)).reshape({-1, V}).to(at::kFloat), target,
                                   {}, at::Reduction::Sum).item<double>();
     tokens += target.numel();
   }

@@ -8,12 +8,14 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "comm/threads_backend.hpp"
 #include "expert_checks.hpp"
@@ -21,6 +23,8 @@
 #include "experts/moe.hpp"
 #include "experts/router.hpp"
 #include "experts/trace_counts.hpp"
+#include "flight/recorder.hpp"
+#include "trace/clock.hpp"
 #include "trace/recorder.hpp"
 #include "support/differences.hpp"
 
@@ -132,38 +136,82 @@ TEST(Dispatch, PaddedAndUnpaddedGiveTheSameOutputsAndGradients) {
   EXPECT_LT(largest_difference(grads[1], grads[3]), 1e-6);
 }
 
-// The forward's phases (MoeStats): dispatch holds the wait for the peers'
-// counts. Rank 1 starts its forward 300 ms after rank 0 has started its
-// own (it waits for rank 0's flag, then sleeps), so rank 0's dispatch,
-// which needs rank 1's counts, lasts nearly that: all it may lose is the
-// moment between raising the flag and entering the call (a margin of 50 ms
-// for a busy machine). The three phases fit inside the call on every rank.
-TEST(Phases, DispatchWaitsForTheLatePeerAndThePhasesFitTheCall) {
+// The forward's phases in the order they happen, read from the trace:
+// moe_parallel records each phase as an event when it ends, the
+// communicator each collective, and one recorder's sink keeps every rank's
+// events in the order they were recorded. Rank 1 enters the layer only
+// once rank 0 is inside the exchange of the counts (rank 0's flight ring
+// holds that all-to-all), so rank 0 has to wait for it there: rank 0's
+// dispatch ends after rank 1 entered. On each rank, between its entry and
+// its return: the counts' and the rows' exchanges, dispatch's end, the
+// experts', the rows' way back, combine's end; MoeStats' seconds are those
+// phases' lengths.
+TEST(Phases, DispatchWaitsForTheLatePeerThenTheExpertsThenCombine) {
   const int64_t T = 32, E = 4, d = 8;
-  std::atomic<bool> rank0_started{false};
-  comm::run_thread_ranks(2, [&](comm::Communicator& comm) {
-    const at::Tensor gate = at::randn({E, d}, at::detail::createCPUGenerator(1));
-    ExpertMlps whole(E, d, 12);
-    ExpertMlps mine(whole->slice(comm.rank() * 2, 2));
-    MoeOptions o;
-    o.experts = E, o.top_k = 2;
-    const at::Tensor x = at::randn({T, d}, at::detail::createCPUGenerator(10 + comm.rank()));
-    const Routing routing = route(at::linear(x, gate), o.top_k);
-    if (comm.rank() == 1) {
-      while (!rank0_started.load()) std::this_thread::yield();
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto recorder = std::make_shared<trace::Recorder>();
+  const auto sink = std::make_shared<trace::MemorySink>();
+  recorder->add_sink(sink);
+  flight::RecorderOptions flight_options;
+  flight_options.entries = 64;
+  flight_options.dir = std::filesystem::temp_directory_path().string();
+  comm::CommOptions options;
+  options.recorder = recorder;
+  options.flight = flight::Recorder::create(flight_options);
+  const auto mark = [&](int rank, const std::string& what) {
+    const int64_t now = trace::now_us();
+    recorder->record(trace::Event{rank, "test", what, "test", now, now, 0, -1, 0, {}});
+  };
+  MoeStats stats[2];
+  comm::run_thread_ranks(
+      2,
+      [&](comm::Communicator& comm) {
+        const at::Tensor gate = at::randn({E, d}, at::detail::createCPUGenerator(1));
+        ExpertMlps whole(E, d, 12);
+        ExpertMlps mine(whole->slice(comm.rank() * 2, 2));
+        MoeOptions o;
+        o.experts = E, o.top_k = 2;
+        const at::Tensor x = at::randn({T, d}, at::detail::createCPUGenerator(10 + comm.rank()));
+        const Routing routing = route(at::linear(x, gate), o.top_k);
+        if (comm.rank() == 1) {
+          // Until rank 0's ring holds its first all-to-all (the counts'); the
+          // deadline only keeps a broken layer from hanging the test.
+          const auto ring = options.flight->ring_of(0, 2);
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          const auto rank0_exchanges = [&] {
+            for (const flight::Entry& e : ring->snapshot().entries)
+              if (e.op == "all_to_all") return true;
+            return false;
+          };
+          while (!rank0_exchanges() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+          EXPECT_TRUE(rank0_exchanges()) << "rank 0 never began the exchange of the counts";
+        }
+        mark(comm.rank(), "enters");
+        moe_parallel(comm, x, routing, *mine, o, &stats[comm.rank()], /*tag=*/3);
+        mark(comm.rank(), "returns");
+      },
+      options);
+  // Each rank's entry, collectives, phases and return, in recorded order.
+  const std::vector<trace::Event> events = sink->events();
+  std::vector<std::string> seen[2];
+  size_t rank1_enters = events.size(), rank0_dispatch_ends = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const trace::Event& e = events[i];
+    if (e.rank < 0 || e.rank > 1) continue;
+    if (e.category == "test" || e.category == "moe") seen[e.rank].push_back(e.name);
+    if (e.category == "moe") {  // MoeStats' seconds are the phases' lengths
+      const double MoeStats::*phase = e.name == "moe dispatch" ? &MoeStats::dispatch_s
+                                      : e.name == "moe experts" ? &MoeStats::experts_s
+                                                                : &MoeStats::combine_s;
+      EXPECT_DOUBLE_EQ(stats[e.rank].*phase, double(e.duration_us()) * 1e-6) << "rank " << e.rank << " " << e.name;
     }
-    MoeStats stats;
-    const auto start = std::chrono::steady_clock::now();
-    if (comm.rank() == 0) rank0_started.store(true);
-    moe_parallel(comm, x, routing, *mine, o, &stats, /*tag=*/3);
-    const double call_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_GE(stats.dispatch_s, 0);
-    EXPECT_GE(stats.experts_s, 0);
-    EXPECT_GE(stats.combine_s, 0);
-    EXPECT_LE(stats.dispatch_s + stats.experts_s + stats.combine_s, call_s) << comm.self();
-    if (comm.rank() == 0) EXPECT_GE(stats.dispatch_s, 0.25) << "rank 0's dispatch did not wait for rank 1";
-  });
+    if (e.category == "collective") seen[e.rank].push_back(e.arg("collective", e.name));
+    if (e.rank == 1 && e.name == "enters") rank1_enters = i;
+    if (e.rank == 0 && e.name == "moe dispatch") rank0_dispatch_ends = i;
+  }
+  const std::vector<std::string> in_order{"enters",      "all_to_all",  "all_to_all", "moe dispatch",
+                                          "moe experts", "all_to_all",  "moe combine", "returns"};
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(seen[r], in_order) << "rank " << r;
+  EXPECT_LT(rank1_enters, rank0_dispatch_ends) << "rank 0's dispatch ended before rank 1 had entered the layer";
 }
 
 // Every token chooses experts 2 and 3 (rank 1's): rank 0's experts get no

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "memory/flops.hpp"
 #include "models/transformer_lm.hpp"
@@ -62,12 +63,25 @@ TEST(Flops, MatmulWeightsAreTheModelsProductWeights) {
   EXPECT_EQ(matmul_weights({d, f, L, s, V}), weights);
 }
 
-TEST(Flops, TheMatmulPeakIsAMeasurement) {
-  const double flops = matmul_flops_per_second(256, 3);
-  EXPECT_TRUE(std::isfinite(flops));
-  EXPECT_GT(flops, 1e6);  // any machine multiplies faster than a million operations a second
-  const double bf16 = matmul_flops_per_second(128, 2, false, c10::kBFloat16);
-  EXPECT_TRUE(std::isfinite(bf16) && bf16 > 1e5) << bf16;
+// The peak is 2 n^3 FLOPs over the fastest timed product, in FLOP/s. On a
+// clock the test drives, the three products of side 256 take 4/1024, 2/1024
+// and 8/1024 s (exact in binary), so the peak is exactly
+// 2 x 2^24 / (2/1024) = 2^34 FLOP/s; the clock is read twice a product and
+// never around the untimed first one. The same in float32, bfloat16 and
+// float16's emulation. On the steady clock it is a positive number.
+TEST(Flops, TheMatmulPeakIsTwoNCubedOverTheFastestProduct) {
+  for (const c10::ScalarType dtype : {c10::kFloat, c10::kBFloat16, c10::kHalf}) {
+    const std::vector<double> readings{10, 10 + 4.0 / 1024, 20, 20 + 2.0 / 1024, 30, 30 + 8.0 / 1024};
+    size_t read = 0;
+    const double flops = matmul_flops_per_second(256, 3, /*cuda=*/false, dtype, [&] {
+      return read < readings.size() ? readings[read++] : std::nan("");  // a seventh reading would spoil the result
+    });
+    EXPECT_EQ(read, readings.size()) << dtype;
+    EXPECT_DOUBLE_EQ(flops, 2.0 * 256 * 256 * 256 / (2.0 / 1024)) << dtype;
+    EXPECT_DOUBLE_EQ(flops, std::ldexp(1.0, 34)) << dtype;
+  }
+  const double measured = matmul_flops_per_second(128, 2);
+  EXPECT_TRUE(std::isfinite(measured) && measured > 0) << measured;
 }
 
 // 700 tokens a step (20 columns x 35 rows), 10 steps in 2 s: 3500 tokens/s;

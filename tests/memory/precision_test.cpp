@@ -11,7 +11,9 @@
 //   - a recomputed region runs in the precision of its forward;
 //   - the scaler: an inf or a NaN skips the step and halves the scale, the
 //     scale doubles after the interval's clean steps, and scaling by a power
-//     of two gives the plain gradients bit for bit.
+//     of two gives the plain gradients bit for bit; under fp16 (emulated) a
+//     loss times 1e-9 loses every gradient, which the scaler keeps, float32's
+//     to within a float16 step.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -254,16 +256,56 @@ TEST(LossScaler, ScalingByAPowerOfTwoGivesThePlainGradientsBitForBit) {
   for (size_t p = 0; p < big.size(); ++p) EXPECT_TRUE(at::equal(big[p], live[p] * 65536.0)) << p;
 }
 
-// Why fp16 needs the scaler: gradients below float16's smallest number
-// vanish, the same gradients scaled by 2^16 survive, and too large a scale
-// overflows to inf, which the scaler must catch.
-TEST(LossScaler, Float16LosesSmallGradientsThatTheScaleKeeps) {
-  const at::Tensor small = torch::full({4}, 1e-8f);
-  EXPECT_EQ(small.to(at::kHalf).to(at::kFloat).count_nonzero().item<int64_t>(), 0);
-  const at::Tensor kept = (small * 65536.0).to(at::kHalf).to(at::kFloat) / 65536.0;
-  EXPECT_TRUE(distlab::test_support::within(largest_difference(kept, small), 1e-10));
-  const at::Tensor over = (torch::full({4}, 2.0f) * 65536.0).to(at::kHalf);
-  EXPECT_TRUE(LossScaler::any_not_finite({over}));
+// Why fp16 needs the scaler, through DistLab's guard and scaler: the small
+// MLP's loss times 1e-9, which puts its parameters' gradients near 1e-9 and
+// the gradient reaching its last product near 1e-10, below float16's
+// smallest number (2^-24, 6e-8). Under ComputeIn(fp16) (emulated on the
+// CPU: every product's operands, result and gradients rounded to float16)
+// that gradient rounds to zero, and every parameter's gradient with it. The
+// loss scaler at 2^24 lifts it to about 2e-3, inside float16's normal range
+// (from 2^-14), where float16 keeps 11 significant bits; unscaled, every
+// gradient is float32's to within one float16 step at the size of the
+// parameter's largest gradient (2^-10 of it: the step from 1 to the next
+// float16 number). bfloat16 has float32's exponent range:
+// under ComputeIn(bf16) no gradient vanishes without a scaler.
+TEST(LossScaler, Float16FlushesTheGradientsOfATinyLossToZeroTheScalerKeepsThem) {
+  const auto backward = [](Precision precision, LossScaler* scaler) {
+    Micro m;
+    at::Tensor loss;
+    {
+      ComputeIn guard(precision, kCpu);
+      loss = torch::mse_loss(m.model->forward(m.x.narrow(0, 0, 8)).to(at::kFloat), m.y.narrow(0, 0, 8)) * 1e-9;
+    }
+    (scaler != nullptr ? scaler->scale_loss(loss) : loss).backward();  // outside the guard, as the trainer's
+    std::vector<at::Tensor> live;
+    for (const auto& p : m.model->parameters()) live.push_back(p.grad());
+    if (scaler != nullptr) {
+      EXPECT_FALSE(LossScaler::any_not_finite(live)) << "the scaled gradients overflowed";
+      scaler->unscale(live);
+    }
+    return grads_of(*m.model);
+  };
+  const std::vector<at::Tensor> fp32 = backward(Precision::kFp32, nullptr);
+  const std::vector<at::Tensor> fp16 = backward(Precision::kFp16, nullptr);
+  LossScalerOptions o;
+  o.init_scale = 16777216.0;  // 2^24
+  LossScaler scaler(o);
+  const std::vector<at::Tensor> scaled = backward(Precision::kFp16, &scaler);
+  const std::vector<at::Tensor> bf16 = backward(Precision::kBf16, nullptr);
+  constexpr double kFloat16Step = 1.0 / 1024;  // 2^-10
+  ASSERT_EQ(fp32.size(), 4u);
+  for (size_t p = 0; p < fp32.size(); ++p) {
+    const double largest = fp32[p].abs().max().item<double>();
+    const int64_t nonzero = fp32[p].count_nonzero().item<int64_t>();
+    ASSERT_TRUE(distlab::test_support::exceeds(largest, 0)) << "parameter " << p << ": no gradient to lose";
+    ASSERT_TRUE(fp16[p].defined() && scaled[p].defined() && bf16[p].defined()) << "parameter " << p;
+    EXPECT_EQ(fp16[p].count_nonzero().item<int64_t>(), 0) << "parameter " << p << ": float16 kept a gradient";
+    EXPECT_EQ(scaled[p].count_nonzero().item<int64_t>(), nonzero) << "parameter " << p << ": the scaler lost some";
+    const double off = largest_difference(scaled[p], fp32[p]);
+    EXPECT_TRUE(distlab::test_support::within(off, kFloat16Step * largest))
+        << "parameter " << p << ": " << off / largest << " of its largest gradient from float32's";
+    EXPECT_EQ(bf16[p].count_nonzero().item<int64_t>(), nonzero) << "parameter " << p << ": bfloat16 lost some";
+  }
 }
 
 }  // namespace
