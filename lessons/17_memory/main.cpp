@@ -359,9 +359,9 @@ NominalPeak nominal_peak(const Options& o) {
 }
 
 std::string gflops_text(double flops) {
-  if (!(flops > 0)) return "    unknown";
+  if (!(flops > 0)) return "      unknown";
   char text[32];
-  std::snprintf(text, sizeof text, "%7.4g GFLOP/s", flops / 1e9);
+  std::snprintf(text, sizeof text, flops < 1e11 ? "%6.2f GFLOP/s" : "%6.1f GFLOP/s", flops / 1e9);
   return text;
 }
 
@@ -381,9 +381,9 @@ void mfu(const Options& o) {
   const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
   std::printf("4. MFU: the model's FLOP/s over a peak, two peaks in each precision (%d intra-op threads)\n",
               at::get_num_threads());
-  std::printf("   %-48s fp32 %s   bf16 %s\n", "measured: the best n x n matmul (n 1024, 512)",
+  std::printf("   %-47s fp32 %s  bf16 %s\n", "measured: best n x n matmul (n 1024, 512)",
               gflops_text(peak32).c_str(), gflops_text(peak16).c_str());
-  std::printf("   %-48s fp32 %s   bf16 %s\n",
+  std::printf("   %-47s fp32 %s  bf16 %s\n",
               ("nominal: " + (nominal.how.empty() ? std::string("not known here") : nominal.how)).c_str(),
               gflops_text(nominal.fp32).c_str(), gflops_text(nominal.bf16).c_str());
   if (nominal.cores > 0) {
@@ -401,7 +401,7 @@ void mfu(const Options& o) {
   } else if (nominal.fp32 <= 0) {
     std::printf("     (give the hardware's with --peak-fp32 and --peak-bf16, GFLOP/s)\n");
   }
-  std::printf("   a token costs 6N + 12Lsd = %s FLOPs through this stack (N: the %s weights that multiply)\n",
+  std::printf("   a token costs 6N + 12Lsd = %s FLOPs (N = %s: the weights that multiply)\n",
               grouped(memory::model_flops_per_token(flops)).c_str(), grouped(memory::matmul_weights(flops)).c_str());
   std::printf("   %-17s %12s %12s   %-19s %s\n", "", "", "", "over the measured", "over the nominal");
   std::printf("   %-10s %-6s %12s %12s %8s %8s   %8s %8s\n", "policy", "", "fwd+bwd ms", "tokens/s", "MFU", "HFU",
@@ -420,9 +420,9 @@ void mfu(const Options& o) {
                   share_text(u.hfu).c_str(), share_text(n.mfu).c_str(), share_text(n.hfu).c_str());
     }
   std::printf(
-      "   MFU counts the model's FLOPs, HFU what the hardware computed (recomputation included), each\n"
-      "   over a peak in the step's precision: the matmul measured here, or the hardware's nominal\n"
-      "   peak, the one papers' MFU is over.\n");
+      "   MFU counts the model's FLOPs, HFU what the hardware computed (recomputation included),\n"
+      "   each over a peak in the step's precision: the matmul measured here, or the hardware's\n"
+      "   nominal peak, the one papers' MFU is over.\n");
 }
 
 void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
