@@ -61,7 +61,7 @@ struct Options {
   int threads = 0;
 };
 
-constexpr double kSame = 1e-5;  // the largest difference from every expert on every rank the lesson accepts, x the values
+constexpr double kSame = 1e-5;  // the largest difference from every expert on every rank, x the values compared
 
 at::Tensor seeded(at::IntArrayRef sizes, uint64_t seed) { return at::randn(sizes, at::detail::createCPUGenerator(seed)); }
 
