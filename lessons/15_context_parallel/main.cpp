@@ -9,8 +9,9 @@
 // split for a head split (Ulysses). The softmax of a row spread over blocks
 // is put together from each block's output and log-sum-exp.
 //
-//   1. two blocks merged by hand: the stable merge equals the whole softmax;
-//      the textbook one overflows on large logits
+//   1. two blocks merged by hand: the max-subtracted merge and the sigmoid
+//      form equal the whole softmax; log(1 + exp), the ring's first form,
+//      overflows where one block's lse passes the other's by 88.7
 //   2. the ring on C ranks: output and gradients equal to one process
 //   3. contiguous against zigzag: the causal work per rank and ring step
 //   4. Ulysses against the ring and all-gather: bytes per rank from the
@@ -92,50 +93,144 @@ Whole whole(const Options& o, const comm::Communicator& comm, bool causal, doubl
 double scale_of(const Options& o) { return 1.0 / std::sqrt(static_cast<double>(o.head_dim)); }
 
 // ------------------------------------------------------------------ part 1
+//
+// Block b folded into a (what is merged so far), giving ab. Three ways, in
+// float32 as the ring merges:
+//   max-subtracted (online softmax, FlashAttention's): m = max(lse_a, lse_b),
+//     weights w = exp(lse - m), at most 1: out_ab = (w_a out_a + w_b out_b) /
+//     (w_a + w_b), lse_ab = m + log(w_a + w_b); nothing overflows;
+//   the ring's first form (ring-flash-attention before its pull request 30):
+//     lse_ab = lse_a + log(1 + exp(lse_b - lse_a)),
+//     out_ab = exp(lse_a - lse_ab) out_a + exp(lse_b - lse_ab) out_b; no max
+//     is subtracted, so exp(lse_b - lse_a) overflows to inf once block b's
+//     lse passes a's by 88.7 (the log of float32's largest, 3.4e38): lse_ab
+//     is inf and out_ab 0;
+//   sigmoid (merge_into; ring-flash-attention's since, and PyTorch's
+//     context_parallel's): out_ab = out_a - sigmoid(lse_b - lse_a) (out_a - out_b),
+//     lse_ab = lse_a - logsigmoid(lse_a - lse_b): the same update with
+//     log(1 + exp(d)) written -logsigmoid(-d), finite for any d (logsigmoid
+//     takes exp of -|d| only; where sigmoid's exp reaches inf, 1 / (1 + inf)
+//     is 0, the right weight).
+
+const double kExpOverflows = std::log(static_cast<double>(std::numeric_limits<float>::max()));  // 88.72
+
+// (out_ab, lse_ab) by the max-subtracted merge.
+BlockResult merge_max_subtracted(const BlockResult& a, const BlockResult& b) {
+  const at::Tensor m = at::maximum(a.lse, b.lse);
+  const at::Tensor wa = at::exp(a.lse - m), wb = at::exp(b.lse - m);
+  return {(wa.unsqueeze(-1) * a.out + wb.unsqueeze(-1) * b.out) / (wa + wb).unsqueeze(-1), m + at::log(wa + wb)};
+}
+
+// (out_ab, lse_ab) by the ring's first form, log(1 + exp).
+BlockResult merge_log_exp(const BlockResult& a, const BlockResult& b) {
+  const at::Tensor lse = a.lse + at::log(1 + at::exp(b.lse - a.lse));
+  return {at::exp(a.lse - lse).unsqueeze(-1) * a.out + at::exp(b.lse - lse).unsqueeze(-1) * b.out, lse};
+}
+
+// A merge against the whole softmax: the largest difference of out and lse
+// over the rows it gave finite, and the rows it did not.
+struct Against {
+  double difference = 0;
+  int64_t broken = 0;        // rows with lse or out not finite
+  int64_t inf_and_zero = 0;  // of them, rows with lse +inf and out 0
+};
+
+Against against_whole(const BlockResult& got, const Whole& w) {
+  const at::Tensor finite = at::isfinite(got.lse) & at::isfinite(got.out).all(-1);
+  Against r;
+  r.broken = got.lse.numel() - finite.sum().item<int64_t>();
+  r.inf_and_zero = (at::isposinf(got.lse) & (got.out == 0).all(-1)).sum().item<int64_t>();
+  const at::Tensor rows = finite.unsqueeze(-1).expand_as(got.out);
+  r.difference = std::max(largest_difference(got.out.masked_select(rows), w.out.masked_select(rows)),
+                          largest_difference(got.lse.masked_select(finite), w.lse.masked_select(finite)));
+  return r;
+}
+
+std::string against_text(const Against& a) {
+  if (a.broken > 0) return comm::counted(a.broken, "row") + " inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", a.difference);
+  return text;
+}
 
 bool two_blocks(comm::Communicator& world, const Options& o) {
   if (world.rank() != 0) return true;
   const double scale = scale_of(o);
+  const int64_t half = o.seq / 2;
+  const double gains[] = {1.0, 40.0};
+  Against max_subtracted[2], log_exp[2], sigmoid[2];
+  double biggest = 0, widest = 0;  // q x 40: the largest lse, the largest lse_b - lse_a
+  int64_t past = 0;                // q x 40: rows whose lse_b - lse_a passes 88.7
+  double lse_a = 0, lse_b = 0, lse_ab = 0;
   bool ok = true;
-  for (double gain : {1.0, 40.0}) {
-    const Whole w = whole(o, world, /*causal=*/false, gain);
-    const int64_t half = o.seq / 2;
-    const BlockResult a = context_parallel::block_attention(w.q, w.k.narrow(-2, 0, half), w.v.narrow(-2, 0, half), scale);
+  for (int g = 0; g < 2; ++g) {
+    const Whole w = whole(o, world, /*causal=*/false, gains[g]);
+    const BlockResult a =
+        context_parallel::block_attention(w.q, w.k.narrow(-2, 0, half), w.v.narrow(-2, 0, half), scale);
     const BlockResult b =
         context_parallel::block_attention(w.q, w.k.narrow(-2, half, o.seq - half), w.v.narrow(-2, half, o.seq - half),
                                           scale);
-    BlockResult stable = a;
-    context_parallel::merge_into(stable, b);
-    const BlockResult naive = context_parallel::merge_naive(a, b);
-    const double d_stable = std::max(largest_difference(stable.out, w.out), largest_difference(stable.lse, w.lse));
-    const double d_naive = largest_difference(naive.out, w.out);
-    const double biggest = std::max(a.lse.max().item<double>(), b.lse.max().item<double>());
-    if (gain == 1.0) {
-      std::printf("\n1. Two blocks merged by hand\n"
-                  "  q, k, v: (%lld, %lld, %lld, %lld); the keys cut in two blocks of %lld, each attended alone:\n"
-                  "    out_b = softmax(q k_b^T / sqrt(D)) v_b      lse_b = log sum_j exp(q k_bj^T / sqrt(D))\n"
-                  "  query 0 of head 0: lse_a = %.4f, lse_b = %.4f -> lse = %.4f; block b's weight\n"
-                  "  sigmoid(lse_b - lse_a) = %.4f\n",
-                  static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.seq),
-                  static_cast<long long>(o.head_dim), static_cast<long long>(half),
-                  a.lse.index({0, 0, 0}).item<double>(), b.lse.index({0, 0, 0}).item<double>(),
-                  stable.lse.index({0, 0, 0}).item<double>(),
-                  1.0 / (1.0 + std::exp(a.lse.index({0, 0, 0}).item<double>() - b.lse.index({0, 0, 0}).item<double>())));
+    BlockResult ab = a;
+    context_parallel::merge_into(ab, b);
+    sigmoid[g] = against_whole(ab, w);
+    max_subtracted[g] = against_whole(merge_max_subtracted(a, b), w);
+    log_exp[g] = against_whole(merge_log_exp(a, b), w);
+    const at::Tensor d = (b.lse - a.lse).to(at::kDouble);
+    const int64_t over = (d > kExpOverflows).sum().item<int64_t>();
+    if (g == 0) {
+      lse_a = a.lse.index({0, 0, 0}).item<double>();
+      lse_b = b.lse.index({0, 0, 0}).item<double>();
+      lse_ab = ab.lse.index({0, 0, 0}).item<double>();
     } else {
-      std::printf("  q x %g: logits up to %.0f, past float32's exp (overflows above 88.7); float32 holds such\n"
-                  "  an lse to about %.0e, so the stable merge is within 1e-5 x %.0f of the whole softmax\n",
-                  gain, biggest, biggest * 1.2e-7, biggest);
+      biggest = std::max(a.lse.max().item<double>(), b.lse.max().item<double>());
+      widest = d.max().item<double>();
+      past = over;
     }
-    char naive_text[32];
-    std::snprintf(naive_text, sizeof naive_text, std::isinf(d_naive) ? "NaN" : "%.2e", d_naive);
-    std::printf("    stable merge (out -= sigmoid(lse_b - lse) (out - out_b)): largest difference %.2e\n"
-                "    textbook merge (exp(lse_a) out_a + exp(lse_b) out_b) / (...):  %s\n",
-                d_stable, naive_text);
-    // float32 keeps about 7 digits of an lse near `biggest`.
-    ok = ok && d_stable <= kSame * std::max(1.0, biggest);
+    // float32 keeps about 7 digits of an lse near the largest.
+    const double allowed = kSame * std::max(1.0, std::max(a.lse.max().item<double>(), b.lse.max().item<double>()));
+    for (const Against* stable : {&sigmoid[g], &max_subtracted[g]})
+      ok = ok && stable->broken == 0 && stable->difference <= allowed;
+    // log(1 + exp) breaks in exactly the rows past 88.7 (lse inf, out 0), and is right in the others.
+    ok = ok && log_exp[g].broken == over && log_exp[g].inf_and_zero == over && log_exp[g].difference <= allowed;
   }
-  std::printf("  Look: the merge needs only each block's output and lse, so no rank ever holds a\n"
-              "  whole row of scores; the stable form never takes exp of an lse.\n");
+  const double m = std::max(lse_a, lse_b);
+  std::printf("\n1. Two blocks merged by hand\n"
+              "  q, k, v: (%lld, %lld, %lld, %lld); the keys cut in two blocks of %lld, each attended alone:\n"
+              "    out_b = softmax(q k_b^T / sqrt(D)) v_b      lse_b = log sum_j exp(q k_bj^T / sqrt(D))\n"
+              "  a: what is merged so far (here block a), b: the block that comes, ab: the two merged\n"
+              "  query 0 of head 0: lse_a = %.4f, lse_b = %.4f, m = max(lse_a, lse_b) = %.4f\n"
+              "    lse_ab = m + log(exp(lse_a - m) + exp(lse_b - m)) = %.4f\n"
+              "    block b's weight exp(lse_b - lse_ab) = sigmoid(lse_b - lse_a) = %.4f\n",
+              static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.seq),
+              static_cast<long long>(o.head_dim), static_cast<long long>(half), lse_a, lse_b, m, lse_ab,
+              1.0 / (1.0 + std::exp(lse_a - lse_b)));
+  std::printf("  %-66s %8s %11s\n", "each merge against the whole softmax, every row: largest difference", "q x 1",
+              "q x 40");
+  const char* forms[][3] = {
+      {"max-subtracted", "lse_ab = m + log(w_a + w_b), w = exp(lse - m)",
+       "out_ab = (w_a out_a + w_b out_b) / (w_a + w_b)"},
+      {"log(1 + exp)", "lse_ab = lse_a + log(1 + exp(lse_b - lse_a))",
+       "out_ab = exp(lse_a - lse_ab) out_a + exp(lse_b - lse_ab) out_b"},
+      {"sigmoid", "lse_ab = lse_a - logsigmoid(lse_a - lse_b)",
+       "out_ab = out_a - sigmoid(lse_b - lse_a) (out_a - out_b)"},
+  };
+  const Against* rows[] = {max_subtracted, log_exp, sigmoid};
+  for (int i = 0; i < 3; ++i)
+    std::printf("    %-15s %-48s %8s %11s\n    %-15s %s\n", forms[i][0], forms[i][1], against_text(rows[i][0]).c_str(),
+                against_text(rows[i][1]).c_str(), "", forms[i][2]);
+  std::printf("  q x 40: lse up to %.0f, which float32 holds to about %.0e (1e-5 x %.0f allowed);\n",
+              biggest, biggest * 1.2e-7, biggest);
+  if (past > 0)
+    std::printf("  lse_b - lse_a reaches %.1f and float32's exp overflows past 88.7: log(1 + exp), the\n"
+                "  ring's first merge, gives lse_ab = inf and out_ab = 0 in the %s past it. sigmoid\n"
+                "  is the same update with log(1 + exp(d)) written -logsigmoid(-d): finite for any d.\n",
+                widest, comm::counted(past, "row").c_str());
+  else
+    std::printf("  lse_b - lse_a reaches %.1f, under 88.7, where float32's exp overflows: log(1 + exp),\n"
+                "  the ring's first merge, holds here. sigmoid is the same update, finite for any d.\n",
+                widest);
+  std::printf("  Look: the merge needs only each block's out and lse, so no rank holds a whole row of\n"
+              "  scores; sigmoid gives the max-subtracted merge's numbers in the ring's one-line update.\n");
   return ok;
 }
 

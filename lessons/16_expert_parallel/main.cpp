@@ -11,9 +11,11 @@
 //      dropped, the balancing loss and the z-loss beside their formulas
 //   2. the balancing loss at work: a router that favours one expert,
 //      trained with and without it; tokens per expert and tokens dropped
-//   3. expert parallelism on G ranks: outputs and gradients equal to every
-//      expert on every rank
-//   4. bytes per step from the trace beside the formula
+//   3. expert parallelism: one model (E experts, whatever the ranks) on
+//      groups of G ranks for every G that divides the ranks, outputs and
+//      gradients equal to every expert on every rank
+//   4. bytes per step from the trace beside the formula: the rows each rank
+//      dispatches to other ranks' experts and returns from its own
 //
 //   lesson_16_expert_parallel --backend threads --ranks 4
 //   distlab-run --nproc-per-node 2 -- lesson_16_expert_parallel --backend gloo
@@ -50,18 +52,20 @@ namespace {
 
 struct Options {
   comm::JobOptions job;
-  int64_t experts_per_rank = 2;  // E = this x the ranks
+  int64_t experts = 8;  // E, the model's: the same whatever the ranks (they must divide it)
   int64_t top_k = 2;
-  double capacity_factor = 1.0;
+  double capacity_factor = 1.0;  // 0: dropless (--dropless)
   int64_t tokens = 64;  // per rank
   int64_t model = 16, hidden = 32;
   int64_t steps = 60;  // part 2's training
   int threads = 0;
 };
 
-constexpr double kSame = 1e-5;  // the largest difference from every expert on every rank the lesson accepts
+constexpr double kSame = 1e-5;  // the largest difference from every expert on every rank, x the values compared
 
 at::Tensor seeded(at::IntArrayRef sizes, uint64_t seed) { return at::randn(sizes, at::detail::createCPUGenerator(seed)); }
+
+double largest_value(const at::Tensor& a) { return a.detach().abs().max().item<double>(); }
 
 double largest_difference(const at::Tensor& a, const at::Tensor& b) {
   if (a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();
@@ -219,36 +223,45 @@ bool balancing(comm::Communicator& world, const Options& o) {
 
 // ------------------------------------------------------------------ part 3
 
+// The same model on a group of G ranks: E experts, E/G on each.
 struct Parallel {
+  int group = 0;  // G
   double difference = 0;
-  experts::MoeStats stats;
-  int64_t sent_bytes = 0;  // rank 0, from the trace
+  double largest = 0;  // the largest value compared (the experts' gradients are sums over the group)
+  experts::MoeStats stats;  // rank 0's
+  int64_t sent_bytes = 0;   // rank 0, from the trace (the group of every rank only)
 };
 
-Parallel expert_parallel(comm::Communicator& world, const Options& o, const lessons::Wire& wire) {
-  const int G = world.size();
-  const int64_t E = o.experts_per_rank * G;
+// Every rank of `world` calls it; `group` is this rank's group of G (the
+// world itself when G is every rank: part 4 reads its bytes from the trace).
+Parallel expert_parallel(comm::Communicator& world, comm::Communicator& group, const Options& o,
+                         const lessons::Wire& wire) {
+  const int G = group.size();
+  const int64_t E = o.experts, per_rank = E / G;
   MoeOptions m;
   m.experts = E, m.top_k = o.top_k, m.capacity_factor = o.capacity_factor;
   const ExpertMlps whole = whole_experts(E, o);
   const at::Tensor gate = seeded({E, o.model}, 1);
-  // The layer's input is an activation of the layers below: its gradient flows back too.
+  // This rank's tokens, the same whatever the group. The layer's input is an
+  // activation of the layers below: its gradient flows back too.
   const at::Tensor x_in = seeded({o.tokens, o.model}, 100 + static_cast<uint64_t>(world.rank())).to(world.device());
   const at::Tensor x = x_in.clone().requires_grad_(true), x_ref = x_in.clone().requires_grad_(true);
   const at::Tensor G_out = seeded({o.tokens, o.model}, 200 + static_cast<uint64_t>(world.rank())).to(world.device());
   Parallel p;
-  // Expert parallel: my o.experts_per_rank experts; traced for part 4.
-  ExpertMlps mine(whole->slice(world.rank() * o.experts_per_rank, o.experts_per_rank));
+  p.group = G;
+  // Expert parallel: my E/G experts.
+  ExpertMlps mine(whole->slice(group.rank() * per_rank, per_rank));
   mine->to(world.device());
   const at::Tensor gate_ep = gate.to(world.device()).requires_grad_(true);
   world.barrier();
   const int64_t from = trace::now_us();
-  const at::Tensor out = experts::moe_parallel(world, x, experts::route(at::linear(x, gate_ep), m.top_k), *mine, m,
-                                               &p.stats);
+  experts::MoeStats stats;
+  const at::Tensor out = experts::moe_parallel(group, x, experts::route(at::linear(x, gate_ep), m.top_k), *mine, m,
+                                               &stats);
   (out * G_out).sum().backward();
   world.barrier();
-  p.sent_bytes = wire.messages_sent(from, trace::now_us());
-  // Every expert here, my tokens; the experts' gradients summed over the ranks.
+  if (&group == &world) p.sent_bytes = wire.messages_sent(from, trace::now_us());
+  // Every expert here, my tokens; the experts' gradients summed over the group's ranks.
   ExpertMlps all(whole->slice(0, E));
   all->to(world.device());
   const at::Tensor gate_ref = gate.to(world.device()).requires_grad_(true);
@@ -256,58 +269,103 @@ Parallel expert_parallel(comm::Communicator& world, const Options& o, const less
   (ref * G_out).sum().backward();
   double worst = std::max({largest_difference(out, ref), largest_difference(gate_ep.grad(), gate_ref.grad()),
                            largest_difference(x.grad(), x_ref.grad())});
+  double largest = std::max({largest_value(ref), largest_value(gate_ref.grad()), largest_value(x_ref.grad())});
   const std::vector<at::Tensor> got = mine->parameters(), want = all->parameters();
   for (size_t i = 0; i < got.size(); ++i) {
     at::Tensor summed = want[i].grad().clone();
-    world.native_all_reduce(summed);
-    worst = std::max(worst, largest_difference(got[i].grad(),
-                                               summed.narrow(0, world.rank() * o.experts_per_rank, o.experts_per_rank)));
+    group.native_all_reduce(summed);
+    const at::Tensor mine_of_it = summed.narrow(0, group.rank() * per_rank, per_rank);
+    worst = std::max(worst, largest_difference(got[i].grad(), mine_of_it));
+    largest = std::max(largest, largest_value(mine_of_it));
   }
   p.difference = lessons::max_over_ranks(world, worst);
+  p.largest = lessons::max_over_ranks(world, largest);
+  if (world.rank() == 0) p.stats = stats;
   return p;
 }
 
-bool equal_to_every_expert(comm::Communicator& world, const Parallel& p, const Options& o) {
-  if (world.rank() == 0) {
-    const int G = world.size();
-    std::printf("\n3. Expert parallelism on %d ranks: %lld experts, %lld per rank, top-%lld, %s\n"
-                "  each rank routes its %lld tokens, sends each kept row to its expert's rank (all-to-all\n"
-                "  of the counts, then all-to-all-v of the rows), runs its experts, sends the results\n"
-                "  back; the backward goes through the same exchanges reversed.\n"
-                "  rank 0 sent rows per rank: %s; received: %s\n"
-                "  against every expert on every rank (outputs, the input's and the router's gradients,\n"
-                "  each expert's gradient summed over the ranks): largest difference %.2e\n",
-                G, static_cast<long long>(o.experts_per_rank * G), static_cast<long long>(o.experts_per_rank),
-                static_cast<long long>(o.top_k), capacity_text(o.capacity_factor).c_str(), static_cast<long long>(o.tokens),
-                counts_text(p.stats.sent_rows).c_str(), counts_text(p.stats.received_rows).c_str(), p.difference);
+// The model on groups of every size G that divides the ranks, the whole world last.
+std::vector<Parallel> on_every_group(comm::Communicator& world, const Options& o, const lessons::Wire& wire) {
+  std::vector<Parallel> runs;
+  for (int G = 1; G < world.size(); ++G) {
+    if (world.size() % G != 0) continue;
+    const auto group = world.split(/*color=*/world.rank() / G, /*key=*/world.rank(), "experts" + std::to_string(G));
+    runs.push_back(expert_parallel(world, *group, o, wire));
   }
-  return p.difference <= kSame;
+  runs.push_back(expert_parallel(world, world, o, wire));
+  return runs;
+}
+
+bool equal_to_every_expert(comm::Communicator& world, const std::vector<Parallel>& runs, const Options& o) {
+  // float32 rounds a value near 100 (a gradient summed over 8 ranks) to
+  // about 1e-5: the difference allowed grows with the values compared.
+  bool ok = true;
+  double largest = 1;
+  for (const Parallel& p : runs) {
+    ok = ok && p.difference <= kSame * std::max(1.0, p.largest);
+    largest = std::max(largest, p.largest);
+  }
+  if (world.rank() != 0) return ok;
+  std::printf("\n3. Expert parallelism: one model, %lld experts, top-%lld, %s, on G ranks\n"
+              "  each rank routes its %lld tokens, sends each kept row to its expert's rank (all-to-all\n"
+              "  of the counts, then all-to-all-v of the rows), runs its experts, sends the results\n"
+              "  back; the backward goes through the same exchanges reversed. The %d ranks in groups\n"
+              "  of G, each rank holding E/G experts, against every expert on every rank (outputs, the\n"
+              "  input's and the router's gradients, each expert's gradient summed over the group):\n"
+              "     G   E/G   rank 0 sent rows per rank     received                  largest difference\n",
+              static_cast<long long>(o.experts), static_cast<long long>(o.top_k),
+              capacity_text(o.capacity_factor).c_str(), static_cast<long long>(o.tokens), world.size());
+  for (const Parallel& p : runs)
+    std::printf("  %4d %5lld   %-29s %-25s %.2e\n", p.group, static_cast<long long>(o.experts / p.group),
+                counts_text(p.stats.sent_rows).c_str(), counts_text(p.stats.received_rows).c_str(), p.difference);
+  std::printf("  the values compared reach %.1f; 1e-5 x that is allowed (float32's rounding of the sums)\n"
+              "  Look: one model whatever G; G = 1 is every expert on every rank, with nothing to send.\n",
+              largest);
+  return ok;
 }
 
 // ------------------------------------------------------------------ part 4
 
+// "32 + 29 + 32 = 93": the rows to or from the other ranks, and their sum.
+std::string others_text(const std::vector<int64_t>& rows, int64_t* total) {
+  std::string text;
+  *total = 0;
+  for (size_t q = 1; q < rows.size(); ++q) {
+    text += (text.empty() ? "" : " + ") + std::to_string(rows[q]);
+    *total += rows[q];
+  }
+  return rows.size() > 2 ? text + " = " + std::to_string(*total) : std::to_string(*total);
+}
+
 bool bytes(comm::Communicator& world, const Parallel& p, const Options& o) {
   if (world.rank() != 0) return true;
   const int G = world.size();
-  int64_t out_rows = 0, in_rows = 0;
-  for (int q = 1; q < G; ++q) out_rows += p.stats.sent_rows[static_cast<size_t>(q)];
-  for (int s = 1; s < G; ++s) in_rows += p.stats.received_rows[static_cast<size_t>(s)];
-  const int64_t row = o.model * 4, counts = (G - 1) * o.experts_per_rank * 8;
-  const int64_t formula = counts + 2 * (out_rows + in_rows) * row;
-  std::printf("\n4. Bytes per step (rank 0, forward and backward, from the trace)\n"
-              "  counts  (G-1) x E/G x 8                   = %lld\n"
-              "  rows    2 x (out + back) x d x 4 = 2 x (%lld + %lld) x %lld x 4 = %lld\n"
+  int64_t dispatched = 0, returned = 0;
+  const std::string dispatched_text = others_text(p.stats.sent_rows, &dispatched);
+  const std::string returned_text = others_text(p.stats.received_rows, &returned);
+  const int64_t per_rank = o.experts / G, row = o.model * 4, counts = (G - 1) * per_rank * 8;
+  const int64_t rows = 2 * (dispatched + returned) * row, formula = counts + rows;
+  std::printf("\n4. Bytes per step (rank 0 of the %d, forward and backward, from the trace)\n"
+              "  dispatched: the rows rank 0 sends to the other ranks' experts = %s\n"
+              "  returned: the rows the other ranks sent rank 0's experts, sent back = %s\n"
+              "  counts  (G-1) x E/G x 8 = %d x %lld x 8 = %lld\n"
+              "  rows    2 x (dispatched + returned) x d x 4 = 2 x (%lld + %lld) x %lld x 4 = %lld\n"
               "  formula %lld, traced %lld\n"
-              "  Look: the rows to other ranks go out and come back, forward and backward (their\n"
+              "  Look: rank 0 sends both in the forward (the rows) and again in the backward (their\n"
               "  gradients), and how many changes every step with the router: the counts go first.\n",
-              static_cast<long long>(counts), static_cast<long long>(out_rows), static_cast<long long>(in_rows),
-              static_cast<long long>(o.model), static_cast<long long>(2 * (out_rows + in_rows) * row),
-              static_cast<long long>(formula), static_cast<long long>(p.sent_bytes));
+              G, dispatched_text.c_str(), returned_text.c_str(), G - 1, static_cast<long long>(per_rank),
+              static_cast<long long>(counts),
+              static_cast<long long>(dispatched), static_cast<long long>(returned), static_cast<long long>(o.model),
+              static_cast<long long>(rows), static_cast<long long>(formula), static_cast<long long>(p.sent_bytes));
   return formula == p.sent_bytes;
 }
 
 void run(comm::Communicator& world, const Options& o, lessons::Parts& parts) {
   const int threads = lessons::share_cores(o.threads);
+  if (o.experts % world.size() != 0)
+    throw comm::SetupError("lesson 16: --experts " + std::to_string(o.experts) + " do not spread over " +
+                           std::to_string(world.size()) + " ranks: give --experts a multiple of " +
+                           std::to_string(world.size()) + ", or ranks that divide " + std::to_string(o.experts));
   if (world.rank() == 0)
     std::printf("Lesson 16: expert parallelism  (%s backend, %s, %d thread(s) each)\n", world.backend().c_str(),
                 comm::counted(world.size(), "rank").c_str(), threads);
@@ -321,15 +379,16 @@ void run(comm::Communicator& world, const Options& o, lessons::Parts& parts) {
   ok = balancing(world, o) && ok;
 
   parts.begin(world, "Expert parallelism");
-  const Parallel p = expert_parallel(world, o, wire);
-  ok = equal_to_every_expert(world, p, o) && ok;
+  const std::vector<Parallel> runs = on_every_group(world, o, wire);
+  ok = equal_to_every_expert(world, runs, o) && ok;
 
   parts.begin(world, "Bytes per step");
-  ok = bytes(world, p, o) && ok;
+  ok = bytes(world, runs.back(), o) && ok;
 
   if (world.rank() == 0)
-    std::printf("\nNext: --ranks 2 and 3, --capacity-factor 0 (dropless), --top-k 1, --backend gloo under\n"
-                "distlab-run.\n");
+    std::printf("\nNext: --ranks 2 and 8 (the same %lld experts), --dropless, --top-k 1, --backend gloo under\n"
+                "distlab-run.\n",
+                static_cast<long long>(o.experts));
   if (lessons::max_over_ranks(world, ok ? 0.0 : 1.0) > 0) throw std::runtime_error("a check did not hold (see above)");
 }
 
@@ -339,16 +398,21 @@ int main(int argc, char** argv) {
   Options o;
   lessons::Parts parts({"Routing by hand", "The balancing loss at work",
                         "Expert parallelism", "Bytes per step"});
-  CLI::App app{"Lesson 16: expert parallelism: routing by hand, the balancing loss at work, experts spread over "
-               "the ranks equal to every expert on every rank, bytes per step beside the formula"};
+  CLI::App app{"Lesson 16: expert parallelism: routing by hand, the balancing loss at work, one model's experts spread "
+               "over groups of G ranks equal to every expert on every rank, bytes per step beside the formula"};
   comm::add_job_flags(app, o.job);
   parts.add_flags(app);
-  app.add_option("--experts-per-rank", o.experts_per_rank, "experts each rank holds (E = this x the ranks)")
-      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--experts", o.experts, "experts E, the model's whatever the ranks (the ranks must divide it)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--top-k", o.top_k, "experts per token (at most 4: part 1 routes to 4 experts)")
       ->check(CLI::Range(1, 4))->capture_default_str();
-  app.add_option("--capacity-factor", o.capacity_factor, "capacity = ceil(T k cf / E); 0: dropless")
-      ->check(CLI::Range(0.0, 64.0))->capture_default_str();
+  auto* capacity = app.add_option("--capacity-factor", o.capacity_factor,
+                                  "capacity = ceil(T k cf / E); 0: dropless, as --dropless")
+                       ->check(CLI::Range(0.0, 64.0))
+                       ->capture_default_str();
+  bool dropless = false;
+  app.add_flag("--dropless", dropless, "no capacity: every choice kept (the same as --capacity-factor 0)")
+      ->excludes(capacity);
   app.add_option("--tokens", o.tokens, "tokens per rank")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--model", o.model, "model width d")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--hidden", o.hidden, "each expert's hidden width")->check(CLI::Range(1, 16384))->capture_default_str();
@@ -356,6 +420,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "intra-op threads per rank (0: cores / ranks on this machine)")
       ->check(CLI::Range(0, 256))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (dropless) o.capacity_factor = 0;
   return lessons::run_lesson("lesson_16_expert_parallel", o.job,
                              [&](comm::Communicator& comm) { run(comm, o, parts); });
 }

@@ -16,8 +16,10 @@
 //      with float32 master weights, what the forward keeps then; bytes per
 //      parameter beside the Playbook's table; float16's range and the loss
 //      scaler (lib/memory/loss_scaler.hpp) backing off on an overflow
-//   4. MFU: the matmul peak measured here, and how much of it each policy's
-//      step uses (lib/memory/flops.hpp)
+//   4. MFU: how much of two peaks each policy's step uses
+//      (lib/memory/flops.hpp): the matmul peak measured here, and the
+//      hardware's nominal peak (cores x clock x FLOPs a cycle, or a
+//      datasheet's number given with --peak-fp32 and --peak-bf16)
 //
 //   lesson_17_memory
 //   lesson_17_memory --seq 128 --batch 4 --step
@@ -30,9 +32,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "lesson.hpp"
@@ -66,6 +73,7 @@ struct Options {
   int64_t ffn = 256;
   double dropout = 0.2;
   int repeats = 3;  // timed steps per policy (the best is shown)
+  double peak_fp32 = 0, peak_bf16 = 0;  // GFLOP/s, a datasheet's; 0: this CPU's, worked out from /proc/cpuinfo
 };
 
 const Recompute kPolicies[] = {Recompute::kNone, Recompute::kFull, Recompute::kSelective, Recompute::kMatmuls};
@@ -290,30 +298,131 @@ void mixed_precision(const comm::Communicator& comm, const Options& o) {
   std::printf("\n");
 }
 
+// The hardware's nominal peak, what a datasheet states: cores x clock x
+// FLOPs a core computes a cycle. On this CPU, from /proc/cpuinfo: the cores
+// (distinct physical id, core id) the intra-op threads can use, "cpu MHz",
+// and the widest vector unit its flags list, two fused multiply-adds
+// (FMA, 2 FLOPs each) a cycle on every lane of it, as most server cores
+// issue: AVX-512 2 x 16 x 2 = 64 float32 FLOPs a cycle, AVX2 2 x 8 x 2 = 32.
+// bf16: avx512_bf16's dot products take two bf16 pairs a float32 lane, twice
+// float32's; AMX 1024 a cycle; without either, float32's (bf16 is computed
+// in float32). A core with one FMA unit (or AVX-512 on 256-bit units) does
+// half: a datasheet's number, given with --peak-fp32 and --peak-bf16, wins.
+struct NominalPeak {
+  double fp32 = 0, bf16 = 0;  // FLOP/s; 0: not known
+  std::string how;            // "2 cores x 2.10 GHz x 64 FLOPs a cycle", or "given"
+  std::string units;          // "AVX-512, 2 FMA units of 16 floats, ...": what the FLOPs a cycle assume
+  int cores = 0;
+  double ghz = 0, fp32_cycle = 0, bf16_cycle = 0;  // worked out from /proc/cpuinfo (0: not)
+};
+
+NominalPeak nominal_peak(const Options& o) {
+  NominalPeak peak;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string physical = "0", line, flags;
+  double mhz = 0;
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon), value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (key == "physical id") physical = value;
+    if (key == "core id") cores.insert({physical, value});
+    if (key == "cpu MHz" && mhz == 0) mhz = std::atof(value.c_str());
+    if (key == "flags" && flags.empty()) flags = " " + value + " ";
+  }
+  auto has = [&](const char* flag) { return flags.find(std::string(" ") + flag + " ") != std::string::npos; };
+  const int used = std::min<int>(at::get_num_threads(), std::max<int>(1, static_cast<int>(cores.size())));
+  double fp32_cycle = 0, bf16_cycle = 0;
+  if (has("avx512f")) fp32_cycle = 64, peak.units = "AVX-512, 2 FMA units of 16 floats";
+  else if (has("avx2") && has("fma")) fp32_cycle = 32, peak.units = "AVX2, 2 FMA units of 8 floats";
+  if (has("amx_bf16")) bf16_cycle = 1024, peak.units += "; bf16 1024 a cycle (AMX)";
+  else if (has("avx512_bf16")) bf16_cycle = 2 * fp32_cycle, peak.units += "; bf16 twice that (avx512_bf16)";
+  else bf16_cycle = fp32_cycle, peak.units += "; bf16 computed in float32";
+  if (fp32_cycle > 0 && mhz > 0) {
+    char how[96];
+    std::snprintf(how, sizeof how, "%d core%s x %.2f GHz x %.0f FLOPs a cycle", used, used == 1 ? "" : "s",
+                  mhz / 1e3, fp32_cycle);
+    peak.how = how;
+    peak.cores = used, peak.ghz = mhz / 1e3, peak.fp32_cycle = fp32_cycle, peak.bf16_cycle = bf16_cycle;
+    peak.fp32 = used * mhz * 1e6 * fp32_cycle;
+    peak.bf16 = used * mhz * 1e6 * bf16_cycle;
+  }
+  if (o.peak_fp32 > 0 || o.peak_bf16 > 0) {
+    peak.how = "given (--peak-fp32, --peak-bf16)";
+    peak.cores = 0;
+    if (o.peak_fp32 > 0) peak.fp32 = o.peak_fp32 * 1e9;
+    if (o.peak_bf16 > 0) peak.bf16 = o.peak_bf16 * 1e9;
+  }
+  return peak;
+}
+
+std::string gflops_text(double flops) {
+  if (!(flops > 0)) return "      unknown";
+  char text[32];
+  std::snprintf(text, sizeof text, flops < 1e11 ? "%6.2f GFLOP/s" : "%6.1f GFLOP/s", flops / 1e9);
+  return text;
+}
+
+std::string share_text(double share) {
+  if (!(share > 0)) return "-";
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
+  return text;
+}
+
 void mfu(const Options& o) {
   models::LayerStack stack(stack_options(o));
   const at::Tensor x = input_of(o, o.seq, o.batch);
   const double peak32 = memory::matmul_flops_per_second(1024, 5, false, at::kFloat);
   const double peak16 = memory::matmul_flops_per_second(512, 3, false, at::kBFloat16);
+  const NominalPeak nominal = nominal_peak(o);
   const memory::FlopShape flops{o.hidden, o.ffn, o.layers, o.seq, 0};
-  std::printf("4. MFU: the matmul peak here (%d intra-op threads): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n",
-              at::get_num_threads(), peak32 / 1e9, peak16 / 1e9);
-  std::printf("   a token costs 6N + 12Lsd = %s FLOPs through this stack (N: the %s weights that multiply)\n",
+  std::printf("4. MFU: the model's FLOP/s over a peak, two peaks in each precision (%d intra-op threads)\n",
+              at::get_num_threads());
+  std::printf("   %-47s fp32 %s  bf16 %s\n", "measured: best n x n matmul (n 1024, 512)",
+              gflops_text(peak32).c_str(), gflops_text(peak16).c_str());
+  std::printf("   %-47s fp32 %s  bf16 %s\n",
+              ("nominal: " + (nominal.how.empty() ? std::string("not known here") : nominal.how)).c_str(),
+              gflops_text(nominal.fp32).c_str(), gflops_text(nominal.bf16).c_str());
+  if (nominal.cores > 0) {
+    std::printf("     (%s, 2 FLOPs an FMA;\n"
+                "     the clock /proc/cpuinfo reports; --peak-fp32 and --peak-bf16 give a datasheet's)\n",
+                nominal.units.c_str());
+    // A matmul cannot beat the hardware: past the nominal peak, its inputs are short.
+    for (const auto& [name, measured, stated, cycle] :
+         {std::make_tuple("fp32", peak32, nominal.fp32, nominal.fp32_cycle),
+          std::make_tuple("bf16", peak16, nominal.bf16, nominal.bf16_cycle)})
+      if (measured > stated)
+        std::printf("     %s's matmul passes its nominal peak (%.0f%%): the cores run above %.2f GHz (%.2f GHz\n"
+                    "     at least, at %.0f FLOPs a cycle), or compute more a cycle than assumed\n",
+                    name, 100 * measured / stated, nominal.ghz, measured / (nominal.cores * cycle) / 1e9, cycle);
+  } else if (nominal.fp32 <= 0) {
+    std::printf("     (give the hardware's with --peak-fp32 and --peak-bf16, GFLOP/s)\n");
+  }
+  std::printf("   a token costs 6N + 12Lsd = %s FLOPs (N = %s: the weights that multiply)\n",
               grouped(memory::model_flops_per_token(flops)).c_str(), grouped(memory::matmul_weights(flops)).c_str());
-  std::printf("   %-10s %-6s %12s %12s %8s %8s\n", "policy", "", "fwd+bwd ms", "tokens/s", "MFU", "HFU");
+  std::printf("   %-17s %12s %12s   %-19s %s\n", "", "", "", "over the measured", "over the nominal");
+  std::printf("   %-10s %-6s %12s %12s %8s %8s   %8s %8s\n", "policy", "", "fwd+bwd ms", "tokens/s", "MFU", "HFU",
+              "MFU", "HFU");
   const double tokens = double(o.seq * o.batch);
   for (const Precision precision : {Precision::kFp32, Precision::kBf16})
     for (const Recompute policy : kPolicies) {
       if (precision == Precision::kBf16 && policy != Recompute::kNone) continue;
+      const bool fp32 = precision == Precision::kFp32;
       const double seconds = best_step_seconds(stack, x, policy, precision, o.repeats);
-      const memory::Utilisation u =
-          memory::utilisation(flops, policy, tokens, seconds, precision == Precision::kFp32 ? peak32 : peak16);
-      std::printf("   %-10s %-6s %12.1f %12.0f %7.1f%% %7.1f%%\n", memory::to_string(policy),
-                  memory::to_string(precision), seconds * 1e3, u.tokens_per_second, 100 * u.mfu, 100 * u.hfu);
+      const memory::Utilisation u = memory::utilisation(flops, policy, tokens, seconds, fp32 ? peak32 : peak16);
+      const memory::Utilisation n =
+          memory::utilisation(flops, policy, tokens, seconds, fp32 ? nominal.fp32 : nominal.bf16);
+      std::printf("   %-10s %-6s %12.1f %12.0f %8s %8s   %8s %8s\n", memory::to_string(policy),
+                  memory::to_string(precision), seconds * 1e3, u.tokens_per_second, share_text(u.mfu).c_str(),
+                  share_text(u.hfu).c_str(), share_text(n.mfu).c_str(), share_text(n.hfu).c_str());
     }
   std::printf(
-      "   MFU counts the model's FLOPs, HFU what the hardware computed (recomputation included), each\n"
-      "   over the peak in the step's precision: this CPU has no bf16 units, so its bf16 peak is low.\n");
+      "   MFU counts the model's FLOPs, HFU what the hardware computed (recomputation included),\n"
+      "   each over a peak in the step's precision: the matmul measured here, or the hardware's\n"
+      "   nominal peak, the one papers' MFU is over.\n");
 }
 
 void run(comm::Communicator& comm, const Options& o, lessons::Parts& parts) {
@@ -362,6 +471,12 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "timed steps per row (the best is shown)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  app.add_option("--peak-fp32", o.peak_fp32,
+                 "the hardware's nominal float32 peak in GFLOP/s (a datasheet's; 0: this CPU's, cores x clock x "
+                 "FLOPs a cycle)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  app.add_option("--peak-bf16", o.peak_bf16, "the same in bf16")->check(CLI::Range(0.0, 1e9))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (o.job.backend == "threads" && o.job.ranks > 1) {
     std::fprintf(stderr,

@@ -9,16 +9,20 @@
 //   out_b = softmax(q k_b^T * scale) v_b       lse_b = log sum_j exp(q k_bj^T * scale)
 //
 // and the whole row's softmax is the blocks' outputs weighted by
-// exp(lse_b - lse), lse = log sum_b exp(lse_b). merge_into() folds one block
-// into an accumulator in float32 in the stable form (the sigmoid of a lse
-// difference is never more than 1, and never overflows):
+// exp(lse_b - lse), lse = log sum_b exp(lse_b). merge_into() folds block b
+// into a (the blocks merged so far), giving ab, in float32:
 //
-//   out -= sigmoid(lse_b - lse) * (out - out_b)
-//   lse -= logsigmoid(lse - lse_b)
+//   out_ab = out_a - sigmoid(lse_b - lse_a) * (out_a - out_b)
+//   lse_ab = lse_a - logsigmoid(lse_a - lse_b)
 //
-// merge_naive() is the textbook form, exp(lse) of each block summed: with
-// logits above about 88 float32's exp overflows and the result is NaN. It is
-// here to show why (tests/context_parallel checks both).
+// the max-subtracted merge of online softmax (m = max(lse_a, lse_b), the
+// blocks weighted by exp(lse - m) <= 1) written as one update of the pair:
+// lse_a + log(1 + exp(lse_b - lse_a)), with log(1 + exp(d)) as
+// -logsigmoid(-d), which stays finite where exp(d) overflows (d > 88.7).
+//
+// merge_naive() takes exp(lse) of each block with no maximum subtracted:
+// with an lse above about 88.7 float32's exp overflows and the result is
+// NaN. It is here to show why (tests/context_parallel checks both).
 //
 // Causal attention across blocks needs each token's position in the whole
 // sequence: a query attends a key whose position is not greater than its
@@ -53,11 +57,11 @@ at::Tensor attention_scores(const at::Tensor& q, const at::Tensor& k, double sca
 // exp(scores - lse) row by row; 0 in rows that see no key (lse -inf).
 at::Tensor attention_probabilities(const at::Tensor& scores, const at::Tensor& lse);
 
-// Folds `block` into `acc` in the stable form above. An empty `acc` (out
-// undefined) becomes the block.
+// Folds `block` (b) into `acc` (a) in the form above: `acc` becomes ab. An
+// empty `acc` (out undefined) becomes the block.
 void merge_into(BlockResult& acc, const BlockResult& block);
 
-// The naive form: (exp(lse_a) out_a + exp(lse_b) out_b) / (exp(lse_a) + exp(lse_b)).
+// No maximum subtracted: (exp(lse_a) out_a + exp(lse_b) out_b) / (exp(lse_a) + exp(lse_b)).
 BlockResult merge_naive(const BlockResult& a, const BlockResult& b);
 
 }  // namespace distlab::context_parallel
