@@ -185,12 +185,14 @@ std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicat
                                                       comm::Communicator& tensor, RankStage& stage, double lr,
                                                       comm::Communicator* expert_copies) {
   if (zero == 0) return std::make_unique<DdpStage>(replicas, tensor, stage, lr, expert_copies);
+  // The plan refuses both below with the user's words (plan.cpp); here they are preconditions.
   if (expert_copies != nullptr)
-    throw std::invalid_argument("--expert-parallel takes DDP (--zero 0): ZeRO would shard experts that differ by rank");
+    throw std::invalid_argument("make_data_parallel: ZeRO-" + std::to_string(zero) +
+                                " of a stage whose experts are spread over ranks");
   if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, tensor, stage, lr);
   if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, tensor, stage, lr);
   if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, tensor, stage, lr);
-  throw std::invalid_argument("--zero " + std::to_string(zero) + ": expected 0 (DDP), 1, 2 or 3");
+  throw std::invalid_argument("make_data_parallel: strategy " + std::to_string(zero) + " is not 0 (DDP) or 1-3 (ZeRO-k)");
 }
 
 }  // namespace distlab::train

@@ -17,9 +17,9 @@ namespace distlab::train {
 
 models::TransformerLm build_stage(const models::TransformerLmOptions& options, int stage, int stages, uint64_t seed) {
   if (stages < 1 || stages > options.nlayers || stage < 0 || stage >= stages)
-    throw std::invalid_argument("stage " + std::to_string(stage) + " of " + std::to_string(stages) + ": the model has " +
-                                std::to_string(options.nlayers) + " layers; use at most " +
-                                std::to_string(options.nlayers) + " pipeline stages (--pipeline) or a larger preset");
+    throw std::invalid_argument("build_stage: stage " + std::to_string(stage) + " of " + std::to_string(stages) +
+                                " of a model of " + std::to_string(options.nlayers) +
+                                " layers (each stage holds at least one: the plan's rule)");
   const auto [first, end] = models::split_layers(options.nlayers, stages)[static_cast<size_t>(stage)];
   static std::mutex generator_mutex;  // one default generator for all thread ranks
   std::lock_guard<std::mutex> lock(generator_mutex);

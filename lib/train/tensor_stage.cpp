@@ -39,8 +39,8 @@ TensorParallelStageImpl::TensorParallelStageImpl(comm::Communicator& tensor, mod
     alike_ = tensor_parallel::generator_alike(unsplit_->named_parameters()["encoder.weight"]);
   const memory::Recompute recompute = unsplit_->options().recompute;
   if (recompute == memory::Recompute::kMatmuls)
-    throw std::invalid_argument("tensor-parallel stage: --recompute matmuls keeps the products of the whole layer "
-                                "(models/encoder_layer.hpp); a cut layer recomputes full or selective");
+    throw std::invalid_argument("tensor-parallel stage: recompute matmuls keeps the products of a whole layer "
+                                "(models/encoder_layer.hpp); a cut layer recomputes full or selective (the plan's rule)");
   if (recompute == memory::Recompute::kSelective)
     for (auto& layer : layers_) layer->self_attn->set_recompute_core(true);
   if (!context_.active()) return;
