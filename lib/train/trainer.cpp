@@ -37,14 +37,15 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // The data (training columns shared among replicas, the plan checked there
 // are enough; evaluation splits whole), the executor over this rank's
 // stages with the loss and its scales, the loss scaler.
-void set_up(Run& run, const data::Corpus& corpus, const ParallelPlan& plan, TrainResult& result) {
+void set_up(Run& run, const data::Corpus& corpus, const ParallelPlan& plan, const models::TransformerLmOptions& model,
+            TrainResult& result) {
   const TrainerOptions& o = run.o;
   const int R = o.layout.replicas;
   run.train_data = data::shard_for_replica(data::batchify(corpus.train, o.batch_size), run.rank.groups.place.replica, R,
                                            data::ReplicaSplit::kColumns);
   run.valid_data = data::batchify(corpus.valid, o.eval_batch_size);
   run.test_data = data::batchify(corpus.test, o.eval_batch_size);
-  result.parameters = models::count_parameters(model_options(o, static_cast<int64_t>(corpus.vocab.size())));
+  result.parameters = models::count_parameters(model);
   if (run.world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
 
   const int64_t chunks = plan.options().microbatches;
@@ -218,7 +219,7 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
   TrainResult result;
   result.layout = o.layout;
   result.place = run.rank.groups.place;
-  set_up(run, corpus, plan, result);
+  set_up(run, corpus, plan, model, result);
   TrainerState state = starting_state(run, result);
   result.interrupted = !train_epochs(run, state, result);
   finish(run, state, result);

@@ -130,6 +130,13 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
                                   (l.context > 1 ? "_context" + std::to_string(l.context) : std::string());
                          });
 
+// 4 experts, top-k, a capacity of 1.0 and both auxiliary losses (their
+// coefficients ten times the defaults, so that they move the run).
+void with_capacity_and_losses(train::TrainerOptions& o, int64_t top_k) {
+  o.moe.experts = 4, o.moe.top_k = top_k, o.moe.capacity_factor = 1.0;
+  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+}
+
 // The model with experts (4 per layer, top-2) on 2 x 2, 2 x 1 and 1 x 4,
 // every rank holding all of its stages' experts, or spread over expert
 // groups of 2 or 4 replicas (expert parallelism: the all-to-alls, the
@@ -174,8 +181,7 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ExpertsEqualOneProcess,
 // naive all-gather of every key and value.
 TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesTensorAndContextRanksMatchTheirNaiveLayouts) {
   train::TrainerOptions o = tiny_options(1, 1);
-  o.moe.experts = 4, o.moe.top_k = 2, o.moe.capacity_factor = 1.0;
-  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  with_capacity_and_losses(o, 2);
   const auto one = run_threads(o);
   o.layout.tensor = 2;
   const auto tensor = run_threads(o);
@@ -200,8 +206,7 @@ TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesTensorAndContextRanksMatchTh
 // losses: each rank routes its own tokens either way, so the runs are one.
 TEST(CapstoneExperts, ExpertParallelEqualsEveryExpertOnEveryRank) {
   train::TrainerOptions o = tiny_options(1, 4);
-  o.moe.experts = 4, o.moe.top_k = 2, o.moe.capacity_factor = 1.0;
-  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  with_capacity_and_losses(o, 2);
   const auto naive = run_threads(o);
   o.expert_parallel = 2;
   const auto spread = run_threads(o);
@@ -249,8 +254,7 @@ TEST(CapstoneExperts, ResumesFromACheckpointOfAnotherExpertParallelSize) {
 // them the run ends elsewhere).
 TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesAPipelineEqualsOneRank) {
   train::TrainerOptions o = tiny_options(1, 1);
-  o.moe.experts = 4, o.moe.top_k = 1, o.moe.capacity_factor = 1.0;
-  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  with_capacity_and_losses(o, 1);
   const auto one = run_threads(o);
   o.layout.pipeline = 2;
   const auto two = run_threads(o);
