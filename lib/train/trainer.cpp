@@ -87,7 +87,9 @@ TrainerState starting_state(Run& run, TrainResult& result) {
   state.best_valid_loss = std::numeric_limits<double>::infinity();
   if (!o.checkpoints.dir.empty()) {
     run.checkpoints.emplace(o.checkpoints.dir, o.plan.layout.pipeline, o.checkpoints.keep_last);
-    run.checkpoints->accept_any_stage_count(o.checkpoints.elastic);
+    // The unsplit model's state: any layout resumes from it, re-cut when
+    // another stage count wrote it.
+    run.checkpoints->accept_any_stage_count(true);
     const int restart = run.world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
     if (o.checkpoints.resume || restart > 0) result.resumed_from_step = resume(run, state);
   }

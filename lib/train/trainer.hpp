@@ -87,10 +87,12 @@ struct CheckpointOptions {
   std::string dir;                  // empty: none
   int64_t every = 0;                // every epoch, and every N steps when N > 0
   int keep_last = 3;
-  bool resume = false;              // also automatic when the launcher restarted the job
+  // Also automatic when the launcher restarted the job. A checkpoint holds
+  // the unsplit model: a job resumes from one written by any other layout
+  // (re-cut into this layout's stages).
+  bool resume = false;
   // The layout follows the world's size (elastic.hpp's fit_layout, from
-  // `plan.layout` as asked), and a checkpoint written by another layout is
-  // re-cut for this one: a job that lost ranks goes on with the rest.
+  // `plan.layout` as asked): a job that lost ranks goes on with the rest.
   bool elastic = false;
 };
 

@@ -40,9 +40,9 @@ std::string refusal(const train::TrainerOptions& o) {
 // are there: the run ends away from the dropout-0 one.
 TEST(Capstone3d, WithDropoutTheTensorRanksStayAlike) {
   train::TrainerOptions o = tiny_options(1, 1);
-  o.layout.tensor = 2;
-  o.batches_per_epoch = 4;
-  o.dropout = 0.2;
+  o.plan.layout.tensor = 2;
+  o.loop.batches_per_epoch = 4;
+  o.model.dropout = 0.2;
   const auto results = run_threads(o);
   ASSERT_EQ(results.size(), 2u);
   size_t compared = 0;
@@ -53,7 +53,7 @@ TEST(Capstone3d, WithDropoutTheTensorRanksStayAlike) {
   }
   EXPECT_GT(compared, 0u);
   EXPECT_EQ(results[0].digest, results[1].digest);
-  o.dropout = 0;
+  o.model.dropout = 0;
   const auto without = run_threads(o);
   EXPECT_NE(results[0].digest, without[0].digest) << "dropout 0.2 changed nothing";
   EXPECT_NE(results[0].step_losses.at(0), without[0].step_losses.at(0));
@@ -64,11 +64,21 @@ TEST(Capstone3d, WithDropoutTheTensorRanksStayAlike) {
 // What does not split is refused on every rank with one line naming the sizes.
 TEST(Capstone3d, RefusesWhatDoesNotSplit) {
   train::TrainerOptions o = tiny_options(1, 1);
-  o.layout.tensor = 4;  // the tiny model has 2 heads
+  o.plan.layout.tensor = 4;  // the tiny model has 2 heads
   const std::string heads = refusal(o);
   EXPECT_NE(heads.find("2 heads do not split among 4 tensor ranks"), std::string::npos) << heads;
   EXPECT_NE(heads.find("tensor sizes that would: 1, 2"), std::string::npos) << heads;
   std::printf("  %s\n", heads.c_str());
+}
+
+// The unsplit model's final parameters: each stage's, from the rank of its
+// first replica, context and tensor rank.
+std::map<std::string, at::Tensor> whole_model(const std::vector<train::TrainResult>& results) {
+  std::map<std::string, at::Tensor> whole;
+  for (const auto& r : results)
+    if (r.place.replica == 0 && r.place.context == 0 && r.place.tensor == 0)
+      whole.insert(r.final_state.begin(), r.final_state.end());
+  return whole;
 }
 
 // A checkpoint holds the unsplit model whatever the context size that wrote
@@ -77,16 +87,9 @@ TEST(Capstone3d, RefusesWhatDoesNotSplit) {
 // uninterrupted 2 x 2 run ends, to float32 rounding.
 TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
   train::TrainerOptions o = tiny_options(2, 2);
-  o.epochs = 2;
-  o.batches_per_epoch = 4;
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 4;
   const auto uninterrupted = run_threads(o);
-  const auto whole_model = [](const std::vector<train::TrainResult>& results) {
-    std::map<std::string, at::Tensor> whole;
-    for (const auto& r : results)
-      if (r.place.replica == 0 && r.place.context == 0 && r.place.tensor == 0)
-        whole.insert(r.final_state.begin(), r.final_state.end());
-    return whole;
-  };
   const auto reference = whole_model(uninterrupted);
   train::Layout with_context{2, 1};
   with_context.context = 2;
@@ -96,7 +99,7 @@ TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
                             std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     train::TrainerOptions first = o;
-    first.layout = before;
+    first.plan.layout = before;
     const auto [stopped, resumed] = tests::stop_and_resume_on(first, dir, 3, after);
     const auto got = whole_model(resumed);
     ASSERT_EQ(got.size(), reference.size());
@@ -109,17 +112,62 @@ TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
   }
 }
 
+// A model with experts (4 per layer, top-2, dropless, no auxiliary losses:
+// every layout computes what one process does) stopped after step 3 on one
+// layout and resumed on another: experts whole on 2 tensor ranks, then each
+// of 2 context ranks routing its own tokens; then spread over 2 replicas
+// (expert parallelism); then 2 pipeline stages. Each chain ends where the
+// uninterrupted run on one rank ends, to float32 rounding: the checkpoint
+// holds every expert whole whichever layout wrote it.
+TEST(CapstoneExperts, ResumeOnAnotherLayoutEndsWhereOneProcessEnds) {
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 4;
+  o.model.moe.experts = 4, o.model.moe.top_k = 2;
+  o.model.moe.balance_coefficient = o.model.moe.z_coefficient = 0;
+  const auto reference = whole_model(run_threads(o));
+  struct Move {
+    train::Layout before, after;
+    int experts_before, experts_after;  // the ranks each stage's experts are spread over
+  };
+  const Move moves[] = {{{1, 1, 2, 1}, {1, 1, 1, 2}, 1, 1},
+                        {{1, 1, 1, 2}, {1, 2, 1, 1}, 1, 2},
+                        {{1, 2, 1, 1}, {2, 1, 1, 1}, 2, 1}};
+  for (const Move& m : moves) {
+    const std::string name = m.before.text() + " (experts over " + std::to_string(m.experts_before) + ") -> " +
+                             m.after.text() + " (over " + std::to_string(m.experts_after) + ")";
+    const std::string dir = ::testing::TempDir() + "capstone_experts_resume_" + std::to_string(&m - moves) + "_" +
+                            std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    train::TrainerOptions first = o;
+    first.plan.layout = m.before;
+    first.plan.experts.parallel = m.experts_before;
+    const auto runs = tests::stop_and_resume_with(first, dir, 3, 0, [&](train::TrainerOptions& next) {
+      next.plan.layout = m.after;
+      next.plan.experts.parallel = m.experts_after;
+    });
+    const auto& resumed = runs.resumed;
+    const auto got = whole_model(resumed);
+    ASSERT_EQ(got.size(), reference.size()) << name;
+    const double worst = tests::largest_state_difference(got, reference);
+    EXPECT_LT(worst, 2e-5) << name;
+    EXPECT_EQ(resumed.at(0).steps, 8) << name;
+    std::printf("  %s: largest difference from one process %.3g\n", name.c_str(), worst);
+    std::filesystem::remove_all(dir);
+  }
+}
+
 // The context dimension's rules, each refused on every rank with its reason.
 TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
   train::TrainerOptions o = tiny_options(1, 1);
-  o.layout.context = 4;  // the tiny model has 2 heads
-  o.context_method = context_parallel::Method::kUlysses;
+  o.plan.layout.context = 4;  // the tiny model has 2 heads
+  o.plan.context.method = context_parallel::Method::kUlysses;
   const std::string heads = refusal(o);
   EXPECT_NE(heads.find("Ulysses gives each context rank whole heads: 2 heads do not divide by 4 context ranks"),
             std::string::npos) << heads;
   EXPECT_NE(heads.find("context sizes that would: 1, 2"), std::string::npos) << heads;
-  o.context_method = context_parallel::Method::kRing;
-  o.causal = false;
+  o.plan.context.method = context_parallel::Method::kRing;
+  o.model.causal = false;
   const std::string unmasked = refusal(o);
   EXPECT_NE(unmasked.find("--context 4 needs a causal model"), std::string::npos) << unmasked;
   std::printf("  %s\n  %s\n", heads.c_str(), unmasked.c_str());
@@ -132,34 +180,34 @@ TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
 // each with its reason.
 TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
   train::TrainerOptions o = tiny_options(1, 2);
-  o.moe.experts = 4;
-  o.expert_parallel = 2;
-  o.layout.tensor = 2;
+  o.model.moe.experts = 4;
+  o.plan.experts.parallel = 2;
+  o.plan.layout.tensor = 2;
   const std::string tensor = refusal(o);
   EXPECT_NE(tensor.find("--expert-parallel 2 with --tensor 2 --context 1: the expert groups are cut from the "
                         "replicas of whole stages"),
             std::string::npos)
       << tensor;
-  o.layout.tensor = 1;
-  o.layout.context = 2;
+  o.plan.layout.tensor = 1;
+  o.plan.layout.context = 2;
   EXPECT_NE(refusal(o).find("--expert-parallel 2 with --tensor 1 --context 2"), std::string::npos);
   o = tiny_options(1, 1);
-  o.moe.experts = 4;
-  o.moe.top_k = 5;
+  o.model.moe.experts = 4;
+  o.model.moe.top_k = 5;
   const std::string k = refusal(o);
   EXPECT_NE(k.find("--top-k 5 must be in [1, 4] (--experts)"), std::string::npos) << k;
-  o.moe.top_k = 1;
-  o.expert_parallel = 3;  // 1 replica
+  o.model.moe.top_k = 1;
+  o.plan.experts.parallel = 3;  // 1 replica
   EXPECT_NE(refusal(o).find("--expert-parallel 3 borrows its ranks from each stage's 1 replicas: N must divide"),
             std::string::npos);
   o = tiny_options(1, 4);
-  o.moe.experts = 6;
-  o.expert_parallel = 4;
+  o.model.moe.experts = 6;
+  o.plan.experts.parallel = 4;
   EXPECT_NE(refusal(o).find("6 experts do not divide by 4 (--experts)"), std::string::npos);
-  o.moe.experts = 4;
-  o.zero = 1;
+  o.model.moe.experts = 4;
+  o.plan.data.zero = 1;
   EXPECT_NE(refusal(o).find("--expert-parallel 4 with --zero 1"), std::string::npos);
-  o.moe.experts = 0, o.zero = 0;
+  o.model.moe.experts = 0, o.plan.data.zero = 0;
   EXPECT_NE(refusal(o).find("the model has none (--experts E)"), std::string::npos);
   std::printf("  %s\n  %s\n", tensor.c_str(), k.c_str());
 }

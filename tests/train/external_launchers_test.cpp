@@ -5,6 +5,7 @@
 // installed.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -14,6 +15,7 @@
 #include "comm/errors.hpp"
 #include "run_command.hpp"
 #include "support/required_tool.hpp"
+#include "support/small_corpus.hpp"
 
 namespace distlab::train {
 namespace {
@@ -86,6 +88,36 @@ TEST(Torchrun, Lesson05RunsOverSharedMemory) {
       },
       90);
   expect_lesson05_passed(r, "shm");
+}
+
+// Combinations of experts the plan once refused, as gloo processes: on 2
+// context ranks (each routing its own tokens) under the real torchrun, and
+// whole on 2 tensor ranks under distlab-run. Each ends with the digest of
+// the same training on 2 thread ranks in one process.
+TEST(Torchrun, CapstoneExpertsOnContextAndTensorRanksEqualThreadRanks) {
+  DISTLAB_SKIP_OR_FAIL_WITHOUT(fs::exists(kTorchrun),
+                               kTorchrun + " is not installed (apt-get install python3-torch)");
+  const std::string training = std::string(LESSON_11) + " --data " + test_support::small_corpus_folder() +
+                               " --preset tiny --epochs 1 --batches-per-epoch 3 --eval-batches 2 --experts 4"
+                               " --dropout 0 --pipeline 1 --replicas 1 --timeout-ms 30000";
+  for (const std::string dimension : {"--context 2", "--tensor 2"}) {
+    const std::string run = training + " " + dimension;
+    const Outcome threads = run_command(run + " --backend threads", 120);
+    const auto expected = testing::digests(threads.output);
+    ASSERT_EQ(expected.size(), 1u) << threads.output;
+    const bool under_torchrun = dimension == "--context 2";
+    const Outcome processes = run_on_free_port(
+        [&](const std::string& port) {
+          return (under_torchrun ? torchrun(fresh_dir("experts"), port, "--nproc_per_node 2")
+                                 : std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port " + port + " -- ") +
+                 run + " --backend gloo";
+        },
+        120);
+    ASSERT_EQ(processes.status, 0) << processes.output;
+    EXPECT_EQ(testing::digests(processes.output), expected) << dimension << "\n" << processes.output;
+    std::printf("  experts with %s: digest %s on thread ranks and on gloo processes under %s\n", dimension.c_str(),
+                expected[0].c_str(), under_torchrun ? "torchrun" : "distlab-run");
+  }
 }
 
 // torchrun's summary names the exception the rank threw, read from the
