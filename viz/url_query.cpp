@@ -62,32 +62,39 @@ std::string percent_decode(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> trace_urls_of_query(const std::string& query) {
+bool is_flight_file(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return name.rfind("flight.rank", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+}
+
+std::vector<std::string> fetched_urls_of_query(const std::string& query) {
   std::vector<std::string> urls;
   for (const auto& [key, value] : pairs_of(query))
-    if (key == "trace")
+    if (key == "trace" || key == "flight")
       for (const std::string& url : split_commas(value)) urls.push_back(url);
   return urls;
 }
 
-std::vector<std::string> arguments_from_query(const std::string& query, const std::vector<std::string>& trace_paths) {
+std::vector<std::string> arguments_from_query(const std::string& query, const std::vector<std::string>& fetched_paths) {
   std::vector<std::string> args;
-  bool traces_given = false;
+  bool files_given = false;
   for (auto [key, value] : pairs_of(query)) {
     for (char& c : key)
       if (c == '_') c = '-';
     if (key.empty()) throw std::invalid_argument("a parameter with no name in the address");
-    if (key == "trace") {
-      if (!traces_given)
-        for (const std::string& path : trace_paths) args.insert(args.end(), {"--trace", path});
-      traces_given = true;
+    if (key == "trace" || key == "flight") {
+      if (!files_given)
+        for (const std::string& path : fetched_paths)
+          args.insert(args.end(), {is_flight_file(path) ? "--flight" : "--trace", path});
+      files_given = true;
       continue;
     }
     if (key == "live") {
       args.insert(args.end(), {"--listen", "0"});
       continue;
     }
-    if (key == "screenshot" || key == "flight" || key == "listen" || key == "bind")
+    if (key == "screenshot" || key == "listen" || key == "bind")
       throw std::invalid_argument("'" + key + "' is not taken from a page's address");
     if (key == "uneven") {
       if (value != "0" && value != "false" && value != "off") args.push_back("--uneven");

@@ -6,9 +6,11 @@
 //
 // Keys are the long options without "--" ('_' may stand for '-');
 // `algorithm` is `algorithms`; a flag (`uneven`) is on unless its value is
-// 0, false or off; `trace=URL` (any number, or comma-separated) gives the
-// files the page fetched, in `trace_paths`; `live` listens to the server's
-// relay (--listen 0). Values are percent-decoded, '+' is a space.
+// 0, false or off; `trace=URL` and `flight=URL` (any number, or
+// comma-separated) name the files the page fetches, given here as
+// `fetched_paths`: each becomes --flight when it is a flight-recorder file
+// (flight.rank*.json), else --trace; `live` listens to the server's relay
+// (--listen 0). Values are percent-decoded, '+' is a space.
 #pragma once
 
 #include <string>
@@ -22,9 +24,13 @@ std::string percent_decode(const std::string& text);
 // The query (with or without its leading '?') as arguments after argv[0].
 // Throws std::invalid_argument for what no option takes (a screenshot file,
 // a key with no name).
-std::vector<std::string> arguments_from_query(const std::string& query, const std::vector<std::string>& trace_paths);
+std::vector<std::string> arguments_from_query(const std::string& query, const std::vector<std::string>& fetched_paths);
 
-// The `trace` values of the query, decoded, in order (what the page fetches).
-std::vector<std::string> trace_urls_of_query(const std::string& query);
+// The `trace` and `flight` values of the query, decoded, in order (what the
+// page fetches).
+std::vector<std::string> fetched_urls_of_query(const std::string& query);
+
+// A flight recorder's file by its name (flight.rank3.json, flight.rank3.exit.json)?
+bool is_flight_file(const std::string& path);
 
 }  // namespace distlab::viz

@@ -25,8 +25,15 @@ TEST(UrlQuery, ParametersBecomeTheLongOptions) {
 }
 
 TEST(UrlQuery, TracesAreTheFilesThePageFetched) {
-  EXPECT_EQ(trace_urls_of_query("panel=trace&trace=a%20b.json,traces/x.json&trace=y.json"),
-            (Args{"a b.json", "traces/x.json", "y.json"}));
+  EXPECT_EQ(fetched_urls_of_query("panel=trace&trace=a%20b.json,traces/x.json&flight=f/flight.rank0.json&trace=y.json"),
+            (Args{"a b.json", "traces/x.json", "f/flight.rank0.json", "y.json"}));
+  // Flight-recorder files by their names, the rest as traces.
+  EXPECT_EQ(arguments_from_query("trace=t.json&flight=flight.rank0.json,flight.rank1.exit.json",
+                                 {"/t/1/t.json", "/t/1/flight.rank0.json", "/t/1/flight.rank1.exit.json"}),
+            (Args{"--trace", "/t/1/t.json", "--flight", "/t/1/flight.rank0.json", "--flight", "/t/1/flight.rank1.exit.json"}));
+  EXPECT_TRUE(is_flight_file("/a/flight.rank12.json"));
+  EXPECT_FALSE(is_flight_file("/a/flight.rank12.json/x.json"));
+  EXPECT_FALSE(is_flight_file("myflight.rank0.json"));
   EXPECT_EQ(arguments_from_query("trace=a.json,b.json&panel=pipeline&trace=c.json", {"/t/1/a.json", "/t/1/b.json"}),
             (Args{"--trace", "/t/1/a.json", "--trace", "/t/1/b.json", "--panel", "pipeline"}));
   EXPECT_EQ(arguments_from_query("live", {}), (Args{"--listen", "0"}));

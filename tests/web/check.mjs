@@ -8,7 +8,9 @@
 //              `distlab-viz --screenshot` of the same view, at most kMaxDiffShare
 //              of the pixels differing by more than kFuzz
 //     traces   a trace by ?trace=URL and by a dropped file: the events per rank
-//              and lane the page holds equal those counted here from the JSON
+//              and lane the page holds equal those counted here from the JSON;
+//              a hang's trace and flight-recorder files, by URL and dropped
+//              together: the trace likewise, and every flight file read
 //     bad      a truncated trace, a file that is not JSON, an unknown panel: a
 //              message in the page, and the page still draws
 //     live     lesson 05 run with --live into the server while two pages watch
@@ -210,6 +212,26 @@ async function check_traces(browser, base, dir) {
   same_counts('dropped', page_row_counts(c), want);
   for (const e of dropped.errors) problem(`dropped: ${e}`);
   await dropped.close();
+
+  // A hang's flight-recorder files beside its trace, by URL and dropped
+  // together: the trace as counted from the JSON, and every flight file read.
+  const hang = path.join(dir, 'check', 'hang');
+  run(path.join(build_dir, 'tests', 'viz', 'viz_flight_fault_emitter'),
+      ['--dir', hang, '--fault', 'skip', '--culprit', '2', '--ranks', '4', '--timeout-ms', '500']);
+  const flights = fs.readdirSync(hang).filter((f) => /^flight\.rank\d+(\.exit)?\.json$/.test(f)).sort();
+  const hang_want = json_counts(path.join(hang, 'trace.json'));
+  const by_url_flight = await open_page(browser, base, `?trace=check/hang/trace.json&flight=${flights.map((f) => `check/hang/${f}`).join(',')}`);
+  const dropped_flight = await open_page(browser, base, '?panel=collectives');
+  await drop(dropped_flight, ['trace.json', ...flights].map((f) => ({ name: f, url: `check/hang/${f}` })));
+  await dropped_flight.waitForFunction(() => window.distlab.counts().events > 0, { timeout: 10000 }).catch(() => {});
+  for (const [what, page] of [['flight by URL', by_url_flight], ['flight dropped', dropped_flight]]) {
+    const c = await counts(page);
+    same_counts(`${what}: the trace`, page_row_counts(c), hang_want);
+    if (c.flight_files !== flights.length) problem(`${what}: ${c.flight_files} flight files read of ${flights.length}`);
+    else note(`${what}: all ${flights.length} flight files read`);
+    for (const e of page.errors) problem(`${what}: ${e}`);
+    await page.close();
+  }
 }
 
 async function expect_message(page, what, pattern) {

@@ -127,18 +127,19 @@ void frame() {
 // The page's calls (index.html).
 extern "C" {
 
-// The trace URLs the address names ('\n'-separated), for the page to fetch
+// The trace and flight-recorder URLs the address names ('\n'-separated), for the page to fetch
 // before it calls main().
-EMSCRIPTEN_KEEPALIVE const char* distlab_trace_urls(const char* query) {
+EMSCRIPTEN_KEEPALIVE const char* distlab_fetched_urls(const char* query) {
   static std::string urls;
   urls.clear();
-  for (const std::string& url : trace_urls_of_query(query)) urls += url + "\n";
+  for (const std::string& url : fetched_urls_of_query(query)) urls += url + "\n";
   return urls.c_str();
 }
 
 // Opens trace files the page wrote into its file system ('\n'-separated
-// paths), as `?trace=` would have: the panel of the address if it shows
-// traces, else the Trace panel.
+// paths; flight-recorder files among them by their names), as `?trace=`
+// would have: the panel of the address if it shows traces, else the Trace
+// panel.
 EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
   std::vector<std::string> paths;
   std::string text = paths_text;
@@ -149,7 +150,9 @@ EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
     start = end + 1;
   }
   Options options = page.options;
-  options.trace_files = paths;
+  options.trace_files.clear();
+  options.flight_paths.clear();
+  for (const std::string& path : paths) (is_flight_file(path) ? options.flight_paths : options.trace_files).push_back(path);
   if (options.panel == "collectives" || options.panel == "context") options.panel = "trace";
   try {
     auto app = std::make_unique<App>(options);
@@ -164,8 +167,8 @@ EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
 }
 
 // What the Trace panel holds, for the tests and the measurements:
-// {"frames":F,"frame_ms":T,"panel":"...","events":N,"counters":C,
-//  "rows":[{"rank":R,"lane":"...","events":K},...]}
+// {"frames":F,"frame_ms":T,"panel":"...","events":N,"counters":C,"live":L,
+//  "flight_files":F,"rows":[{"rank":R,"lane":"...","events":K},...]}
 EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
   std::string out = "{\"frames\":" + std::to_string(page.frames) + ",\"frame_ms\":" + std::to_string(page.last_frame_ms) +
                     ",\"panel\":\"" + page.options.panel + "\"";
@@ -173,7 +176,8 @@ EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
     const TraceModel& model = page.app->trace_panel().model();
     const LiveFeed* live = page.app->trace_panel().live();
     out += ",\"events\":" + std::to_string(model.size()) + ",\"counters\":" + std::to_string(model.counter_count()) +
-           ",\"live\":" + std::to_string(live != nullptr ? live->total() : 0) + ",\"rows\":[";
+           ",\"live\":" + std::to_string(live != nullptr ? live->total() : 0) +
+           ",\"flight_files\":" + std::to_string(page.app->trace_panel().flight().model().file_count()) + ",\"rows\":[";
     bool first = true;
     for (const TraceRowData& row : model.rows()) {
       std::string lane;
