@@ -13,14 +13,17 @@
 //              together: the trace likewise, and every flight file read
 //     bad      a truncated trace, a file that is not JSON, an unknown panel: a
 //              message in the page, and the page still draws
-//     live     lesson 05 run with --live into the server while two pages watch
-//              and a third closes mid-run: each page ends with as many events as
-//              the run's trace file holds, and the run ends as it does unwatched
+//     live     lesson 05 run with --live into the server while two pages watch,
+//              a third closes mid-run and a WebSocket client never reads: each
+//              page ends with as many events as the run's trace file holds, the
+//              run ends as it does unwatched (exit 0, nothing dropped), and a
+//              page opened after the run is sent all of it
 //
 // The site is build/web/site (scripts/web.sh); the server is viz/web/serve.mjs,
 // on free ports, serving a folder that holds the site and this check's traces.
 import { spawnSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -268,9 +271,21 @@ async function check_bad(browser, base, dir) {
   await page.close();
 }
 
+// A WebSocket client that asks for the live stream and never reads it: a
+// browser too slow to take anything.
+async function stalled_client(port) {
+  const socket = net.connect(port, '127.0.0.1');
+  await new Promise((resolve) => socket.on('connect', resolve));
+  socket.write('GET /live HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+               'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+  socket.pause();
+  return socket;
+}
+
 async function check_live(browser, base, live_port) {
   const watchers = [await open_page(browser, base, '?panel=trace&live'), await open_page(browser, base, '?panel=trace&live')];
   const leaving = await open_page(browser, base, '?panel=trace&live');
+  const stalled = await stalled_client(Number(new URL(base).port));
   const file = path.join(work, 'live.json');
   const lesson = spawn(path.join(build_dir, 'lessons', 'lesson_05_all_reduce'),
                        ['--backend', 'threads', '--ranks', '4', '--mb', '1', '--iters', '3', '--no-steps',
@@ -305,6 +320,7 @@ async function check_live(browser, base, live_port) {
   if (late_count !== events) problem(`live: a late page received ${late_count} events, the trace file holds ${events}`);
   else note(`live: a page opened after the run received all ${events} events`);
   for (const p of [...watchers, late]) await p.close();
+  stalled.destroy();
 }
 
 async function main() {
