@@ -25,6 +25,7 @@ packages=(
   xvfb xauth x11-apps imagemagick
   clang libclang-rt-14-dev fonts-dejavu-core
   chromium poppler-utils   # the slides: PDFs and checks in a real browser, pdftoppm
+  emscripten               # the visualizer in a browser (scripts/web.sh)
 )
 # Node and npm for the slide tools (Marp): the machine image has Node 20;
 # elsewhere Debian's nodejs (18) will do.
@@ -55,6 +56,7 @@ esac
 # targets (scripts/run_main.sh) does not run the slides.
 if [ "${1:-}" = "--deps" ] || [ $# -eq 0 ]; then
   scripts/slides.sh --deps
+  scripts/web.sh --deps   # Dear ImGui's sources for the browser build, from Debian's source package
 fi
 [ "${1:-}" = "--deps" ] && exit 0
 

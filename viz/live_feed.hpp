@@ -3,6 +3,8 @@
 //
 // No GUI in here: the Trace panel owns one, and the tests use the very same
 // class to check that a traced program's events arrive whole and in order.
+// In the browser build the events come from the class server's relay over
+// a WebSocket instead (viz/web/relay_receiver.hpp), through the same interface.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,9 @@
 #include <vector>
 
 #include "trace/live_stream.hpp"
+#ifdef __EMSCRIPTEN__
+#include "relay_receiver.hpp"
+#endif
 #include "trace_model.hpp"
 
 namespace distlab::viz {
@@ -23,6 +28,10 @@ class LiveFeed {
 
   int port() const { return receiver_.port(); }
   const std::string& bind_host() const { return bind_host_; }
+  // Where the events come from ("127.0.0.1:29400", or the page's WebSocket),
+  // and the line that says how to send them.
+  std::string source() const;
+  std::string announcement() const;
   // Moves what arrived into `model` (not finalized); returns how many events.
   size_t poll(TraceModel& model);
   uint64_t total() const { return receiver_.total(); }
@@ -36,7 +45,11 @@ class LiveFeed {
 
  private:
   std::string bind_host_;
+#ifdef __EMSCRIPTEN__
+  RelayReceiver receiver_;
+#else
   trace::LiveReceiver receiver_;
+#endif
 };
 
 }  // namespace distlab::viz

@@ -253,10 +253,7 @@ int64_t TracePanel::origin_us() const {
 void TracePanel::listen(int port, const std::string& bind_host) {
   live_ = std::make_unique<LiveFeed>(port, bind_host);
   live_errors_seen_ = 0;
-  messages_.push_back("listening on " + bind_host + ":" + std::to_string(live_->port()) +
-                      " (run a lesson with DISTLAB_TRACE_LIVE=" +
-                      (bind_host == "0.0.0.0" ? std::string("HOST") : bind_host) + ":" +
-                      std::to_string(live_->port()) + ")");
+  messages_.push_back(live_->announcement());
 }
 
 void TracePanel::set_view_ms(double begin_ms, double end_ms) {
@@ -359,8 +356,7 @@ void TracePanel::draw_toolbar() {
   }
   ImGui::SameLine(0, 30);
   if (live_) {
-    ImGui::Text("live %s:%d, %llu events", live_->bind_host().c_str(), live_->port(),
-                static_cast<unsigned long long>(live_->total()));
+    ImGui::Text("live %s, %llu events", live_->source().c_str(), static_cast<unsigned long long>(live_->total()));
     ImGui::SameLine();
     if (ImGui::Button("Stop")) live_.reset();
   } else {

@@ -221,13 +221,50 @@ uint64_t LiveReceiver::wait_for(uint64_t count, int timeout_ms) {
   return total_.load();
 }
 
+LiveLineDecoder::Result LiveLineDecoder::feed(const char* data, size_t size) {
+  Result result;
+  if (failed_) return result;
+  buffer_.append(data, size);
+  size_t start = 0;
+  for (size_t nl; (nl = buffer_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string line = buffer_.substr(start, nl - start);
+    if (!greeted_) {
+      if (line != kLiveHello) {
+        result.problem = "live receiver: a sender did not start with the DistLab hello; connection closed";
+        break;
+      }
+      greeted_ = true;
+      continue;
+    }
+    try {
+      if (auto offset = parse_clock_offset_line(line)) {
+        offsets_[offset->first] = offset->second.offset_us;
+        result.offsets.push_back(*offset);
+        continue;
+      }
+      Event e = parse_event_line(line);
+      if (auto it = offsets_.find(e.rank); it != offsets_.end()) {  // into rank 0's clock, as a file's reader does
+        e.begin_us += it->second;
+        e.end_us += it->second;
+      }
+      result.events.push_back(std::move(e));
+    } catch (const std::exception& e) {  // TraceFormatError, or anything unforeseen: never fatal
+      result.problem = std::string("live receiver: ") + e.what() + "; connection closed";
+      break;
+    }
+  }
+  if (result.problem.empty()) buffer_.erase(0, start);
+  if (result.problem.empty() && buffer_.size() > kLiveMaxLineBytes)
+    result.problem = "live receiver: a line longer than " + std::to_string(kLiveMaxLineBytes) + " bytes; connection closed";
+  if (!result.problem.empty()) {
+    failed_ = true;
+    buffer_.clear();
+  }
+  return result;
+}
+
 void LiveReceiver::run() {
-  struct Connection {
-    std::string buffer;
-    bool greeted = false;
-    std::map<int, int64_t> offsets;  // rank -> its clock's offset to rank 0, from the sender's metadata
-  };
-  std::map<int, Connection> connections;
+  std::map<int, LiveLineDecoder> connections;
   auto fail = [&](int fd, const std::string& why) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -246,7 +283,7 @@ void LiveReceiver::run() {
     if (fds[0].revents != 0) break;
     if (fds[1].revents & POLLIN) {
       int fd = accept(listen_fd_, nullptr, nullptr);
-      if (fd >= 0) connections[fd] = Connection{};
+      if (fd >= 0) connections[fd] = LiveLineDecoder{};
     }
     for (size_t i = 2; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -258,49 +295,15 @@ void LiveReceiver::run() {
         connections.erase(fd);
         continue;
       }
-      Connection& c = connections[fd];
-      c.buffer.append(chunk, static_cast<size_t>(n));
-      std::vector<Event> parsed;
-      std::string problem;
-      size_t start = 0;
-      for (size_t nl; (nl = c.buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-        std::string line = c.buffer.substr(start, nl - start);
-        if (!c.greeted) {
-          if (line != kLiveHello) {
-            problem = "live receiver: a sender did not start with the DistLab hello; connection closed";
-            break;
-          }
-          c.greeted = true;
-          continue;
-        }
-        try {
-          if (auto offset = parse_clock_offset_line(line)) {
-            c.offsets[offset->first] = offset->second.offset_us;
-            std::lock_guard<std::mutex> lock(mutex_);
-            offsets_[offset->first] = offset->second;
-            continue;
-          }
-          Event e = parse_event_line(line);
-          if (auto it = c.offsets.find(e.rank); it != c.offsets.end()) {  // into rank 0's clock, as a file's reader does
-            e.begin_us += it->second;
-            e.end_us += it->second;
-          }
-          parsed.push_back(std::move(e));
-        } catch (const std::exception& e) {  // TraceFormatError, or anything unforeseen: never fatal
-          problem = std::string("live receiver: ") + e.what() + "; connection closed";
-          break;
-        }
-      }
-      if (problem.empty()) c.buffer.erase(0, start);
-      if (problem.empty() && c.buffer.size() > kLiveMaxLineBytes)
-        problem = "live receiver: a line longer than " + std::to_string(kLiveMaxLineBytes) + " bytes; connection closed";
-      if (!parsed.empty()) {
+      LiveLineDecoder::Result got = connections[fd].feed(chunk, static_cast<size_t>(n));
+      if (!got.offsets.empty() || !got.events.empty()) {
         std::lock_guard<std::mutex> lock(mutex_);
-        total_.fetch_add(parsed.size());
-        for (auto& e : parsed) pending_.push_back(std::move(e));
+        for (const auto& [rank, offset] : got.offsets) offsets_[rank] = offset;
+        total_.fetch_add(got.events.size());
+        for (auto& e : got.events) pending_.push_back(std::move(e));
         cv_.notify_all();
       }
-      if (!problem.empty()) fail(fd, problem);
+      if (!got.problem.empty()) fail(fd, got.problem);
     }
   }
   for (auto& [fd, c] : connections) close(fd);

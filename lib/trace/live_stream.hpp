@@ -66,6 +66,27 @@ class LiveSink : public Sink {
   std::thread thread_;
 };
 
+// One sender's bytes, cut into lines and read: the hello first, then clock
+// offsets and events (moved into rank 0's clock by the sender's offset).
+// LiveReceiver keeps one per connection; the browser build of the
+// visualizer one per stream its server relays (viz/web/).
+class LiveLineDecoder {
+ public:
+  struct Result {
+    std::vector<Event> events;
+    std::vector<std::pair<int, ClockOffset>> offsets;  // announced in these bytes
+    std::string problem;  // not empty: the sender broke the format; drop it (later bytes are ignored)
+  };
+  // Appends the bytes and reads every whole line among them.
+  Result feed(const char* data, size_t size);
+
+ private:
+  std::string buffer_;
+  bool greeted_ = false;
+  bool failed_ = false;
+  std::map<int, int64_t> offsets_;  // rank -> its clock's offset to rank 0, from the sender's metadata
+};
+
 // Accepts any number of senders and collects their events.
 class LiveReceiver {
  public:

@@ -1,0 +1,363 @@
+// The visualizer in a browser, checked in Debian's headless chromium against
+// the native program (tests/web/CMakeLists.txt registers one ctest per check):
+//
+//   node tests/web/check.mjs CHECK --build-dir build
+//     load     the page draws its first frame with no error in the console
+//     panels   every panel draws (frames go on, no error in the page)
+//     pixels   collectives, pipeline and trace: the canvas against
+//              `distlab-viz --screenshot` of the same view, at most kMaxDiffShare
+//              of the pixels differing by more than kFuzz
+//     traces   a trace by ?trace=URL and by a dropped file: the events per rank
+//              and lane the page holds equal those counted here from the JSON;
+//              a hang's trace and flight-recorder files, by URL and dropped
+//              together: the trace likewise, and every flight file read
+//     bad      a truncated trace, a file that is not JSON, an unknown panel: a
+//              message in the page, and the page still draws
+//     live     lesson 05 run with --live into the server while two pages watch,
+//              a third closes mid-run and a WebSocket client never reads: each
+//              page ends with as many events as the run's trace file holds, the
+//              run ends as it does unwatched (exit 0, nothing dropped), and a
+//              page opened after the run is sent all of it
+//
+// The site is build/web/site (scripts/web.sh); the server is viz/web/serve.mjs,
+// on free ports, serving a folder that holds the site and this check's traces.
+import { spawnSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { start } from '../../viz/web/serve.mjs';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
+const kWidth = 1280;
+const kHeight = 720;
+const kFuzz = '12%';          // a pixel differs when a channel differs by more than this
+const kMaxDiffShare = 0.02;   // of the canvas' pixels (text is antialiased by two rasterizers)
+
+const check = process.argv[2];
+const build_dir = path.resolve(process.argv[process.argv.indexOf('--build-dir') + 1] || 'build');
+const site = path.join(build_dir, 'web', 'site');
+const viz = path.join(build_dir, 'viz', 'distlab-viz');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), `distlab-web-${check}-`));
+const problems = [];
+const problem = (text) => { problems.push(text); console.log(`FAIL: ${text}`); };
+const note = (text) => console.log(text);
+
+function chrome_path() {
+  if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
+  for (const p of ['/usr/bin/chromium', '/usr/bin/chromium-browser']) if (fs.existsSync(p)) return p;
+  throw new Error("no chromium: install Debian's chromium (scripts/setup.sh does)");
+}
+
+// The folder served: the site's files, linked, and the check's own traces.
+function served_folder() {
+  const dir = path.join(work, 'site');
+  fs.mkdirSync(path.join(dir, 'check'), { recursive: true });
+  for (const f of ['index.html', 'distlab-viz.js', 'distlab-viz.wasm', 'distlab-viz.data'])
+    fs.symlinkSync(path.join(site, f), path.join(dir, f));
+  return dir;
+}
+
+async function launch() {
+  const { default: puppeteer } = await import(path.join(root, 'slides', 'node_modules', 'puppeteer-core', 'lib', 'esm',
+                                                        'puppeteer', 'puppeteer-core.js'));
+  // WebGL 2 in a headless browser with no GPU: SwiftShader.
+  return puppeteer.launch({ executablePath: chrome_path(), headless: true,
+                            args: ['--no-sandbox', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+                                   '--font-render-hinting=none', '--hide-scrollbars'] });
+}
+
+// A page at `query`, its console errors collected, once its first frame is drawn.
+async function open_page(browser, base, query, { wait_drawn = true } = {}) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: kWidth, height: kHeight });
+  page.errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') page.errors.push(`console error: ${m.text()}`); });
+  page.on('pageerror', (e) => page.errors.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => page.errors.push(`failed to load ${r.url()}`));
+  await page.goto(`${base}/${query}`, { waitUntil: 'load' });
+  if (wait_drawn) await page.waitForFunction(() => document.body.dataset.drawn === '1', { timeout: 30000 });
+  return page;
+}
+
+const counts = (page) => page.evaluate(() => window.distlab.counts());
+const page_messages = (page) => page.evaluate(() => window.distlab.messages);
+
+// Frames still being drawn: the tab is alive. (A tab in the background
+// draws no frames: the browser stops its animation frames.)
+async function still_drawing(page) {
+  await page.bringToFront();
+  const before = (await counts(page)).frames;
+  await page.waitForFunction((n) => window.distlab.counts().frames > n + 2, { timeout: 10000 }, before);
+}
+
+// Events per "rank/lane" counted straight from the JSON (X events; the lane
+// is the event's args.lane, as the library's sink writes it).
+function json_counts(file) {
+  const found = {};
+  for (const e of JSON.parse(fs.readFileSync(file, 'utf8')).traceEvents) {
+    if (e.ph !== 'X') continue;
+    const key = `${e.pid}/${(e.args && e.args.lane) || ''}`;
+    found[key] = (found[key] || 0) + 1;
+  }
+  return found;
+}
+function page_row_counts(c) {
+  const found = {};
+  for (const r of c.rows) found[`${r.rank}/${r.lane}`] = r.events;
+  return found;
+}
+function same_counts(what, got, want) {
+  const keys = [...new Set([...Object.keys(got), ...Object.keys(want)])].sort();
+  const differ = keys.filter((k) => got[k] !== want[k]);
+  if (differ.length) problem(`${what}: rows differ: ${differ.map((k) => `${k} page ${got[k]} json ${want[k]}`).join(', ')}`);
+  else note(`${what}: ${keys.length} rows, ${Object.values(want).reduce((a, b) => a + b, 0)} events, as in the JSON`);
+}
+
+function run(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 120000, ...options });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}${r.stdout}`);
+  return r.stdout;
+}
+
+// A small real trace: lesson 05's all-reduces on 4 thread ranks.
+function lesson_trace(name, extra = []) {
+  const file = path.join(work, name);
+  run(path.join(build_dir, 'lessons', 'lesson_05_all_reduce'),
+      ['--backend', 'threads', '--ranks', '4', '--mb', '1', '--iters', '1', '--no-steps', '--trace', file, ...extra]);
+  return file;
+}
+
+// The views compared with the native program: address and command line.
+const kViews = [
+  { name: 'collectives', query: '?panel=collectives&collective=all_reduce&algorithm=ring&ranks=8&step=2',
+    args: ['--panel', 'collectives', '--collective', 'all_reduce', '--algorithms', 'ring', '--ranks', '8', '--step', '2'] },
+  { name: 'pipeline', query: '?panel=pipeline&schedule=gpipe,1f1b&stages=4&microbatches=8',
+    args: ['--panel', 'pipeline', '--schedule', 'gpipe,1f1b', '--stages', '4', '--microbatches', '8'] },
+  { name: 'trace', query: '?panel=trace&trace=check/l5.json', trace: 'l5.json',
+    args: ['--panel', 'trace'] },
+];
+
+async function check_pixels(browser, base, dir) {
+  for (const v of kViews) {
+    const args = [...v.args];
+    if (v.trace) {
+      const file = path.join(dir, 'check', v.trace);
+      fs.copyFileSync(lesson_trace(v.trace), file);
+      args.push('--trace', file);
+    }
+    const native = path.join(work, `${v.name}.native.png`);
+    run(viz, [...args, '--width', String(kWidth), '--height', String(kHeight), '--screenshot', native]);
+    const page = await open_page(browser, base, v.query);
+    await still_drawing(page);
+    const shot = path.join(work, `${v.name}.page.png`);
+    await page.screenshot({ path: shot });
+    const diff = path.join(work, `${v.name}.diff.png`);
+    const r = spawnSync('compare', ['-metric', 'AE', '-fuzz', kFuzz, native, shot, diff], { encoding: 'utf8' });
+    const differing = Number(r.stderr.trim().split(/\s/)[0]);
+    const share = differing / (kWidth * kHeight);
+    if (!Number.isFinite(share)) problem(`${v.name}: compare failed: ${r.stderr}`);
+    else if (share > kMaxDiffShare) problem(`${v.name}: ${(share * 100).toFixed(2)}% of the pixels differ from the native render (at most ${kMaxDiffShare * 100}%); see ${diff}`);
+    else note(`${v.name}: ${(share * 100).toFixed(2)}% of the pixels differ from the native render (at most ${kMaxDiffShare * 100}%)`);
+    for (const e of page.errors) problem(`${v.name}: ${e}`);
+    await page.close();
+  }
+}
+
+const kPanels = ['collectives', 'trace', 'pipeline', 'ddp', 'memory', 'context', 'experts', 'wire'];
+
+async function check_panels(browser, base) {
+  for (const panel of kPanels) {
+    const page = await open_page(browser, base, `?panel=${panel}`);
+    await still_drawing(page);
+    const c = await counts(page);
+    const errors = (await page_messages(page)).filter((m) => m.kind === 'error');
+    if (c.panel !== panel) problem(`${panel}: the page shows ${c.panel}`);
+    for (const m of errors) problem(`${panel}: the page says: ${m.text}`);
+    for (const e of page.errors) problem(`${panel}: ${e}`);
+    if (c.panel === panel && !errors.length && !page.errors.length) note(`${panel}: drawn (${c.frames} frames)`);
+    await page.close();
+  }
+}
+
+async function check_load(browser, base) {
+  const page = await open_page(browser, base, '');
+  const first = await page.evaluate(() => window.distlab.first_frame_ms);
+  for (const e of page.errors) problem(`load: ${e}`);
+  if (!(first > 0)) problem('load: no first frame');
+  else note(`load: first frame drawn ${first.toFixed(0)} ms after navigation began`);
+  await page.close();
+}
+
+// Drops `files` ({name, url}) on the page as a user would: a drop event
+// whose DataTransfer holds File objects.
+async function drop(page, files) {
+  await page.evaluate(async (list) => {
+    const transfer = new DataTransfer();
+    for (const f of list) transfer.items.add(new File([await (await fetch(f.url)).blob()], f.name));
+    document.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  }, files);
+}
+
+async function check_traces(browser, base, dir) {
+  const file = path.join(dir, 'check', 'l5.json');
+  fs.copyFileSync(lesson_trace('l5.json'), file);
+  const want = json_counts(file);
+  const by_url = await open_page(browser, base, '?trace=check/l5.json');
+  same_counts('by URL', page_row_counts(await counts(by_url)), want);
+  await by_url.close();
+  const dropped = await open_page(browser, base, '?panel=collectives');
+  await drop(dropped, [{ name: 'l5.json', url: 'check/l5.json' }]);
+  await dropped.waitForFunction(() => window.distlab.counts().events > 0, { timeout: 10000 }).catch(() => {});
+  const c = await counts(dropped);
+  if (c.panel !== 'trace') problem(`dropped: the page shows ${c.panel}, not the trace`);
+  same_counts('dropped', page_row_counts(c), want);
+  for (const e of dropped.errors) problem(`dropped: ${e}`);
+  await dropped.close();
+
+  // A hang's flight-recorder files beside its trace, by URL and dropped
+  // together: the trace as counted from the JSON, and every flight file read.
+  const hang = path.join(dir, 'check', 'hang');
+  run(path.join(build_dir, 'tests', 'viz', 'viz_flight_fault_emitter'),
+      ['--dir', hang, '--fault', 'skip', '--culprit', '2', '--ranks', '4', '--timeout-ms', '500']);
+  const flights = fs.readdirSync(hang).filter((f) => /^flight\.rank\d+(\.exit)?\.json$/.test(f)).sort();
+  const hang_want = json_counts(path.join(hang, 'trace.json'));
+  const by_url_flight = await open_page(browser, base, `?trace=check/hang/trace.json&flight=${flights.map((f) => `check/hang/${f}`).join(',')}`);
+  const dropped_flight = await open_page(browser, base, '?panel=collectives');
+  await drop(dropped_flight, ['trace.json', ...flights].map((f) => ({ name: f, url: `check/hang/${f}` })));
+  await dropped_flight.waitForFunction(() => window.distlab.counts().events > 0, { timeout: 10000 }).catch(() => {});
+  for (const [what, page] of [['flight by URL', by_url_flight], ['flight dropped', dropped_flight]]) {
+    const c = await counts(page);
+    same_counts(`${what}: the trace`, page_row_counts(c), hang_want);
+    if (c.flight_files !== flights.length) problem(`${what}: ${c.flight_files} flight files read of ${flights.length}`);
+    else note(`${what}: all ${flights.length} flight files read`);
+    for (const e of page.errors) problem(`${what}: ${e}`);
+    await page.close();
+  }
+}
+
+async function expect_message(page, what, pattern) {
+  try {
+    await page.waitForFunction((p) => window.distlab.messages.some((m) => new RegExp(p).test(m.text)), { timeout: 10000 },
+                               pattern.source);
+    await still_drawing(page);
+    const m = (await page_messages(page)).find((x) => pattern.test(x.text));
+    note(`${what}: the page says "${m.text}" and goes on drawing`);
+  } catch (e) {
+    problem(`${what}: no message matching ${pattern} (messages: ${JSON.stringify(await page_messages(page))}): ${e.message}`);
+  }
+}
+
+async function check_bad(browser, base, dir) {
+  const good = fs.readFileSync(lesson_trace('l5.json'));
+  fs.writeFileSync(path.join(dir, 'check', 'cut.json'), good.subarray(0, Math.floor(good.length / 2)));
+  fs.writeFileSync(path.join(dir, 'check', 'notjson.json'), 'this is not JSON\n');
+  let page = await open_page(browser, base, '?trace=check/cut.json');
+  await expect_message(page, 'truncated by URL', /cut short or damaged/);
+  await page.close();
+  page = await open_page(browser, base, '?trace=check/notjson.json');
+  await expect_message(page, 'not JSON by URL', /JSON|trace/);
+  await page.close();
+  page = await open_page(browser, base, '?panel=collectives');
+  await drop(page, [{ name: 'notjson.json', url: 'check/notjson.json' }]);
+  await expect_message(page, 'not JSON dropped', /notjson/);
+  await page.close();
+  page = await open_page(browser, base, '?panel=nonsense');
+  await expect_message(page, 'unknown panel', /nonsense/);
+  await page.close();
+  page = await open_page(browser, base, '?trace=check/absent.json');
+  await expect_message(page, 'absent trace', /404|cannot fetch/);
+  await page.close();
+}
+
+// A WebSocket client that asks for the live stream and never reads it: a
+// browser too slow to take anything.
+async function stalled_client(port) {
+  const socket = net.connect(port, '127.0.0.1');
+  await new Promise((resolve) => socket.on('connect', resolve));
+  socket.write('GET /live HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+               'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+  socket.pause();
+  return socket;
+}
+
+async function check_live(browser, base, live_port) {
+  const watchers = [await open_page(browser, base, '?panel=trace&live'), await open_page(browser, base, '?panel=trace&live')];
+  const leaving = await open_page(browser, base, '?panel=trace&live');
+  const stalled = await stalled_client(Number(new URL(base).port));
+  const file = path.join(work, 'live.json');
+  const lesson = spawn(path.join(build_dir, 'lessons', 'lesson_05_all_reduce'),
+                       ['--backend', 'threads', '--ranks', '4', '--mb', '1', '--iters', '3', '--no-steps',
+                        '--trace', file, '--live', `127.0.0.1:${live_port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  lesson.stdout.on('data', (d) => { output += d; });
+  lesson.stderr.on('data', (d) => { output += d; });
+  // The third page goes as soon as the first events reach it.
+  await leaving.waitForFunction(() => window.distlab.counts().live > 0, { timeout: 30000 }).catch(() => {});
+  const left_with = (await counts(leaving)).live;
+  await leaving.close();
+  const code = await new Promise((resolve) => lesson.on('exit', resolve));
+  if (code !== 0) problem(`live: the lesson exited ${code} while pages watched: ${output}`);
+  if (/drop/i.test(output)) problem(`live: the lesson dropped events: ${output}`);
+  const events = JSON.parse(fs.readFileSync(file, 'utf8')).traceEvents.filter((e) => e.ph === 'X' || e.ph === 'C').length;
+  const want = json_counts(file);
+  note(`live: a page closed after ${left_with} events; the run wrote ${events} events and exited ${code}`);
+  for (const [i, page] of watchers.entries()) {
+    await page.waitForFunction((n) => window.distlab.counts().live >= n, { timeout: 20000 }, events).catch(() => {});
+    // Rows are rebuilt at most 5 times a second: a frame after 250 ms holds them all.
+    await new Promise((r) => setTimeout(r, 300));
+    await still_drawing(page);
+    const c = await counts(page);
+    if (c.live !== events) problem(`live: page ${i + 1} received ${c.live} events, the trace file holds ${events}`);
+    same_counts(`live page ${i + 1}`, page_row_counts(c), want);
+    for (const e of page.errors) problem(`live page ${i + 1}: ${e}`);
+  }
+  // A page that joins after the run is sent what happened.
+  const late = await open_page(browser, base, '?panel=trace&live');
+  await late.waitForFunction((n) => window.distlab.counts().live >= n, { timeout: 20000 }, events).catch(() => {});
+  const late_count = (await counts(late)).live;
+  if (late_count !== events) problem(`live: a late page received ${late_count} events, the trace file holds ${events}`);
+  else note(`live: a page opened after the run received all ${events} events`);
+  for (const p of [...watchers, late]) await p.close();
+  stalled.destroy();
+}
+
+async function main() {
+  if (!fs.existsSync(path.join(site, 'distlab-viz.wasm'))) {
+    console.log(`FAIL: no site in ${site} (scripts/web.sh builds it)`);
+    process.exit(1);
+  }
+  const dir = served_folder();
+  const { server, ranks } = await new Promise((resolve) => {
+    const s = start({ site: dir, port: 0, bind: '127.0.0.1', live_port: 0, live_bind: '127.0.0.1' },
+                    (ready) => resolve({ ...s, ...ready }));
+  });
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const browser = await launch();
+  try {
+    if (check === 'load') await check_load(browser, base);
+    else if (check === 'panels') await check_panels(browser, base);
+    else if (check === 'pixels') await check_pixels(browser, base, dir);
+    else if (check === 'traces') await check_traces(browser, base, dir);
+    else if (check === 'bad') await check_bad(browser, base, dir);
+    else if (check === 'live') await check_live(browser, base, ranks.address().port);
+    else throw new Error(`unknown check '${check}' (load, panels, pixels, traces, bad, live)`);
+  } finally {
+    await browser.close();
+    server.close();
+    ranks.close();
+  }
+  if (problems.length) {
+    console.log(`${problems.length} problem(s); files in ${work}`);
+    process.exit(1);
+  }
+  fs.rmSync(work, { recursive: true, force: true });
+  console.log(`web ${check}: ok`);
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.log(`FAIL: ${e.stack || e}`);
+  process.exit(1);
+});

@@ -1,0 +1,225 @@
+// distlab-viz in a browser: the seam between the page and the visualizer.
+// Everything else (App and its panels, the trace reader, options.cpp) is the
+// native program's code; only this differs from main.cpp + window.cpp:
+//
+//   - the options come from the page's address (url_query.hpp), and the
+//     traces it names were fetched by the page into the in-memory file
+//     system before main() runs (index.html);
+//   - the frame loop is the browser's (emscripten_set_main_loop), drawing
+//     into a WebGL 2 canvas the size of the page;
+//   - traces dropped on the page or picked with its button are written to
+//     the in-memory file system and opened as --trace would open them;
+//   - what the native program prints or dies of becomes a message in the
+//     page (Module.distlabMessage), and the tab stays alive: bad options,
+//     an unreadable trace or an unknown panel leave the default view.
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <emscripten.h>
+#include <emscripten/html5.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app.hpp"
+#include "colors.hpp"
+#include "options.hpp"
+#include "url_query.hpp"
+
+namespace {
+
+using namespace distlab::viz;
+
+EM_JS(void, page_message, (const char* kind, const char* text),
+      { Module.distlabMessage(UTF8ToString(kind), UTF8ToString(text)); });
+// What the App says while starting: a warning (a truncated trace) stands out.
+void page_app_messages(const App& app) {
+  for (const std::string& message : app.messages())
+    page_message(message.rfind("warning", 0) == 0 ? "warning" : "info", message.c_str());
+}
+EM_JS(void, page_first_frame, (), { Module.distlabFirstFrame(); });
+EM_JS(int, page_width, (), { return window.innerWidth; });
+EM_JS(int, page_height, (), { return window.innerHeight; });
+
+struct Page {
+  GLFWwindow* window = nullptr;
+  std::string query;           // the address's parameters, as given
+  Options options;             // as parsed (the defaults when they were not understood)
+  std::unique_ptr<App> app;
+  uint64_t frames = 0;
+  double last_frame_ms = 0.0;  // building and submitting the last frame
+  std::string counts;          // distlab_counts' answer, kept alive for the page
+};
+Page page;
+
+// Builds the App; on failure says why in the page and falls back: first
+// without the traces, then to the default view.
+void start_app(Options options) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    try {
+      page.app = std::make_unique<App>(options);
+      page.options = options;
+      page_app_messages(*page.app);
+      return;
+    } catch (const std::exception& e) {
+      page_message("error", e.what());
+    }
+    if (attempt == 0 && !options.trace_files.empty()) {
+      options.trace_files.clear();
+      page_message("error", "the trace could not be opened: showing the panel without it");
+    } else {
+      options = Options{};
+      page_message("error", "showing the default view");
+    }
+  }
+}
+
+Options options_of_query(const std::string& query, const std::vector<std::string>& trace_paths) {
+  Options options;
+  std::vector<std::string> args;
+  try {
+    args = arguments_from_query(query, trace_paths);
+  } catch (const std::exception& e) {
+    page_message("error", e.what());
+    return Options{};
+  }
+  std::vector<const char*> argv{"distlab-viz"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  // CLI11 prints what it refuses (stderr: the page's messages) and says stop.
+  if (parse_options(static_cast<int>(argv.size()), argv.data(), options)) {
+    page_message("error", "the address's parameters were not understood: showing the default view");
+    return Options{};
+  }
+  return options;
+}
+
+void frame() {
+  const double start = emscripten_get_now();
+  const int width = page_width();
+  const int height = page_height();
+  int window_width = 0;
+  int window_height = 0;
+  glfwGetWindowSize(page.window, &window_width, &window_height);
+  if (width != window_width || height != window_height) glfwSetWindowSize(page.window, width, height);
+  glfwPollEvents();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  page.app->frame();
+  ImGui::Render();
+  int fb_width = 0;
+  int fb_height = 0;
+  glfwGetFramebufferSize(page.window, &fb_width, &fb_height);
+  glViewport(0, 0, fb_width, fb_height);
+  glClearColor(red_of(kCanvasColor) / 255.0f, green_of(kCanvasColor) / 255.0f, blue_of(kCanvasColor) / 255.0f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  page.last_frame_ms = emscripten_get_now() - start;
+  if (page.frames++ == 0) page_first_frame();
+}
+
+}  // namespace
+
+// The page's calls (index.html).
+extern "C" {
+
+// The trace and flight-recorder URLs the address names ('\n'-separated), for the page to fetch
+// before it calls main().
+EMSCRIPTEN_KEEPALIVE const char* distlab_fetched_urls(const char* query) {
+  static std::string urls;
+  urls.clear();
+  for (const std::string& url : fetched_urls_of_query(query)) urls += url + "\n";
+  return urls.c_str();
+}
+
+// Opens trace files the page wrote into its file system ('\n'-separated
+// paths; flight-recorder files among them by their names), as `?trace=`
+// would have: the panel of the address if it shows traces, else the Trace
+// panel.
+EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
+  std::vector<std::string> paths;
+  std::string text = paths_text;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) paths.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  Options options = page.options;
+  options.trace_files.clear();
+  options.flight_paths.clear();
+  for (const std::string& path : paths) (is_flight_file(path) ? options.flight_paths : options.trace_files).push_back(path);
+  if (options.panel == "collectives" || options.panel == "context") options.panel = "trace";
+  try {
+    auto app = std::make_unique<App>(options);
+    page.app = std::move(app);  // the old view stays when the new trace cannot be read
+    page.options = options;
+    page_app_messages(*page.app);
+    return 1;
+  } catch (const std::exception& e) {
+    page_message("error", e.what());
+    return 0;
+  }
+}
+
+// What the Trace panel holds, for the tests and the measurements:
+// {"frames":F,"frame_ms":T,"panel":"...","events":N,"counters":C,"live":L,
+//  "flight_files":F,"rows":[{"rank":R,"lane":"...","events":K},...]}
+EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
+  std::string out = "{\"frames\":" + std::to_string(page.frames) + ",\"frame_ms\":" + std::to_string(page.last_frame_ms) +
+                    ",\"panel\":\"" + page.options.panel + "\"";
+  if (page.app) {
+    const TraceModel& model = page.app->trace_panel().model();
+    const LiveFeed* live = page.app->trace_panel().live();
+    out += ",\"events\":" + std::to_string(model.size()) + ",\"counters\":" + std::to_string(model.counter_count()) +
+           ",\"live\":" + std::to_string(live != nullptr ? live->total() : 0) +
+           ",\"flight_files\":" + std::to_string(page.app->trace_panel().flight().model().file_count()) + ",\"rows\":[";
+    bool first = true;
+    for (const TraceRowData& row : model.rows()) {
+      std::string lane;
+      for (char c : row.lane) lane += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      out += std::string(first ? "" : ",") + "{\"rank\":" + std::to_string(row.rank) + ",\"lane\":\"" + lane +
+             "\",\"events\":" + std::to_string(row.events.size()) + "}";
+      first = false;
+    }
+    out += "]";
+  }
+  out += "}";
+  page.counts = out;
+  return page.counts.c_str();
+}
+
+}  // extern "C"
+
+// argv[1]: the address's query; argv[2...]: the traces it named, fetched.
+int main(int argc, char** argv) {
+  page.query = argc > 1 ? argv[1] : "";
+  std::vector<std::string> trace_paths(argv + std::min(argc, 2), argv + argc);
+  Options options = options_of_query(page.query, trace_paths);
+
+  if (!glfwInit()) {
+    page_message("error", "no WebGL: this browser cannot draw the visualizer");
+    return 1;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  page.window = glfwCreateWindow(page_width(), page_height(), "DistLab", nullptr, nullptr);
+  if (page.window == nullptr) {
+    page_message("error", "no WebGL 2 context: this browser cannot draw the visualizer");
+    return 1;
+  }
+  glfwMakeContextCurrent(page.window);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  setup_imgui(options.scale);
+  ImGui_ImplGlfw_InitForOpenGL(page.window, true);
+  ImGui_ImplOpenGL3_Init("#version 300 es");
+  start_app(options);
+  emscripten_set_main_loop(frame, 0, false);
+  return 0;
+}
