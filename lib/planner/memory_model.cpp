@@ -94,10 +94,15 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       const int64_t psi = stage_parameters(m, s, stages, l.tensor, c.expert_parallel);
       const int64_t shard = ceil_div(psi, averaging);
       mem.parameters += kFloat * (c.zero == 3 ? shard : psi);
-      mem.gradients += kFloat * (c.zero >= 2 ? shard : psi);
+      // .grad sums the microbatches whole (no_sync) under every strategy
+      // but ZeRO-3; ZeRO-2 and -3 also hold their shard from the start.
+      mem.gradients += kFloat * (c.zero == 3 ? 0 : psi);
+      if (c.zero >= 2) mem.gradient_shard += kFloat * shard;
       mem.optimizer_state += optimizer_bytes * (c.zero >= 1 ? shard : psi);
-      if (s == 0) mem.buffers += kFloat * m.max_len * m.width;       // the positional table
-      if (c.zero == 0 && averaging > 1) mem.buffers += kFloat * psi;  // DDP's buckets
+      if (s == 0) mem.buffers += kFloat * m.max_len * m.width;  // the positional table
+      // DDP's buckets (made whatever the group's size), ZeRO-1's flat
+      // buckets reduce-scattered after the step: a copy of every gradient.
+      if (c.zero <= 1) mem.buffers += kFloat * psi;
       per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
     }
     const auto [bytes, count] = held.peak(r, per_microbatch);

@@ -11,13 +11,17 @@
 //                    the embedding, the decoder, the norms and the
 //                    row-parallel biases stay whole); ZeRO-3 keeps 1/(R C)
 //                    of them between uses
-//   gradients        one float32 per parameter (.grad); ZeRO-2/3 keep 1/(R C)
+//   gradients        one float32 per parameter (.grad, summed over the
+//                    microbatches); ZeRO-2 and -3 hold 1/(R C) of them from
+//                    the start (gradient_shard), ZeRO-2 the whole .grad too
+//                    while the microbatches accumulate (no_sync)
 //   optimizer state  the trainer's SGD keeps none (K = 0 bytes a
 //                    parameter; momentum would be 4, Adam 8): per ZeRO-1+,
 //                    1/(R C) of K Psi
 //   buffers          the positional table (max_len x d floats, first
-//                    stage); DDP's buckets, a float32 copy of every
-//                    gradient averaged over more than one rank (ddp/reducer.hpp)
+//                    stage); DDP's buckets and ZeRO-1's flat buckets, a
+//                    float32 copy of every gradient (ddp/reducer.hpp,
+//                    zero/zero1.hpp), made even for a group of one
 //   activations      what a microbatch's forward keeps for its backward on
 //                    a stage (models/encoder_layer.hpp's activation_bytes
 //                    per layer, by recomputation policy and precision;
@@ -28,10 +32,12 @@
 //                    once on that stage (pipeline/simulator.hpp's
 //                    peak_activations)
 //
-// Exact, to the byte, against what build_rank builds (tests/planner):
-// parameters, gradients, optimizer state and buffers for DDP. Derived, not
-// exact: ZeRO's shards (the paper's 1/p, ignoring each bucket's rounding
-// to p chunks), and activations with T > 1 or C > 1 (the layer formulas are
+// Against what build_rank allocates (tests/planner, the allocator meter):
+// parameters, buffers and the gradient shard exact to the byte on one
+// rank; with more, each rank's groups add a few dozen bytes of their own,
+// not modelled. Derived, not measured: ZeRO-2's whole .grad during
+// accumulation, ZeRO-3's gathered units (not counted), and activations
+// with T > 1 or C > 1 (the layer formulas are
 // for t = 1 tokens on one rank; ring attention's blocks are approximated by
 // the layer's own terms over s/C tokens).
 #pragma once
@@ -46,9 +52,9 @@ namespace distlab::planner {
 
 struct RankMemory {
   int pipeline_rank = 0;
-  int64_t parameters = 0, gradients = 0, optimizer_state = 0, buffers = 0, activations = 0;
+  int64_t parameters = 0, gradients = 0, gradient_shard = 0, optimizer_state = 0, buffers = 0, activations = 0;
   int microbatches_held = 0;  // the schedule's peak on the rank's stages, all of them together
-  int64_t total() const { return parameters + gradients + optimizer_state + buffers + activations; }
+  int64_t total() const { return parameters + gradients + gradient_shard + optimizer_state + buffers + activations; }
 };
 
 struct MemoryPrediction {

@@ -13,6 +13,7 @@
 #include "comm/job.hpp"
 #include "pipeline/schedule_kinds.hpp"
 #include "planner/enumerate.hpp"
+#include "planner/memory_model.hpp"
 #include "train/rank_build.hpp"
 
 namespace distlab::planner {
