@@ -24,11 +24,13 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
+// The last line that says something (CLI11 ends a refused flag with a
+// pointer to --help after the line naming the flag).
 std::string last_line(const std::string& text) {
   std::istringstream in(text);
   std::string line, last;
   while (std::getline(in, line))
-    if (!line.empty()) last = line;
+    if (!line.empty() && line.rfind("Run with --help", 0) != 0) last = line;
   return last;
 }
 
