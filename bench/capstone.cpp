@@ -55,14 +55,14 @@ train::Layout parse_layout(const std::string& text) {
 
 train::TrainerOptions trainer_options(const CapstoneBenchOptions& o, const std::string& layout) {
   train::TrainerOptions t;
-  t.layout = parse_layout(layout);
-  t.preset = o.preset;
-  t.schedule = pipeline::parse_kind(o.schedule);
-  t.chunks = o.chunks;
-  t.epochs = 1;
-  t.batches_per_epoch = o.warmup + o.batches;
-  t.eval_batches = 1;
-  t.quiet = true;
+  t.plan.layout = parse_layout(layout);
+  t.model.preset = o.preset;
+  t.plan.pipeline.schedule = pipeline::parse_kind(o.schedule);
+  t.plan.pipeline.microbatches = o.chunks;
+  t.loop.epochs = 1;
+  t.loop.batches_per_epoch = o.warmup + o.batches;
+  t.loop.eval_batches = 1;
+  t.loop.quiet = true;
   return t;
 }
 
@@ -73,25 +73,25 @@ void run_layout(comm::Communicator& comm, const CapstoneBenchOptions& o, const d
                 const std::string& layout) {
   const train::TrainerOptions t = trainer_options(o, layout);
   const bool speaker = comm.rank() == 0;
-  if (comm.size() != t.layout.world_size()) {
+  if (comm.size() != t.plan.layout.world_size()) {
     if (speaker)
-      std::printf("%-7s %5d  skipped: needs %d ranks, this job has %d\n", layout.c_str(), t.layout.world_size(),
-                  t.layout.world_size(), comm.size());
+      std::printf("%-7s %5d  skipped: needs %d ranks, this job has %d\n", layout.c_str(), t.plan.layout.world_size(),
+                  t.plan.layout.world_size(), comm.size());
     return;
   }
   train::TrainResult r;
   try {
     r = train::train(comm, corpus, t);
   } catch (const std::exception& e) {
-    if (speaker) std::printf("%-7s %5d  failed: %s\n", layout.c_str(), t.layout.world_size(), e.what());
+    if (speaker) std::printf("%-7s %5d  failed: %s\n", layout.c_str(), t.plan.layout.world_size(), e.what());
     return;
   }
   if (!speaker) return;
   const std::vector<double> timed(r.step_seconds.begin() + std::min<size_t>(o.warmup, r.step_seconds.size()),
                                   r.step_seconds.end());
   const double step_s = median(timed);
-  const double tokens = static_cast<double>(t.batch_size * t.bptt);
-  std::printf("%-7s %5d %10.1f %10.0f %10.2f %9lld\n", layout.c_str(), t.layout.world_size(), step_s * 1e3,
+  const double tokens = static_cast<double>(t.loop.batch_size * t.loop.bptt);
+  std::printf("%-7s %5d %10.1f %10.0f %10.2f %9lld\n", layout.c_str(), t.plan.layout.world_size(), step_s * 1e3,
               tokens / step_s, 6.0 * static_cast<double>(r.parameters) * tokens / step_s / 1e9,
               static_cast<long long>(r.parameters));
   std::fflush(stdout);

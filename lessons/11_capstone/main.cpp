@@ -113,17 +113,17 @@ void print_utilisation(const comm::Communicator& comm, const train::TrainerOptio
                        const train::TrainResult& r) {
   double seconds = 0;
   for (const double s : r.step_seconds) seconds += s;
-  const double tokens = double(r.step_seconds.size()) * double(t.batch_size) * double(t.bptt);
+  const double tokens = double(r.step_seconds.size()) * double(t.loop.batch_size) * double(t.loop.bptt);
   const models::TransformerLmOptions m = train::model_options(t, vocab);
   const int64_t ffn = m.nhid * (m.moe.enabled() ? m.moe.top_k : 1);
-  const memory::FlopShape shape{m.emsize, ffn, m.nlayers, t.bptt, vocab};
+  const memory::FlopShape shape{m.emsize, ffn, m.nlayers, t.loop.bptt, vocab};
   const bool cuda = comm.device().is_cuda();
   const int threads = at::get_num_threads();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!cuda) at::set_num_threads(cores);
   // The best of 2 products after a first one: every test and docs check
   // that runs the capstone pays for this measurement.
-  const double peak = memory::matmul_flops_per_second(1024, 2, cuda, memory::compute_dtype(t.precision));
+  const double peak = memory::matmul_flops_per_second(1024, 2, cuda, memory::compute_dtype(t.plan.memory.precision));
   if (!cuda) at::set_num_threads(threads);
   int devices = 1;
   if (cuda) {
@@ -131,11 +131,11 @@ void print_utilisation(const comm::Communicator& comm, const train::TrainerOptio
   } else if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local != nullptr && std::atoi(local) > 0) {
     devices = std::max(1, comm.size() / std::atoi(local));  // the hosts
   }
-  const memory::Utilisation u = memory::utilisation(shape, t.recompute, tokens, seconds, peak * devices);
+  const memory::Utilisation u = memory::utilisation(shape, t.plan.memory.recompute, tokens, seconds, peak * devices);
   std::printf("[RANK 0]: compute: %.2f MFLOP a token (6N + 12Lsd), %.0f tokens/s: %.2f GFLOP/s; matmul peak %.1f "
               "GFLOP/s (%s, %s x %d): MFU %.1f%%, HFU %.1f%%\n",
               double(memory::model_flops_per_token(shape)) / 1e6, u.tokens_per_second,
-              u.model_flops_per_second / 1e9, peak * devices / 1e9, memory::to_string(t.precision),
+              u.model_flops_per_second / 1e9, peak * devices / 1e9, memory::to_string(t.plan.memory.precision),
               cuda ? "one GPU" : (std::to_string(cores) + " cores").c_str(), devices, 100 * u.mfu, 100 * u.hfu);
 }
 
@@ -143,21 +143,21 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
          const Options& o, lessons::Parts& parts) {
   train::TrainerOptions t = o.trainer;
   parts.begin(comm, "The layout and the data");
-  if (t.elastic) {  // the layout follows the ranks there are: train() decides, we print it first
+  if (t.checkpoints.elastic) {  // the layout follows the ranks there are: train() decides, we print it first
     const train::FittedLayout fitted = train::layout_for(comm.size(), t, static_cast<int64_t>(corpus.vocab.size()));
-    t.layout = fitted.layout;
+    t.plan.layout = fitted.layout;
     if (comm.rank() == 0)
-      std::printf("[RANK 0]: elastic: asked %s, %d rank(s) here: %s\n[RANK 0]:   %s\n", o.trainer.layout.text().c_str(),
+      std::printf("[RANK 0]: elastic: asked %s, %d rank(s) here: %s\n[RANK 0]:   %s\n", o.trainer.plan.layout.text().c_str(),
                   comm.size(), fitted.layout.text().c_str(), fitted.why.c_str());
   }
   if (comm.rank() == 0) {
-    std::printf("[RANK 0]: Lesson 11: the capstone, %s on %s (%s)\n", t.layout.text().c_str(),
+    std::printf("[RANK 0]: Lesson 11: the capstone, %s on %s (%s)\n", t.plan.layout.text().c_str(),
                 comm::backend_ranks(comm.size(), comm.backend()).c_str(), comm.device().str().c_str());
     // The plan train() trains by (train/plan.hpp): its groups and, with
     // several stages per rank, where the schedule places them.
-    const train::ParallelPlan plan(train::plan_options(t, static_cast<int64_t>(corpus.vocab.size())));
+    const train::ParallelPlan plan = train::plan_for(t, static_cast<int64_t>(corpus.vocab.size()));
     for (const std::string& line : plan.describe()) std::printf("[RANK 0]:   %s\n", line.c_str());
-    if (t.precision == memory::Precision::kFp16 && comm.device().is_cpu())
+    if (t.plan.memory.precision == memory::Precision::kFp16 && comm.device().is_cpu())
       std::printf("[RANK 0]:   fp16 on the CPU is emulated (lib/memory/fp16_emulation.hpp): every product's inputs, "
                   "outputs and gradients rounded to float16, float32 tensors\n");
     std::istringstream lines(data::format_summary(summary));
@@ -165,15 +165,15 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
       if (!line.empty()) std::printf("[RANK 0]:   %s\n", line.c_str());
     std::printf("[RANK 0]:   preset %s, %s x %s of %lld x %lld tokens, %lld microbatches (%s), "
                 "lr %.2f, clip %.2f, dropout %s, causal\n",
-                t.preset.c_str(), comm::counted(t.epochs, "epoch").c_str(),
-                comm::counted(t.batches_per_epoch, "batch", "batches").c_str(),
-                static_cast<long long>(t.batch_size), static_cast<long long>(t.bptt),
-                static_cast<long long>(t.chunks), o.schedule.c_str(), t.lr, t.clip,
-                t.dropout < 0 ? "0.2 (preset)" : std::to_string(t.dropout).c_str());
+                t.model.preset.c_str(), comm::counted(t.loop.epochs, "epoch").c_str(),
+                comm::counted(t.loop.batches_per_epoch, "batch", "batches").c_str(),
+                static_cast<long long>(t.loop.batch_size), static_cast<long long>(t.loop.bptt),
+                static_cast<long long>(t.plan.pipeline.microbatches), o.schedule.c_str(), t.loop.lr, t.loop.clip,
+                t.model.dropout < 0 ? "0.2 (preset)" : std::to_string(t.model.dropout).c_str());
     std::fflush(stdout);
   }
   train::TrainerOptions options = t;  // elastic: the layout train() fits to (layout_for), so it keeps it
-  options.after_step = killer(comm, o);
+  options.loop.after_step = killer(comm, o);
   parts.begin(comm, "Training");
   const train::TrainResult r = train::train(comm, corpus, options);
   parts.begin(comm, "Against the unigram baseline");
@@ -190,20 +190,20 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
 int main(int argc, char** argv) {
   Options o;
   train::TrainerOptions& t = o.trainer;
-  t.preset = "cpu";
+  t.model.preset = "cpu";
   // The parts print no headings of their own: the lines are the tutorial's log.
   lessons::Parts parts({"The layout and the data", "Training", "Against the unigram baseline"});
   CLI::App app{"Lesson 11: the capstone (Transformer LM, pipeline stages x DDP replicas, the tutorial's loop)"};
   comm::add_job_flags(app, o.job);
   parts.add_flags(app);
-  app.add_option("--pipeline", t.layout.pipeline, "P: pipeline stages per model")->check(CLI::Range(1, 64))
+  app.add_option("--pipeline", t.plan.layout.pipeline, "P: pipeline stages per model")->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--replicas", t.layout.replicas, "R: DDP replicas of the pipeline (world size P*R)")
+  app.add_option("--replicas", t.plan.layout.replicas, "R: DDP replicas of the pipeline (world size P*R)")
       ->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--tensor", t.layout.tensor,
+  app.add_option("--tensor", t.plan.layout.tensor,
                  "T: tensor ranks cutting each stage's layers (Megatron's heads and MLP split; world size P*R*T)")
       ->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--context", t.layout.context,
+  app.add_option("--context", t.plan.layout.context,
                  "C: context ranks splitting every sequence (ring attention within each layer; world size P*R*C*T)")
       ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--context-layout", o.context_layout,
@@ -214,21 +214,21 @@ int main(int argc, char** argv) {
                  "how the context ranks attend: ring (K/V round the ring), all-gather (K/V gathered once), ulysses "
                  "(an all-to-all to whole heads), naive (everything gathered)")
       ->check(CLI::IsMember({"ring", "all-gather", "ulysses", "naive"}))->capture_default_str();
-  app.add_option("--experts", t.moe.experts,
+  app.add_option("--experts", t.model.moe.experts,
                  "E: each layer's feed-forward a mixture of E experts (0: the dense one), upcycled from it; every rank "
                  "holds its stages' experts")
       ->check(CLI::Range(0, 1024))->capture_default_str();
-  app.add_option("--expert-parallel", t.expert_parallel,
+  app.add_option("--expert-parallel", t.plan.experts.parallel,
                  "N: spread each stage's experts over N of its replicas (E/N per rank, all-to-all), borrowed from "
                  "the data-parallel dimension")
       ->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--top-k", t.moe.top_k, "experts per token (with --experts)")->check(CLI::Range(1, 1024))
+  app.add_option("--top-k", t.model.moe.top_k, "experts per token (with --experts)")->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--capacity-factor", t.moe.capacity_factor,
+  app.add_option("--capacity-factor", t.model.moe.capacity_factor,
                  "an expert takes at most ceil(tokens k c / E) of a microbatch's assignments, the rest dropped "
                  "(0: dropless)")
       ->check(CLI::Range(0.0, 1000.0))->capture_default_str();
-  app.add_option("--preset", t.preset, "model and length: tiny (seconds), cpu (minutes on 2 cores), tutorial (~1 B)")
+  app.add_option("--preset", t.model.preset, "model and length: tiny (seconds), cpu (minutes on 2 cores), tutorial (~1 B)")
       ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
   app.add_option("--data", o.data_dir, "corpus folder in WikiText-2's layout (default datasets/austen, env DISTLAB_DATA)");
   app.add_option("--epochs", o.epochs, "epochs (default: the preset's)")->check(CLI::Range(1, 100000));
@@ -236,23 +236,23 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000000));
   app.add_option("--eval-batches", o.eval_batches, "validation/test batches, 0 = the whole split (default: the preset's)")
       ->check(CLI::Range(0, 100000000));
-  app.add_option("--chunks", t.chunks, "microbatches per step")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--chunks", t.plan.pipeline.microbatches, "microbatches per step")->check(CLI::Range(1, 1024))->capture_default_str();
   std::string kinds;
   for (const pipeline::ScheduleKind kind : pipeline::all_kinds()) kinds += std::string(kinds.empty() ? "" : ", ") + pipeline::kind_name(kind);
   app.add_option("--schedule", o.schedule, "pipeline schedule: " + kinds)->capture_default_str();
-  app.add_option("--stages-per-rank", t.stages_per_rank,
+  app.add_option("--stages-per-rank", t.plan.pipeline.stages_per_rank,
                  "v: model pieces per pipeline rank, placed as the schedule says (default: 2 for the schedules that "
                  "hold several, else 1; the model is cut into P*v stages)")
       ->check(CLI::Range(1, 16));
-  app.add_option("--layers", t.layers, "layers of the model (default: the preset's)")->check(CLI::Range(1, 1024));
-  app.add_option("--batch-size", t.batch_size, "training columns, all replicas together")->check(CLI::Range(1, 1 << 20))
+  app.add_option("--layers", t.model.layers, "layers of the model (default: the preset's)")->check(CLI::Range(1, 1024));
+  app.add_option("--batch-size", t.loop.batch_size, "training columns, all replicas together")->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--zero", t.zero,
+  app.add_option("--zero", t.plan.data.zero,
                  "0: DDP all-reduces each stage's gradients; 1: ZeRO-1 (optimizer state sharded in each replica "
                  "group); 2: ZeRO-2 (gradients too); 3: ZeRO-3 (parameters too, gathered unit by unit)")
       ->check(CLI::Range(0, 3))->capture_default_str();
-  app.add_option("--lr", t.lr, "SGD learning rate")->capture_default_str();
-  app.add_option("--dropout", t.dropout, "dropout (default: the preset's 0.2)");
+  app.add_option("--lr", t.loop.lr, "SGD learning rate")->capture_default_str();
+  app.add_option("--dropout", t.model.dropout, "dropout (default: the preset's 0.2)");
   app.add_option("--recompute", o.recompute,
                  "activations: none (every layer keeps what its backward reads), full (each layer keeps only its "
                  "input and computes the rest again in the backward: least memory, a second forward of every layer), "
@@ -267,54 +267,54 @@ int main(int argc, char** argv) {
                  "dynamic: the loss scaled up for the backward and the gradients back down, a step with an inf or a "
                  "NaN skipped and the scale halved; none; auto: dynamic for fp16, none otherwise")
       ->check(CLI::IsMember({"auto", "none", "dynamic"}))->capture_default_str();
-  app.add_option("--loss-scale-interval", t.loss_scaler.growth_interval,
+  app.add_option("--loss-scale-interval", t.plan.memory.loss_scaler.growth_interval,
                  "clean steps in a row before the loss scale doubles")
       ->check(CLI::Range(1, 1 << 30))->capture_default_str();
-  app.add_option("--inject-overflow-at-step", t.inject_overflow_at_step,
+  app.add_option("--inject-overflow-at-step", t.plan.memory.inject_overflow_at_step,
                  "put an inf into one gradient at this step, to see the loss scaler skip it and back off")
       ->check(CLI::Range(1, 1 << 30));
-  app.add_option("--seed", t.seed, "initial weights")->capture_default_str();
-  app.add_option("--log-interval", t.log_interval, "batches per log line")->check(CLI::Range(1, 1000000))
+  app.add_option("--seed", t.loop.seed, "initial weights")->capture_default_str();
+  app.add_option("--log-interval", t.loop.log_interval, "batches per log line")->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  app.add_option("--checkpoint-dir", t.checkpoint_dir, "write checkpoints here (every epoch; shared by all ranks)");
-  app.add_option("--checkpoint-every", t.checkpoint_every, "also every N steps")->check(CLI::Range(0, 100000000));
-  app.add_option("--keep", t.keep_last, "checkpoints kept")->check(CLI::Range(1, 1000))->capture_default_str();
-  app.add_flag("--resume", t.resume, "continue from the newest complete checkpoint (automatic after a launcher restart)");
-  app.add_flag("--elastic", t.elastic,
+  app.add_option("--checkpoint-dir", t.checkpoints.dir, "write checkpoints here (every epoch; shared by all ranks)");
+  app.add_option("--checkpoint-every", t.checkpoints.every, "also every N steps")->check(CLI::Range(0, 100000000));
+  app.add_option("--keep", t.checkpoints.keep_last, "checkpoints kept")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_flag("--resume", t.checkpoints.resume, "continue from the newest complete checkpoint (automatic after a launcher restart)");
+  app.add_flag("--elastic", t.checkpoints.elastic,
                "fit the layout to the ranks there are (keep --pipeline stages when the world divides by them) and "
                "resume from a checkpoint of any layout");
-  app.add_option("--stop-after", t.stop_after_steps, "stop after this many steps, as if interrupted");
+  app.add_option("--stop-after", t.loop.stop_after_steps, "stop after this many steps, as if interrupted");
   app.add_option("--kill-rank", o.kill_rank, "this world rank SIGKILLs itself after --kill-at-step, first attempt only")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--kill-at-step", o.kill_at_step, "the step after which --kill-rank dies")->check(CLI::Range(1, 1 << 30));
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
-  const Preset preset = kPresets.at(t.preset);
-  t.epochs = o.epochs >= 0 ? o.epochs : preset.epochs;
-  t.batches_per_epoch = o.batches_per_epoch >= 0 ? o.batches_per_epoch : preset.batches_per_epoch;
-  t.eval_batches = o.eval_batches >= 0 ? o.eval_batches : preset.eval_batches;
+  const Preset preset = kPresets.at(t.model.preset);
+  t.loop.epochs = o.epochs >= 0 ? o.epochs : preset.epochs;
+  t.loop.batches_per_epoch = o.batches_per_epoch >= 0 ? o.batches_per_epoch : preset.batches_per_epoch;
+  t.loop.eval_batches = o.eval_batches >= 0 ? o.eval_batches : preset.eval_batches;
   try {
-    t.schedule = pipeline::parse_kind(o.schedule);
+    t.plan.pipeline.schedule = pipeline::parse_kind(o.schedule);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lesson_11_capstone: --schedule %s: %s\n", o.schedule.c_str(), e.what());
     return 1;
   }
-  t.context_layout = o.context_layout == "zigzag" ? context_parallel::Layout::kZigzag : context_parallel::Layout::kContiguous;
-  t.context_method = context_parallel::method_from_string(o.context_method);
-  t.recompute = memory::recompute_from(o.recompute);
-  t.precision = memory::precision_from(o.precision);
-  t.loss_scaling = o.loss_scale == "dynamic" || (o.loss_scale == "auto" && t.precision == memory::Precision::kFp16);
-  if (app.count("--stages-per-rank") == 0) t.stages_per_rank = train::default_stages_per_rank(t.schedule);
-  if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.layout.world_size();
+  t.plan.context.layout = o.context_layout == "zigzag" ? context_parallel::Layout::kZigzag : context_parallel::Layout::kContiguous;
+  t.plan.context.method = context_parallel::method_from_string(o.context_method);
+  t.plan.memory.recompute = memory::recompute_from(o.recompute);
+  t.plan.memory.precision = memory::precision_from(o.precision);
+  t.plan.memory.loss_scaling = o.loss_scale == "dynamic" || (o.loss_scale == "auto" && t.plan.memory.precision == memory::Precision::kFp16);
+  if (app.count("--stages-per-rank") == 0) t.plan.pipeline.stages_per_rank = train::default_stages_per_rank(t.plan.pipeline.schedule);
+  if (o.job.backend == "threads" && app.count("--ranks") == 0) o.job.ranks = t.plan.layout.world_size();
   if (o.job.backend == "threads") at::set_num_threads(1);  // thread ranks already fill the cores
 
   try {
     const data::Corpus corpus = data::load_corpus(o.data_dir.empty() ? data::default_corpus_folder() : o.data_dir);
     // The plan's rules (train/plan.hpp), once before the ranks start; with
     // --elastic the layout is fitted to the world first, and train() checks that.
-    if (!t.elastic) train::ParallelPlan(train::plan_options(t, static_cast<int64_t>(corpus.vocab.size()))).check();
-    memory::check_precision(t.precision, o.job.backend == "nccl" ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
+    if (!t.checkpoints.elastic) train::plan_for(t, static_cast<int64_t>(corpus.vocab.size())).check();
+    memory::check_precision(t.plan.memory.precision, o.job.backend == "nccl" ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
     const data::CorpusSummary summary = data::summarize(corpus);
     return lessons::run_lesson("lesson_11_capstone", o.job,
                                [&](comm::Communicator& comm) { run(comm, corpus, summary, o, parts); });

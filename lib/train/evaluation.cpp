@@ -11,7 +11,7 @@
 namespace distlab::train {
 
 StageForward in_precision(StageForward forward, const Run& run) {
-  const memory::Precision precision = run.o.precision;
+  const memory::Precision precision = run.o.plan.memory.precision;
   if (precision == memory::Precision::kFp32) return forward;
   return [forward = std::move(forward), precision, device = run.world.device().type()](const at::Tensor& x) {
     memory::ComputeIn guard(precision, device);
@@ -21,11 +21,10 @@ StageForward in_precision(StageForward forward, const Run& run) {
 
 double evaluate(Run& run, const at::Tensor& source) {
   RankBuild& rank = run.rank;
-  const auto whole = rank.whole();  // replicas evaluate different batches: no gathers per forward
-  rank.set_training(false);
+  const RankBuild::Evaluating scope = rank.evaluating();
   const int R = rank.groups.replica->size(), me = rank.groups.place.replica;
   comm::Communicator& averaging = rank.groups.averaging();  // the replicas (and context ranks) whose sums add up
-  const auto starts = data::batch_starts(source, run.o.bptt, run.o.eval_batches > 0 ? run.o.eval_batches : -1);
+  const auto starts = data::batch_starts(source, run.o.loop.bptt, run.o.loop.eval_batches > 0 ? run.o.loop.eval_batches : -1);
   std::map<int, StageForward> forwards;  // this rank's stages by number
   for (size_t c = 0; c < rank.stages.size(); ++c)
     forwards[rank.stage_numbers[c]] = in_precision([&rank, c](const at::Tensor& x) { return rank.stages[c]->forward(x); }, run);
@@ -38,7 +37,7 @@ double evaluate(Run& run, const at::Tensor& source) {
     const size_t k = round * static_cast<size_t>(R) + static_cast<size_t>(me);
     const bool counted = k < starts.size();
     if (!counted && !rank.forwards_together) break;
-    const auto [whole_input, whole_target] = lm_batch(source, starts[counted ? k : 0], run.o.bptt, run.world.device());
+    const auto [whole_input, whole_target] = lm_batch(source, starts[counted ? k : 0], run.o.loop.bptt, run.world.device());
     const auto [input, target] = my_rows(rank.context, whole_input, whole_target);
     const LossSum part = forward_loss_sum(*rank.groups.pipeline, rank.rank_of_stage, forwards, input, target);
     if (!counted) continue;
@@ -49,7 +48,6 @@ double evaluate(Run& run, const at::Tensor& source) {
   if (rank.last && averaging.size() > 1) averaging.native_all_reduce(sums);
   at::Tensor mean = (sums[0] / sums[1].clamp_min(1)).reshape({1}).contiguous();
   if (rank.groups.pipeline->size() > 1) rank.groups.pipeline->native_broadcast(mean, rank.last_rank());
-  rank.set_training(true);
   return mean.cpu().item<double>();
 }
 

@@ -21,11 +21,12 @@
 //                    owns 1/R of the optimizer state, then of the
 //                    gradients, then of the parameters);
 //   the rules        every combination refused, each with its reason and
-//                    the fix (refusals(): one function, each rule tested);
+//                    the fix (refusals(): each dimension's, dimensions.hpp);
 //   the description  the lines lesson 11 prints before it trains.
 //
-// A next dimension joins in layout.hpp (its axis, size, place and group)
-// and here (its rules, its line in describe()).
+// A next dimension joins in layout.hpp (its axis, size, place and group),
+// here (its options struct, one field of PlanOptions) and in dimensions.cpp
+// (one entry: its rules and its lines of the description).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,7 @@
 
 #include "context_parallel/context_attention.hpp"
 #include "context_parallel/ring_plan.hpp"
+#include "memory/loss_scaler.hpp"
 #include "memory/precision.hpp"
 #include "memory/recompute.hpp"
 #include "models/moe_options.hpp"
@@ -42,33 +44,89 @@
 
 namespace distlab::train {
 
-struct PlanOptions {
-  Layout layout;
+// Each dimension's own options; its size is the layout's (layout.hpp).
+// dimensions.hpp lists each one's rules and description lines, once.
+
+// --pipeline P: the schedule, v and m.
+struct PipelineOptions {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
-  int stages_per_rank = 1;  // v: the model is cut into P * v stages
-  int64_t microbatches = 8;  // m: per step and replica
-  int zero = 0;             // the data-parallel strategy: 0 DDP, 1..3 ZeRO-1..3
-  int64_t layers = 0;       // the model's layers (0: not known yet, not checked)
-  int64_t batch_size = 0;   // the columns of a step, all replicas together (0: not checked)
-  // The context dimension (layout.context C > 1): how each sequence is
-  // split and attended (context_parallel/context_attention.hpp).
-  context_parallel::Layout context_layout = context_parallel::Layout::kZigzag;
-  context_parallel::Method context_method = context_parallel::Method::kRing;
-  int64_t heads = 0;        // the model's attention heads (0: not checked)
-  int64_t ffn = 0;          // the model's feed-forward width (0: not checked)
-  bool causal = true;       // the model's attention
-  double dropout = 0;       // the model's
-  models::MoeFeedForwardOptions moe;  // the model's experts (0: dense)
-  int expert_parallel = 1;  // N: each stage's experts spread over N of its replicas
-  // What each layer recomputes in the backward (memory/recompute.hpp): on
-  // data and pipeline ranks; tensor and context ranks run layers of their
-  // own, which keep everything.
+  // v: stages each pipeline rank holds, the model cut into P * v stages and
+  // placed as the schedule says (looped, as Interleaved 1F1B: rank r holds
+  // r, r + P, ...; in a V, as ZBV: r and 2P - 1 - r).
+  int stages_per_rank = 1;
+  // m: microbatches per step and replica; the plan runs at most the columns
+  // of the smallest replica (ParallelPlan::microbatches()).
+  int64_t microbatches = 8;
+};
+
+// --replicas R: how a stage's replicas share it. 0: DDP all-reduces the
+// gradients; 1, 2, 3: ZeRO-1 / ZeRO-2 / ZeRO-3 shard the optimizer state,
+// then the gradients, then the parameters, within the replica group
+// (data_parallel.hpp).
+struct DataOptions {
+  int zero = 0;
+};
+
+// --context C: how each sequence is split over the C ranks and attended
+// (context_parallel/context_attention.hpp); the gradients average over
+// data x context.
+struct ContextOptions {
+  context_parallel::Layout layout = context_parallel::Layout::kZigzag;
+  context_parallel::Method method = context_parallel::Method::kRing;
+};
+
+// A model with experts (ModelFacts::moe): N > 1 spreads each stage's
+// experts over expert groups of N of its replicas (borrowed from the
+// data-parallel dimension, as torchtitan and DeepSpeed do), E/N per rank,
+// exchanged by all-to-all; their gradients summed over the ranks holding
+// the same experts and divided by R.
+struct ExpertOptions {
+  int parallel = 1;
+};
+
+// The memory levers: what each layer recomputes in its backward
+// (memory/recompute.hpp; on data and pipeline ranks: tensor and context
+// ranks run layers of their own, which keep everything), the products'
+// precision (memory/precision.hpp; parameters, gradients and the optimizer
+// stay float32; fp16 needs CUDA), and the dynamic loss scaler
+// (memory/loss_scaler.hpp): the loss multiplied by its scale for the
+// backward, the gradients divided back before clipping, a step whose
+// gradients hold an inf or a NaN skipped and the scale backed off. fp16
+// needs it; with fp32 and bf16 it changes no bit (powers of 2).
+struct MemoryOptions {
   memory::Recompute recompute = memory::Recompute::kNone;
-  // The products' precision (memory/precision.hpp), the loss scaler, and a
-  // step with an inf injected (needs the scaler).
   memory::Precision precision = memory::Precision::kFp32;
   bool loss_scaling = false;
+  memory::LossScalerOptions loss_scaler;
+  // > 0: at this step replica 0's backward starts from an infinite seed
+  // (needs loss_scaling): its gradients overflow before they are averaged,
+  // as a scale too large for float16 makes them; the step is skipped on
+  // every rank and the scale backs off, visibly.
   int64_t inject_overflow_at_step = -1;
+};
+
+// How the job's ranks share the training: the layout's sizes and each
+// dimension's options. The tensor dimension has no options but its size.
+struct PlanOptions {
+  Layout layout;
+  PipelineOptions pipeline;
+  DataOptions data;
+  ContextOptions context;
+  ExpertOptions experts;
+  MemoryOptions memory;
+};
+
+// What the plan checks of the model it is for and of its batch (0: not
+// known, not checked): the trainer fills it from the model it builds
+// (trainer.hpp's plan_for).
+struct ModelFacts {
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t ffn = 0;          // the feed-forward width
+  bool causal = true;
+  double dropout = 0;
+  models::MoeFeedForwardOptions moe;  // experts > 0: each layer's feed-forward a mixture of experts
+  int64_t batch_size = 0;   // the columns of a step, all replicas together
 };
 
 // What a rank does besides training, by its place: the plan decides.
@@ -86,11 +144,16 @@ struct Roles {
 
 class ParallelPlan {
  public:
-  explicit ParallelPlan(PlanOptions options) : o_(std::move(options)) {}
+  explicit ParallelPlan(PlanOptions options, ModelFacts model = {});
 
   const PlanOptions& options() const { return o_; }
+  const ModelFacts& model() const { return model_; }
   const Layout& layout() const { return o_.layout; }
-  int stages() const { return o_.layout.pipeline * o_.stages_per_rank; }  // P * v
+  int stages() const { return o_.layout.pipeline * o_.pipeline.stages_per_rank; }  // P * v
+  // m as every replica runs it: as asked, at most the columns of the
+  // smallest replica (ZeRO-3 gathers each unit once per microbatch, so the
+  // replicas of a stage agree on m even when their columns do not).
+  int64_t microbatches() const { return microbatches_; }
   std::string strategy() const;  // "DDP", "ZeRO-1", ...
   // Whether a rank waits for other ranks in the middle of its backward:
   // tensor and context ranks' collectives, experts' all-to-all, ZeRO-3's
@@ -123,6 +186,8 @@ class ParallelPlan {
 
  private:
   PlanOptions o_;
+  ModelFacts model_;
+  int64_t microbatches_;
 };
 
 }  // namespace distlab::train

@@ -4,11 +4,40 @@
 
 namespace distlab::train {
 
-std::map<std::string, at::Tensor> RankBuild::whole_state(bool parameters_only) {
+std::map<std::string, at::Tensor> RankBuild::stages_state(bool parameters_only) {
   std::map<std::string, at::Tensor> all;
   for (auto& stage : stages)
     for (auto& [name, tensor] : parameters_only ? stage->whole_parameters() : stage->whole_state()) all[name] = tensor;
   return all;
+}
+
+namespace {
+
+// Tensors of parameters gathered whole (ZeRO-3) live only while the guards
+// do: they leave as copies.
+std::map<std::string, at::Tensor> outliving(std::map<std::string, at::Tensor> state,
+                                            const std::vector<std::optional<zero::Zero3::WholeParameters>>& guards) {
+  for (const auto& guard : guards)
+    if (guard) {
+      for (auto& item : state) item.second = item.second.detach().clone();
+      break;
+    }
+  return state;
+}
+
+}  // namespace
+
+std::map<std::string, at::Tensor> RankBuild::whole_state(bool parameters_only) {
+  const auto gathered = whole();
+  return outliving(stages_state(parameters_only), gathered);
+}
+
+std::optional<std::map<std::string, at::Tensor>> RankBuild::checkpoint_state() {
+  const auto gathered = whole();  // every replica, at the same point
+  if (!roles.gathers_checkpoint) return std::nullopt;
+  std::map<std::string, at::Tensor> state = stages_state(false);  // (the tensor and expert groups gather)
+  if (!roles.writes_checkpoint) return std::nullopt;
+  return outliving(std::move(state), gathered);
 }
 
 std::set<std::string> RankBuild::state_names() const {
@@ -23,6 +52,7 @@ void RankBuild::load_state(const std::map<std::string, at::Tensor>& state) {
     if (!names.count(item.first))
       throw checkpoint::CheckpointError("checkpoint: '" + item.first +
                                         "' belongs to no stage of this rank; was it written by another model or layout?");
+  const auto gathered = whole();  // ZeRO-3: each replica keeps its chunk of what is loaded when it ends
   for (auto& stage : stages) {
     std::map<std::string, at::Tensor> mine;
     for (const std::string& name : stage->state_names())
@@ -56,8 +86,12 @@ void RankBuild::before_last_backward(int stage) {
     if (stage_numbers[c] == stage) data_parallel[c]->before_last_backward();
 }
 
-void RankBuild::set_training(bool on) {
-  for (auto& stage : stages) stage->module()->train(on);
+RankBuild::Evaluating::Evaluating(RankBuild& rank) : rank_(rank), whole_(rank.whole()) {
+  for (auto& stage : rank_.stages) stage->module()->train(false);
+}
+
+RankBuild::Evaluating::~Evaluating() {
+  for (auto& stage : rank_.stages) stage->module()->train(true);
 }
 
 void RankBuild::set_lr(double lr) {
@@ -75,18 +109,18 @@ RankBuild build_rank(const ParallelPlan& plan, comm::Communicator& world, const 
   b.groups = plan.make_groups(world);
   const Place place = b.groups.place;
   b.roles = plan.roles_of(place);
-  b.context = ContextSplit{b.groups.context.get(), o.context_layout, o.context_method};
+  b.context = ContextSplit{b.groups.context.get(), o.context.layout, o.context.method};
   for (int s = 0; s < plan.stages(); ++s) b.rank_of_stage.push_back(plan.rank_of_stage(s));
   b.stage_numbers = plan.stages_held(place.stage);
   b.first = b.rank_of_stage.front() == place.stage;
   b.last = b.last_rank() == place.stage;
-  b.forwards_together = o.expert_parallel > 1;
+  b.forwards_together = o.experts.parallel > 1;
 
   for (const int s : b.stage_numbers) {  // the whole model's initial weights, this rank's stages of them
     b.stages.push_back(std::make_unique<RankStage>(build_stage(model, s, plan.stages(), seed), *b.groups.tensor, b.context));
     b.stages.back()->module()->to(world.device());
   }
-  b.set_training(true);
+  for (auto& stage : b.stages) stage->module()->train(true);
   world.barrier();  // no rank draws dropout masks while another still builds from the shared generator
 
   for (size_t c = 0; c < b.stages.size(); ++c) {
@@ -97,15 +131,15 @@ RankBuild build_rank(const ParallelPlan& plan, comm::Communicator& world, const 
       replicas = b.stage_replicas.back().get();
     }
     comm::Communicator* copies = nullptr;
-    if (o.expert_parallel > 1) {  // layout.hpp's expert groups, split from this stage's averaging group
+    if (o.experts.parallel > 1) {  // layout.hpp's expert groups, split from this stage's averaging group
       const int r = replicas->rank();
-      const ExpertPlace e = expert_place(r, o.expert_parallel);
+      const ExpertPlace e = expert_place(r, o.experts.parallel);
       b.expert_groups.push_back(replicas->split(e.block, r, replicas->group() + "-experts"));
       b.expert_copies.push_back(replicas->split(e.copy, r, replicas->group() + "-expert-copies"));
       b.stages[c]->spread_experts(*b.expert_groups.back());
       copies = b.expert_copies.back().get();
     }
-    b.data_parallel.push_back(make_data_parallel(o.zero, *replicas, *b.groups.tensor, *b.stages[c], lr, copies));
+    b.data_parallel.push_back(make_data_parallel(o.data.zero, *replicas, *b.groups.tensor, *b.stages[c], lr, copies));
   }
   return b;
 }

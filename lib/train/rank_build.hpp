@@ -57,15 +57,35 @@ struct RankBuild {
 
   // The unsplit stages' tensors by their names, all of this rank's stages
   // (cut across a tensor group or spread over an expert group: gathered;
-  // every rank of those groups calls it).
+  // sharded by ZeRO-3: gathered from the replica group). Every rank of the
+  // replica group (and of those groups) calls it at the same point.
+  // (ZeRO-3 gathered them: copies, which outlive the gathering.)
   std::map<std::string, at::Tensor> whole_state(bool parameters_only = false);
+  // For a checkpoint: every rank calls it; the ranks that write one
+  // (roles.writes_checkpoint) get the whole state, the others nothing.
+  std::optional<std::map<std::string, at::Tensor>> checkpoint_state();
   std::set<std::string> state_names() const;
   // Each stage takes its names from `state`, which must hold no others;
-  // throws checkpoint::CheckpointError otherwise.
+  // throws checkpoint::CheckpointError otherwise. Every rank of the replica
+  // group calls it (ZeRO-3: each keeps its chunk of what was loaded).
   void load_state(const std::map<std::string, at::Tensor>& state);
-  // The stages' parameters whole until the guards end (ZeRO-3 gathers them
-  // from the replica group: every replica takes it at the same point).
-  std::vector<std::optional<zero::Zero3::WholeParameters>> whole();
+
+  // An evaluation's scope: the stages in eval mode and, while it lasts,
+  // their parameters whole (ZeRO-3 gathers them once for the evaluation,
+  // not per forward: the replicas evaluate different batches). Every rank
+  // of the replica group enters it at the same point.
+  class Evaluating {
+   public:
+    explicit Evaluating(RankBuild& rank);
+    ~Evaluating();
+    Evaluating(const Evaluating&) = delete;
+    Evaluating& operator=(const Evaluating&) = delete;
+
+   private:
+    RankBuild& rank_;
+    std::vector<std::optional<zero::Zero3::WholeParameters>> whole_;
+  };
+  Evaluating evaluating() { return Evaluating(*this); }
 
   // torch's clip_grad_norm_ over the whole model (collectives/grad_norm.hpp):
   // every held stage's shares, then every stage over the pipeline group.
@@ -76,9 +96,15 @@ struct RankBuild {
   std::vector<at::Tensor> held_gradients();
   // Arms stage `stage`'s strategy before its last backward of the step.
   void before_last_backward(int stage);
-  void set_training(bool on);
   void set_lr(double lr);
   void set_aux_loss_scale(double scale);  // experts' auxiliary losses (RankStage)
+
+ private:
+  std::map<std::string, at::Tensor> stages_state(bool parameters_only);  // no gathers of ZeRO-3's
+  // Each stage's parameters whole until the guards end (the strategy's
+  // whole(): ZeRO-3 gathers them from the replica group, the others hold
+  // them whole already).
+  std::vector<std::optional<zero::Zero3::WholeParameters>> whole();
 };
 
 // Every rank of `world` calls it alike (the groups' splits, DDP's

@@ -21,7 +21,7 @@
 namespace distlab::train {
 
 void Run::print(const std::string& line) const {
-  if (o.quiet || !rank.roles.prints) return;
+  if (o.loop.quiet || !rank.roles.prints) return;
   const std::string text = "[RANK " + std::to_string(world.rank()) + "]: " + line + "\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -40,25 +40,25 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 void set_up(Run& run, const data::Corpus& corpus, const ParallelPlan& plan, const models::TransformerLmOptions& model,
             TrainResult& result) {
   const TrainerOptions& o = run.o;
-  const int R = o.layout.replicas;
-  run.train_data = data::shard_for_replica(data::batchify(corpus.train, o.batch_size), run.rank.groups.place.replica, R,
+  const int R = o.plan.layout.replicas;
+  run.train_data = data::shard_for_replica(data::batchify(corpus.train, o.loop.batch_size), run.rank.groups.place.replica, R,
                                            data::ReplicaSplit::kColumns);
-  run.valid_data = data::batchify(corpus.valid, o.eval_batch_size);
-  run.test_data = data::batchify(corpus.test, o.eval_batch_size);
+  run.valid_data = data::batchify(corpus.valid, o.loop.eval_batch_size);
+  run.test_data = data::batchify(corpus.test, o.loop.eval_batch_size);
   result.parameters = models::count_parameters(model);
   if (run.world.rank() == 0) run.print(models::format_parameter_count(result.parameters));
 
-  const int64_t chunks = plan.options().microbatches;
+  const int64_t chunks = plan.microbatches();
   pipeline::ExecutorOptions exec;
   exec.split_dim = 1;  // (S, N): microbatches are columns
   // This replica's share of the batch's columns (uneven when R does not divide the batch).
-  exec.gradient_scale = double(R) * double(run.train_data.size(1)) / double(o.batch_size);
+  exec.gradient_scale = double(R) * double(run.train_data.size(1)) / double(o.loop.batch_size);
   run.gradient_scale = exec.gradient_scale;
   // Each microbatch's auxiliary losses (experts) weigh as its loss does:
   // 1/m of the replica's step (exact when m divides the replica's columns).
   run.aux_loss_scale = exec.gradient_scale / double(chunks);
   run.rank.set_aux_loss_scale(run.aux_loss_scale);
-  if (o.loss_scaling) run.scaler.emplace(o.loss_scaler);
+  if (o.plan.memory.loss_scaling) run.scaler.emplace(o.plan.memory.loss_scaler);
   exec.loss = [&run](const at::Tensor& out, const at::Tensor& target) {
     return lm_loss(run.rank.context, out, target, run.batch_rows);
   };
@@ -72,9 +72,9 @@ void set_up(Run& run, const data::Corpus& corpus, const ParallelPlan& plan, cons
     forwards.back().forward = in_precision(std::move(forwards.back().forward), run);
   }
   const pipeline::Schedule schedule =
-      pipeline::make_schedule(o.schedule, o.layout.pipeline, static_cast<int>(chunks), o.stages_per_rank);
+      pipeline::make_schedule(o.plan.pipeline.schedule, o.plan.layout.pipeline, static_cast<int>(chunks), o.plan.pipeline.stages_per_rank);
   run.executor = std::make_unique<pipeline::PipelineExecutor>(*run.rank.groups.pipeline, schedule, std::move(forwards), exec);
-  if (run.world.rank() == 0 && chunks != o.chunks)
+  if (run.world.rank() == 0 && chunks != o.plan.pipeline.microbatches)
     run.print("chunks " + std::to_string(chunks) + " (the smallest replica has " + std::to_string(chunks) + " columns)");
 }
 
@@ -83,13 +83,13 @@ void set_up(Run& run, const data::Corpus& corpus, const ParallelPlan& plan, cons
 TrainerState starting_state(Run& run, TrainResult& result) {
   const TrainerOptions& o = run.o;
   TrainerState state;
-  state.lr = o.lr;
+  state.lr = o.loop.lr;
   state.best_valid_loss = std::numeric_limits<double>::infinity();
-  if (!o.checkpoint_dir.empty()) {
-    run.checkpoints.emplace(o.checkpoint_dir, o.layout.pipeline, o.keep_last);
-    run.checkpoints->accept_any_stage_count(o.elastic);
+  if (!o.checkpoints.dir.empty()) {
+    run.checkpoints.emplace(o.checkpoints.dir, o.plan.layout.pipeline, o.checkpoints.keep_last);
+    run.checkpoints->accept_any_stage_count(o.checkpoints.elastic);
     const int restart = run.world.backend() == "threads" ? 0 : comm::world_from_env().restart_count;
-    if (o.resume || restart > 0) result.resumed_from_step = resume(run, state);
+    if (o.checkpoints.resume || restart > 0) result.resumed_from_step = resume(run, state);
   }
   if (run.scaler && state.loss_scale > 0) run.scaler->restore(state.loss_scale, state.loss_scale_clean_steps);
   run.rank.set_lr(state.lr);  // every stage's optimizer (ZeRO's steps the shard): StepLR's lr reaches whatever steps
@@ -107,24 +107,24 @@ struct BatchLog {
 // stopped by stop_after_steps.
 bool train_batches(Run& run, TrainerState& state, TrainResult& result) {
   const TrainerOptions& o = run.o;
-  const auto starts = data::batch_starts(run.train_data, o.bptt, o.batches_per_epoch > 0 ? o.batches_per_epoch : -1);
+  const auto starts = data::batch_starts(run.train_data, o.loop.bptt, o.loop.batches_per_epoch > 0 ? o.loop.batches_per_epoch : -1);
   const int64_t batches = static_cast<int64_t>(starts.size());
   BatchLog log;
   for (; state.data_position < batches; ++state.data_position) {
     const auto step_start = Clock::now();
     const auto [input, target] =
-        lm_batch(run.train_data, starts[static_cast<size_t>(state.data_position)], o.bptt, run.world.device());
+        lm_batch(run.train_data, starts[static_cast<size_t>(state.data_position)], o.loop.bptt, run.world.device());
     const pipeline::StepResult step = train_step(run, input, target, state.step + 1, result);
     result.step_seconds.push_back(seconds_since(step_start));
     for (auto& stage : run.rank.stages) stage->record_expert_counts(run.world.recorder(), run.world.rank());
     ++state.step;
-    log.tokens += input.numel() * o.layout.replicas;  // the whole job's tokens
+    log.tokens += input.numel() * o.plan.layout.replicas;  // the whole job's tokens
     if (step.has_loss) {
       result.step_losses.push_back(step.loss);
       log.loss += step.loss;
     }
     const bool epoch_end = state.data_position + 1 == batches;
-    if (++log.batches == o.log_interval || epoch_end) {
+    if (++log.batches == o.loop.log_interval || epoch_end) {
       const double elapsed = seconds_since(log.start);
       if (run.rank.last)
         run.print(format_batch_line(state.epoch, state.data_position + 1, batches, state.lr,
@@ -133,13 +133,13 @@ bool train_batches(Run& run, TrainerState& state, TrainResult& result) {
       log = BatchLog{};
     }
     if (epoch_end) continue;  // its checkpoint and after_step come after the evaluation
-    if (o.checkpoint_every > 0 && state.step % o.checkpoint_every == 0) {
+    if (o.checkpoints.every > 0 && state.step % o.checkpoints.every == 0) {
       TrainerState saved = state;
       ++saved.data_position;
       save(run, saved);
     }
-    if (o.after_step) o.after_step(state.step);
-    if (state.step == o.stop_after_steps) return false;
+    if (o.loop.after_step) o.loop.after_step(state.step);
+    if (state.step == o.loop.stop_after_steps) return false;
   }
   return true;
 }
@@ -148,7 +148,7 @@ bool train_batches(Run& run, TrainerState& state, TrainResult& result) {
 // a checkpoint. Returns false when stopped by stop_after_steps.
 bool train_epochs(Run& run, TrainerState& state, TrainResult& result) {
   const TrainerOptions& o = run.o;
-  for (; state.epoch <= o.epochs; ++state.epoch, state.data_position = 0) {
+  for (; state.epoch <= o.loop.epochs; ++state.epoch, state.data_position = 0) {
     const auto epoch_start = Clock::now();
     if (!train_batches(run, state, result)) return false;
     const double valid_loss = evaluate(run, run.valid_data);
@@ -159,19 +159,18 @@ bool train_epochs(Run& run, TrainerState& state, TrainResult& result) {
       run.print(rule('-'));
     }
     if (valid_loss < state.best_valid_loss) {
-      const auto whole = run.rank.whole();
       state.best_valid_loss = valid_loss;
       state.best.clear();
       for (const auto& [name, tensor] : run.rank.whole_state()) state.best[name] = tensor.detach().cpu().clone();
     }
-    state.lr *= o.gamma;  // StepLR(step_size 1, gamma)
+    state.lr *= o.loop.gamma;  // StepLR(step_size 1, gamma)
     run.rank.set_lr(state.lr);
     TrainerState saved = state;
     ++saved.epoch;
     saved.data_position = 0;
     save(run, saved);
-    if (o.after_step) o.after_step(state.step);
-    if (state.step == o.stop_after_steps && state.epoch < o.epochs) {
+    if (o.loop.after_step) o.loop.after_step(state.step);
+    if (state.step == o.loop.stop_after_steps && state.epoch < o.loop.epochs) {
       ++state.epoch;
       return false;
     }
@@ -185,21 +184,15 @@ void finish(Run& run, const TrainerState& state, TrainResult& result) {
   result.steps = state.step;
   result.best_valid_loss = state.best_valid_loss;
   for (auto& dp : run.rank.data_parallel) result.data_parallel.push_back(dp->stats());
-  {
-    const auto whole = run.rank.whole();
-    const auto parameters = run.rank.whole_state(/*parameters_only=*/true);
-    result.digest = model_digest(*run.rank.groups.pipeline, parameters, kDigestTag);
-    if (run.o.keep_final_state)
-      for (const auto& [name, tensor] : parameters) result.final_state[name] = tensor.detach().cpu().clone();
-  }
+  const auto parameters = run.rank.whole_state(/*parameters_only=*/true);
+  result.digest = model_digest(*run.rank.groups.pipeline, parameters, kDigestTag);
+  if (run.o.loop.keep_final_state)
+    for (const auto& [name, tensor] : parameters) result.final_state[name] = tensor.detach().cpu().clone();
   if (result.interrupted) {
     if (run.rank.first && run.rank.groups.place.replica == 0) run.print("stopped after step " + std::to_string(state.step));
     return;
   }
-  if (!state.best.empty()) {
-    const auto whole = run.rank.whole();
-    run.rank.load_state(state.best);
-  }
+  if (!state.best.empty()) run.rank.load_state(state.best);
   result.test_loss = evaluate(run, run.test_data);
   if (run.rank.last) {
     run.print(rule('='));
@@ -207,17 +200,17 @@ void finish(Run& run, const TrainerState& state, TrainResult& result) {
     run.print(rule('='));
   }
   if (run.world.rank() == 0)
-    run.print("final parameters digest " + result.digest + " (" + run.o.layout.text() + ", " +
+    run.print("final parameters digest " + result.digest + " (" + run.o.plan.layout.text() + ", " +
               std::to_string(result.steps) + " steps)");
 }
 
 TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& o,
                             const ParallelPlan& plan) {
-  memory::check_precision(o.precision, world.device().type());
+  memory::check_precision(o.plan.memory.precision, world.device().type());
   const models::TransformerLmOptions model = model_options(o, static_cast<int64_t>(corpus.vocab.size()));
-  Run run{world, o, build_rank(plan, world, model, o.seed, o.lr)};
+  Run run{world, o, build_rank(plan, world, model, o.loop.seed, o.loop.lr)};
   TrainResult result;
-  result.layout = o.layout;
+  result.layout = o.plan.layout;
   result.place = run.rank.groups.place;
   set_up(run, corpus, plan, model, result);
   TrainerState state = starting_state(run, result);
@@ -230,58 +223,42 @@ TrainResult train_on_layout(comm::Communicator& world, const data::Corpus& corpu
 int default_stages_per_rank(pipeline::ScheduleKind kind) { return pipeline::stages_per_rank_for(kind, 2); }
 
 models::TransformerLmOptions model_options(const TrainerOptions& o, int64_t vocab_size) {
-  models::TransformerLmOptions model = models::transformer_lm_preset(o.preset, vocab_size);
-  model.causal = o.causal;
-  if (o.dropout >= 0) model.dropout = o.dropout;
-  if (o.layers > 0) model.nlayers = o.layers;
-  model.moe = o.moe;
-  model.recompute = o.recompute;
+  models::TransformerLmOptions model = models::transformer_lm_preset(o.model.preset, vocab_size);
+  model.causal = o.model.causal;
+  if (o.model.dropout >= 0) model.dropout = o.model.dropout;
+  if (o.model.layers > 0) model.nlayers = o.model.layers;
+  model.moe = o.model.moe;
+  model.recompute = o.plan.memory.recompute;
   return model;
 }
 
 FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t vocab_size) {
-  if (!options.elastic) return {options.layout, "the layout asked for: " + options.layout.text()};
+  if (!options.checkpoints.elastic) return {options.plan.layout, "the layout asked for: " + options.plan.layout.text()};
   const models::TransformerLmOptions model = model_options(options, vocab_size);
   // Each pipeline rank holds stages_per_rank pieces of at least a layer.
-  return fit_layout(world_size, options.layout, static_cast<int>(model.nlayers / std::max(1, options.stages_per_rank)));
+  return fit_layout(world_size, options.plan.layout,
+                    static_cast<int>(model.nlayers / std::max(1, options.plan.pipeline.stages_per_rank)));
 }
 
-PlanOptions plan_options(const TrainerOptions& o, int64_t vocab_size) {
-  PlanOptions plan;
-  plan.layout = o.layout;
-  plan.schedule = o.schedule;
-  plan.stages_per_rank = o.stages_per_rank;
-  plan.zero = o.zero;
+ParallelPlan plan_for(const TrainerOptions& o, int64_t vocab_size) {
   const models::TransformerLmOptions model = model_options(o, vocab_size);
-  plan.layers = model.nlayers;
-  plan.batch_size = o.batch_size;
-  plan.context_layout = o.context_layout;
-  plan.context_method = o.context_method;
-  plan.heads = model.nhead;
-  plan.ffn = model.nhid;
-  plan.causal = o.causal;
-  plan.dropout = model.dropout;
-  plan.moe = o.moe;
-  plan.expert_parallel = o.expert_parallel;
-  plan.recompute = o.recompute;
-  plan.precision = o.precision;
-  plan.loss_scaling = o.loss_scaling;
-  plan.inject_overflow_at_step = o.inject_overflow_at_step;
-  // Every replica runs the same schedule: ZeRO-3 gathers each unit once per
-  // microbatch, so the replicas of a stage must agree on m even when their
-  // columns do not (an uneven split: the last replica has the fewest).
-  const int R = o.layout.replicas;
-  plan.microbatches =
-      o.batch_size >= R && R >= 1 ? std::min(o.chunks, data::replica_columns(o.batch_size, R - 1, R).count) : o.chunks;
-  return plan;
+  ModelFacts facts;
+  facts.layers = model.nlayers;
+  facts.heads = model.nhead;
+  facts.ffn = model.nhid;
+  facts.causal = model.causal;
+  facts.dropout = model.dropout;
+  facts.moe = model.moe;
+  facts.batch_size = o.loop.batch_size;
+  return ParallelPlan(o.plan, facts);
 }
 
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {
   const int64_t vocab = static_cast<int64_t>(corpus.vocab.size());
   TrainerOptions fitted = options;
   const FittedLayout layout = layout_for(world.size(), options, vocab);
-  fitted.layout = layout.layout;
-  const ParallelPlan plan(plan_options(fitted, vocab));
+  fitted.plan.layout = layout.layout;
+  const ParallelPlan plan = plan_for(fitted, vocab);
   try {
     plan.check();  // before any collective: every rank fails alike
     const std::string refused = world.shares_engine_thread() ? plan.refusal_on_a_shared_engine_thread() : "";
@@ -289,7 +266,7 @@ TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const T
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(world.self() + ": " + e.what());
   }
-  if (world.rank() == 0 && !options.quiet && fitted.layout.text() != options.layout.text()) {
+  if (world.rank() == 0 && !options.loop.quiet && fitted.plan.layout.text() != options.plan.layout.text()) {
     const std::string line = "[RANK 0]: elastic: " + layout.reason + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);

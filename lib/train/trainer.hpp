@@ -1,6 +1,6 @@
 // The DDP + Pipe tutorial's training loop on P pipeline stages x
 // R data-parallel replicas (layout.hpp, plan.hpp), each stage kept equal
-// among its replicas by DDP, or with options.zero 1, 2 or 3 by ZeRO within
+// among its replicas by DDP, or with plan.data.zero 1, 2 or 3 by ZeRO within
 // the replica group (data_parallel.hpp).
 // With layout.tensor T > 1 each stage's layers are cut across T ranks
 // (tensor_stage.hpp) and DDP averages each cut among the replicas: P x R x T
@@ -47,76 +47,32 @@
 
 namespace distlab::train {
 
-struct TrainerOptions {
-  Layout layout;
-  std::string preset = "tiny";      // models::transformer_lm_preset: tiny, cpu, tutorial
+// The model trained: a preset (models::transformer_lm_preset) and what is
+// changed of it.
+struct ModelChoice {
+  std::string preset = "tiny";      // tiny, cpu, tutorial
   double dropout = -1;              // < 0: the preset's (0.2, the tutorial's)
   bool causal = true;
-  // What each layer recomputes in its backward instead of keeping (full,
-  // selective: the attention core, matmuls: all but the products;
-  // models/encoder_layer.hpp); the same losses and parameters bit for bit.
-  memory::Recompute recompute = memory::Recompute::kNone;
-  // kBf16, kFp16: the matrix products in 16 bits (memory/precision.hpp),
-  // parameters, gradients and the optimizer in float32. fp16 needs CUDA.
-  memory::Precision precision = memory::Precision::kFp32;
-  // The dynamic loss scaler (memory/loss_scaler.hpp): the loss multiplied by
-  // its scale for the backward, the gradients divided back before clipping,
-  // a step whose gradients hold an inf or a NaN skipped and the scale backed
-  // off. fp16 needs it; with fp32 and bf16 it changes no bit (powers of 2).
-  bool loss_scaling = false;
-  memory::LossScalerOptions loss_scaler;
-  // > 0: at this step replica 0's backward starts from an infinite seed
-  // (needs loss_scaling): its gradients overflow before they are averaged,
-  // as a scale too large for float16 makes them; the step is skipped on
-  // every rank and the scale backs off, visibly.
-  int64_t inject_overflow_at_step = -1;
+  int64_t layers = 0;               // > 0: the preset's model with this many layers instead
+  // experts > 0: each layer's feed-forward a mixture of experts
+  // (models/moe_feed_forward.hpp). The auxiliary losses join each
+  // microbatch's backward with the microbatch's share of the step.
+  models::MoeFeedForwardOptions moe;
+};
+
+// The loop: batches, optimizer, epochs, logging.
+struct LoopOptions {
   int64_t batch_size = 20;          // columns of the training matrix, all replicas together
   int64_t eval_batch_size = 10;
   int64_t bptt = 35;
-  int64_t chunks = 8;               // microbatches per step (at most a replica's columns)
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
-  // v: stages each pipeline rank holds, the model cut into P * v stages and
-  // placed as the schedule says (looped, as Interleaved 1F1B: rank r holds
-  // r, r + P, ...; in a V, as ZBV: r and 2P - 1 - r). Each of a rank's
-  // stages has its own DDP.
-  int stages_per_rank = 1;
-  int64_t layers = 0;               // > 0: the preset's model with this many layers instead
-  // layout.context C > 1: each sequence split over C ranks within each
-  // stage (and tensor rank), in chunks of this layout, attended by this
-  // method; the gradients average over data x context.
-  context_parallel::Layout context_layout = context_parallel::Layout::kZigzag;
-  context_parallel::Method context_method = context_parallel::Method::kRing;
-  // experts > 0: each layer's feed-forward a mixture of experts
-  // (models/moe_feed_forward.hpp), every rank holding all E of its stage's
-  // layers, their gradients averaged with the rest. The auxiliary losses
-  // join each microbatch's backward with the microbatch's share of the step.
-  models::MoeFeedForwardOptions moe;
-  // N > 1: each stage's experts spread over expert groups of N of its
-  // replicas (borrowed from the data-parallel dimension, as torchtitan and
-  // DeepSpeed do), E/N per rank, exchanged by all-to-all; their gradients
-  // summed over the ranks holding the same experts and divided by R.
-  int expert_parallel = 1;
   double lr = 5.0;
   double gamma = 0.95;              // StepLR(step_size 1)
   double clip = 0.5;                // max norm of the whole model's gradient
-  // 0: DDP all-reduces each stage's gradients among its replicas; 1, 2, 3:
-  // ZeRO-1 / ZeRO-2 / ZeRO-3 shard the optimizer state, then the gradients,
-  // then the parameters, within the same replica group (data_parallel.hpp).
-  int zero = 0;
   int64_t epochs = 3;
   int64_t batches_per_epoch = 50;   // 0: whole epochs
   int64_t eval_batches = 50;        // 0: the whole split
   int64_t log_interval = 10;
   uint64_t seed = 1234;
-  // Checkpoints: empty dir = none. Every epoch, and every N steps when N > 0.
-  std::string checkpoint_dir;
-  int64_t checkpoint_every = 0;
-  int keep_last = 3;
-  bool resume = false;              // also automatic when the launcher restarted the job
-  // The layout follows the world's size (elastic.hpp's fit_layout, from
-  // `layout` as asked), and a checkpoint written by another layout is
-  // re-cut for this one: a job that lost ranks goes on with the rest.
-  bool elastic = false;
   int64_t stop_after_steps = -1;    // > 0: return after this many steps (an interruption, for tests)
   // Called on every rank after each training step (and its checkpoint, if
   // one was due) with the global step count; lesson 11's --kill-at-step
@@ -124,6 +80,28 @@ struct TrainerOptions {
   std::function<void(int64_t step)> after_step;
   bool keep_final_state = false;    // TrainResult::final_state
   bool quiet = false;               // no log lines
+};
+
+// Checkpoints (checkpoint/) and what a restarted job does with them.
+struct CheckpointOptions {
+  std::string dir;                  // empty: none
+  int64_t every = 0;                // every epoch, and every N steps when N > 0
+  int keep_last = 3;
+  bool resume = false;              // also automatic when the launcher restarted the job
+  // The layout follows the world's size (elastic.hpp's fit_layout, from
+  // `plan.layout` as asked), and a checkpoint written by another layout is
+  // re-cut for this one: a job that lost ranks goes on with the rest.
+  bool elastic = false;
+};
+
+// Everything train() is told, by composition: the plan's options (layout,
+// schedule, strategy, context, experts, memory: plan.hpp), the model's, the
+// loop's and the checkpoints'. Each option lives in one of them, once.
+struct TrainerOptions {
+  PlanOptions plan;
+  ModelChoice model;
+  LoopOptions loop;
+  CheckpointOptions checkpoints;
 };
 
 struct TrainResult {
@@ -152,7 +130,7 @@ struct TrainResult {
 int default_stages_per_rank(pipeline::ScheduleKind kind);
 
 // The model the options describe: the preset for this vocabulary, causal or
-// not, with the dropout and layer count asked for.
+// not, with the dropout, layer count, experts and recomputation asked for.
 models::TransformerLmOptions model_options(const TrainerOptions& options, int64_t vocab_size);
 
 // The layout train() trains on with `world_size` ranks: `options.layout`,
@@ -162,11 +140,10 @@ models::TransformerLmOptions model_options(const TrainerOptions& options, int64_
 FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t vocab_size);
 
 // The parallel plan the options describe (plan.hpp) for a corpus of
-// `vocab_size` words: the layout as given (train() passes the fitted one),
-// the model's layers, and m as the trainer runs it (at most the columns of
-// the smallest replica). train() checks it before any collective; lesson 11
-// prints it.
-PlanOptions plan_options(const TrainerOptions& options, int64_t vocab_size);
+// `vocab_size` words: the plan's options as given (train() passes the
+// fitted layout), checked against the model the options build and the
+// loop's batch. train() checks it before any collective; lesson 11 prints it.
+ParallelPlan plan_for(const TrainerOptions& options, int64_t vocab_size);
 
 // Every rank of `world` calls it; `corpus` may be shared by thread ranks.
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options);

@@ -18,9 +18,9 @@ namespace {
 // ranks held other stages (another number of stages per rank).
 checkpoint::CheckpointPart load_part(Run& run, int64_t step) {
   const int stage = run.rank.groups.place.stage;
-  const int written = run.checkpoints->stages_of(step).value_or(run.o.layout.pipeline);
+  const int written = run.checkpoints->stages_of(step).value_or(run.o.plan.layout.pipeline);
   const std::set<std::string> names = run.rank.state_names();
-  if (written == run.o.layout.pipeline) {
+  if (written == run.o.plan.layout.pipeline) {
     checkpoint::CheckpointPart part = run.checkpoints->load(step, stage);
     std::set<std::string> held;
     for (const auto& item : part.model) held.insert(item.first);
@@ -28,13 +28,13 @@ checkpoint::CheckpointPart load_part(Run& run, int64_t step) {
   }
   std::vector<checkpoint::CheckpointPart> parts;
   for (int s = 0; s < written; ++s) parts.push_back(run.checkpoints->load(step, s));
-  if (run.world.rank() == 0 && written != run.o.layout.pipeline)
+  if (run.world.rank() == 0 && written != run.o.plan.layout.pipeline)
     run.print("re-cutting the " + std::to_string(written) + "-stage checkpoint of step " + std::to_string(step) +
-              " into " + std::to_string(run.o.layout.pipeline) + " stage(s)");
+              " into " + std::to_string(run.o.plan.layout.pipeline) + " stage(s)");
   else if (run.world.rank() == 0)
     run.print("re-cutting the checkpoint of step " + std::to_string(step) + ": the ranks hold other layers now (" +
               std::to_string(run.rank.stages.size()) + " stage(s) per rank, placed by " +
-              pipeline::kind_name(run.o.schedule) + ")");
+              pipeline::kind_name(run.o.plan.pipeline.schedule) + ")");
   return recut(parts, names, stage);
 }
 
@@ -42,17 +42,15 @@ checkpoint::CheckpointPart load_part(Run& run, int64_t step) {
 
 void save(Run& run, const TrainerState& state) {
   if (!run.checkpoints) return;
-  const auto whole = run.rank.whole();
-  if (!run.rank.roles.gathers_checkpoint) return;
-  const auto model = run.rank.whole_state();  // (cut across a tensor group, experts spread: gathered)
-  if (!run.rank.roles.writes_checkpoint) return;
+  const auto model = run.rank.checkpoint_state();
+  if (!model) return;
   TrainerState with_scale = state;
   if (run.scaler) {
     with_scale.loss_scale = run.scaler->scale();
     with_scale.loss_scale_clean_steps = run.scaler->growth_tracker();
   }
-  checkpoint::CheckpointPart part = to_part(model, with_scale, "rank " + std::to_string(run.world.rank()));
-  part.texts["layout"] = run.o.layout.text();
+  checkpoint::CheckpointPart part = to_part(*model, with_scale, "rank " + std::to_string(run.world.rank()));
+  part.texts["layout"] = run.o.plan.layout.text();
   const int stage = run.rank.groups.place.stage;
   const std::string folder = run.checkpoints->save(state.step, stage, part);
   if (stage == 0)
@@ -75,10 +73,7 @@ int64_t resume(Run& run, TrainerState& state) {
     return -1;
   }
   const checkpoint::CheckpointPart part = load_part(run, step);
-  {
-    const auto whole = run.rank.whole();  // ZeRO-3: each replica keeps its chunk of what was loaded
-    run.rank.load_state(from_part(part, state));
-  }
+  run.rank.load_state(from_part(part, state));
   if (run.rank.groups.place.replica == 0)  // (print: context rank 0)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.rank.groups.place.stage) +
               ", epoch " + std::to_string(state.epoch) + ", batch " + std::to_string(state.data_position) +

@@ -4,6 +4,7 @@ list(APPEND DISTLAB_BASE_SOURCES
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/layout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plan.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dimensions.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elastic.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_digest.cpp

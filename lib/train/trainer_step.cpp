@@ -19,7 +19,7 @@ namespace {
 // averaged with the others').
 void scale_the_loss(Run& run, int64_t step_number) {
   if (!run.scaler) return;
-  const bool overflow = step_number == run.o.inject_overflow_at_step && run.rank.groups.place.replica == 0;
+  const bool overflow = step_number == run.o.plan.memory.inject_overflow_at_step && run.rank.groups.place.replica == 0;
   const double scale = overflow ? std::numeric_limits<double>::infinity() : run.scaler->scale();
   run.executor->set_gradient_scale(run.gradient_scale * scale);
   run.rank.set_aux_loss_scale(run.aux_loss_scale * scale);  // experts' losses too
@@ -60,7 +60,7 @@ pipeline::StepResult train_step(Run& run, const at::Tensor& input, const at::Ten
   pipeline::StepResult step = run.executor->step(my_input, my_target);  // ... until each stage's last backward
   for (auto& dp : strategies) dp->end_step();
   unscale_gradients(run, result);
-  const double norm = run.rank.clip_grad_norm(run.o.clip);
+  const double norm = run.rank.clip_grad_norm(run.o.loop.clip);
   result.grad_norms.push_back(norm);
   if (step_is_taken(run, step_number, norm, result))
     for (auto& dp : strategies) dp->optimizer_step();

@@ -26,9 +26,9 @@ TEST(BackwardCallerTraining, ReductionsEndedOnTheCallingThreadTrainAlike) {
                                          {"1x2 ZeRO-3", {1, 2}, 3},
                                          {"2x2 DDP", {2, 2}, 0}}) {
     train::TrainerOptions o = tests::tiny_options(1, 1);
-    o.layout = c.layout;
-    o.zero = c.zero;
-    o.batches_per_epoch = 3;
+    o.plan.layout = c.layout;
+    o.plan.data.zero = c.zero;
+    o.loop.batches_per_epoch = 3;
     const auto engine = tests::run_threads(o);
     comm::hand_over_for_tests(true);
     const auto handed = tests::run_threads(o);

@@ -45,12 +45,12 @@ std::vector<Layout> layouts_of_up_to(int ranks) {
 
 train::TrainerOptions options_for(const Layout& layout, const Variant& v) {
   train::TrainerOptions o = tests::tiny_options(1, 1);
-  o.layout = layout;
-  o.layers = 4;
-  o.zero = v.zero;
-  o.stages_per_rank = v.stages_per_rank;
-  if (v.stages_per_rank > 1) o.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
-  if (v.experts_over > 0) o.moe.experts = 4, o.expert_parallel = v.experts_over;
+  o.plan.layout = layout;
+  o.model.layers = 4;
+  o.plan.data.zero = v.zero;
+  o.plan.pipeline.stages_per_rank = v.stages_per_rank;
+  if (v.stages_per_rank > 1) o.plan.pipeline.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
+  if (v.experts_over > 0) o.model.moe.experts = 4, o.plan.experts.parallel = v.experts_over;
   return o;
 }
 
@@ -84,7 +84,7 @@ TEST(PlanBuilds, EveryAcceptedLayoutOfUpToEightRanksBuildsAndEveryRefusedOneNeve
           const int turned = static_cast<int>((static_cast<size_t>(k) * 5 + l) % 24);  // 5: prime to 24
           const int zero = turned / 6, experts_over = turned % 6 / 2, v = 1 + turned % 2;
           const train::TrainerOptions o = options_for(layout, {zero, experts_over, v});
-          const train::ParallelPlan plan(train::plan_options(o, vocab));
+          const train::ParallelPlan plan = train::plan_for(o, vocab);
           const std::vector<std::string> refusals = plan.refusals();
           const std::string name = layout.text() + ", " + plan.strategy() + ", experts over " +
                                    std::to_string(experts_over) + ", v " + std::to_string(v);
@@ -122,7 +122,7 @@ TEST(PlanBuilds, EveryAcceptedLayoutOfUpToEightRanksBuildsAndEveryRefusedOneNeve
           comm::run_job(job, [&](comm::Communicator& world) {
             std::string wrong;
             try {
-              train::RankBuild b = train::build_rank(plan, world, model, o.seed, o.lr);
+              train::RankBuild b = train::build_rank(plan, world, model, o.loop.seed, o.loop.lr);
               const Place me = train::place_of(world.rank(), layout);
               for (const Axis axis : train::kAxes)
                 if (wrong.empty()) wrong = misplaced(b.groups.along(axis), axis, me, layout);

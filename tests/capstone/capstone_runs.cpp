@@ -31,7 +31,7 @@ std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, cons
   comm::JobOptions job;
   job.backend = "threads";
   job.device = device;
-  job.ranks = ranks > 0 ? ranks : o.layout.world_size();
+  job.ranks = ranks > 0 ? ranks : o.plan.layout.world_size();
   std::vector<train::TrainResult> results(static_cast<size_t>(job.ranks));
   std::mutex mutex;
   comm::run_job(job, [&](comm::Communicator& comm) {
@@ -44,49 +44,47 @@ std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o, cons
 
 train::TrainerOptions tiny_options(int pipeline, int replicas) {
   train::TrainerOptions o;
-  o.layout = {pipeline, replicas};
-  o.preset = "tiny";
-  o.dropout = 0;
-  o.epochs = 1;
-  o.batches_per_epoch = 5;
-  o.eval_batches = 2;
-  o.quiet = true;
-  o.keep_final_state = true;
+  o.plan.layout = {pipeline, replicas};
+  o.model.preset = "tiny";
+  o.model.dropout = 0;
+  o.loop.epochs = 1;
+  o.loop.batches_per_epoch = 5;
+  o.loop.eval_batches = 2;
+  o.loop.quiet = true;
+  o.loop.keep_final_state = true;
   return o;
 }
 
 const std::vector<DimensionCase>& every_dimension() {
   static const std::vector<DimensionCase> cases = {
-      {"2x1 tensor 2", [](train::TrainerOptions& o) { o.layout = {2, 1, 2}; }},
-      {"1x1 context 2 ring", [](train::TrainerOptions& o) { o.layout = {1, 1, 1, 2}; }},
+      {"2x1 tensor 2", [](train::TrainerOptions& o) { o.plan.layout = {2, 1, 2}; }},
+      {"1x1 context 2 ring", [](train::TrainerOptions& o) { o.plan.layout = {1, 1, 1, 2}; }},
       {"1x1 context 2 ulysses",
        [](train::TrainerOptions& o) {
-         o.layout = {1, 1, 1, 2};
-         o.context_method = context_parallel::Method::kUlysses;
+         o.plan.layout = {1, 1, 1, 2};
+         o.plan.context.method = context_parallel::Method::kUlysses;
        }},
       {"1x2 experts 4 over 2",
        [](train::TrainerOptions& o) {
-         o.layout = {1, 2};
-         o.moe.experts = 4, o.moe.top_k = 2, o.expert_parallel = 2;
+         o.plan.layout = {1, 2};
+         o.model.moe.experts = 4, o.model.moe.top_k = 2, o.plan.experts.parallel = 2;
        }},
-      {"1x2 zero 3", [](train::TrainerOptions& o) { o.layout = {1, 2}, o.zero = 3; }},
+      {"1x2 zero 3", [](train::TrainerOptions& o) { o.plan.layout = {1, 2}, o.plan.data.zero = 3; }},
   };
   return cases;
 }
 
-namespace {
-
-StopAndResume stop_then(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
-                        const std::function<void(train::TrainerOptions&)>& change) {
+StopAndResume stop_and_resume_with(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
+                                   const std::function<void(train::TrainerOptions&)>& change) {
   StopAndResume runs;
-  o.checkpoint_dir = dir;
-  o.checkpoint_every = stop;
-  o.stop_after_steps = stop;
+  o.checkpoints.dir = dir;
+  o.checkpoints.every = stop;
+  o.loop.stop_after_steps = stop;
   runs.first = run_threads(o);
   EXPECT_TRUE(runs.first.at(0).interrupted);
   EXPECT_EQ(runs.first.at(0).steps, stop);
-  o.stop_after_steps = -1;
-  o.resume = true;
+  o.loop.stop_after_steps = -1;
+  o.checkpoints.resume = true;
   change(o);
   runs.resumed = run_threads(o, small_corpus(), resume_ranks);
   for (size_t rank = 0; rank < runs.resumed.size(); ++rank)
@@ -94,18 +92,16 @@ StopAndResume stop_then(train::TrainerOptions o, const std::string& dir, int64_t
   return runs;
 }
 
-}  // namespace
-
 StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
                               int resume_tensor) {
-  return stop_then(o, dir, stop, resume_ranks, [&](train::TrainerOptions& resumed) {
-    if (resume_tensor > 0) resumed.layout.tensor = resume_tensor;
+  return stop_and_resume_with(o, dir, stop, resume_ranks, [&](train::TrainerOptions& resumed) {
+    if (resume_tensor > 0) resumed.plan.layout.tensor = resume_tensor;
   });
 }
 
 StopAndResume stop_and_resume_on(const train::TrainerOptions& o, const std::string& dir, int64_t stop,
                                  const train::Layout& resumed_layout) {
-  return stop_then(o, dir, stop, 0, [&](train::TrainerOptions& resumed) { resumed.layout = resumed_layout; });
+  return stop_and_resume_with(o, dir, stop, 0, [&](train::TrainerOptions& resumed) { resumed.plan.layout = resumed_layout; });
 }
 
 double largest_state_difference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {

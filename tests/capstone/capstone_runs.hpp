@@ -21,7 +21,7 @@ const data::Corpus& small_corpus();
 // Worst); +infinity when the names differ or any tensor holds a NaN.
 double largest_state_difference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b);
 
-// Every rank's result of train() on `ranks` thread ranks (0: o.layout.world_size()), indexed by world rank,
+// Every rank's result of train() on `ranks` thread ranks (0: o.plan.layout.world_size()), indexed by world rank,
 // their tensors on `device` (cpu, or cuda: the ranks share the GPUs round-robin).
 std::vector<train::TrainResult> run_threads(const train::TrainerOptions& o,
                                             const data::Corpus& corpus = small_corpus(), int ranks = 0,
@@ -56,5 +56,9 @@ StopAndResume stop_and_resume(train::TrainerOptions o, const std::string& dir, i
 // included), not elastic: on as many thread ranks as it needs.
 StopAndResume stop_and_resume_on(const train::TrainerOptions& o, const std::string& dir, int64_t stop,
                                  const train::Layout& resumed_layout);
+// The same, resumed with `change` made to the options (on `resume_ranks`
+// thread ranks, 0: as many as the changed layout needs).
+StopAndResume stop_and_resume_with(train::TrainerOptions o, const std::string& dir, int64_t stop, int resume_ranks,
+                                   const std::function<void(train::TrainerOptions&)>& change);
 
 }  // namespace distlab::tests

@@ -38,17 +38,17 @@ using test_support::largest_difference;
 // sum their heads' and columns' parts, in other orders of addition than
 // one process.
 void expect_equals_one_process(const train::TrainerOptions& o) {
-  const int P = o.layout.pipeline, R = o.layout.replicas, T = o.layout.tensor, C = o.layout.context;
-  const std::string what = o.layout.text() + ", " + pipeline::kind_name(o.schedule) +
-                           (C > 1 ? std::string(", ") + context_parallel::to_string(o.context_method) + " " +
-                                        context_parallel::to_string(o.context_layout)
+  const int P = o.plan.layout.pipeline, R = o.plan.layout.replicas, T = o.plan.layout.tensor, C = o.plan.layout.context;
+  const std::string what = o.plan.layout.text() + ", " + pipeline::kind_name(o.plan.pipeline.schedule) +
+                           (C > 1 ? std::string(", ") + context_parallel::to_string(o.plan.context.method) + " " +
+                                        context_parallel::to_string(o.plan.context.layout)
                                   : std::string());
   const tests::ReferenceResult ref = tests::train_one_process(small_corpus(), o);
   const auto results = run_threads(o);
   const auto at_place = [&](int replica, int stage, int tensor, int context) -> const train::TrainResult& {
     train::Place place;
     place.replica = replica, place.stage = stage, place.tensor = tensor, place.context = context;
-    const train::TrainResult& r = results.at(static_cast<size_t>(train::rank_of(place, o.layout)));
+    const train::TrainResult& r = results.at(static_cast<size_t>(train::rank_of(place, o.plan.layout)));
     EXPECT_TRUE(r.place.replica == replica && r.place.stage == stage && r.place.tensor == tensor &&
                 r.place.context == context);
     return r;
@@ -82,7 +82,7 @@ void expect_equals_one_process(const train::TrainerOptions& o) {
     EXPECT_NEAR(result.valid_losses.at(0), ref.valid_loss, 2e-5 * ref.valid_loss);
     for (const auto& stage : result.data_parallel) {  // each stage this rank holds
       EXPECT_EQ(stage.strategy, "DDP");
-      EXPECT_EQ(stage.ddp.synced_steps, o.batches_per_epoch) << "one all-reduce round per step";
+      EXPECT_EQ(stage.ddp.synced_steps, o.loop.batches_per_epoch) << "one all-reduce round per step";
     }
     EXPECT_FALSE(result.data_parallel.empty());
     EXPECT_EQ(result.digest, results[0].digest) << "rank " << result.place.stage << "/" << result.place.replica;
@@ -111,8 +111,8 @@ class LayoutEqualsOneProcess : public ::testing::TestWithParam<train::Layout> {}
 
 TEST_P(LayoutEqualsOneProcess, LossesNormsAndParameters) {
   train::TrainerOptions o = tiny_options(GetParam().pipeline, GetParam().replicas);
-  o.layout.tensor = GetParam().tensor;
-  o.layout.context = GetParam().context;
+  o.plan.layout.tensor = GetParam().tensor;
+  o.plan.layout.context = GetParam().context;
   expect_equals_one_process(o);
 }
 
@@ -133,8 +133,8 @@ INSTANTIATE_TEST_SUITE_P(Capstone, LayoutEqualsOneProcess,
 // 4 experts, top-k, a capacity of 1.0 and both auxiliary losses (their
 // coefficients ten times the defaults, so that they move the run).
 void with_capacity_and_losses(train::TrainerOptions& o, int64_t top_k) {
-  o.moe.experts = 4, o.moe.top_k = top_k, o.moe.capacity_factor = 1.0;
-  o.moe.balance_coefficient = 0.1, o.moe.z_coefficient = 0.01;
+  o.model.moe.experts = 4, o.model.moe.top_k = top_k, o.model.moe.capacity_factor = 1.0;
+  o.model.moe.balance_coefficient = 0.1, o.model.moe.z_coefficient = 0.01;
 }
 
 // The model with experts (4 per layer, top-2) on 2 x 2, 2 x 1 and 1 x 4,
@@ -150,10 +150,10 @@ class ExpertsEqualOneProcess : public ::testing::TestWithParam<std::pair<train::
 TEST_P(ExpertsEqualOneProcess, LossesNormsAndParameters) {
   const auto& [layout, N] = GetParam();
   train::TrainerOptions o = tiny_options(layout.pipeline, layout.replicas);
-  o.layout = layout;
-  o.moe.experts = 4, o.moe.top_k = 2;
-  o.moe.balance_coefficient = o.moe.z_coefficient = 0;
-  o.expert_parallel = N;
+  o.plan.layout = layout;
+  o.model.moe.experts = 4, o.model.moe.top_k = 2;
+  o.model.moe.balance_coefficient = o.model.moe.z_coefficient = 0;
+  o.plan.experts.parallel = N;
   expect_equals_one_process(o);
 }
 
@@ -183,13 +183,13 @@ TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesTensorAndContextRanksMatchTh
   train::TrainerOptions o = tiny_options(1, 1);
   with_capacity_and_losses(o, 2);
   const auto one = run_threads(o);
-  o.layout.tensor = 2;
+  o.plan.layout.tensor = 2;
   const auto tensor = run_threads(o);
   const double tensor_worst = tests::largest_state_difference(tensor.at(0).final_state, one.at(0).final_state);
   EXPECT_LT(tensor_worst, 2e-5);
-  o.layout.tensor = 1, o.layout.context = 2;
+  o.plan.layout.tensor = 1, o.plan.layout.context = 2;
   const auto ring = run_threads(o);
-  o.context_method = context_parallel::Method::kNaive;
+  o.plan.context.method = context_parallel::Method::kNaive;
   const auto naive = run_threads(o);
   const double context_worst = tests::largest_state_difference(ring.at(0).final_state, naive.at(0).final_state);
   EXPECT_LT(context_worst, 2e-5);
@@ -208,7 +208,7 @@ TEST(CapstoneExperts, ExpertParallelEqualsEveryExpertOnEveryRank) {
   train::TrainerOptions o = tiny_options(1, 4);
   with_capacity_and_losses(o, 2);
   const auto naive = run_threads(o);
-  o.expert_parallel = 2;
+  o.plan.experts.parallel = 2;
   const auto spread = run_threads(o);
   const double worst = tests::largest_state_difference(spread.at(0).final_state, naive.at(0).final_state);
   EXPECT_LT(worst, 2e-5);
@@ -226,18 +226,18 @@ TEST(CapstoneExperts, ResumesFromACheckpointOfAnotherExpertParallelSize) {
   const std::string dir = ::testing::TempDir() + "capstone_experts_resume_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(1, 4);
-  o.moe.experts = 4, o.moe.top_k = 2;
-  o.expert_parallel = 2;
+  o.model.moe.experts = 4, o.model.moe.top_k = 2;
+  o.plan.experts.parallel = 2;
   const auto uninterrupted = run_threads(o);
   train::TrainerOptions first = o;
-  first.expert_parallel = 4;
-  first.checkpoint_dir = dir;
-  first.checkpoint_every = 3;
-  first.stop_after_steps = 3;
+  first.plan.experts.parallel = 4;
+  first.checkpoints.dir = dir;
+  first.checkpoints.every = 3;
+  first.loop.stop_after_steps = 3;
   ASSERT_TRUE(run_threads(first).at(0).interrupted);
   train::TrainerOptions second = o;
-  second.checkpoint_dir = dir;
-  second.resume = true;
+  second.checkpoints.dir = dir;
+  second.checkpoints.resume = true;
   const auto resumed = run_threads(second);
   EXPECT_EQ(resumed.at(0).resumed_from_step, 3);
   const double worst = tests::largest_state_difference(resumed.at(0).final_state, uninterrupted.at(0).final_state);
@@ -256,7 +256,7 @@ TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesAPipelineEqualsOneRank) {
   train::TrainerOptions o = tiny_options(1, 1);
   with_capacity_and_losses(o, 1);
   const auto one = run_threads(o);
-  o.layout.pipeline = 2;
+  o.plan.layout.pipeline = 2;
   const auto two = run_threads(o);
   std::map<std::string, at::Tensor> piped;
   for (const auto& r : two) piped.insert(r.final_state.begin(), r.final_state.end());
@@ -267,7 +267,7 @@ TEST(CapstoneExperts, WithCapacityAndAuxiliaryLossesAPipelineEqualsOneRank) {
   ASSERT_EQ(losses.size(), one.at(0).step_losses.size());
   for (size_t k = 0; k < losses.size(); ++k) EXPECT_NEAR(losses[k], one.at(0).step_losses[k], 2e-5 * losses[k]);
   train::TrainerOptions without = o;
-  without.moe.balance_coefficient = without.moe.z_coefficient = 0;
+  without.model.moe.balance_coefficient = without.model.moe.z_coefficient = 0;
   const auto plain = run_threads(without);
   EXPECT_NE(plain.at(0).digest, two.at(0).digest) << "the auxiliary losses changed nothing";
   std::printf("  2 x 1 against 1 x 1 with capacity 1.0 and aux losses: largest difference %.3g; digest %s (no aux: %s)\n",
@@ -283,9 +283,9 @@ class ContextEqualsOneProcess
 TEST_P(ContextEqualsOneProcess, LossesNormsAndParameters) {
   const auto [method, layout, C] = GetParam();
   train::TrainerOptions o = tiny_options(1, 1);
-  o.layout.context = C;
-  o.context_method = method;
-  o.context_layout = layout;
+  o.plan.layout.context = C;
+  o.plan.context.method = method;
+  o.plan.context.layout = layout;
   expect_equals_one_process(o);
 }
 
@@ -311,9 +311,9 @@ class ScheduleEqualsOneProcess : public ::testing::TestWithParam<std::tuple<pipe
 TEST_P(ScheduleEqualsOneProcess, LossesNormsAndParameters) {
   const auto [kind, P] = GetParam();
   train::TrainerOptions o = tiny_options(P, 4 / P);
-  o.layers = 2 * P;
-  o.schedule = kind;
-  o.stages_per_rank = train::default_stages_per_rank(o.schedule);
+  o.model.layers = 2 * P;
+  o.plan.pipeline.schedule = kind;
+  o.plan.pipeline.stages_per_rank = train::default_stages_per_rank(o.plan.pipeline.schedule);
   expect_equals_one_process(o);
 }
 
@@ -333,18 +333,18 @@ TEST(Capstone, CheckpointResumesUnderAScheduleThatPlacesStagesOtherwise) {
   const std::string dir = ::testing::TempDir() + "capstone_reschedule_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(2, 2);
-  o.layers = 4;
-  o.epochs = 2;
-  o.batches_per_epoch = 4;
+  o.model.layers = 4;
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 4;
   const auto uninterrupted = run_threads(o);
-  o.checkpoint_dir = dir;
-  o.checkpoint_every = 3;
-  o.stop_after_steps = 3;
+  o.checkpoints.dir = dir;
+  o.checkpoints.every = 3;
+  o.loop.stop_after_steps = 3;
   ASSERT_TRUE(run_threads(o).at(0).interrupted);
-  o.stop_after_steps = -1;
-  o.resume = true;
-  o.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
-  o.stages_per_rank = 2;
+  o.loop.stop_after_steps = -1;
+  o.checkpoints.resume = true;
+  o.plan.pipeline.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
+  o.plan.pipeline.stages_per_rank = 2;
   const auto resumed = run_threads(o);
   test_support::Worst worst;
   for (size_t rank = 0; rank < resumed.size(); ++rank) {
@@ -389,11 +389,11 @@ TEST(Capstone, ValidationLossEndsWellBelowUnigramBaseline) {
   const data::Corpus corpus = data::load_corpus(dir);
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(2, 2);
-  o.dropout = -1;  // the tutorial's 0.2
-  o.keep_final_state = false;
-  o.epochs = 2;
-  o.batches_per_epoch = 20;
-  o.eval_batches = 10;
+  o.model.dropout = -1;  // the tutorial's 0.2
+  o.loop.keep_final_state = false;
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 20;
+  o.loop.eval_batches = 10;
   const double baseline = data::summarize(corpus).valid_unigram_loss;
   const auto results = run_threads(o, corpus);
   std::printf("  valid losses %.3f, %.3f; unigram baseline %.3f nats\n", results[0].valid_losses.at(0),
@@ -408,8 +408,8 @@ TEST(Capstone, ResumedRunEndsWithTheUninterruptedDigest) {
   const std::string dir = ::testing::TempDir() + "capstone_resume_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(2, 2);
-  o.epochs = 2;
-  o.batches_per_epoch = 4;
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 4;
   const auto uninterrupted = run_threads(o);
 
   const auto [first, resumed] = tests::stop_and_resume(o, dir, 3);

@@ -137,13 +137,13 @@ TEST_P(ElasticResume, EndsWhereTheUninterruptedRunEnds) {
                           std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(2, 2);
-  o.epochs = 2;
-  o.batches_per_epoch = 4;
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 4;
   static const auto uninterrupted = run_threads(o);
 
-  o.layout = move.before;
-  o.elastic = true;
-  o.zero = move.zero;
+  o.plan.layout = move.before;
+  o.checkpoints.elastic = true;
+  o.plan.data.zero = move.zero;
   const auto [first, resumed] = tests::stop_and_resume(o, dir, 3, move.ranks_after, move.tensor_after);
   ASSERT_EQ(resumed.size(), static_cast<size_t>(move.ranks_after));
   for (const auto& r : resumed) {

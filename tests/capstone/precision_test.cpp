@@ -88,7 +88,7 @@ std::vector<double> mean_losses(const std::vector<train::TrainResult>& ranks) {
 // runs would take different steps. Neither may skip one here.
 TEST(MixedPrecision, Bf16AndFp16LossesEqualOneProcessInTheSamePrecisionWithinTwoEpsilon) {
   train::TrainerOptions o = tiny_options(2, 2);
-  o.batches_per_epoch = 8;
+  o.loop.batches_per_epoch = 8;
   const auto fp32 = run_threads(o);
   const std::vector<double> a = mean_losses(fp32);
   ASSERT_EQ(a.size(), 8u);
@@ -96,9 +96,9 @@ TEST(MixedPrecision, Bf16AndFp16LossesEqualOneProcessInTheSamePrecisionWithinTwo
     const std::string name = memory::to_string(precision);
     const double eps = precision == Precision::kBf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
     const double bound = 2 * eps;
-    o.precision = precision;
-    o.loss_scaling = precision == Precision::kFp16;
-    o.loss_scaler.init_scale = 16384;  // 2^14
+    o.plan.memory.precision = precision;
+    o.plan.memory.loss_scaling = precision == Precision::kFp16;
+    o.plan.memory.loss_scaler.init_scale = 16384;  // 2^14
     const auto low = run_threads(o);
     const std::vector<double> b = mean_losses(low);
     const tests::ReferenceResult ref = tests::train_one_process(tests::small_corpus(), o);
@@ -135,18 +135,18 @@ TEST(MixedPrecision, Bf16AndFp16LossesEqualOneProcessInTheSamePrecisionWithinTwo
 // parameters not float32's.
 TEST(MixedPrecision, EveryDimensionRunsInBf16AndFp16) {
   std::vector<tests::DimensionCase> cases = tests::every_dimension();
-  cases.push_back({"2x1 recompute full", [](train::TrainerOptions& o) { o.recompute = memory::Recompute::kFull; }});
+  cases.push_back({"2x1 recompute full", [](train::TrainerOptions& o) { o.plan.memory.recompute = memory::Recompute::kFull; }});
   for (const tests::DimensionCase& c : cases) {
     train::TrainerOptions o = tiny_options(2, 1);
-    o.batches_per_epoch = 3;
+    o.loop.batches_per_epoch = 3;
     c.set(o);
     const auto fp32 = run_threads(o);
     const auto& a = last_stage(fp32).step_losses;
     ASSERT_EQ(a.size(), 3u) << c.name;
     for (const Precision precision : {Precision::kBf16, Precision::kFp16}) {
       const std::string name = std::string(c.name) + " in " + memory::to_string(precision);
-      o.precision = precision;
-      o.loss_scaling = precision == Precision::kFp16;
+      o.plan.memory.precision = precision;
+      o.plan.memory.loss_scaling = precision == Precision::kFp16;
       const auto low = run_threads(o);
       const auto& b = last_stage(low).step_losses;
       ASSERT_EQ(b.size(), 3u) << name;
@@ -161,11 +161,11 @@ TEST(MixedPrecision, TheLossScalerWithoutAnOverflowChangesNoBit) {
   for (const Precision precision : {Precision::kFp32, Precision::kBf16})
     for (const int zero : {0, 2}) {
       train::TrainerOptions o = tiny_options(2, 2);
-      o.batches_per_epoch = 3;
-      o.precision = precision;
-      o.zero = zero;
+      o.loop.batches_per_epoch = 3;
+      o.plan.memory.precision = precision;
+      o.plan.data.zero = zero;
       const auto plain = run_threads(o);
-      o.loss_scaling = true;
+      o.plan.memory.loss_scaling = true;
       const auto scaled = run_threads(o);
       const std::string what = std::string(memory::to_string(precision)) + " zero " + std::to_string(zero);
       EXPECT_EQ(scaled[0].digest, plain[0].digest) << what;
@@ -174,31 +174,31 @@ TEST(MixedPrecision, TheLossScalerWithoutAnOverflowChangesNoBit) {
     }
   // Experts' auxiliary losses join the backward: scaled and unscaled with the loss.
   train::TrainerOptions o = tiny_options(1, 2);
-  o.batches_per_epoch = 3;
-  o.moe.experts = 4, o.moe.top_k = 2, o.moe.capacity_factor = 1.25;
-  o.moe.balance_coefficient = 0.01, o.moe.z_coefficient = 0.001;
+  o.loop.batches_per_epoch = 3;
+  o.model.moe.experts = 4, o.model.moe.top_k = 2, o.model.moe.capacity_factor = 1.25;
+  o.model.moe.balance_coefficient = 0.01, o.model.moe.z_coefficient = 0.001;
   const auto plain = run_threads(o);
-  o.loss_scaling = true;
+  o.plan.memory.loss_scaling = true;
   EXPECT_EQ(run_threads(o)[0].digest, plain[0].digest) << "experts with their auxiliary losses";
 }
 
 TEST(MixedPrecision, AnOverflowIsSkippedOnEveryRankAndTheScaleBacksOff) {
   for (const int zero : {0, 2}) {
     train::TrainerOptions o = tiny_options(2, 2);
-    o.zero = zero;
-    o.loss_scaling = true;
-    o.loss_scaler.init_scale = 1024;
-    o.loss_scaler.growth_interval = 2;
-    o.stop_after_steps = 2;
+    o.plan.data.zero = zero;
+    o.plan.memory.loss_scaling = true;
+    o.plan.memory.loss_scaler.init_scale = 1024;
+    o.plan.memory.loss_scaler.growth_interval = 2;
+    o.loop.stop_after_steps = 2;
     const auto two = run_threads(o);  // stopped after step 2: what step 3 must leave alone
-    o.stop_after_steps = 3;
-    o.inject_overflow_at_step = 3;
+    o.loop.stop_after_steps = 3;
+    o.plan.memory.inject_overflow_at_step = 3;
     const auto skipped = run_threads(o);
     for (size_t r = 0; r < skipped.size(); ++r) {
       EXPECT_EQ(skipped[r].skipped_steps, (std::vector<int64_t>{3})) << "zero " << zero << " rank " << r;
       EXPECT_EQ(skipped[r].digest, two[r].digest) << "zero " << zero << ": step 3 changed the parameters";
     }
-    o.stop_after_steps = -1;
+    o.loop.stop_after_steps = -1;
     const auto whole = run_threads(o);  // 5 steps: 1024, 1024 (grows), 2048 (inf: backs off), 1024, 1024 (grows)
     EXPECT_EQ(whole[0].loss_scales, (std::vector<double>{1024, 1024, 2048, 1024, 1024})) << "zero " << zero;
     EXPECT_TRUE(std::isfinite(last_stage(whole).step_losses.back())) << "zero " << zero;
@@ -209,9 +209,9 @@ TEST(MixedPrecision, ACheckpointKeepsTheLossScale) {
   char pattern[] = "/tmp/distlab_scale_XXXXXX";
   ASSERT_NE(mkdtemp(pattern), nullptr);
   train::TrainerOptions o = tiny_options(2, 1);
-  o.loss_scaling = true;
-  o.loss_scaler.init_scale = 4;
-  o.loss_scaler.growth_interval = 1;  // doubles every clean step: 4, 8, | 16, 32, 64
+  o.plan.memory.loss_scaling = true;
+  o.plan.memory.loss_scaler.init_scale = 4;
+  o.plan.memory.loss_scaler.growth_interval = 1;  // doubles every clean step: 4, 8, | 16, 32, 64
   const auto straight = run_threads(o);
   const tests::StopAndResume runs = tests::stop_and_resume(o, pattern, 2);
   EXPECT_EQ(runs.resumed[0].loss_scales, (std::vector<double>{16, 32, 64}));

@@ -27,16 +27,16 @@ using memory::Recompute;
 TEST(Recomputation, EveryDimensionEndsWithThePlainRunsParameters) {
   for (const tests::DimensionCase& c : tests::every_dimension()) {
     train::TrainerOptions o = tests::tiny_options(2, 1);
-    o.batches_per_epoch = 2;
+    o.loop.batches_per_epoch = 2;
     c.set(o);
     const std::string plain = tests::run_threads(o)[0].digest;
     ASSERT_FALSE(plain.empty()) << c.name;
     for (const Recompute policy : {Recompute::kFull, Recompute::kSelective}) {
-      o.recompute = policy;
+      o.plan.memory.recompute = policy;
       const int64_t before = memory::regions_recomputed();
       const std::string digest = tests::run_threads(o)[0].digest;
       // At least one region a layer, microbatch and step on every rank (2 layers in all).
-      const int64_t at_least = 2 * o.batches_per_epoch * o.layout.world_size() / o.layout.pipeline;
+      const int64_t at_least = 2 * o.loop.batches_per_epoch * o.plan.layout.world_size() / o.plan.layout.pipeline;
       EXPECT_GE(memory::regions_recomputed() - before, at_least) << c.name << " " << memory::to_string(policy);
       EXPECT_EQ(digest, plain) << c.name << " recompute " << memory::to_string(policy);
     }

@@ -19,25 +19,25 @@ namespace distlab::tests {
 
 ReferenceResult train_one_process(const data::Corpus& corpus, const train::TrainerOptions& o) {
   auto options = train::model_options(o, static_cast<int64_t>(corpus.vocab.size()));
-  torch::manual_seed(o.seed);
+  torch::manual_seed(o.loop.seed);
   models::TransformerLm model(options);
   model->train();
-  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(o.lr));
-  const at::Tensor source = data::batchify(corpus.train, o.batch_size);  // (rows, 20)
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(o.loop.lr));
+  const at::Tensor source = data::batchify(corpus.train, o.loop.batch_size);  // (rows, 20)
   const int64_t V = corpus.vocab.size();
-  // The forward in o.precision's guard, the loss (from 16-bit logits under
+  // The forward in o.plan.memory.precision's guard, the loss (from 16-bit logits under
   // mixed precision) and the backward in float32 outside it, as the trainer.
   const auto forward = [&](const at::Tensor& input) {
-    memory::ComputeIn guard(o.precision, c10::DeviceType::CPU);
+    memory::ComputeIn guard(o.plan.memory.precision, c10::DeviceType::CPU);
     return model->forward(input);
   };
   std::optional<memory::LossScaler> scaler;
-  if (o.loss_scaling) scaler.emplace(o.loss_scaler);
+  if (o.plan.memory.loss_scaling) scaler.emplace(o.plan.memory.loss_scaler);
   ReferenceResult r;
-  for (int64_t i = 0; i < o.batches_per_epoch; ++i) {
-    const int64_t row = i * o.bptt;
-    const at::Tensor input = source.narrow(0, row, o.bptt);           // (S, N)
-    const at::Tensor target = source.narrow(0, row + 1, o.bptt);      // (S, N): the next token
+  for (int64_t i = 0; i < o.loop.batches_per_epoch; ++i) {
+    const int64_t row = i * o.loop.bptt;
+    const at::Tensor input = source.narrow(0, row, o.loop.bptt);           // (S, N)
+    const at::Tensor target = source.narrow(0, row + 1, o.loop.bptt);      // (S, N): the next token
     compat::zero_grad(sgd);
     const at::Tensor loss =
         at::cross_entropy_loss(forward(input).reshape({-1, V}).to(at::kFloat), target.reshape({-1}));
@@ -54,9 +54,9 @@ ReferenceResult train_one_process(const data::Corpus& corpus, const train::Train
     for (const auto& p : model->parameters()) squares += p.grad().to(at::kDouble).pow(2).sum().item<double>();
     const double norm = std::sqrt(squares);
     r.torch_grad_norms.push_back(torch::nn::utils::clip_grad_norm_(model->parameters(), /*max_norm=*/1e30));
-    if (o.clip / (norm + 1e-6) < 1.0) {
+    if (o.loop.clip / (norm + 1e-6) < 1.0) {
       torch::NoGradGuard no_grad;
-      for (auto& p : model->parameters()) p.grad().mul_(o.clip / (norm + 1e-6));
+      for (auto& p : model->parameters()) p.grad().mul_(o.loop.clip / (norm + 1e-6));
     }
     r.grad_norms.push_back(norm);
     if (scaler) r.loss_scales.push_back(scaler->scale());
@@ -68,13 +68,13 @@ ReferenceResult train_one_process(const data::Corpus& corpus, const train::Train
   }
   model->eval();
   torch::NoGradGuard no_grad;
-  const at::Tensor valid = data::batchify(corpus.valid, o.eval_batch_size);
+  const at::Tensor valid = data::batchify(corpus.valid, o.loop.eval_batch_size);
   double sum = 0;
   int64_t tokens = 0;
-  for (int64_t i = 0; i < o.eval_batches; ++i) {
-    const int64_t row = i * o.bptt;
-    const at::Tensor target = valid.narrow(0, row + 1, o.bptt).reshape({-1});
-    sum += at::cross_entropy_loss(forward(valid.narrow(0, row, o.bptt)).reshape({-1, V}).to(at::kFloat), target,
+  for (int64_t i = 0; i < o.loop.eval_batches; ++i) {
+    const int64_t row = i * o.loop.bptt;
+    const at::Tensor target = valid.narrow(0, row + 1, o.loop.bptt).reshape({-1});
+    sum += at::cross_entropy_loss(forward(valid.narrow(0, row, o.loop.bptt)).reshape({-1, V}).to(at::kFloat), target,
                                   {}, at::Reduction::Sum).item<double>();
     tokens += target.numel();
   }

@@ -48,12 +48,12 @@ void PrintTo(const ZeroCase& c, std::ostream* os) { *os << name_of(c); }
 
 train::TrainerOptions options_of(const ZeroCase& c, int zero) {
   train::TrainerOptions o = tiny_options(c.layout.pipeline, c.layout.replicas);
-  o.layout.tensor = c.layout.tensor;
-  o.layout.context = c.layout.context;
-  o.schedule = c.schedule;
-  o.stages_per_rank = train::default_stages_per_rank(c.schedule);
-  if (o.stages_per_rank > 1) o.layers = 2 * c.layout.pipeline;  // a layer for each of a rank's stages
-  o.zero = zero;
+  o.plan.layout.tensor = c.layout.tensor;
+  o.plan.layout.context = c.layout.context;
+  o.plan.pipeline.schedule = c.schedule;
+  o.plan.pipeline.stages_per_rank = train::default_stages_per_rank(c.schedule);
+  if (o.plan.pipeline.stages_per_rank > 1) o.model.layers = 2 * c.layout.pipeline;  // a layer for each of a rank's stages
+  o.plan.data.zero = zero;
   return o;
 }
 
@@ -89,7 +89,7 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
       if (r.place.tensor == 0 && r.place.context == 0 && !r.step_losses.empty()) mean += r.step_losses.at(step) / R;
     return mean;
   };
-  for (size_t step = 0; step < static_cast<size_t>(o.batches_per_epoch); ++step) {
+  for (size_t step = 0; step < static_cast<size_t>(o.loop.batches_per_epoch); ++step) {
     const double mean = mean_loss(sharded, step), ddp_mean = mean_loss(ddp, step);
     EXPECT_GT(mean, 0) << "step " << step;
     EXPECT_NEAR(mean, ddp_mean, 2e-5 * ddp_mean) << "step " << step;
@@ -104,10 +104,10 @@ TEST_P(ZeroEqualsDdp, LossesNormsAndParameters) {
   for (size_t rank = 0; rank < sharded.size(); ++rank) {
     const train::TrainResult& r = sharded[rank];
     EXPECT_NEAR(r.valid_losses.at(0), ddp[rank].valid_losses.at(0), 2e-5 * ddp[rank].valid_losses[0]);
-    ASSERT_EQ(r.data_parallel.size(), static_cast<size_t>(o.stages_per_rank)) << "rank " << rank << ": one per stage";
+    ASSERT_EQ(r.data_parallel.size(), static_cast<size_t>(o.plan.pipeline.stages_per_rank)) << "rank " << rank << ": one per stage";
     for (const train::DataParallelStats& stats : r.data_parallel) {
       EXPECT_EQ(stats.strategy, "ZeRO-" + std::to_string(c.zero)) << "rank " << rank;
-      EXPECT_EQ(stats.synced_steps, o.batches_per_epoch) << "rank " << rank << ": one round per step";
+      EXPECT_EQ(stats.synced_steps, o.loop.batches_per_epoch) << "rank " << rank << ": one round per step";
       EXPECT_EQ(stats.ddp.synced_steps, 0) << "rank " << rank << ": no DDP under --zero";
     }
     EXPECT_EQ(r.digest, sharded[0].digest) << "rank " << rank;
@@ -163,10 +163,10 @@ TEST_P(CapstoneZero, LrScheduleAndResumeMatch) {
       ::testing::TempDir() + "capstone_zero" + std::to_string(zero) + "_resume_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   train::TrainerOptions o = tiny_options(2, 2);
-  o.epochs = 2;
-  o.batches_per_epoch = 2;
+  o.loop.epochs = 2;
+  o.loop.batches_per_epoch = 2;
   const auto ddp = run_threads(o);
-  o.zero = zero;
+  o.plan.data.zero = zero;
   const auto uninterrupted = run_threads(o);
   test_support::Worst worst;
   for (int s = 0; s < 2; ++s)

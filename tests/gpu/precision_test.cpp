@@ -116,8 +116,8 @@ TEST(GpuPrecision, TheCapstoneIn16BitsTrainsAsOnTheCpu) {
   for (const Precision precision : {Precision::kBf16, Precision::kFp16}) {
     if (precision == Precision::kFp16 && !memory::fp16_emulation_available()) continue;  // said above
     train::TrainerOptions o = tests::tiny_options(2, 2);
-    o.precision = precision;
-    o.loss_scaling = precision == Precision::kFp16;
+    o.plan.memory.precision = precision;
+    o.plan.memory.loss_scaling = precision == Precision::kFp16;
     const auto cpu = tests::run_threads(o, tests::small_corpus(), 0, "cpu");
     const auto dev = tests::run_threads(o, tests::small_corpus(), 0, device);
     test_support::Worst worst;

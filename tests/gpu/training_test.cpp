@@ -33,17 +33,17 @@ struct LayoutCase {
 
 std::vector<LayoutCase> every_layout() {
   std::vector<LayoutCase> cases = {
-      {"1x2 DDP", [](train::TrainerOptions& o) { o.layout = {1, 2}; }},
-      {"1x2 ZeRO-1", [](train::TrainerOptions& o) { o.layout = {1, 2}, o.zero = 1; }},
-      {"1x2 ZeRO-2", [](train::TrainerOptions& o) { o.layout = {1, 2}, o.zero = 2; }},
-      {"2x2 1F1B (the capstone's layout)", [](train::TrainerOptions& o) { o.layout = {2, 2}; }},
+      {"1x2 DDP", [](train::TrainerOptions& o) { o.plan.layout = {1, 2}; }},
+      {"1x2 ZeRO-1", [](train::TrainerOptions& o) { o.plan.layout = {1, 2}, o.plan.data.zero = 1; }},
+      {"1x2 ZeRO-2", [](train::TrainerOptions& o) { o.plan.layout = {1, 2}, o.plan.data.zero = 2; }},
+      {"2x2 1F1B (the capstone's layout)", [](train::TrainerOptions& o) { o.plan.layout = {2, 2}; }},
   };
   for (const pipeline::ScheduleKind kind : pipeline::all_kinds())
     cases.push_back({std::string("2x1 ") + pipeline::kind_name(kind), [kind](train::TrainerOptions& o) {
-                       o.layout = {2, 1};
-                       o.layers = 4;  // a layer for each stage of the schedules holding 2 per rank
-                       o.schedule = kind;
-                       o.stages_per_rank = train::default_stages_per_rank(kind);
+                       o.plan.layout = {2, 1};
+                       o.model.layers = 4;  // a layer for each stage of the schedules holding 2 per rank
+                       o.plan.pipeline.schedule = kind;
+                       o.plan.pipeline.stages_per_rank = train::default_stages_per_rank(kind);
                      }});
   for (const tests::DimensionCase& d : tests::every_dimension()) cases.push_back({d.name, d.set});
   return cases;
@@ -54,11 +54,11 @@ std::vector<LayoutCase> every_layout() {
 // (comm/backward_thread.hpp): the layouts that do, said here independently of
 // the plan, are refused before they start; every other layout runs.
 bool waits_inside_backward(const train::TrainerOptions& o) {
-  return o.layout.tensor > 1 || o.layout.context > 1 || o.expert_parallel > 1 || o.zero == 3;
+  return o.plan.layout.tensor > 1 || o.plan.layout.context > 1 || o.plan.experts.parallel > 1 || o.plan.data.zero == 3;
 }
 
 bool ranks_share_a_gpu(const train::TrainerOptions& o, const std::string& device) {
-  return device == "cuda" && o.layout.world_size() > static_cast<int>(torch::cuda::device_count());
+  return device == "cuda" && o.plan.layout.world_size() > static_cast<int>(torch::cuda::device_count());
 }
 
 // The run on `device`, or {} after checking that it is refused with the reason.
@@ -121,7 +121,7 @@ TEST(GpuTraining, RecomputationEndsWithThePlainRunsParametersBitForBit) {
   for (const tests::DimensionCase& d : tests::every_dimension()) cases.push_back(d);
   for (const tests::DimensionCase& c : cases) {
     train::TrainerOptions o = tests::tiny_options(1, 1);
-    o.batches_per_epoch = 2;
+    o.loop.batches_per_epoch = 2;
     c.set(o);
     const auto first = run_or_refused(o, c.name, device);
     if (first.empty()) continue;
@@ -129,7 +129,7 @@ TEST(GpuTraining, RecomputationEndsWithThePlainRunsParametersBitForBit) {
     const std::string again = tests::run_threads(o, tests::small_corpus(), 0, device)[0].digest;
     ASSERT_EQ(plain, again) << c.name << ": two plain runs on " << device << " differ: not deterministic here";
     for (const memory::Recompute policy : {memory::Recompute::kFull, memory::Recompute::kSelective}) {
-      o.recompute = policy;
+      o.plan.memory.recompute = policy;
       const int64_t before = memory::regions_recomputed();
       const std::string digest = tests::run_threads(o, tests::small_corpus(), 0, device)[0].digest;
       EXPECT_GT(memory::regions_recomputed(), before) << c.name << ": nothing was recomputed";
@@ -137,7 +137,7 @@ TEST(GpuTraining, RecomputationEndsWithThePlainRunsParametersBitForBit) {
       std::printf("  %-24s recompute %-9s on %s: digest %s (plain %s)\n", c.name, memory::to_string(policy),
                   device.c_str(), digest.c_str(), plain.c_str());
     }
-    o.recompute = memory::Recompute::kNone;
+    o.plan.memory.recompute = memory::Recompute::kNone;
   }
 }
 
