@@ -52,8 +52,15 @@ std::vector<Choice> candidates(const ModelShape& model, const SearchSpace& space
             if (zero > 0 && layout.replicas * layout.context == 1) continue;  // nothing to shard over
             for (const int n : expert_over)
               for (const memory::Recompute recompute : space.recompute)
-                for (const memory::Precision precision : space.precision)
-                  out.push_back(Choice{layout, kind, v, m, zero, n, recompute, precision});
+                for (const memory::Precision precision : space.precision) {
+                  Choice c;
+                  c.layout = layout;
+                  c.pipeline = {kind, v, m};
+                  c.data.zero = zero;
+                  c.experts.parallel = n;
+                  c.memory.recompute = recompute, c.memory.precision = precision;
+                  out.push_back(c);
+                }
           }
         }
     }
@@ -61,7 +68,7 @@ std::vector<Choice> candidates(const ModelShape& model, const SearchSpace& space
 }
 
 std::vector<std::string> plan_refusals(const ModelShape& model, const Choice& choice) {
-  return train::ParallelPlan(plan_options(model, choice)).refusals();
+  return plan_of(model, choice).refusals();
 }
 
 std::string refusal_rule(const std::string& refusal) {

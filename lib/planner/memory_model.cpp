@@ -46,7 +46,7 @@ int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor,
 }
 
 int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
-  const int stages = c.layout.pipeline * c.stages_per_rank;
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
   const auto ranges = models::split_layers(m.layers, stages);
   const auto [first, end] = ranges.at(static_cast<size_t>(stage));
   const int64_t s = ceil_div(m.bptt, c.layout.context);  // this rank's tokens of each column
@@ -55,12 +55,12 @@ int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, 
   const tensor_parallel::LayerShape layer{s, columns, m.width, m.heads, m.ffn};
   int64_t per_layer = 0;
   if (c.layout.tensor == 1) {
-    per_layer = models::activation_bytes(layer, c.recompute, dropout, memory::generator_state_bytes(), c.precision);
+    per_layer = models::activation_bytes(layer, c.memory.recompute, dropout, memory::generator_state_bytes(), c.memory.precision);
   } else {
     const int64_t none = tensor_parallel::distlab_activation_bytes(layer, c.layout.tensor, false, dropout).total();
     const int64_t A = m.heads * s * s * columns;
-    if (c.recompute == memory::Recompute::kFull) per_layer = kFloat * U + memory::generator_state_bytes();
-    else if (c.recompute == memory::Recompute::kSelective)
+    if (c.memory.recompute == memory::Recompute::kFull) per_layer = kFloat * U + memory::generator_state_bytes();
+    else if (c.memory.recompute == memory::Recompute::kSelective)
       per_layer = none - kFloat * (dropout ? 3 : 1) * A / c.layout.tensor + memory::generator_state_bytes();
     else per_layer = none;
   }
@@ -78,11 +78,11 @@ const RankMemory& MemoryPrediction::worst() const {
 
 MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
   const train::Layout& l = c.layout;
-  const int P = l.pipeline, stages = P * c.stages_per_rank;
+  const int P = l.pipeline, stages = P * c.pipeline.stages_per_rank;
   const int averaging = l.replicas * l.context;  // the ranks a stage's gradients average over
-  const int64_t columns = microbatch_columns(m, l.replicas, c.microbatches);
-  const HeldMicrobatches& held = held_microbatches(c.schedule, P, c.stages_per_rank,
-                                                   static_cast<int>(std::min<int64_t>(c.microbatches, m.batch / l.replicas)));
+  const int64_t columns = microbatch_columns(m, l.replicas, c.pipeline.microbatches);
+  const HeldMicrobatches& held = held_microbatches(c.pipeline.schedule, P, c.pipeline.stages_per_rank,
+                                                   static_cast<int>(std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas)));
   const int64_t optimizer_bytes = 0;  // the trainer's plain SGD
   MemoryPrediction out;
   for (int r = 0; r < P; ++r) {
@@ -90,19 +90,19 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     mem.pipeline_rank = r;
     std::vector<int64_t> per_microbatch(static_cast<size_t>(stages), 0);
     for (int s = 0; s < stages; ++s) {
-      if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.schedule)) != r) continue;
-      const int64_t psi = stage_parameters(m, s, stages, l.tensor, c.expert_parallel);
+      if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
+      const int64_t psi = stage_parameters(m, s, stages, l.tensor, c.experts.parallel);
       const int64_t shard = ceil_div(psi, averaging);
-      mem.parameters += kFloat * (c.zero == 3 ? shard : psi);
+      mem.parameters += kFloat * (c.data.zero == 3 ? shard : psi);
       // .grad sums the microbatches whole (no_sync) under every strategy
       // but ZeRO-3; ZeRO-2 and -3 also hold their shard from the start.
-      mem.gradients += kFloat * (c.zero == 3 ? 0 : psi);
-      if (c.zero >= 2) mem.gradient_shard += kFloat * shard;
-      mem.optimizer_state += optimizer_bytes * (c.zero >= 1 ? shard : psi);
+      mem.gradients += kFloat * (c.data.zero == 3 ? 0 : psi);
+      if (c.data.zero >= 2) mem.gradient_shard += kFloat * shard;
+      mem.optimizer_state += optimizer_bytes * (c.data.zero >= 1 ? shard : psi);
       if (s == 0) mem.buffers += kFloat * m.max_len * m.width;  // the positional table
       // DDP's buckets (made whatever the group's size), ZeRO-1's flat
       // buckets reduce-scattered after the step: a copy of every gradient.
-      if (c.zero <= 1) mem.buffers += kFloat * psi;
+      if (c.data.zero <= 1) mem.buffers += kFloat * psi;
       per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
     }
     const auto [bytes, count] = held.peak(r, per_microbatch);

@@ -34,20 +34,13 @@ struct ModelShape {
 // naming the presets for an unknown one.
 ModelShape model_shape(const std::string& preset, int64_t vocab);
 
-// What one choice of the parallel dimensions fixes for a model: the plan
-// options lesson 11 derives from its flags (the model's layers, heads,
-// width, dropout, experts; m at most a replica's columns).
-struct Choice {
-  train::Layout layout;
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
-  int stages_per_rank = 1;
-  int64_t microbatches = 8;
-  int zero = 0;
-  int expert_parallel = 1;
-  memory::Recompute recompute = memory::Recompute::kNone;
-  memory::Precision precision = memory::Precision::kFp32;
-};
-train::PlanOptions plan_options(const ModelShape& model, const Choice& choice);
+// One choice of the parallel dimensions: the plan's own options
+// (train/plan.hpp: the layout and each dimension's options).
+using Choice = train::PlanOptions;
+// The plan of `choice` for `model`: the model's layers, heads, width,
+// dropout, experts and batch as the plan checks them (m at most a
+// replica's columns, as the trainer runs it).
+train::ParallelPlan plan_of(const ModelShape& model, const Choice& choice);
 
 // The columns each microbatch of replica 0 carries: ceil over the split
 // of a replica's columns into m (the largest microbatch, what memory peaks on).

@@ -46,11 +46,11 @@ double collective_seconds(const Profile& profile, const std::string& backend, co
 
 StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
                            int stage, int64_t columns) {
-  const int stages = c.layout.pipeline * c.stages_per_rank;
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
   const auto ranges = models::split_layers(m.layers, stages);
   const auto [first, end] = ranges.at(static_cast<size_t>(stage));
   const int T = c.layout.tensor, C = c.layout.context;
-  const std::string precision = memory::to_string(c.precision);
+  const std::string precision = memory::to_string(c.memory.precision);
   const int64_t s = ceil_div(m.bptt, C);
   const int64_t tokens = s * columns, d = m.width, f = m.ffn;
   auto product = [&](int64_t rows, int64_t k, int64_t n) {
@@ -71,8 +71,8 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
   }
   const tensor_parallel::LayerShape shape{s, columns, d, m.heads, f};
   const double kept =
-      double(models::activation_bytes(shape, memory::Recompute::kNone, m.dropout > 0, 0, c.precision)) / T;
-  const double casts = c.precision == memory::Precision::kFp32 ? 0 : 12;  // each product's inputs cast
+      double(models::activation_bytes(shape, memory::Recompute::kNone, m.dropout > 0, 0, c.memory.precision)) / T;
+  const double casts = c.memory.precision == memory::Precision::kFp32 ? 0 : 12;  // each product's inputs cast
   const double layer_elementwise = elementwise(2 * kept) + (kLayerForwardOps + casts) * profile.op_seconds;
   const double layer_forward = projections + core + feed_forward + layer_elementwise;
   // What a layer waits for inside: tensor-parallel all-reduces (two each
@@ -84,16 +84,16 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
     const collectives::LinkParams link = profile.link(backend, "p2p", 2);
     layer_comm += double(C - 1) * (link.alpha_s + double(2 * tokens * d * kFloat) * link.beta_s_per_byte);
   }
-  if (c.expert_parallel > 1) {
+  if (c.experts.parallel > 1) {
     const collectives::LinkParams link = profile.link(backend, "p2p", 2);
-    const int N = c.expert_parallel;
+    const int N = c.experts.parallel;
     layer_comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
   }
   // The recomputed part of the forward, run again in the backward.
   double again = 0;
-  if (c.recompute == memory::Recompute::kFull) again = layer_forward + layer_comm;
-  if (c.recompute == memory::Recompute::kSelective) again = core + 6 * profile.op_seconds;
-  if (c.recompute == memory::Recompute::kMatmuls) again = layer_elementwise;
+  if (c.memory.recompute == memory::Recompute::kFull) again = layer_forward + layer_comm;
+  if (c.memory.recompute == memory::Recompute::kSelective) again = core + 6 * profile.op_seconds;
+  if (c.memory.recompute == memory::Recompute::kMatmuls) again = layer_elementwise;
 
   const double layers = double(end - first);
   StageSeconds out;
@@ -115,10 +115,10 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
 
 StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend) {
   const train::Layout& l = c.layout;
-  const int P = l.pipeline, v = c.stages_per_rank, stages = P * v;
+  const int P = l.pipeline, v = c.pipeline.stages_per_rank, stages = P * v;
   const int averaging = l.replicas * l.context;
   const int world = l.world_size();
-  const int64_t mb = std::min<int64_t>(c.microbatches, m.batch / l.replicas);
+  const int64_t mb = std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas);
   const int64_t columns = microbatch_columns(m, l.replicas, mb);
   const int64_t s = ceil_div(m.bptt, l.context);
   const int64_t activation_bytes = s * columns * m.width * kFloat;  // what crosses a stage boundary
@@ -129,9 +129,9 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   std::vector<int64_t> stage_psi(static_cast<size_t>(stages));
   for (int st = 0; st < stages; ++st) {
     StageSeconds sec = stage_seconds(m, c, profile, backend, st, columns);
-    const int64_t psi = stage_parameters(m, st, stages, l.tensor, c.expert_parallel);
+    const int64_t psi = stage_parameters(m, st, stages, l.tensor, c.experts.parallel);
     stage_psi[static_cast<size_t>(st)] = psi;
-    if (c.zero == 3) {
+    if (c.data.zero == 3) {
       const double gather = collective_seconds(profile, backend, collectives::Collective::kAllGather, averaging, psi * kFloat);
       sec.forward += gather;
       sec.backward += gather;
@@ -144,7 +144,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     costs.per_stage.push_back(sc);
   }
   costs.message_s = p2p.alpha_s + double(activation_bytes) * p2p.beta_s_per_byte;
-  const pipeline::Schedule schedule = pipeline::make_schedule(c.schedule, P, static_cast<int>(mb), v);
+  const pipeline::Schedule schedule = pipeline::make_schedule(c.pipeline.schedule, P, static_cast<int>(mb), v);
   const pipeline::Simulation sim = pipeline::simulate(schedule, costs);
 
   StepPrediction out;
@@ -161,7 +161,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     if (averaging > 1) {
       const double all_reduce = collective_seconds(profile, backend, collectives::Collective::kAllReduce, averaging, bytes);
       const int64_t buckets = std::max<int64_t>(1, ceil_div(bytes, kBucketBytes));
-      if (c.zero == 0 || c.zero == 2) {
+      if (c.data.zero == 0 || c.data.zero == 2) {
         // Buckets launched in the last backward: all but the last hidden behind it.
         const double hidden = std::min(all_reduce * double(buckets - 1) / double(buckets), costs.of(st).backward);
         sync = all_reduce - hidden;
@@ -169,7 +169,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
         sync = all_reduce;  // ZeRO-1 (and -3's gradients): reduce-scatter and all-gather after the backward
       }
       sent[static_cast<size_t>(r)] += 2 * bytes * (averaging - 1) / averaging;
-      if (c.zero == 3) sent[static_cast<size_t>(r)] += 2 * mb * bytes * (averaging - 1) / averaging;
+      if (c.data.zero == 3) sent[static_cast<size_t>(r)] += 2 * mb * bytes * (averaging - 1) / averaging;
     }
     const double optimizer = double(3 * bytes) / profile.elementwise_bytes_per_second +
                              2 * profile.op_seconds * double(1 + 12 * (m.layers / stages));
@@ -205,7 +205,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   out.model_flops = double(memory::model_flops_per_token(flop_shape)) * double(m.batch * m.bptt);
   double peak = 0;
   for (const MatmulPoint& p : profile.matmul)
-    if (p.precision == memory::to_string(c.precision)) peak = std::max(peak, p.flops_per_second);
+    if (p.precision == memory::to_string(c.memory.precision)) peak = std::max(peak, p.flops_per_second);
   const double devices = profile.device == "cpu" ? std::min(world, profile.cores) : world;
   out.mfu = peak > 0 ? out.model_flops / out.step_s / (peak * devices) : 0;
   return out;

@@ -25,25 +25,26 @@ ModelShape small_model() {
   return m;
 }
 
-// The plan's options for one candidate, written out here (not plan_options).
-train::PlanOptions options_here(const ModelShape& m, const train::Layout& l, pipeline::ScheduleKind kind, int v,
-                                int64_t microbatches, int zero, memory::Recompute recompute,
-                                memory::Precision precision) {
+// The plan for one candidate, written out here (not plan_of).
+train::ParallelPlan plan_here(const ModelShape& m, const train::Layout& l, pipeline::ScheduleKind kind, int v,
+                              int64_t microbatches, int zero, memory::Recompute recompute,
+                              memory::Precision precision) {
   train::PlanOptions o;
   o.layout = l;
-  o.schedule = kind;
-  o.stages_per_rank = v;
-  o.microbatches = microbatches;
-  o.zero = zero;
-  o.layers = m.layers;
-  o.batch_size = m.batch;
-  o.heads = m.heads;
-  o.ffn = m.ffn;
-  o.causal = true;
-  o.dropout = m.dropout;
-  o.recompute = recompute;
-  o.precision = precision;
-  return o;
+  o.pipeline.schedule = kind;
+  o.pipeline.stages_per_rank = v;
+  o.pipeline.microbatches = microbatches;
+  o.data.zero = zero;
+  o.memory.recompute = recompute;
+  o.memory.precision = precision;
+  train::ModelFacts facts;
+  facts.layers = m.layers;
+  facts.batch_size = m.batch;
+  facts.heads = m.heads;
+  facts.ffn = m.ffn;
+  facts.causal = true;
+  facts.dropout = m.dropout;
+  return train::ParallelPlan(o, facts);
 }
 
 using Key = std::tuple<int, int, int, int, int, int, int64_t, int, int, int>;
@@ -53,7 +54,7 @@ Key key_of(const train::Layout& l, pipeline::ScheduleKind kind, int v, int64_t m
           static_cast<int>(p)};
 }
 Key key_of(const Choice& c) {
-  return key_of(c.layout, c.schedule, c.stages_per_rank, c.microbatches, c.zero, c.recompute, c.precision);
+  return key_of(c.layout, c.pipeline.schedule, c.pipeline.stages_per_rank, c.pipeline.microbatches, c.data.zero, c.memory.recompute, c.memory.precision);
 }
 
 TEST(Enumerate, AcceptsExactlyWhatThePlanAcceptsUpToEightRanks) {
@@ -87,7 +88,7 @@ TEST(Enumerate, AcceptsExactlyWhatThePlanAcceptsUpToEightRanks) {
                   if (zero > 0 && r * c == 1) continue;
                   for (const memory::Recompute rc : space.recompute)
                     for (const memory::Precision pr : space.precision) {
-                      const train::ParallelPlan plan(options_here(model, l, info.kind, v, m, zero, rc, pr));
+                      const train::ParallelPlan plan = plan_here(model, l, info.kind, v, m, zero, rc, pr);
                       if (plan.refusals().empty()) accepted.insert(key_of(l, info.kind, v, m, zero, rc, pr));
                       else ++refused;
                     }
@@ -140,7 +141,7 @@ TEST(Enumerate, AcceptedLayoutsBuild) {
       models::TransformerLmOptions lm = models::transformer_lm_preset("tiny", model.vocab);
       lm.nlayers = model.layers;
       lm.causal = true;
-      const train::ParallelPlan plan(plan_options(model, c));
+      const train::ParallelPlan plan = plan_of(model, c);
       comm::JobOptions job;
       job.ranks = n;
       std::mutex mutex;

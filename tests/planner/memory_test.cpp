@@ -25,7 +25,7 @@ ModelShape small_model() {
 TEST(MemoryModel, TwoByTwoWorkedOutByHand) {
   Choice c;
   c.layout = train::Layout{2, 2, 1, 1};
-  c.microbatches = 4;
+  c.pipeline.microbatches = 4;
   const MemoryPrediction p = predict_memory(small_model(), c);
   ASSERT_EQ(p.ranks.size(), 2u);
   // A layer's tensors: in_proj 96 x 32 + 96, out_proj 32 x 32 + 32,
@@ -58,12 +58,12 @@ TEST(MemoryModel, TwoByTwoWorkedOutByHand) {
 TEST(MemoryModel, ZeroShardsWhatEachStageSays) {
   Choice c;
   c.layout = train::Layout{1, 4, 1, 1};
-  c.microbatches = 1;
+  c.pipeline.microbatches = 1;
   const ModelShape m = small_model();
   const int64_t psi = stage_parameters(m, 0, 1, 1, 1), shard = (psi + 3) / 4;
   int64_t last_total = 0;
   for (int zero = 0; zero <= 3; ++zero) {
-    c.zero = zero;
+    c.data.zero = zero;
     const RankMemory r = predict_memory(m, c).ranks.at(0);
     EXPECT_EQ(r.parameters, 4 * (zero == 3 ? shard : psi)) << zero;
     EXPECT_EQ(r.gradients, 4 * (zero == 3 ? 0 : psi)) << zero;
@@ -77,12 +77,12 @@ TEST(MemoryModel, ZeroShardsWhatEachStageSays) {
 TEST(MemoryModel, RecomputationAndPrecisionShrinkTheActivations) {
   Choice c;
   c.layout = train::Layout{1, 1, 1, 1};
-  c.microbatches = 1;
+  c.pipeline.microbatches = 1;
   const ModelShape m = small_model();
   const int64_t none = predict_memory(m, c).ranks[0].activations;
-  c.recompute = memory::Recompute::kFull;
+  c.memory.recompute = memory::Recompute::kFull;
   const int64_t full = predict_memory(m, c).ranks[0].activations;
-  c.recompute = memory::Recompute::kSelective;
+  c.memory.recompute = memory::Recompute::kSelective;
   const int64_t selective = predict_memory(m, c).ranks[0].activations;
   EXPECT_LT(full, selective);
   EXPECT_LT(selective, none);
@@ -122,15 +122,15 @@ TEST(MemoryModel, ParametersAndBuffersAgainstTheAllocatorMeter) {
                         Case{{1, 2, 1, 1}, 2}, Case{{1, 2, 1, 1}, 3}, Case{{1, 1, 2, 1}, 0}}) {
     Choice c;
     c.layout = k.layout;
-    c.zero = k.zero;
-    c.microbatches = 1;
+    c.data.zero = k.zero;
+    c.pipeline.microbatches = 1;
     const MemoryPrediction predicted = predict_memory(m, c);
     int64_t expected = 0;  // every rank: its pipeline rank's parameters and buffers
     for (int r = 0; r < k.layout.world_size(); ++r) {
       const RankMemory& mine = predicted.ranks.at(static_cast<size_t>(train::place_of(r, k.layout).stage));
       expected += mine.parameters + mine.buffers + mine.gradient_shard;
     }
-    const train::ParallelPlan plan(plan_options(m, c));
+    const train::ParallelPlan plan = plan_of(m, c);
     comm::JobOptions job;
     job.ranks = k.layout.world_size();
     const int64_t before = meter.allocated();

@@ -51,10 +51,10 @@ TEST(StepTime, APipelineIsTheSimulatorsMakespanWithTheStagesSeconds) {
                                             pipeline::ScheduleKind::kInterleaved1F1B}) {
     Choice c;
     c.layout = train::Layout{2, 1, 1, 1};
-    c.schedule = kind;
-    c.stages_per_rank = kind == pipeline::ScheduleKind::kInterleaved1F1B ? 2 : 1;
-    c.microbatches = 4;
-    const int stages = 2 * c.stages_per_rank;
+    c.pipeline.schedule = kind;
+    c.pipeline.stages_per_rank = kind == pipeline::ScheduleKind::kInterleaved1F1B ? 2 : 1;
+    c.pipeline.microbatches = 4;
+    const int stages = 2 * c.pipeline.stages_per_rank;
     pipeline::ActionCosts costs;
     for (int s = 0; s < stages; ++s) {
       const StageSeconds sec = stage_seconds(model, c, p, "threads", s, microbatch_columns(model, 1, 4));
@@ -63,7 +63,7 @@ TEST(StepTime, APipelineIsTheSimulatorsMakespanWithTheStagesSeconds) {
     const int64_t message_bytes = model.bptt * 5 * model.width * 4;  // 20 columns / 4 microbatches
     costs.message_s = p.links[0].link.alpha_s + double(message_bytes) * p.links[0].link.beta_s_per_byte;
     const pipeline::Simulation sim =
-        pipeline::simulate(pipeline::make_schedule(kind, 2, 4, c.stages_per_rank), costs);
+        pipeline::simulate(pipeline::make_schedule(kind, 2, 4, c.pipeline.stages_per_rank), costs);
     const StepPrediction prediction = predict_time(model, c, p);
     EXPECT_DOUBLE_EQ(prediction.pipeline_s, sim.makespan) << pipeline::kind_name(kind);
     EXPECT_DOUBLE_EQ(prediction.bubble, sim.bubble) << pipeline::kind_name(kind);
@@ -76,7 +76,7 @@ TEST(StepTime, RanksThatOutnumberTheCoresShareThem) {
   const ModelShape model = model_shape("cpu", 1000);
   Choice c;
   c.layout = train::Layout{2, 4, 1, 1};  // 8 ranks
-  c.microbatches = 4;
+  c.pipeline.microbatches = 4;
   const StepPrediction own = predict_time(model, c, hand_profile(8));
   const StepPrediction shared = predict_time(model, c, hand_profile(2));
   EXPECT_DOUBLE_EQ(own.step_s, own.critical_s);
