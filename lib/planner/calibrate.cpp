@@ -1,0 +1,221 @@
+#include "planner/calibrate.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "collectives/calibrate.hpp"
+#include "collectives/collectives.hpp"
+#include "comm/job.hpp"
+
+namespace distlab::planner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The best time of one call of `fn` over a few rounds, each repeating it
+// for at least `seconds` (after one untimed call: first touches, caches).
+double best_seconds(const std::function<void()>& fn, double seconds) {
+  fn();
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    int64_t calls = 0;
+    const auto t0 = Clock::now();
+    do {
+      fn();
+      ++calls;
+    } while (since(t0) < seconds);
+    best = std::min(best, since(t0) / double(calls));
+  }
+  return best;
+}
+
+std::vector<MatmulPoint> measure_matmul(const ModelShape& m, const CalibrationOptions& o) {
+  std::set<std::pair<int64_t, int64_t>> kn;
+  for (const int t : {1, 2, 4}) {
+    if (m.width % t != 0 || m.ffn % t != 0) continue;
+    kn.insert({m.width, 3 * m.width / t});
+    kn.insert({m.width / t, m.width});
+    kn.insert({m.width, m.ffn / t});
+    kn.insert({m.ffn / t, m.width});
+  }
+  kn.insert({m.width / m.heads, m.bptt});  // the attention core
+  kn.insert({m.width, m.vocab});           // the decoder
+  std::vector<MatmulPoint> out;
+  std::vector<std::string> precisions = {"fp32"};
+  if (o.bf16) precisions.push_back("bf16");
+  for (const std::string& precision : precisions) {
+    const at::ScalarType dtype = precision == "bf16" ? at::kBFloat16 : at::kFloat;
+    for (const int64_t columns : {1, 2, 4, 10, 20})
+      for (const auto& [k, n] : kn) {
+        const int64_t rows = columns * m.bptt;
+        const at::Tensor a = at::randn({rows, k}).to(dtype), b = at::randn({k, n}).to(dtype);
+        const double s = best_seconds([&] { (void)at::mm(a, b); }, o.seconds_per_point);
+        out.push_back({rows, k, n, precision, 2.0 * double(rows) * double(k) * double(n) / s});
+      }
+  }
+  return out;
+}
+
+// alpha + beta * bytes through two sizes: the small one's time is alpha.
+collectives::LinkParams fit(double small_s, int64_t small_bytes, double large_s, int64_t large_bytes) {
+  collectives::LinkParams link;
+  link.beta_s_per_byte = std::max(0.0, (large_s - small_s) / double(large_bytes - small_bytes));
+  link.alpha_s = std::max(0.0, small_s - double(small_bytes) * link.beta_s_per_byte);
+  return link;
+}
+
+std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::function<void(const std::string&)>& say) {
+  std::vector<LinkPoint> out;
+  constexpr int64_t kSmall = 64, kLarge = 1 << 20;  // floats
+  for (int ranks = 2; ranks <= o.max_ranks; ranks *= 2) {
+    comm::JobOptions job;
+    job.ranks = ranks;
+    std::mutex mutex;
+    comm::run_job(job, [&](comm::Communicator& world) {
+      at::set_num_threads(1);
+      collectives::CalibrationOptions ping;
+      ping.iterations = 20;
+      const collectives::LinkParams p2p = collectives::calibrate(world, ping);
+      // Each collective: the median of a few timed runs at each size, every
+      // rank timing its own, rank 0's kept (they end together).
+      auto timed = [&](const std::function<void(int64_t)>& op, int64_t count) {
+        std::vector<double> times;
+        op(count);
+        for (int i = 0; i < 9; ++i) {
+          world.barrier();
+          const auto t0 = Clock::now();
+          op(count);
+          times.push_back(since(t0));
+        }
+        std::sort(times.begin(), times.end());
+        return times[times.size() / 2];
+      };
+      auto all_reduce = [&](int64_t count) {
+        at::Tensor t = at::ones({count});
+        world.native_all_reduce(t);
+      };
+      auto all_gather = [&](int64_t count) {
+        at::Tensor t = at::ones({count});
+        collectives::all_gather(world, t);
+      };
+      auto reduce_scatter = [&](int64_t count) {
+        at::Tensor t = at::ones({count});
+        (void)collectives::reduce_scatter(world, t);
+      };
+      std::vector<LinkPoint> points;
+      for (const auto& [name, op] : std::vector<std::pair<std::string, std::function<void(int64_t)>>>{
+               {"all_reduce", all_reduce}, {"all_gather", all_gather}, {"reduce_scatter", reduce_scatter}}) {
+        const double small = timed(op, kSmall), large = timed(op, kLarge);
+        points.push_back({"threads", name, ranks, fit(small, kSmall * 4, large, kLarge * 4)});
+      }
+      if (world.rank() != 0) return;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (ranks == 2) out.push_back({"threads", "p2p", 2, p2p});
+      out.insert(out.end(), points.begin(), points.end());
+    });
+    say("  threads, " + std::to_string(ranks) + " ranks: all-reduce, all-gather, reduce-scatter" +
+        (ranks == 2 ? ", ping-pong" : ""));
+  }
+  return out;
+}
+
+// k threads, each its own products at once: the wall time over one alone.
+std::vector<SharingPoint> measure_sharing(const CalibrationOptions& o) {
+  const at::Tensor a = at::randn({140, 128}), b = at::randn({128, 256});
+  auto work = [&] {
+    at::set_num_threads(1);
+    for (int i = 0; i < 400; ++i) (void)at::mm(a, b);
+  };
+  auto wall = [&](int k) {
+    double best = 1e30;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::thread> threads;
+      const auto t0 = Clock::now();
+      for (int i = 0; i < k; ++i) threads.emplace_back(work);
+      for (auto& t : threads) t.join();
+      best = std::min(best, since(t0));
+    }
+    return best;
+  };
+  const double alone = wall(1);
+  std::vector<SharingPoint> out{{1, 1.0}};
+  for (int k = 2; k <= o.max_ranks; k *= 2) out.push_back({k, wall(k) / alone});
+  return out;
+}
+
+}  // namespace
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::localtime(&now));
+  return text;
+}
+
+std::string machine_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "unknown";
+  return host;
+}
+
+std::string libtorch_version() { return TORCH_VERSION; }
+
+Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
+                  const std::function<void(const std::string&)>& say) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // a thread rank's share
+  Profile p;
+  p.date = today();
+  p.machine = machine_name();
+  p.libtorch = libtorch_version();
+  p.device = "cpu";
+  p.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto t0 = Clock::now();
+  p.matmul = measure_matmul(model, o);
+  char line[160];
+  std::snprintf(line, sizeof line, "matrix products: %zu shapes x precisions, one thread (%.1f s)", p.matmul.size(),
+                since(t0));
+  say(line);
+  t0 = Clock::now();
+  {
+    const at::Tensor x = at::randn({1 << 20}), y = at::randn({1 << 20});
+    const double s = best_seconds([&] { (void)at::add(x, y); }, o.seconds_per_point * 5);
+    p.elementwise_bytes_per_second = 3.0 * 4 * double(1 << 20) / s;
+    const at::Tensor u = at::randn({16}), w = at::randn({16});
+    p.op_seconds = best_seconds([&] { (void)at::add(u, w); }, o.seconds_per_point * 5);
+  }
+  std::snprintf(line, sizeof line, "element-wise: %.2f GB/s; one small operation: %.2f us (%.1f s)",
+                p.elementwise_bytes_per_second / 1e9, p.op_seconds * 1e6, since(t0));
+  say(line);
+  t0 = Clock::now();
+  p.links = measure_links(o, say);
+  std::snprintf(line, sizeof line, "links: %zu measured (%.1f s)", p.links.size(), since(t0));
+  say(line);
+  t0 = Clock::now();
+  p.sharing = measure_sharing(o);
+  std::string sharing = "ranks sharing " + std::to_string(p.cores) + " cores, each slower by:";
+  for (const SharingPoint& s : p.sharing) {
+    std::snprintf(line, sizeof line, " %d: %.2fx", s.ranks, s.slowdown);
+    sharing += line;
+  }
+  std::snprintf(line, sizeof line, " (%.1f s)", since(t0));
+  say(sharing + line);
+  at::set_num_threads(threads);
+  return p;
+}
+
+}  // namespace distlab::planner

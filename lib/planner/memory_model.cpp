@@ -1,0 +1,147 @@
+#include "planner/memory_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+
+#include "memory/recompute.hpp"
+#include "models/encoder_layer.hpp"
+#include "models/split.hpp"
+#include "pipeline/simulator.hpp"
+#include "planner/schedule_shape.hpp"
+#include "tensor_parallel/memory.hpp"
+
+namespace distlab::planner {
+
+namespace {
+
+constexpr int64_t kFloat = 4;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One layer's elements on one of T tensor ranks (the header's list).
+int64_t layer_parameters(const ModelShape& m, int T, int experts_over) {
+  const int64_t d = m.width, f = m.ffn;
+  const int64_t attention = (3 * d * d + 3 * d) / T + d * d / T + d;  // in_proj cut, out_proj's weight cut, its bias whole
+  const int64_t norms = 4 * d;
+  if (!m.moe.enabled()) return attention + norms + (f * d + f) / T + d * f / T + d;
+  // Experts: a router (d -> E, no bias) and E feed-forwards, E / N of them here.
+  const int64_t expert = f * d + f + d * f + d;
+  return attention + norms + d * m.moe.experts + expert * (m.moe.experts / experts_over);
+}
+
+}  // namespace
+
+int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor, int experts_over) {
+  const auto ranges = models::split_layers(m.layers, stages);
+  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
+  int64_t n = (end - first) * layer_parameters(m, tensor, experts_over);
+  if (stage == 0) n += m.vocab * m.width;                       // the embedding
+  if (stage == stages - 1) n += m.vocab * m.width + m.vocab;    // the decoder
+  return n;
+}
+
+int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const auto ranges = models::split_layers(m.layers, stages);
+  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
+  const int64_t s = ceil_div(m.bptt, c.layout.context);  // this rank's tokens of each column
+  const int64_t U = s * columns * m.width;
+  const bool dropout = m.dropout > 0;
+  const tensor_parallel::LayerShape layer{s, columns, m.width, m.heads, m.ffn};
+  int64_t per_layer = 0;
+  if (c.layout.tensor == 1) {
+    per_layer = models::activation_bytes(layer, c.memory.recompute, dropout, memory::generator_state_bytes(), c.memory.precision);
+  } else {
+    const int64_t none = tensor_parallel::distlab_activation_bytes(layer, c.layout.tensor, false, dropout).total();
+    const int64_t A = m.heads * s * s * columns;
+    if (c.memory.recompute == memory::Recompute::kFull) per_layer = kFloat * U + memory::generator_state_bytes();
+    else if (c.memory.recompute == memory::Recompute::kSelective)
+      per_layer = none - kFloat * (dropout ? 3 : 1) * A / c.layout.tensor + memory::generator_state_bytes();
+    else per_layer = none;
+  }
+  int64_t bytes = (end - first) * per_layer;
+  if (stage == 0) bytes += kFloat * 3 * U;  // the embedding scaled, its dropout noise and output
+  else bytes += kFloat * U;                 // the received activation, the stage's input
+  if (stage == stages - 1) bytes += 2 * kFloat * s * columns * m.vocab;  // logits and their log-softmax
+  return bytes;
+}
+
+const RankMemory& MemoryPrediction::worst() const {
+  return *std::max_element(ranks.begin(), ranks.end(),
+                           [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
+}
+
+MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
+  const train::Layout& l = c.layout;
+  const int P = l.pipeline, stages = P * c.pipeline.stages_per_rank;
+  const int averaging = l.replicas * l.context;  // the ranks a stage's gradients average over
+  const int64_t columns = microbatch_columns(m, l.replicas, c.pipeline.microbatches);
+  const HeldMicrobatches& held = held_microbatches(c.pipeline.schedule, P, c.pipeline.stages_per_rank,
+                                                   static_cast<int>(std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas)));
+  const int64_t optimizer_bytes = 0;  // the trainer's plain SGD
+  MemoryPrediction out;
+  for (int r = 0; r < P; ++r) {
+    RankMemory mem;
+    mem.pipeline_rank = r;
+    std::vector<int64_t> per_microbatch(static_cast<size_t>(stages), 0);
+    for (int s = 0; s < stages; ++s) {
+      if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
+      const int64_t psi = stage_parameters(m, s, stages, l.tensor, c.experts.parallel);
+      const int64_t shard = ceil_div(psi, averaging);
+      mem.parameters += kFloat * (c.data.zero == 3 ? shard : psi);
+      // .grad sums the microbatches whole (no_sync) under every strategy
+      // but ZeRO-3; ZeRO-2 and -3 also hold their shard from the start.
+      mem.gradients += kFloat * (c.data.zero == 3 ? 0 : psi);
+      if (c.data.zero >= 2) mem.gradient_shard += kFloat * shard;
+      mem.optimizer_state += optimizer_bytes * (c.data.zero >= 1 ? shard : psi);
+      if (s == 0) mem.buffers += kFloat * m.max_len * m.width;  // the positional table
+      // DDP's buckets (made whatever the group's size), ZeRO-1's flat
+      // buckets reduce-scattered after the step: a copy of every gradient.
+      if (c.data.zero <= 1) mem.buffers += kFloat * psi;
+      per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
+    }
+    const auto [bytes, count] = held.peak(r, per_microbatch);
+    mem.activations = bytes;
+    mem.microbatches_held = count;
+    out.ranks.push_back(mem);
+  }
+  return out;
+}
+
+std::string bytes_text(int64_t bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  double value = static_cast<double>(bytes);
+  int u = 0;
+  while (u < 4 && std::fabs(value) >= 1024) value /= 1024, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", value, units[u]);
+  return text;
+}
+
+int64_t parse_bytes(const std::string& text) {
+  const std::string forms = " (examples: 2GB, 512MB, 1.5G, 64M, 1048576)";
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("'" + text + "' is not a size" + forms);
+  }
+  std::string unit = text.substr(used);
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  if (scale == 0 || !(value > 0)) throw std::invalid_argument("'" + text + "' is not a size" + forms);
+  return static_cast<int64_t>(value * scale);
+}
+
+}  // namespace distlab::planner

@@ -1,0 +1,80 @@
+// What each rank of a layout holds at its peak, by category, predicted from
+// the sizes alone (no model built).
+//
+//   parameters       the weights of the stages the rank holds: the
+//                    embedding (V d) on the first stage, each layer's
+//                    4d^2 + 2df + 9d + f (in_proj 3d^2 + 3d, out_proj
+//                    d^2 + d, linear1 fd + f, linear2 df + d, two norms
+//                    4d), the decoder's V d + V on the last; a tensor
+//                    group of T cuts in_proj, out_proj's weight, linear1
+//                    and linear2's weight by T (train/tensor_stage.hpp:
+//                    the embedding, the decoder, the norms and the
+//                    row-parallel biases stay whole); ZeRO-3 keeps 1/(R C)
+//                    of them between uses
+//   gradients        one float32 per parameter (.grad, summed over the
+//                    microbatches); ZeRO-2 and -3 hold 1/(R C) of them from
+//                    the start (gradient_shard), ZeRO-2 the whole .grad too
+//                    while the microbatches accumulate (no_sync)
+//   optimizer state  the trainer's SGD keeps none (K = 0 bytes a
+//                    parameter; momentum would be 4, Adam 8): per ZeRO-1+,
+//                    1/(R C) of K Psi
+//   buffers          the positional table (max_len x d floats, first
+//                    stage); DDP's buckets and ZeRO-1's flat buckets, a
+//                    float32 copy of every gradient (ddp/reducer.hpp,
+//                    zero/zero1.hpp), made even for a group of one
+//   activations      what a microbatch's forward keeps for its backward on
+//                    a stage (models/encoder_layer.hpp's activation_bytes
+//                    per layer, by recomputation policy and precision;
+//                    tensor_parallel/memory.hpp's with T > 1), the stage's
+//                    received input, the first stage's embedding and the
+//                    last stage's logits and their log-softmax (2 s b V
+//                    floats), times the microbatches the schedule holds at
+//                    once on that stage (pipeline/simulator.hpp's
+//                    peak_activations)
+//
+// Against what build_rank allocates (tests/planner, the allocator meter):
+// parameters, buffers and the gradient shard exact to the byte on one
+// rank; with more, each rank's groups add a few dozen bytes of their own,
+// not modelled. Derived, not measured: ZeRO-2's whole .grad during
+// accumulation, ZeRO-3's gathered units (not counted), and activations
+// with T > 1 or C > 1 (the layer formulas are
+// for t = 1 tokens on one rank; ring attention's blocks are approximated by
+// the layer's own terms over s/C tokens).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/model_shape.hpp"
+
+namespace distlab::planner {
+
+struct RankMemory {
+  int pipeline_rank = 0;
+  int64_t parameters = 0, gradients = 0, gradient_shard = 0, optimizer_state = 0, buffers = 0, activations = 0;
+  int microbatches_held = 0;  // the schedule's peak on the rank's stages, all of them together
+  int64_t total() const { return parameters + gradients + gradient_shard + optimizer_state + buffers + activations; }
+};
+
+struct MemoryPrediction {
+  std::vector<RankMemory> ranks;  // one per pipeline rank (the other axes hold the same)
+  const RankMemory& worst() const;
+};
+
+// The elements of stage `stage` of `stages` (an even split of the layers,
+// models/split.hpp) on one tensor rank of T, with experts spread over N.
+int64_t stage_parameters(const ModelShape& model, int stage, int stages, int tensor, int experts_over);
+
+// Bytes one microbatch of `columns` columns leaves on stage `stage` for its
+// backward, on one rank of the layout.
+int64_t stage_activation_bytes(const ModelShape& model, const Choice& choice, int stage, int64_t columns);
+
+MemoryPrediction predict_memory(const ModelShape& model, const Choice& choice);
+
+// "1.5 GB", "12.3 MB", "640 KB", "512 B"; and the inverse ("2GB", "512M",
+// "1.5 GiB"), throwing std::invalid_argument naming the forms it reads.
+std::string bytes_text(int64_t bytes);
+int64_t parse_bytes(const std::string& text);
+
+}  // namespace distlab::planner

@@ -1,0 +1,76 @@
+#include "planner/model_shape.hpp"
+
+#include <algorithm>
+
+#include "memory/precision.hpp"
+#include "memory/recompute.hpp"
+
+namespace distlab::planner {
+
+ModelShape model_shape(const std::string& preset, int64_t vocab) {
+  const models::TransformerLmOptions m = models::transformer_lm_preset(preset, vocab);  // throws, naming the presets
+  ModelShape shape;
+  shape.preset = preset;
+  shape.vocab = vocab;
+  shape.width = m.emsize;
+  shape.ffn = m.nhid;
+  shape.layers = m.nlayers;
+  shape.heads = m.nhead;
+  shape.max_len = m.max_len;
+  shape.dropout = m.dropout;
+  return shape;
+}
+
+int64_t replica_columns(const ModelShape& model, int replicas) {
+  return (model.batch + replicas - 1) / replicas;  // data::replica_columns: the first bsz % R one more
+}
+
+int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microbatches) {
+  const int64_t columns = replica_columns(model, replicas);
+  return (columns + microbatches - 1) / microbatches;  // tensor_split: the first n % m one more
+}
+
+train::ParallelPlan plan_of(const ModelShape& model, const Choice& c) {
+  train::ModelFacts facts;
+  facts.layers = model.layers;
+  facts.heads = model.heads;
+  facts.ffn = model.ffn;
+  facts.causal = true;
+  facts.dropout = model.dropout;
+  facts.moe = model.moe;
+  facts.batch_size = model.batch;
+  return train::ParallelPlan(c, facts);
+}
+
+std::string capstone_command(const ModelShape& model, const Choice& c) {
+  const train::Layout& l = c.layout;
+  std::string line = "lesson_11_capstone --preset " + model.preset + " --pipeline " + std::to_string(l.pipeline) +
+                     " --replicas " + std::to_string(l.replicas);
+  if (l.tensor > 1) line += " --tensor " + std::to_string(l.tensor);
+  if (l.context > 1) line += " --context " + std::to_string(l.context);
+  line += " --schedule " + std::string(pipeline::kind_name(c.pipeline.schedule));
+  line += " --stages-per-rank " + std::to_string(c.pipeline.stages_per_rank);
+  line += " --chunks " + std::to_string(c.pipeline.microbatches);
+  if (c.data.zero > 0) line += " --zero " + std::to_string(c.data.zero);
+  if (model.moe.enabled()) {
+    line += " --experts " + std::to_string(model.moe.experts) + " --top-k " + std::to_string(model.moe.top_k);
+    if (c.experts.parallel > 1) line += " --expert-parallel " + std::to_string(c.experts.parallel);
+  }
+  if (c.memory.recompute != memory::Recompute::kNone) line += " --recompute " + std::string(memory::to_string(c.memory.recompute));
+  if (c.memory.precision != memory::Precision::kFp32) line += " --precision " + std::string(memory::to_string(c.memory.precision));
+  return line;
+}
+
+std::string choice_name(const Choice& c) {
+  const train::Layout& l = c.layout;
+  std::string name = std::to_string(l.pipeline) + "x" + std::to_string(l.replicas) + "x" + std::to_string(l.context) +
+                     "x" + std::to_string(l.tensor) + " " + pipeline::kind_name(c.pipeline.schedule);
+  if (c.pipeline.stages_per_rank > 1) name += " v" + std::to_string(c.pipeline.stages_per_rank);
+  name += " m" + std::to_string(c.pipeline.microbatches) + " " + (c.data.zero > 0 ? "zero" + std::to_string(c.data.zero) : "ddp");
+  if (c.experts.parallel > 1) name += " ep" + std::to_string(c.experts.parallel);
+  if (c.memory.recompute != memory::Recompute::kNone) name += " " + std::string(memory::to_string(c.memory.recompute));
+  if (c.memory.precision != memory::Precision::kFp32) name += " " + std::string(memory::to_string(c.memory.precision));
+  return name;
+}
+
+}  // namespace distlab::planner

@@ -1,0 +1,56 @@
+// What the planner knows of a model and its batch: sizes only, no weights.
+//
+// The capstone's Transformer LM (models/transformer_lm.hpp) by its preset,
+// trained on `batch` columns of `bptt` tokens per step (all replicas
+// together), as lesson 11 runs it. Every prediction (memory_model.hpp,
+// step_time.hpp) and the enumeration (enumerate.hpp) read these numbers;
+// none builds a model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/transformer_lm.hpp"
+#include "train/plan.hpp"
+
+namespace distlab::planner {
+
+struct ModelShape {
+  std::string preset = "cpu";  // the capstone's --preset
+  int64_t vocab = 0;           // V: the corpus's words
+  int64_t width = 0;           // d
+  int64_t ffn = 0;             // f
+  int64_t layers = 0;          // L
+  int64_t heads = 0;           // a
+  int64_t max_len = 5000;      // rows of the positional table (a buffer)
+  double dropout = 0.2;
+  int64_t bptt = 35;           // s: tokens per column
+  int64_t batch = 20;          // columns per step, all replicas together
+  models::MoeFeedForwardOptions moe;  // experts: 0 dense
+};
+
+// The capstone's preset `name` for a vocabulary of `vocab` words, with
+// lesson 11's batch (20 columns of 35 tokens). Throws std::invalid_argument
+// naming the presets for an unknown one.
+ModelShape model_shape(const std::string& preset, int64_t vocab);
+
+// One choice of the parallel dimensions: the plan's own options
+// (train/plan.hpp: the layout and each dimension's options).
+using Choice = train::PlanOptions;
+// The plan of `choice` for `model`: the model's layers, heads, width,
+// dropout, experts and batch as the plan checks them (m at most a
+// replica's columns, as the trainer runs it).
+train::ParallelPlan plan_of(const ModelShape& model, const Choice& choice);
+
+// The columns each microbatch of replica 0 carries: ceil over the split
+// of a replica's columns into m (the largest microbatch, what memory peaks on).
+int64_t replica_columns(const ModelShape& model, int replicas);
+int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microbatches);
+
+// The command line of lesson 11 that runs `choice` on thread ranks.
+std::string capstone_command(const ModelShape& model, const Choice& choice);
+
+// "2x2x1x2 1f1b m8 ddp none fp32": one line naming a choice, for tables.
+std::string choice_name(const Choice& choice);
+
+}  // namespace distlab::planner

@@ -1,0 +1,217 @@
+#include "planner/profile.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace distlab::planner {
+
+using nlohmann::json;
+
+namespace {
+
+// Each field read through one of these: a wrong type or a missing key is
+// one line naming the field and where it is.
+struct Reader {
+  std::string what;
+  [[noreturn]] void fail(const std::string& why) const { throw ProfileError(what + ": " + why); }
+
+  const json& field(const json& object, const std::string& key, const std::string& where) const {
+    if (!object.is_object()) fail(where + " is not an object");
+    const auto it = object.find(key);
+    if (it == object.end()) fail("no \"" + key + "\" in " + where);
+    return *it;
+  }
+  std::string text(const json& object, const std::string& key, const std::string& where) const {
+    const json& v = field(object, key, where);
+    if (!v.is_string()) fail("\"" + key + "\" in " + where + " is not a string");
+    return v.get<std::string>();
+  }
+  double positive(const json& object, const std::string& key, const std::string& where) const {
+    const json& v = field(object, key, where);
+    if (!v.is_number()) fail("\"" + key + "\" in " + where + " is not a number");
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x <= 0) fail("\"" + key + "\" in " + where + " is " + v.dump() + ", not a positive number");
+    return x;
+  }
+  double non_negative(const json& object, const std::string& key, const std::string& where) const {
+    const json& v = field(object, key, where);
+    if (!v.is_number()) fail("\"" + key + "\" in " + where + " is not a number");
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0) fail("\"" + key + "\" in " + where + " is " + v.dump() + ", not a number >= 0");
+    return x;
+  }
+  int64_t count(const json& object, const std::string& key, const std::string& where) const {
+    const json& v = field(object, key, where);
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      fail("\"" + key + "\" in " + where + " is " + v.dump() + ", not a whole number >= 1");
+    return v.get<int64_t>();
+  }
+  const json& array(const json& object, const std::string& key, const std::string& where) const {
+    const json& v = field(object, key, where);
+    if (!v.is_array() || v.empty()) fail("\"" + key + "\" in " + where + " is not a list of at least one entry");
+    return v;
+  }
+};
+
+}  // namespace
+
+double Profile::matmul_flops(int64_t m, int64_t k, int64_t n, const std::string& precision) const {
+  std::vector<const MatmulPoint*> same_kn, same_precision;
+  for (const MatmulPoint& p : matmul) {
+    if (p.precision != precision) continue;
+    same_precision.push_back(&p);
+    if (p.k == k && p.n == n) same_kn.push_back(&p);
+  }
+  if (same_precision.empty()) throw ProfileError("the profile measured no " + precision + " matrix products");
+  const double lm = std::log(double(std::max<int64_t>(m, 1)));
+  if (!same_kn.empty()) {
+    std::sort(same_kn.begin(), same_kn.end(), [](auto* a, auto* b) { return a->m < b->m; });
+    if (m <= same_kn.front()->m) return same_kn.front()->flops_per_second;
+    if (m >= same_kn.back()->m) return same_kn.back()->flops_per_second;
+    for (size_t i = 1; i < same_kn.size(); ++i)
+      if (m <= same_kn[i]->m) {
+        const double l0 = std::log(double(same_kn[i - 1]->m)), l1 = std::log(double(same_kn[i]->m));
+        const double t = l1 > l0 ? (lm - l0) / (l1 - l0) : 0;
+        return same_kn[i - 1]->flops_per_second + t * (same_kn[i]->flops_per_second - same_kn[i - 1]->flops_per_second);
+      }
+  }
+  // Another shape: the measured one nearest in size (log of its FLOPs).
+  const double size = std::log(double(m) * double(k) * double(n));
+  const MatmulPoint* best = same_precision.front();
+  double best_distance = std::numeric_limits<double>::infinity();
+  for (const MatmulPoint* p : same_precision) {
+    const double distance = std::fabs(std::log(double(p->m) * double(p->k) * double(p->n)) - size);
+    if (distance < best_distance) best_distance = distance, best = p;
+  }
+  return best->flops_per_second;
+}
+
+collectives::LinkParams Profile::link(const std::string& backend, const std::string& collective, int ranks) const {
+  const LinkPoint* best = nullptr;
+  for (const LinkPoint& p : links)
+    if (p.backend == backend && p.collective == collective &&
+        (best == nullptr || std::abs(p.ranks - ranks) < std::abs(best->ranks - ranks)))
+      best = &p;
+  if (best == nullptr)
+    throw ProfileError("the profile measured no " + collective + " on the " + backend +
+                       " backend (distlab-plan calibrate measures threads, shm and gloo)");
+  return best->link;
+}
+
+double Profile::slowdown(int ranks) const {
+  if (sharing.empty()) return ranks <= cores ? 1.0 : double(ranks) / cores;
+  const SharingPoint* below = nullptr;
+  const SharingPoint* above = nullptr;
+  for (const SharingPoint& p : sharing) {
+    if (p.ranks <= ranks && (below == nullptr || p.ranks > below->ranks)) below = &p;
+    if (p.ranks >= ranks && (above == nullptr || p.ranks < above->ranks)) above = &p;
+  }
+  if (below == nullptr) return above->slowdown;
+  if (above == nullptr) return below->slowdown * double(ranks) / below->ranks;  // past the last: linear in the ranks
+  if (above->ranks == below->ranks) return below->slowdown;
+  const double t = double(ranks - below->ranks) / double(above->ranks - below->ranks);
+  return below->slowdown + t * (above->slowdown - below->slowdown);
+}
+
+std::string profile_json(const Profile& p) {
+  json j;
+  j["format"] = "distlab-profile";
+  j["version"] = kProfileVersion;
+  j["date"] = p.date;
+  j["machine"] = p.machine;
+  j["libtorch"] = p.libtorch;
+  j["device"] = p.device;
+  j["cores"] = p.cores;
+  j["matmul"] = json::array();
+  for (const MatmulPoint& m : p.matmul)
+    j["matmul"].push_back({{"m", m.m}, {"k", m.k}, {"n", m.n}, {"precision", m.precision},
+                           {"flops_per_second", m.flops_per_second}});
+  j["elementwise_bytes_per_second"] = p.elementwise_bytes_per_second;
+  j["op_seconds"] = p.op_seconds;
+  j["links"] = json::array();
+  for (const LinkPoint& l : p.links)
+    j["links"].push_back({{"backend", l.backend}, {"collective", l.collective}, {"ranks", l.ranks},
+                          {"alpha_s", l.link.alpha_s}, {"beta_s_per_byte", l.link.beta_s_per_byte}});
+  j["sharing"] = json::array();
+  for (const SharingPoint& s : p.sharing) j["sharing"].push_back({{"ranks", s.ranks}, {"slowdown", s.slowdown}});
+  return j.dump(1) + "\n";
+}
+
+Profile parse_profile(const std::string& text, const std::string& what) {
+  const Reader r{what};
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    r.fail(std::string("not JSON (") + e.what() + ")");
+  }
+  if (!j.is_object()) r.fail("not a profile: the top level is not an object");
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != "distlab-profile")
+    r.fail("not a DistLab profile (no \"format\": \"distlab-profile\"; make one with distlab-plan calibrate)");
+  const json& version = r.field(j, "version", "the profile");
+  if (!version.is_number_integer() || version.get<int64_t>() != kProfileVersion)
+    r.fail("profile version " + version.dump() + ", this distlab-plan reads version " +
+           std::to_string(kProfileVersion) + " (run distlab-plan calibrate again)");
+  Profile p;
+  p.date = r.text(j, "date", "the profile");
+  p.machine = r.text(j, "machine", "the profile");
+  p.libtorch = r.text(j, "libtorch", "the profile");
+  p.device = r.text(j, "device", "the profile");
+  p.cores = static_cast<int>(r.count(j, "cores", "the profile"));
+  const json& matmul = r.array(j, "matmul", "the profile");
+  for (size_t i = 0; i < matmul.size(); ++i) {
+    const std::string where = "matmul[" + std::to_string(i) + "]";
+    MatmulPoint m;
+    m.m = r.count(matmul[i], "m", where);
+    m.k = r.count(matmul[i], "k", where);
+    m.n = r.count(matmul[i], "n", where);
+    m.precision = r.text(matmul[i], "precision", where);
+    if (m.precision != "fp32" && m.precision != "bf16" && m.precision != "fp16")
+      r.fail("\"precision\" in " + where + " is \"" + m.precision + "\", not fp32, bf16 or fp16");
+    m.flops_per_second = r.positive(matmul[i], "flops_per_second", where);
+    p.matmul.push_back(m);
+  }
+  p.elementwise_bytes_per_second = r.positive(j, "elementwise_bytes_per_second", "the profile");
+  p.op_seconds = r.non_negative(j, "op_seconds", "the profile");
+  const json& links = r.array(j, "links", "the profile");
+  for (size_t i = 0; i < links.size(); ++i) {
+    const std::string where = "links[" + std::to_string(i) + "]";
+    LinkPoint l;
+    l.backend = r.text(links[i], "backend", where);
+    l.collective = r.text(links[i], "collective", where);
+    l.ranks = static_cast<int>(r.count(links[i], "ranks", where));
+    l.link.alpha_s = r.non_negative(links[i], "alpha_s", where);
+    l.link.beta_s_per_byte = r.non_negative(links[i], "beta_s_per_byte", where);
+    p.links.push_back(l);
+  }
+  if (j.contains("sharing")) {
+    const json& sharing = r.array(j, "sharing", "the profile");
+    for (size_t i = 0; i < sharing.size(); ++i) {
+      const std::string where = "sharing[" + std::to_string(i) + "]";
+      p.sharing.push_back({static_cast<int>(r.count(sharing[i], "ranks", where)), r.positive(sharing[i], "slowdown", where)});
+    }
+  }
+  return p;
+}
+
+Profile read_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ProfileError("profile " + path + ": cannot be opened (make one with distlab-plan calibrate -o " + path + ")");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return parse_profile(bytes.str(), "profile " + path);
+}
+
+void write_profile(const Profile& profile, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << profile_json(profile);
+  if (!out) throw ProfileError("profile " + path + ": cannot be written");
+}
+
+}  // namespace distlab::planner

@@ -1,0 +1,16 @@
+# The planner: every layout the plan accepts for a model on N ranks, each
+# one's memory per rank and step time predicted from a machine's profile,
+# and the profile's calibration.
+list(APPEND DISTLAB_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/model_shape.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/enumerate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/schedule_shape.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/memory_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/step_time.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/calibrate.cpp
+)
+# The profile's reader and writer and the scores need no LibTorch.
+list(APPEND DISTLAB_BASE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/profile.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/scores.cpp
+)

@@ -1,0 +1,214 @@
+#include "planner/step_time.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "memory/flops.hpp"
+#include "models/encoder_layer.hpp"
+#include "models/split.hpp"
+#include "pipeline/simulator.hpp"
+#include "planner/memory_model.hpp"
+
+namespace distlab::planner {
+
+namespace {
+
+constexpr int64_t kFloat = 4;
+// The operations a layer's forward dispatches (models/encoder_layer.hpp's
+// list: the products, the views and transposes around the heads, the
+// scale, the mask, softmax, three dropouts of two operations each, the
+// residual adds, two norms); its backward dispatches about twice as many.
+constexpr double kLayerForwardOps = 30;
+// The embedding (look-up, scale, add the positions, dropout) and the
+// decoder with its loss (product, log-softmax, the negative log-likelihood).
+constexpr double kEmbeddingOps = 5, kDecoderOps = 4;
+constexpr int64_t kBucketBytes = 25 << 20;  // DDP's bucket cap (ddp/reducer.hpp)
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+double collective_seconds(const Profile& profile, const std::string& backend, collectives::Collective collective,
+                          int ranks, int64_t bytes) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const char* name = collective == collectives::Collective::kAllReduce       ? "all_reduce"
+                     : collective == collectives::Collective::kAllGather     ? "all_gather"
+                     : collective == collectives::Collective::kReduceScatter ? "reduce_scatter"
+                                                                              : "";
+  for (const LinkPoint& p : profile.links)
+    if (p.backend == backend && p.collective == name && p.ranks == ranks)
+      return p.link.alpha_s + double(bytes) * p.link.beta_s_per_byte;
+  const collectives::LinkParams link = profile.link(backend, "p2p", 2);
+  const int64_t count = std::max<int64_t>(1, bytes / kFloat);
+  const collectives::Plan plan = collectives::make_plan(collective, collectives::Algorithm::kRing, ranks, count);
+  return collectives::predict(plan, link).total_seconds;
+}
+
+StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
+                           int stage, int64_t columns) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const auto ranges = models::split_layers(m.layers, stages);
+  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
+  const int T = c.layout.tensor, C = c.layout.context;
+  const std::string precision = memory::to_string(c.memory.precision);
+  const int64_t s = ceil_div(m.bptt, C);
+  const int64_t tokens = s * columns, d = m.width, f = m.ffn;
+  auto product = [&](int64_t rows, int64_t k, int64_t n) {
+    return 2.0 * double(rows) * double(k) * double(n) / profile.matmul_flops(rows, k, n, precision);
+  };
+  auto elementwise = [&](double bytes) { return bytes / profile.elementwise_bytes_per_second; };
+
+  // One layer's forward on one rank.
+  double projections = product(tokens, d, 3 * d / T) + product(tokens, d / T, d);
+  // The attention core: per column and head of this rank, q k^T and the
+  // weights times v, this rank's s tokens attending the whole sequence.
+  const double core = 2 * product(s, d / m.heads, m.bptt) * double(columns * std::max<int64_t>(1, m.heads / T));
+  double feed_forward = 0;
+  if (m.moe.enabled()) {
+    feed_forward = product(tokens, d, m.moe.experts) + m.moe.top_k * (product(tokens, d, f) + product(tokens, f, d));
+  } else {
+    feed_forward = product(tokens, d, f / T) + product(tokens, f / T, d);
+  }
+  const tensor_parallel::LayerShape shape{s, columns, d, m.heads, f};
+  const double kept =
+      double(models::activation_bytes(shape, memory::Recompute::kNone, m.dropout > 0, 0, c.memory.precision)) / T;
+  const double casts = c.memory.precision == memory::Precision::kFp32 ? 0 : 12;  // each product's inputs cast
+  const double layer_elementwise = elementwise(2 * kept) + (kLayerForwardOps + casts) * profile.op_seconds;
+  const double layer_forward = projections + core + feed_forward + layer_elementwise;
+  // What a layer waits for inside: tensor-parallel all-reduces (two each
+  // way), the context ring's K and V blocks (C - 1 steps each way), the
+  // experts' all-to-alls (dispatch and combine, over N ranks).
+  double layer_comm = 0;
+  if (T > 1) layer_comm += 2 * collective_seconds(profile, backend, collectives::Collective::kAllReduce, T, tokens * d * kFloat);
+  if (C > 1) {
+    const collectives::LinkParams link = profile.link(backend, "p2p", 2);
+    layer_comm += double(C - 1) * (link.alpha_s + double(2 * tokens * d * kFloat) * link.beta_s_per_byte);
+  }
+  if (c.experts.parallel > 1) {
+    const collectives::LinkParams link = profile.link(backend, "p2p", 2);
+    const int N = c.experts.parallel;
+    layer_comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
+  }
+  // The recomputed part of the forward, run again in the backward.
+  double again = 0;
+  if (c.memory.recompute == memory::Recompute::kFull) again = layer_forward + layer_comm;
+  if (c.memory.recompute == memory::Recompute::kSelective) again = core + 6 * profile.op_seconds;
+  if (c.memory.recompute == memory::Recompute::kMatmuls) again = layer_elementwise;
+
+  const double layers = double(end - first);
+  StageSeconds out;
+  out.forward = layers * (layer_forward + layer_comm);
+  out.backward = layers * (2 * (projections + core + feed_forward) + 2 * layer_elementwise + layer_comm + again);
+  if (stage == 0) {
+    const double e = elementwise(double(4 * tokens * d * kFloat)) + kEmbeddingOps * profile.op_seconds;
+    out.forward += e;
+    out.backward += 2 * e;
+  }
+  if (stage == stages - 1) {
+    const double logits = product(tokens, d, m.vocab);
+    const double softmax = elementwise(double(3 * tokens * m.vocab * kFloat)) + kDecoderOps * profile.op_seconds;
+    out.forward += logits + softmax;
+    out.backward += 2 * logits + 2 * softmax;
+  }
+  return out;
+}
+
+StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend) {
+  const train::Layout& l = c.layout;
+  const int P = l.pipeline, v = c.pipeline.stages_per_rank, stages = P * v;
+  const int averaging = l.replicas * l.context;
+  const int world = l.world_size();
+  const int64_t mb = std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas);
+  const int64_t columns = microbatch_columns(m, l.replicas, mb);
+  const int64_t s = ceil_div(m.bptt, l.context);
+  const int64_t activation_bytes = s * columns * m.width * kFloat;  // what crosses a stage boundary
+  const collectives::LinkParams p2p = profile.link(backend, "p2p", 2);
+
+  // Each stage's actions, and ZeRO-3's gathers added to them.
+  pipeline::ActionCosts costs;
+  std::vector<int64_t> stage_psi(static_cast<size_t>(stages));
+  for (int st = 0; st < stages; ++st) {
+    StageSeconds sec = stage_seconds(m, c, profile, backend, st, columns);
+    const int64_t psi = stage_parameters(m, st, stages, l.tensor, c.experts.parallel);
+    stage_psi[static_cast<size_t>(st)] = psi;
+    if (c.data.zero == 3) {
+      const double gather = collective_seconds(profile, backend, collectives::Collective::kAllGather, averaging, psi * kFloat);
+      sec.forward += gather;
+      sec.backward += gather;
+    }
+    pipeline::StageCosts sc;
+    sc.forward = sec.forward;
+    sc.backward = sec.backward;
+    sc.backward_input = sec.backward / 2;
+    sc.backward_weight = sec.backward / 2;
+    costs.per_stage.push_back(sc);
+  }
+  costs.message_s = p2p.alpha_s + double(activation_bytes) * p2p.beta_s_per_byte;
+  const pipeline::Schedule schedule = pipeline::make_schedule(c.pipeline.schedule, P, static_cast<int>(mb), v);
+  const pipeline::Simulation sim = pipeline::simulate(schedule, costs);
+
+  StepPrediction out;
+  out.bubble = sim.bubble;
+  out.busy_s = *std::max_element(sim.busy.begin(), sim.busy.end());
+
+  // Averaging and the optimizer, per pipeline rank (its stages' parameters).
+  std::vector<double> after(static_cast<size_t>(P), 0.0);
+  std::vector<int64_t> sent(static_cast<size_t>(P), 0);
+  for (int st = 0; st < stages; ++st) {
+    const int r = schedule.rank_of_stage(st);
+    const int64_t bytes = stage_psi[static_cast<size_t>(st)] * kFloat;
+    double sync = 0;
+    if (averaging > 1) {
+      const double all_reduce = collective_seconds(profile, backend, collectives::Collective::kAllReduce, averaging, bytes);
+      const int64_t buckets = std::max<int64_t>(1, ceil_div(bytes, kBucketBytes));
+      if (c.data.zero == 0 || c.data.zero == 2) {
+        // Buckets launched in the last backward: all but the last hidden behind it.
+        const double hidden = std::min(all_reduce * double(buckets - 1) / double(buckets), costs.of(st).backward);
+        sync = all_reduce - hidden;
+      } else {
+        sync = all_reduce;  // ZeRO-1 (and -3's gradients): reduce-scatter and all-gather after the backward
+      }
+      sent[static_cast<size_t>(r)] += 2 * bytes * (averaging - 1) / averaging;
+      if (c.data.zero == 3) sent[static_cast<size_t>(r)] += 2 * mb * bytes * (averaging - 1) / averaging;
+    }
+    const double optimizer = double(3 * bytes) / profile.elementwise_bytes_per_second +
+                             2 * profile.op_seconds * double(1 + 12 * (m.layers / stages));
+    after[static_cast<size_t>(r)] += sync + optimizer;
+  }
+  // The gradient norm: one scalar all-reduced over the pipeline and the averaging groups.
+  const double clip = 2 * (p2p.alpha_s) * (std::ceil(std::log2(std::max(1, P))) + std::ceil(std::log2(std::max(1, averaging))));
+  double worst_after = 0, mean_work = 0;
+  for (int r = 0; r < P; ++r) {
+    worst_after = std::max(worst_after, after[static_cast<size_t>(r)]);
+    mean_work += (sim.busy[static_cast<size_t>(r)] + after[static_cast<size_t>(r)]) / P;
+  }
+  out.pipeline_s = sim.makespan;
+  out.critical_s = sim.makespan + worst_after + clip;
+  out.packed_s = mean_work * profile.slowdown(world);
+  out.step_s = std::max(out.critical_s, out.packed_s);
+
+  // Bytes on the wire: stage boundaries both ways, every microbatch, on
+  // every replica, context and tensor rank; the layers' collectives; the averaging.
+  // A rank holds L / P layers; each microbatch crosses each of them once
+  // forward and once backward.
+  int64_t wire = 2 * (stages - 1) * mb * activation_bytes * l.replicas * l.context * l.tensor;
+  const int64_t layer_passes = world * m.layers / P * mb;
+  if (l.tensor > 1)  // four all-reduces a layer, a ring sending 2 (T-1)/T of the bytes per rank
+    wire += layer_passes * 4 * 2 * activation_bytes * (l.tensor - 1) / l.tensor;
+  if (l.context > 1)  // K and V blocks, C - 1 steps forward, twice that backward
+    wire += layer_passes * 3 * (l.context - 1) * 2 * activation_bytes;
+  for (int r = 0; r < P; ++r) wire += sent[static_cast<size_t>(r)] * (world / P);
+  out.wire_bytes = wire;
+
+  const int64_t ffn = m.ffn * (m.moe.enabled() ? m.moe.top_k : 1);
+  const memory::FlopShape flop_shape{m.width, ffn, m.layers, m.bptt, m.vocab};
+  out.model_flops = double(memory::model_flops_per_token(flop_shape)) * double(m.batch * m.bptt);
+  double peak = 0;
+  for (const MatmulPoint& p : profile.matmul)
+    if (p.precision == memory::to_string(c.memory.precision)) peak = std::max(peak, p.flops_per_second);
+  const double devices = profile.device == "cpu" ? std::min(world, profile.cores) : world;
+  out.mfu = peak > 0 ? out.model_flops / out.step_s / (peak * devices) : 0;
+  return out;
+}
+
+}  // namespace distlab::planner

@@ -1,0 +1,71 @@
+// A training step's time, predicted for one layout from the sizes and a
+// machine's profile (profile.hpp), no model run.
+//
+//   compute   each pipeline action's seconds on one rank: every matrix
+//             product's FLOPs over the profile's throughput at its shape
+//             and precision, every element-wise operation's bytes over
+//             the element-wise bandwidth, and a fixed cost per operation
+//             (profile.op_seconds x the operations a layer dispatches);
+//             the backward twice the forward's products, the recomputed
+//             part of the forward once more (memory/flops.hpp's HFU)
+//   messages  each activation and gradient between stages, and each
+//             tensor-parallel all-reduce and context exchange inside a
+//             layer (added to the action that waits for it), from the
+//             alpha-beta cost model (collectives/cost_model.hpp) with the
+//             profile's link
+//   schedule  the pipeline simulator (pipeline/simulator.hpp) composes
+//             the actions: its makespan is the critical path, its idle
+//             fraction the bubble
+//   averaging DDP all-reduces its buckets during the last microbatch's
+//             backward: all but the last bucket's hidden behind it;
+//             ZeRO-1 reduce-scatters and all-gathers after the step
+//             (nothing hidden), ZeRO-2 reduce-scatters during it as DDP
+//             does, ZeRO-3 also gathers each unit twice per microbatch
+//   cores     ranks that outnumber the cores share them: a rank waiting in
+//             a bubble gives its core to another rank, so the bubble is
+//             not idle time. The step is at least the critical path and
+//             at least all ranks' work packed onto the cores (each rank's
+//             busy seconds x the profile's slowdown for that many ranks /
+//             the ranks)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "collectives/plan.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/profile.hpp"
+
+namespace distlab::planner {
+
+struct StepPrediction {
+  double step_s = 0;        // the prediction
+  double pipeline_s = 0;    // the simulated pipeline's makespan
+  double critical_s = 0;    // that, plus what averaging, the norm and the optimizer add after it
+  double packed_s = 0;      // every rank's work over the cores
+  double bubble = 0;        // the schedule's idle fraction (simulated), as on ranks of their own
+  double busy_s = 0;        // one pipeline's busiest rank's compute
+  int64_t wire_bytes = 0;   // bytes every rank together sends in a step
+  double model_flops = 0;   // 6N + 12Lsd per token, the step's tokens
+  double mfu = 0;           // model FLOPs / step_s over the cores' (or device's) peak matmul rate
+};
+
+// The backend's name in the profile's links: "threads" (thread ranks).
+StepPrediction predict_time(const ModelShape& model, const Choice& choice, const Profile& profile,
+                            const std::string& backend = "threads");
+
+// Seconds of `collective` over `ranks` ranks of `bytes` bytes each: the
+// profile's own measurement of it when it has one, else the ring algorithm
+// (collectives/plan.hpp) over its point-to-point link, by the cost model.
+double collective_seconds(const Profile& profile, const std::string& backend, collectives::Collective collective,
+                          int ranks, int64_t bytes);
+
+// Seconds of one forward of stage `stage` on one rank for one microbatch
+// of `columns` columns, and of its backward (recomputation included).
+struct StageSeconds {
+  double forward = 0, backward = 0;
+};
+StageSeconds stage_seconds(const ModelShape& model, const Choice& choice, const Profile& profile,
+                           const std::string& backend, int stage, int64_t columns);
+
+}  // namespace distlab::planner

@@ -1,0 +1,86 @@
+// distlab-plan as a program: bad input is one line on stderr and a non-zero
+// exit; --measure on the tiny preset runs every layout it chose, reports
+// one made to fail on purpose with its error and goes on, and prints the
+// error columns (their size is the benchmark's business, not this test's).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "planner/profile.hpp"
+#include "train/run_command.hpp"
+
+namespace distlab::planner {
+namespace {
+
+using train::testing::run_command;
+
+// A profile written here, by hand (a datasheet's numbers, not this machine's).
+std::string hand_profile_file() {
+  Profile p;
+  p.date = "2026-11-28";
+  p.machine = "by hand";
+  p.libtorch = "1.13.0";
+  p.cores = 2;
+  p.matmul = {{35, 32, 96, "fp32", 1e9}, {350, 32, 96, "fp32", 3e9}, {35, 32, 96, "bf16", 5e8}};
+  p.elementwise_bytes_per_second = 4e9;
+  p.op_seconds = 5e-6;
+  p.links = {{"threads", "p2p", 2, {2e-5, 3e-10}}};
+  p.sharing = {{1, 1.0}, {2, 1.05}, {4, 2.1}};
+  const std::string path = (std::filesystem::temp_directory_path() / "planner_cli_profile.json").string();
+  write_profile(p, path);
+  return path;
+}
+
+std::string plan(const std::string& args, const std::string& corpus = "--vocab 100") {
+  return std::string(DISTLAB_PLAN) + " --profile " + hand_profile_file() + " " + corpus + " " + args;
+}
+
+// The last line of `output`, which must be the only one on stderr.
+void expect_one_line_refusal(const std::string& args, const std::string& expected) {
+  const auto outcome = run_command(plan(args) + " 2>&1 >/dev/null", 60);
+  EXPECT_NE(outcome.status, 0) << args;
+  EXPECT_EQ(std::count(outcome.output.begin(), outcome.output.end(), '\n'), 1) << outcome.output;
+  EXPECT_NE(outcome.output.find("distlab-plan: "), std::string::npos) << outcome.output;
+  EXPECT_NE(outcome.output.find(expected), std::string::npos) << "expected '" << expected << "' in " << outcome.output;
+}
+
+TEST(PlanCli, BadInputIsOneLineNamingWhatIsWrong) {
+  // 23 ranks of the tiny preset (2 layers, 2 heads, 20 columns), keeping
+  // the matmuls: 23 stages, 23 tensor ranks, 23 replicas, or 23 context
+  // ranks (whose cut layers cannot keep the whole layer's products): every
+  // layout breaks a rule.
+  expect_one_line_refusal("--preset tiny --ranks 23 --recompute matmuls", "no layout of the tiny preset runs on 23 ranks");
+  expect_one_line_refusal("--preset huge --ranks 4", "unknown preset 'huge'");
+  expect_one_line_refusal("--preset tiny --ranks 4 --memory-per-rank 1KB", "no layout fits 1.0 KB per rank");
+  expect_one_line_refusal("--preset tiny --ranks 4 --memory-per-rank lots", "'lots' is not a size");
+  const std::string broken = (std::filesystem::temp_directory_path() / "planner_cli_broken.json").string();
+  std::ofstream(broken) << "{\"format\": \"distlab-profile\", \"version\": 7}";
+  const auto outcome = run_command(std::string(DISTLAB_PLAN) + " --profile " + broken + " --vocab 100 2>&1", 60);
+  EXPECT_NE(outcome.status, 0);
+  EXPECT_EQ(outcome.output, "distlab-plan: profile " + broken +
+                                ": profile version 7, this distlab-plan reads version 1 (run distlab-plan calibrate "
+                                "again)\n");
+}
+
+TEST(PlanCli, MeasureRunsEachLayoutSurvivesAFailureAndPrintsTheErrors) {
+  const auto outcome = run_command(
+      plan("--preset tiny --ranks 2 --microbatches 2 --recompute none --precision fp32 --top 3 --measure 1 "
+           "--fail-one --warmup 1 --steps 2 --timeout 120 --capstone " LESSON_11,
+           "--data " DISTLAB_SOURCE_DIR "/datasets/austen"),
+      600);
+  ASSERT_EQ(outcome.status, 0) << outcome.output;
+  const std::string& out = outcome.output;
+  EXPECT_NE(out.find("measuring 2 layouts"), std::string::npos) << out;
+  EXPECT_NE(out.find("--chunks 0 (on purpose): failed, as it should"), std::string::npos) << out;
+  // The failed row names lesson 11's own complaint; the others ran.
+  EXPECT_TRUE(std::regex_search(out, std::regex("failed: .*--chunks"))) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '%') > 0, true);
+  EXPECT_TRUE(std::regex_search(out, std::regex("2 layouts ran: step time error mean [0-9.]+%, worst [0-9.]+%; "
+                                                "Spearman -?[0-9.]+; regret [0-9.]+%")))
+      << out;
+}
+
+}  // namespace
+}  // namespace distlab::planner
