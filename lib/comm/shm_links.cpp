@@ -144,7 +144,8 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
   for (int m = 0; m < p; ++m) {
     if (m == rank_ || !here_[m]) continue;
     const int world = world_ranks_[m];
-    const std::string name = process_->wait_for_peer(store, prefix + std::to_string(m), world, timeout, "set up its rings");
+    const std::string name =
+        process_->wait_for_peer(store, prefix + std::to_string(m), world, timeout, "set up its rings");
     theirs_[m] = SharedSegment::attach(name, bytes);
     out_[m] = std::make_unique<Out>();
     out_[m]->ring = ring_of(theirs_[m], rank_);

@@ -159,7 +159,8 @@ ShmProcess::ShmProcess(c10d::Store& store, const std::string& token, int world_r
   }
   set_text(store, "distlab/shm/ready/" + std::to_string(world_rank), "1");
   for (int q : local_world)
-    if (q != world_rank) wait_for_peer(store, "distlab/shm/ready/" + std::to_string(q), q, timeout, "map this rank's page");
+    if (q != world_rank)
+      wait_for_peer(store, "distlab/shm/ready/" + std::to_string(q), q, timeout, "map this rank's page");
   page_.unlink();
   background_ = std::thread([this] { background(); });
 }

@@ -1,6 +1,7 @@
-// One rank of a multi-process job, started by distlab-run in gloo_test.cpp.
-// Every rank computes what every other rank must hold, so each checks the
-// data it received against values it derives on its own.
+// One rank of a multi-process job, started by distlab-run in gloo_test.cpp
+// and shm_test.cpp, or one by one in shm_faults_test.cpp. Every rank
+// computes what every other rank must hold, so each checks the data it
+// received against values it derives on its own (worker_checks.hpp).
 //
 //   distlab-run --nproc-per-node 3 -- comm_gloo_worker --scenario exchange
 #include <CLI/CLI.hpp>
@@ -280,7 +281,8 @@ int main(int argc, char** argv) {
         if (scenario == "settle") settle(comm);
         if (scenario == "ring-trace") ring_trace(comm);
         if (scenario == "killed") distlab::comm::testing::killed_mid_transfer(comm);
-        if (scenario == "killed-in-setup") check(false, "the job began though its last rank died setting up", comm.rank());
+        if (scenario == "killed-in-setup")
+          check(false, "the job began though its last rank died setting up", comm.rank());
         if (scenario == "collective-fault") distlab::comm::testing::collective_fault(comm, collective, fault);
         if (scenario == "table-mismatch") distlab::comm::testing::table_mismatch(comm);
         // The others reach the next job's rendezvous while rank 0, which

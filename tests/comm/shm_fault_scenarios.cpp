@@ -25,8 +25,10 @@ std::string my_segments() {
   std::string found;
   const std::string mine = "distlab." + std::to_string(getpid()) + ".";
   if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir))
-      if (std::string(entry->d_name).rfind(mine, 0) == 0) found += (found.empty() ? "" : " ") + std::string(entry->d_name);
+    while (dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name.rfind(mine, 0) == 0) found += (found.empty() ? "" : " ") + name;
+    }
     closedir(dir);
   }
   return found;

@@ -159,8 +159,8 @@ TEST(ShmFaults, ARankKilledMidTransferIsNamedAndLeavesNoSegment) {
   Ranks r = run_ranks(3, {"--scenario", "killed"}, {"DISTLAB_TIMEOUT_MS=20000", "DISTLAB_SHM_SINGLE_COPY=0"});
   ASSERT_FALSE(r.timed_out) << r.all();
   std::smatch killed;
-  ASSERT_TRUE(std::regex_search(r.out[0], killed,
-                                std::regex(R"(rank 0: killed rank 2 with (\d+) of 67108864 bytes read and (\d+) more)")))
+  const std::regex kill_line(R"(rank 0: killed rank 2 with (\d+) of 67108864 bytes read and (\d+) more)");
+  ASSERT_TRUE(std::regex_search(r.out[0], killed, kill_line))
       << r.all();
   EXPECT_GT(std::stoll(killed[1]), 0);
   EXPECT_LT(std::stoll(killed[1]), 67108864);

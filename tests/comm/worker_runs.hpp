@@ -18,7 +18,8 @@ using launcher::testing::Finished;
 // `backend`: gloo, or auto (shared memory between them); `more`: the
 // worker's other flags.
 inline Finished run_worker(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000",
-                           int jobs = 1, const std::string& backend = "gloo", const std::vector<std::string>& more = {}) {
+                           int jobs = 1, const std::string& backend = "gloo",
+                           const std::vector<std::string>& more = {}) {
   using namespace std::chrono_literals;
   std::vector<std::string> args{"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms",
                                 timeout_ms, "--grace-ms", "1000", GLOO_WORKER_PATH, "--backend", backend,
