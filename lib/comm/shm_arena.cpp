@@ -58,7 +58,7 @@ void ShmProcess::Links::barrier(const std::string& what) {
       if (m != rank_ && page_of(m)->arrived.load(std::memory_order_acquire) < g) return false;
     return true;
   };
-  if (process_->wait_locked(lock, all_arrived, timeout_, watched_, what)) return;
+  if (process_->wait_locked(lock, all_arrived, timeout_, watched_, what)) return shm::reached("barrier");
   std::string missing;
   for (int m = 0; m < p; ++m)
     if (m != rank_ && page_of(m)->arrived.load() < g)

@@ -54,10 +54,17 @@ void ShmProcess::Links::publish(const void* address, uint64_t bytes, uint64_t se
   const int p = static_cast<int>(world_ranks_.size());
   for (int m = 0; m < p; ++m) {
     if (m == rank_) continue;
-    const uint64_t theirs = static_cast<GroupPage*>(theirs_[m].data())->bytes.load(std::memory_order_relaxed);
+    const auto* page = static_cast<GroupPage*>(theirs_[m].data());
+    const uint64_t theirs = page->bytes.load(std::memory_order_relaxed);
     if (theirs != bytes)
       throw CommError(what + ": this rank has " + std::to_string(bytes) + " bytes, rank " +
                       std::to_string(world_ranks_[m]) + " " + std::to_string(theirs));
+    // Read as a tensor, a table would be other bytes of its process: refused
+    // here (all_reduce_parts refuses the other way round, reading the table).
+    const uint64_t parts = page->segments.load(std::memory_order_relaxed);
+    if (segments == 0 && parts != 0)
+      throw CommError(what + ": rank " + std::to_string(world_ranks_[m]) + " is all-reducing parts (" +
+                      std::to_string(parts) + " of them), not one tensor of " + std::to_string(bytes) + " bytes");
   }
 }
 

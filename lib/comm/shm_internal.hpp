@@ -59,6 +59,9 @@ inline uint8_t* bytes_at(const at::Tensor& t) { return static_cast<uint8_t*>(t.d
 void reduce_in_rank_order(at::Tensor& mine, int rank, int members, ReduceOp op,
                           const std::function<at::Tensor(int)>& share_of, at::Tensor scratch);
 
+// Calls the fault point a test set (set_shm_fault_point), if any.
+void reached(const char* point);
+
 // Reads `bytes` at `address` in process `pid` into `into` (one copy,
 // process_vm_readv); "" or why not.
 std::string read_directly(pid_t pid, void* into, uint64_t address, uint64_t bytes);

@@ -126,13 +126,13 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
   const int p = static_cast<int>(world_ranks_.size());
   const ShmSettings& s = process_->settings();
   const uint64_t bytes = segment_bytes(p, s);
-  const std::string me = "rank " + std::to_string(world_ranks_[rank_]);
   const std::string prefix = "distlab/shm/" + hash_of(key) + "/";
   mine_ = SharedSegment::create(segment_name(process_->token(), hash_of(key) + ".r" + std::to_string(rank_)), bytes);
   new (mine_.data()) GroupPage;
   auto* controls = reinterpret_cast<RingControl*>(static_cast<uint8_t*>(mine_.data()) + group_page_bytes());
   for (int i = 0; i < p; ++i) new (&controls[i]) RingControl;
   set_text(store, prefix + std::to_string(rank_), mine_.name());
+  shm::reached("created");
   theirs_.resize(p);
   out_.resize(p);
   in_.resize(p);
@@ -145,8 +145,7 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
     if (m == rank_ || !here_[m]) continue;
     const int world = world_ranks_[m];
     const std::string name =
-        wait_text(store, prefix + std::to_string(m), timeout,
-                  me + ": shared memory: rank " + std::to_string(world) + " did not set up its rings");
+        process_->wait_for_peer(store, prefix + std::to_string(m), world, timeout, "set up its rings");
     theirs_[m] = SharedSegment::attach(name, bytes);
     out_[m] = std::make_unique<Out>();
     out_[m]->ring = ring_of(theirs_[m], rank_);
@@ -161,8 +160,8 @@ ShmProcess::Links::Links(std::shared_ptr<ShmProcess> process, c10d::Store& store
   set_text(store, prefix + "mapped/" + std::to_string(rank_), "1");
   for (int m = 0; m < p; ++m)
     if (m != rank_ && here_[m])
-      wait_text(store, prefix + "mapped/" + std::to_string(m), timeout,
-                me + ": shared memory: rank " + std::to_string(world_ranks_[m]) + " did not map this rank's rings");
+      process_->wait_for_peer(store, prefix + "mapped/" + std::to_string(m), world_ranks_[m], timeout,
+                              "map this rank's rings");
   mine_.unlink();
   readable_ = all_here() && s.single_copy_from > 0;
   for (int a = 0; a < p && readable_; ++a)

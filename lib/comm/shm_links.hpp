@@ -69,6 +69,17 @@ struct ShmSettings {
   static ShmSettings from_env();
 };
 
+// Where a fault test puts its fault (tests/comm/shm_faults_test.cpp): once
+// set, the transport calls it in the rank's own thread at two points, so
+// that the test kills or stops the rank exactly there:
+//   "created"  this rank's segment of a communicator is in /dev/shm and
+//              named in the store, not yet unlinked (its peers may still
+//              be mapping it);
+//   "barrier"  a barrier of a communicator's native collectives passed.
+// Set it while no call of the transport runs (before the job, or between
+// two calls). Unset, it costs a test of an empty function.
+void set_shm_fault_point(std::function<void(const std::string& point)> at);
+
 // This rank's side of the job on its host: its Bell, the other local ranks'
 // Bells and pids, which of them it can read in one copy, the lock every
 // transfer of the process moves under and the background thread.
@@ -96,6 +107,11 @@ class ShmProcess {
 
   struct Peer;  // a local rank's page: its Bell, pid, probe results
   pid_t pid_of(int world_rank) const;
+  // The set-up's wait for `key`, which local rank `world_rank` (its page
+  // mapped here) sets once it could `doing`: at most `timeout`, and no
+  // longer once its process has exited (PeerClosed naming it, at once).
+  std::string wait_for_peer(c10d::Store& store, const std::string& key, int world_rank, Milliseconds timeout,
+                            const std::string& doing) const;
 
   // For the links: everything below runs under lock().
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }

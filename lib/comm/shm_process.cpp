@@ -108,6 +108,19 @@ ShmSettings ShmSettings::from_env() {
   return s;
 }
 
+namespace {
+std::function<void(const std::string&)>& fault_point() {
+  static std::function<void(const std::string&)> at;
+  return at;
+}
+}  // namespace
+
+void set_shm_fault_point(std::function<void(const std::string& point)> at) { fault_point() = std::move(at); }
+
+void shm::reached(const char* point) {
+  if (fault_point()) fault_point()(point);
+}
+
 // ------------------------------------------------------------ ShmProcess
 
 struct ShmProcess::Peer {
@@ -147,8 +160,7 @@ ShmProcess::ShmProcess(c10d::Store& store, const std::string& token, int world_r
   set_text(store, "distlab/shm/ready/" + std::to_string(world_rank), "1");
   for (int q : local_world)
     if (q != world_rank)
-      wait_text(store, "distlab/shm/ready/" + std::to_string(q), timeout,
-                me + ": shared memory: rank " + std::to_string(q) + " on this host did not map this rank's page");
+      wait_for_peer(store, "distlab/shm/ready/" + std::to_string(q), q, timeout, "map this rank's page");
   page_.unlink();
   background_ = std::thread([this] { background(); });
 }
@@ -163,6 +175,34 @@ ShmProcess::~ShmProcess() {
 }
 
 pid_t ShmProcess::pid_of(int world_rank) const { return peers_.at(world_rank)->pid; }
+
+std::string ShmProcess::wait_for_peer(c10d::Store& store, const std::string& key, int world_rank, Milliseconds timeout,
+                                      const std::string& doing) const {
+  const std::string them =
+      "rank " + std::to_string(world_rank_) + ": shared memory: rank " + std::to_string(world_rank);
+  const pid_t pid = pid_of(world_rank);
+  const auto deadline = Clock::now() + timeout;
+  // A set-up takes milliseconds: the store is asked again after 50 us, then
+  // twice as long each time, up to 5 ms.
+  for (auto pause = std::chrono::microseconds(50);; pause = std::min(2 * pause, std::chrono::microseconds(5000))) {
+    // Looked at before the store: what a rank set before it died is there.
+    const bool gone = kill(pid, 0) != 0 && errno == ESRCH;
+    try {
+      if (store.check({key})) {
+        const std::vector<uint8_t> value = store.get(key);
+        return std::string(value.begin(), value.end());
+      }
+    } catch (const std::exception& e) {
+      throw SetupError(them + " did not " + doing + ": the store failed (" + e.what() + ")");
+    }
+    if (gone)
+      throw PeerClosed(them + " (process " + std::to_string(pid) + " on this host) has exited before it could " +
+                       doing);
+    if (Clock::now() >= deadline)
+      throw SetupError(them + " did not " + doing + " within " + std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(pause);
+  }
+}
 
 bool ShmProcess::reads_me_directly(int world_rank) const { return reads_directly(world_rank, world_rank_); }
 

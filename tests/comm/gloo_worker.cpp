@@ -1,15 +1,16 @@
-// One rank of a multi-process job, started by distlab-run in gloo_test.cpp.
-// Every rank computes what every other rank must hold, so each checks the
-// data it received against values it derives on its own.
+// One rank of a multi-process job, started by distlab-run in gloo_test.cpp
+// and shm_test.cpp, or one by one in shm_faults_test.cpp. Every rank
+// computes what every other rank must hold, so each checks the data it
+// received against values it derives on its own (worker_checks.hpp).
 //
 //   distlab-run --nproc-per-node 3 -- comm_gloo_worker --scenario exchange
 #include <CLI/CLI.hpp>
 #include <torch/types.h>
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -17,25 +18,18 @@
 #include "comm/job_cli.hpp"
 #include "comm/wait_for_rank.hpp"
 #include "memory/allocator_meter.hpp"
+#include "shm_fault_scenarios.hpp"
 #include "trace/recorder.hpp"
+#include "worker_checks.hpp"
 
 using distlab::comm::Communicator;
 using distlab::comm::ReduceOp;
+using distlab::comm::testing::check;
+using distlab::comm::testing::failures;
+using distlab::comm::testing::input_of;
+using distlab::comm::testing::job_salt;
 
 namespace {
-
-// Rank r's contribution: distinct per rank, per element, per salt.
-at::Tensor input_of(int rank, int64_t n, int salt, at::ScalarType dtype = at::kFloat) {
-  return (torch::arange(n, torch::kFloat64).fmod(89) + 1000 * rank + salt).to(dtype);
-}
-
-int failures = 0;
-void check(bool ok, const std::string& what, int rank) {
-  if (!ok) {
-    ++failures;
-    std::cout << "rank " << rank << ": MISMATCH in " << what << std::endl;
-  }
-}
 
 void exchange(Communicator& comm) {
   const int p = comm.size(), me = comm.rank();
@@ -148,32 +142,6 @@ void settle(Communicator& comm) {
   }
 }
 
-// A rank killed in the middle of a transfer: rank 0 posts its recv of 64
-// MiB from the last rank and tells it to go; the last rank starts the send
-// and is killed at once (SIGKILL: no handler, no goodbye), the message
-// barely begun. Rank 0's recv, and rank 1's recv of a message the last rank
-// never sends, must fail naming it instead of waiting for the timeout.
-void killed(Communicator& comm) {
-  const int last = comm.size() - 1;
-  std::cout << "rank " << comm.rank() << " pid " << getpid() << std::endl;
-  comm.barrier();
-  if (comm.rank() == last) {
-    auto go = torch::empty({1});
-    comm.recv(go, 0, 4);
-    distlab::comm::WorkPtr sending = comm.isend(torch::ones({16 << 20}), 0, 3);
-    raise(SIGKILL);
-  }
-  if (comm.rank() == 0) {
-    auto into = torch::empty({16 << 20});
-    distlab::comm::WorkPtr receiving = comm.irecv(into, last, 3);
-    comm.send(torch::ones({1}), last, 4);
-    receiving->wait();
-  } else {
-    auto never = torch::empty({1});
-    comm.recv(never, last, 5);
-  }
-}
-
 // The rings' counter samples (comm/shm_links.hpp: "shm ring S->D (...)",
 // head, tail, capacity) while rank 0 sends rank 1 messages of several
 // sizes, traced in memory. Run with two copies and a small ring, so the
@@ -227,6 +195,47 @@ void ring_trace(Communicator& comm) {
             << std::endl;
 }
 
+// A small job that must run after a faulty one on the same host: an
+// all-reduce in the arena and a message round the ranks, each checked.
+void agree(Communicator& comm) {
+  const int p = comm.size(), me = comm.rank();
+  at::Tensor want = input_of(0, 1000, 3, at::kDouble);
+  for (int r = 1; r < p; ++r) want += input_of(r, 1000, 3, at::kDouble);
+  at::Tensor t = input_of(me, 1000, 3, at::kDouble);
+  comm.native_all_reduce(t, ReduceOp::kSum);
+  check(torch::equal(t, want), "all_reduce", me);
+  const int next = (me + 1) % p, prev = (me + p - 1) % p;
+  distlab::comm::WorkPtr sent = comm.isend(input_of(me, 1000, 7), next, 8);
+  at::Tensor in = torch::empty({1000});
+  comm.recv(in, prev, 8);
+  sent->wait();
+  check(torch::equal(in, input_of(prev, 1000, 7)), "the message from rank " + std::to_string(prev), me);
+  comm.barrier();
+  std::cout << "rank " << me << " of " << p << ": " << (failures == 0 ? "all checks passed" : "FAILED") << std::endl;
+}
+
+// Two jobs on one host, each proving the other was running at the same
+// time: once every rank of this job is connected, rank 0 creates `started`
+// and waits (at most the timeout) for the other job's file, `awaited`; only
+// then does either job go on. Every rank prints its job's salt.
+void meet_other_job(Communicator& comm, const std::string& started, const std::string& awaited) {
+  std::cout << "rank " << comm.rank() << ": job salt " << job_salt << std::endl;
+  comm.barrier();
+  if (comm.rank() == 0) {
+    std::ofstream(started) << job_salt << std::endl;
+    const auto deadline = std::chrono::steady_clock::now() + comm.timeout();
+    while (!std::filesystem::exists(awaited)) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw distlab::comm::TimeoutError("rank 0: job salt " + std::to_string(job_salt) + ": " + awaited +
+                                          " did not appear within " + std::to_string(comm.timeout().count()) +
+                                          " ms: the other job is not running");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    std::cout << "rank 0: job salt " << job_salt << " met the other job" << std::endl;
+  }
+  comm.barrier();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,22 +245,46 @@ int main(int argc, char** argv) {
   distlab::comm::add_job_flags(app, job);
   std::string scenario = "exchange";
   app.add_option("--scenario", scenario,
-                 "exchange | silent-peer | crash | person-wait | mismatch | settle | killed | ring-trace")
-      ->check(CLI::IsMember(
-          {"exchange", "silent-peer", "crash", "person-wait", "mismatch", "settle", "killed", "ring-trace"}));
+                 "exchange | agree | silent-peer | crash | person-wait | mismatch | settle | ring-trace; the "
+                 "same-host transport's faults (shm_fault_scenarios.hpp): killed | killed-in-setup | "
+                 "collective-fault | table-mismatch")
+      ->check(CLI::IsMember({"exchange", "agree", "silent-peer", "crash", "person-wait", "mismatch", "settle",
+                             "ring-trace", "killed", "killed-in-setup", "collective-fault", "table-mismatch"}));
+  std::string collective = "arena", fault = "kill";
+  app.add_option("--collective", collective, "collective-fault: arena | one-copy | parts")
+      ->check(CLI::IsMember({"arena", "one-copy", "parts"}));
+  app.add_option("--fault", fault, "collective-fault: kill | stop")->check(CLI::IsMember({"kill", "stop"}));
+  app.add_option("--salt", job_salt, "add 100 x this to every value the job sends");
+  std::string started, awaited;
+  app.add_option("--started", started, "rank 0 creates this file once every rank of the job is connected ...");
+  app.add_option("--await", awaited, "... then waits for this one (the other job's) before the scenario runs");
   int jobs = 1;
   app.add_option("--jobs", jobs, "run the scenario as this many jobs, one after the other, in the same processes; "
                                  "rank 0 leaves each job but the last one last")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
+    const bool faulty = scenario == "killed" || scenario == "killed-in-setup" || scenario == "collective-fault";
+    if (faulty) {
+      const char* rank = std::getenv("RANK");
+      const char* size = std::getenv("WORLD_SIZE");
+      if (rank == nullptr || size == nullptr) throw std::runtime_error(scenario + " needs RANK and WORLD_SIZE");
+      distlab::comm::testing::say_pid(std::stoi(rank));
+      if (scenario == "killed-in-setup") distlab::comm::testing::arm_kill_in_setup(std::stoi(rank), std::stoi(size));
+    }
     for (int k = 0; k < jobs; ++k) {
       distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
+        if (!started.empty() || !awaited.empty()) meet_other_job(comm, started, awaited);
         if (scenario == "exchange") exchange(comm);
+        if (scenario == "agree") agree(comm);
         if (scenario == "mismatch") mismatch(comm);
         if (scenario == "settle") settle(comm);
-        if (scenario == "killed") killed(comm);
         if (scenario == "ring-trace") ring_trace(comm);
+        if (scenario == "killed") distlab::comm::testing::killed_mid_transfer(comm);
+        if (scenario == "killed-in-setup")
+          check(false, "the job began though its last rank died setting up", comm.rank());
+        if (scenario == "collective-fault") distlab::comm::testing::collective_fault(comm, collective, fault);
+        if (scenario == "table-mismatch") distlab::comm::testing::table_mismatch(comm);
         // The others reach the next job's rendezvous while rank 0, which
         // hosts the store, is still in this one: they must not take this
         // job's keys for the next one's.

@@ -1,8 +1,8 @@
 // The same-host transport (--backend auto, comm/same_host_backend.hpp):
 // the gloo tests' worker over shared memory, in one copy and in two, with
-// rings small enough that every large message wraps round many times; a
-// rank killed in the middle of a transfer; two jobs on the host at once;
-// and segments of a dead job removed by the next one.
+// rings small enough that every large message wraps round many times; two
+// jobs on the host at once; and segments of a dead job removed by the next
+// one. Its faults: shm_faults_test.cpp.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -14,9 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
-#include <regex>
 
-#include "comm/shm_segment.hpp"
 #include "launcher_process.hpp"
 #include "worker_runs.hpp"
 #include "support/process_backend.hpp"
@@ -30,8 +28,9 @@ using distlab::testing::ScopedEnv;
 
 using distlab::comm::testing::expect_every_rank_passed;
 
-Finished run_shm(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000") {
-  return distlab::comm::testing::run_worker(ranks, scenario, timeout_ms, 1, "auto");
+Finished run_shm(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000",
+                 const std::vector<std::string>& more = {}) {
+  return distlab::comm::testing::run_worker(ranks, scenario, timeout_ms, 1, "auto", more);
 }
 
 // By default one copy (process_vm_readv works here as root) from 4 MiB, two
@@ -114,53 +113,32 @@ TEST(ShmFailures, SilentPeerTimesOutNamingIt) {
   EXPECT_NE(all.find("rank 0: recv from rank 2 (tag 3) did not complete within 1500 ms"), std::string::npos) << all;
 }
 
-// The last rank is killed with most of its 64 MiB still to send (two
-// copies, so the transfer needs it). The ranks are started here, not by
-// distlab-run, which would stop the others the moment one dies: rank 0's
-// recv and rank 1's must see it themselves and name it, long before
-// their 60 s timeout. No segment of the job is left in /dev/shm, and the
-// next job on the host runs.
-TEST(ShmFailures, ARankKilledMidTransferIsNamedAndLeavesNoSegment) {
-  const std::string dir = distlab::launcher::testing::fresh_dir("shm_killed");
-  const std::string port = std::to_string(distlab::launcher::testing::free_port());
-  std::string ranks;
-  for (int r = 0; r < 3; ++r)
-    ranks += "RANK=" + std::to_string(r) + " WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
-             " DISTLAB_TIMEOUT_MS=60000 DISTLAB_SHM_SINGLE_COPY=0 " + GLOO_WORKER_PATH +
-             " --backend auto --scenario killed > " + dir + "/rank" + std::to_string(r) + ".txt 2>&1 & ";
-  const auto start = std::chrono::steady_clock::now();
-  const int status = std::system(("timeout 90 bash -c '" + ranks + "wait'").c_str());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_NE(status, -1);
-  EXPECT_LT(seconds, 30) << "the peers must see the rank gone, not wait for their timeout";
-  std::string all;
-  for (int r = 0; r < 3; ++r) all += distlab::launcher::testing::read_file(dir + "/rank" + std::to_string(r) + ".txt");
-  EXPECT_TRUE(std::regex_search(all, std::regex(R"(error: rank 0: recv from rank 2 \(tag 3\): rank 2 )"
-                                                R"(\(process \d+ on this host\) has exited)")))
-      << all;
-  EXPECT_TRUE(std::regex_search(all, std::regex(R"(error: rank 1: recv from rank 2 \(tag 5\): rank 2 \(process \d+ on )"
-                                                R"(this host\) has exited)")))
-      << all;
-  std::smatch pids;
-  std::string rest = all;
-  int seen = 0;
-  while (std::regex_search(rest, pids, std::regex(R"(rank (\d) pid (\d+))"))) {
-    ++seen;
-    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
-      EXPECT_NE(entry.path().filename().string().rfind("distlab." + pids[2].str() + ".", 0), 0u)
-          << "left behind: " << entry.path();
-    rest = pids.suffix();
-  }
-  EXPECT_EQ(seen, 3) << all;
-  expect_every_rank_passed(run_shm(3, "exchange"), 3);
-}
-
-// Two jobs of 3 ranks at once: each meets only its own ranks' segments.
+// Two jobs of 3 ranks at once, each with its own salt in every value it
+// sends (a message of the other job fails its check) and printing it. Each
+// job's rank 0, once its ranks are connected, creates a file and waits for
+// the other job's before either exchanges anything: both ran at once.
 TEST(ShmJobs, TwoJobsOnOneHostStayApart) {
-  auto first = std::async(std::launch::async, [] { return run_shm(3, "exchange"); });
-  auto second = std::async(std::launch::async, [] { return run_shm(3, "exchange"); });
-  expect_every_rank_passed(first.get(), 3);
-  expect_every_rank_passed(second.get(), 3);
+  const std::string dir = distlab::launcher::testing::fresh_dir("shm_two_jobs");
+  auto job = [&](int salt, int other) {
+    return run_shm(3, "exchange", "60000",
+                   {"--salt", std::to_string(salt), "--started", dir + "/started." + std::to_string(salt), "--await",
+                    dir + "/started." + std::to_string(other)});
+  };
+  auto first = std::async(std::launch::async, [&] { return job(1, 2); });
+  auto second = std::async(std::launch::async, [&] { return job(2, 1); });
+  const Finished jobs[2] = {first.get(), second.get()};
+  for (int j = 0; j < 2; ++j) {
+    const std::string mine = std::to_string(j + 1), theirs = std::to_string(2 - j);
+    expect_every_rank_passed(jobs[j], 3);
+    EXPECT_NE(jobs[j].out.find("[rank 0] rank 0: job salt " + mine + " met the other job"), std::string::npos)
+        << jobs[j].out;
+    for (int r = 0; r < 3; ++r)
+      EXPECT_NE(jobs[j].out.find("[rank " + std::to_string(r) + "] rank " + std::to_string(r) + ": job salt " + mine +
+                                 "\n"),
+                std::string::npos)
+          << jobs[j].out;
+    EXPECT_EQ(jobs[j].out.find("job salt " + theirs), std::string::npos) << jobs[j].out;
+  }
 }
 
 // Two hosts made on this machine (tests/comm/two_hosts.sh: a network and a
@@ -192,23 +170,26 @@ TEST(ShmTwoHosts, SharedMemoryInsideEachHostAndTcpBetweenThem) {
   EXPECT_NE(out.find(split, host1), std::string::npos) << out;
 }
 
-// A job that died before it unlinked its segments: the next job's set-up
-// removes them, and leaves a living process's alone.
-TEST(ShmSegments, AStaleSegmentOfADeadProcessIsRemoved) {
+// A job that died before it unlinked its segments: a segment named as the
+// transport names them, by a process that no longer exists, and one by a
+// process that does (this one). The next job's set-up removes the first and
+// leaves the second alone.
+TEST(ShmSegments, TheNextJobRemovesADeadJobsSegmentAndLeavesALiveOnesAlone) {
   const pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
   waitpid(child, nullptr, 0);
-  const std::string dead = "/distlab." + std::to_string(child) + ".stale.r0";
-  const std::string alive = "/distlab." + std::to_string(getpid()) + ".alive.r0";
+  const std::string dead = "/distlab." + std::to_string(child) + ".0123456789abcdef.0123456789abcdef.r0";
+  const std::string alive = "/distlab." + std::to_string(getpid()) + ".fedcba9876543210.0123456789abcdef.r1";
   for (const std::string& name : {dead, alive}) {
     const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
     ASSERT_GE(fd, 0) << name;
     close(fd);
   }
-  EXPECT_GE(distlab::comm::remove_stale_segments(), 1);
+  expect_every_rank_passed(run_shm(2, "agree", "20000"), 2);
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + dead));
   EXPECT_TRUE(std::filesystem::exists("/dev/shm" + alive));
+  shm_unlink(dead.c_str());
   shm_unlink(alive.c_str());
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "launcher_process.hpp"
 
@@ -14,14 +15,17 @@ namespace distlab::comm::testing {
 using launcher::testing::Finished;
 
 // `ranks` processes run `scenario` (`jobs` times in the same processes) on
-// `backend`: gloo, or auto (shared memory between them).
+// `backend`: gloo, or auto (shared memory between them); `more`: the
+// worker's other flags.
 inline Finished run_worker(int ranks, const std::string& scenario, const std::string& timeout_ms = "60000",
-                           int jobs = 1, const std::string& backend = "gloo") {
+                           int jobs = 1, const std::string& backend = "gloo",
+                           const std::vector<std::string>& more = {}) {
   using namespace std::chrono_literals;
-  return launcher::testing::run_launcher(
-      {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", timeout_ms, "--grace-ms",
-       "1000", GLOO_WORKER_PATH, "--backend", backend, "--scenario", scenario, "--jobs", std::to_string(jobs)},
-      120s);
+  std::vector<std::string> args{"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms",
+                                timeout_ms, "--grace-ms", "1000", GLOO_WORKER_PATH, "--backend", backend,
+                                "--scenario", scenario, "--jobs", std::to_string(jobs)};
+  args.insert(args.end(), more.begin(), more.end());
+  return launcher::testing::run_launcher(args, 120s);
 }
 
 // Every rank printed that all its checks passed, and none a MISMATCH.
