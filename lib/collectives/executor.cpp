@@ -2,10 +2,12 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "collectives/tags.hpp"
+#include "comm/message_text.hpp"
 #include "comm/peer_closed.hpp"
 
 namespace distlab::collectives {
@@ -108,6 +110,85 @@ void check_fits(const comm::Communicator& comm, const Plan& plan, const at::Tens
                           " elements, got " + std::to_string(flat.numel()));
 }
 
+// A call as the check of agreed messages compares it: a plan is made from
+// these fields alone, so two ranks whose fields agree run the same plan, and
+// every piece one sends the other receives into a buffer of its size.
+at::Tensor call_of(const Plan& plan, const at::Tensor& flat) {
+  return at::tensor({static_cast<int64_t>(plan.collective), static_cast<int64_t>(plan.algorithm),
+                     static_cast<int64_t>(plan.world_size), static_cast<int64_t>(plan.root), plan.count,
+                     static_cast<int64_t>(flat.scalar_type())},
+                    at::kLong);
+}
+
+// "all_reduce ring of 10 Float elements on 3 ranks", "broadcast tree of 10
+// Float elements from root 1 on 3 ranks": what a rank called, from its fields.
+std::string call_text(const at::Tensor& call) {
+  const int64_t* f = call.data_ptr<int64_t>();
+  const auto collective = static_cast<Collective>(f[0]);
+  const bool known = f[0] >= 0 && f[0] <= static_cast<int64_t>(Collective::kAllToAll) && f[1] >= 0 &&
+                     f[1] <= static_cast<int64_t>(Algorithm::kNative);
+  if (!known) return "an unknown collective";
+  std::string text = std::string(to_string(collective)) + " " + to_string(static_cast<Algorithm>(f[1])) + " of " +
+                     comm::elements_text(f[5], f[4]);
+  if (collective == Collective::kBroadcast || collective == Collective::kReduce)
+    text += " from root " + std::to_string(f[3]);
+  return text + " on " + std::to_string(f[2]) + " ranks";
+}
+
+// Where the backend checks no piece (comm.agreed_messages_unchecked():
+// gloo), the call is checked once instead. At the start each rank posts its
+// call's fields to the ranks it sends pieces to, and a recv of theirs from
+// the ranks it receives from; the first time a step receives from a peer,
+// that peer's fields must have come and agree before its piece's recv is
+// posted (verify). So a rank that called something else is refused naming
+// it and both calls before any of its pieces is taken, and the check costs
+// no wait of its own: pieces go out at once (no receiver takes them
+// unchecked), and a peer's fields travel ahead of its first piece.
+class CallCheck {
+ public:
+  CallCheck(comm::Communicator& comm, const Plan& plan, const at::Tensor& flat, int tag) : comm_(comm) {
+    if (!comm.agreed_messages_unchecked()) return;
+    const int me = comm.rank();
+    std::vector<int> to;
+    auto add = [](std::vector<int>& peers, int peer) {
+      if (std::find(peers.begin(), peers.end(), peer) == peers.end()) peers.push_back(peer);
+    };
+    for (const Step& step : plan.steps)
+      for (const Transfer& t : step.transfers) {
+        if (t.src == me) add(to, t.dst);
+        if (t.dst == me) add(from_, t.src);
+      }
+    mine_ = call_of(plan, flat);
+    works_ = comm.post_call_check(mine_, to, from_, theirs_, call_check_tag(tag));
+    verified_.assign(from_.size(), false);
+  }
+
+  // Waits for `peer`'s fields (once) and refuses them unless they are this
+  // rank's.
+  void verify(int peer) {
+    const size_t i = static_cast<size_t>(std::find(from_.begin(), from_.end(), peer) - from_.begin());
+    if (i >= from_.size() || verified_[i]) return;
+    works_[i]->wait();
+    verified_[i] = true;
+    if (!at::equal(theirs_[i], mine_))
+      throw comm::CommError(comm_.self() + ": " + call_text(mine_) + ": rank " +
+                            std::to_string(comm_.world_rank_of(peer)) + " called " + call_text(theirs_[i]));
+  }
+
+  // Waits for the sends of this rank's fields, taken long before by now.
+  void finish() {
+    for (size_t i = from_.size(); i < works_.size(); ++i) works_[i]->wait();
+  }
+
+ private:
+  comm::Communicator& comm_;
+  std::vector<int> from_;
+  at::Tensor mine_;
+  std::vector<at::Tensor> theirs_;
+  std::vector<comm::WorkPtr> works_;  // from_'s recvs, then the sends
+  std::vector<bool> verified_;
+};
+
 // Runs one step inside its trace span, naming the step in any error.
 template <typename Body>
 void traced_step(comm::Communicator& comm, const Plan& plan, size_t s, int tag, const at::Tensor& flat, Body&& body) {
@@ -149,6 +230,7 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
   check_collective_tag(tag);
 
   at::Tensor scratch = scratch_for(scratch_elements(plan, me), flat);
+  CallCheck call_check(comm, plan, flat, tag);
 
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
@@ -158,19 +240,20 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
       int64_t cursor = 0;
       for (const Transfer& t : step.transfers) {
         if (t.dst != me) continue;
+        call_check.verify(t.src);
         at::Tensor target = flat.narrow(0, t.range.offset, t.range.count);
         if (needs_scratch(step, me, t)) {
           at::Tensor data = scratch.narrow(0, cursor, t.range.count);
           cursor += t.range.count;
-          pending.push_back(comm.irecv(data, t.src, message_tag));
+          pending.push_back(comm.irecv_agreed(data, t.src, message_tag));
           landings.push_back({target, data, t.reduce});
         } else {
-          pending.push_back(comm.irecv(target, t.src, message_tag));
+          pending.push_back(comm.irecv_agreed(target, t.src, message_tag));
         }
       }
       for (const Transfer& t : step.transfers)
         if (t.src == me)
-          pending.push_back(comm.isend(flat.narrow(0, t.range.offset, t.range.count), t.dst, message_tag));
+          pending.push_back(comm.isend_agreed(flat.narrow(0, t.range.offset, t.range.count), t.dst, message_tag));
       for (auto& work : pending) work->wait();
       for (Landing& landing : landings) {
         if (landing.reduce)
@@ -180,6 +263,8 @@ void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm
       }
     });
   }
+
+  call_check.finish();
 
   const Range result = result_range(plan, me);
   if (result.count > 0) {

@@ -6,6 +6,8 @@
 //                             (comm::wait_for_rank, lessons/common/lesson.hpp)
 //   2^20 - 1                  calibrate()'s ping-pong
 //   2^20 + t * 4096 + s       step s of a collective called with tag t
+//   2^20 + t * 4096 + 4095    the check of that call, where the backend
+//                             checks no piece of it (executor.cpp)
 //
 // A plan has at most 2 (1024 - 1) < 4096 steps, so the steps of one call
 // never reach the next tag's range. Collectives that may run at the same
@@ -35,5 +37,9 @@ inline void check_collective_tag(int tag) {
 
 // The message tag of step `step` of a collective called with `tag`.
 inline int step_tag(int tag, size_t step) { return kCollectiveTagBase + tag * kTagStride + static_cast<int>(step); }
+
+// The message tag of the check of a call made with `tag`: the last of its
+// range, which no step reaches.
+inline int call_check_tag(int tag) { return kCollectiveTagBase + tag * kTagStride + kTagStride - 1; }
 
 }  // namespace distlab::collectives

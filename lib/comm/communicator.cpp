@@ -140,6 +140,22 @@ uint64_t Communicator::next_seq(std::map<std::pair<int, int>, uint64_t>& counter
 }
 
 WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
+  return post_send(tensor, peer, tag, /*agreed=*/false);
+}
+
+WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
+  return post_recv(tensor, peer, tag, /*agreed=*/false);
+}
+
+WorkPtr Communicator::isend_agreed(const at::Tensor& tensor, int peer, int tag) {
+  return post_send(tensor, peer, tag, /*agreed=*/true);
+}
+
+WorkPtr Communicator::irecv_agreed(at::Tensor& tensor, int peer, int tag) {
+  return post_recv(tensor, peer, tag, /*agreed=*/true);
+}
+
+WorkPtr Communicator::post_send(const at::Tensor& tensor, int peer, int tag, bool agreed) {
   check_peer("send", peer, tag);
   check_tensor("send", tensor);
   // Counted even when tracing is off so that flow ids stay in step if a
@@ -148,19 +164,40 @@ WorkPtr Communicator::isend(const at::Tensor& tensor, int peer, int tag) {
   const uint64_t flow = trace::flow_id(world_rank(), world_rank_of(peer), static_cast<int64_t>(tag + flow_salt_), n);
   const int64_t begin = trace::now_us();
   FlightOp flight = FlightOp::p2p(*this, "send", tensor, peer, tag, n);
-  WorkPtr work = started_under(flight, [&] { return do_isend(tensor, peer, tag); });
+  WorkPtr work = started_under(
+      flight, [&] { return agreed ? do_isend_agreed(tensor, peer, tag) : do_isend(tensor, peer, tag); });
   return flight_work(traced("send", tensor, peer, tag, flow, begin, std::move(work)), std::move(flight));
 }
 
-WorkPtr Communicator::irecv(at::Tensor& tensor, int peer, int tag) {
+WorkPtr Communicator::post_recv(at::Tensor& tensor, int peer, int tag, bool agreed) {
   check_peer("recv", peer, tag);
   check_tensor("recv", tensor);
   const uint64_t n = next_seq(recv_seq_, peer, tag);
   const uint64_t flow = trace::flow_id(world_rank_of(peer), world_rank(), static_cast<int64_t>(tag + flow_salt_), n);
   const int64_t begin = trace::now_us();
   FlightOp flight = FlightOp::p2p(*this, "recv", tensor, peer, tag, n);
-  WorkPtr work = started_under(flight, [&] { return do_irecv(tensor, peer, tag); });
+  WorkPtr work = started_under(
+      flight, [&] { return agreed ? do_irecv_agreed(tensor, peer, tag) : do_irecv(tensor, peer, tag); });
   return flight_work(traced("recv", tensor, peer, tag, flow, begin, std::move(work)), std::move(flight));
+}
+
+std::vector<WorkPtr> Communicator::post_call_check(const at::Tensor& call, const std::vector<int>& to,
+                                                  const std::vector<int>& from, std::vector<at::Tensor>& theirs,
+                                                  int tag) {
+  check_tensor("send", call);
+  theirs.clear();
+  theirs.reserve(from.size());  // a backend's recv may hold on to the tensor it was given
+  std::vector<WorkPtr> works;
+  for (int peer : from) {
+    check_peer("recv", peer, tag);
+    theirs.push_back(at::empty_like(call));
+    works.push_back(do_irecv_agreed(theirs.back(), peer, tag));
+  }
+  for (int peer : to) {
+    check_peer("send", peer, tag);
+    works.push_back(do_isend_agreed(call, peer, tag));
+  }
+  return works;
 }
 
 WorkPtr Communicator::traced(const char* op, const at::Tensor& tensor, int peer, int tag, uint64_t flow,

@@ -72,6 +72,28 @@ class GlooCommunicator : public Communicator {
     return recv_checked(headers_, group_, tensor, peer, tag, describe("recv", peer, tag), timeout());
   }
 
+  // A collective's pieces (collectives/executor.cpp), the call checked once
+  // (post_call_check): gloo's own send and recv, no header, no copy.
+  // Gloo alone refuses no misfit (a shorter message fills part of its recv
+  // without a word, a longer one ends the process on an assertion in gloo's
+  // network thread), so these carry only messages whose sizes are known to
+  // agree.
+  WorkPtr do_isend_agreed(const at::Tensor& tensor, int peer, int tag) override {
+    require_cpu("send", tensor);
+    payloads_.rethrow_failure();
+    std::vector<at::Tensor> tensors{tensor};
+    return wrap([&] { return group_->send(tensors, peer, tag); }, describe("send", peer, tag), peer);
+  }
+
+  WorkPtr do_irecv_agreed(at::Tensor& tensor, int peer, int tag) override {
+    require_cpu("recv", tensor);
+    payloads_.rethrow_failure();
+    std::vector<at::Tensor> tensors{tensor};
+    return wrap([&] { return group_->recv(tensors, peer, tag); }, describe("recv", peer, tag), peer);
+  }
+
+  bool do_agreed_unchecked() const override { return true; }
+
   std::unique_ptr<Communicator> do_split(const std::vector<int>& members, const std::string& key,
                                          CommOptions options) override {
     const int mine = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());

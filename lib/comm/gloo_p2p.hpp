@@ -17,6 +17,16 @@
 // gloo's own send promises); the payload goes on in the background and a
 // thread (PayloadSends) waits for it, keeping the copy alive and reporting a
 // failure at the next operation.
+//
+// The price: a second message per message, the payload's recv posted only
+// once its header is in, and a copy of the tensor into fresh memory, whose
+// pages cost far more than the copy (on the 2-core VM, 264 ms of CPU to
+// clone 64 MB against 7 ms to copy it into memory already touched). A
+// collective's pieces do not pay it: every rank runs one plan, so the
+// executor checks the call once (Communicator::post_call_check) and sends
+// the pieces as gloo's own messages (isend_agreed, irecv_agreed). Paying it
+// (2026-11-27 to 29), the ring all-reduce lost a third to three quarters of
+// its bandwidth against gloo's own (docs/benchmarks.md).
 #pragma once
 
 #include <ATen/core/Tensor.h>

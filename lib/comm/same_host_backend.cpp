@@ -77,6 +77,20 @@ class SameHostCommunicator : public GlooCommunicator {
     return links_->irecv(tensor, peer, tag, describe("recv", peer, tag));
   }
 
+  WorkPtr do_isend_agreed(const at::Tensor& tensor, int peer, int tag) override {
+    if (!here(peer)) return GlooCommunicator::do_isend_agreed(tensor, peer, tag);
+    return do_isend(tensor, peer, tag);
+  }
+
+  WorkPtr do_irecv_agreed(at::Tensor& tensor, int peer, int tag) override {
+    if (!here(peer)) return GlooCommunicator::do_irecv_agreed(tensor, peer, tag);
+    return do_irecv(tensor, peer, tag);
+  }
+
+  // The shared-memory links check every message at no cost: a call needs a
+  // check of its own only where some of its messages go through gloo.
+  bool do_agreed_unchecked() const override { return !all_here(); }
+
   void do_settle() override {
     GlooCommunicator::do_settle();
     if (process_) process_->settle();
