@@ -1,6 +1,7 @@
 // The same-host transport's native collectives (comm/shm_links.hpp): a
 // communicator whose members all share the host runs barrier, broadcast,
 // reduce, all-reduce and all-to-all in its shared arena.
+#include "comm/peer_closed.hpp"
 #include "comm/shm_links.hpp"
 
 #include <ATen/ATen.h>
@@ -58,7 +59,19 @@ void ShmProcess::Links::barrier(const std::string& what) {
       if (m != rank_ && page_of(m)->arrived.load(std::memory_order_acquire) < g) return false;
     return true;
   };
-  if (process_->wait_locked(lock, all_arrived, timeout_, watched_, what)) return shm::reached("barrier");
+  bool arrived = false;
+  try {
+    arrived = process_->wait_locked(lock, all_arrived, timeout_, watched_, what);
+  } catch (const PeerClosed&) {
+    // A member gone: one that left for another's death names that one
+    // (shm_direct.cpp); else this rank says which it leaves for, and goes.
+    for (int m = 0; m < p; ++m)
+      if (m != rank_) name_why_left(m, what);
+    for (int m = 0; m < p; ++m)
+      if (m != rank_ && !process_->alive(world_ranks_[m])) leave_for(world_ranks_[m]);
+    throw;
+  }
+  if (arrived) return shm::reached("barrier");
   std::string missing;
   for (int m = 0; m < p; ++m)
     if (m != rank_ && page_of(m)->arrived.load() < g)

@@ -50,6 +50,7 @@ void ShmProcess::Links::publish(const void* address, uint64_t bytes, uint64_t se
   page->address.store(reinterpret_cast<uint64_t>(address), std::memory_order_relaxed);
   page->bytes.store(bytes, std::memory_order_relaxed);
   page->segments.store(segments, std::memory_order_relaxed);
+  page->left_for.store(0, std::memory_order_relaxed);
   barrier(what);  // its release store of `arrived` publishes them
   const int p = static_cast<int>(world_ranks_.size());
   for (int m = 0; m < p; ++m) {
@@ -68,13 +69,34 @@ void ShmProcess::Links::publish(const void* address, uint64_t bytes, uint64_t se
   }
 }
 
+// A rank that finds a member's process gone leaves the collective, and its
+// own memory may be gone or reused before a slower member reads it: that
+// member must name the rank that died first, not the one that left. So the
+// rank that leaves says why in its page first (left_for), and a read that
+// fails, or a table that changed, looks there before naming anyone.
 void ShmProcess::Links::read_at(int m, uint64_t address, void* into, uint64_t bytes, const std::string& what) {
   if (bytes == 0) return;
   const int world = world_ranks_[m];
   const std::string why = shm::read_directly(process_->pid_of(world), into, address, bytes);
-  if (!why.empty())
-    throw PeerClosed(what + ": reading rank " + std::to_string(world) + "'s tensor (process " +
-                     std::to_string(process_->pid_of(world)) + "): " + why);
+  if (why.empty()) return;
+  name_why_left(m, what);
+  leave_for(world);
+  throw PeerClosed(what + ": reading rank " + std::to_string(world) + "'s tensor (process " +
+                   std::to_string(process_->pid_of(world)) + "): " + why);
+}
+
+void ShmProcess::Links::leave_for(int world_rank) {
+  static_cast<GroupPage*>(mine_.data())->left_for.store(static_cast<uint64_t>(world_rank) + 1, std::memory_order_release);
+}
+
+void ShmProcess::Links::name_why_left(int m, const std::string& what) {
+  const uint64_t left_for = static_cast<const GroupPage*>(theirs_[m].data())->left_for.load(std::memory_order_acquire);
+  if (left_for == 0) return;
+  const int gone = static_cast<int>(left_for - 1);
+  leave_for(gone);
+  throw PeerClosed(what + ": rank " + std::to_string(gone) + " (process " + std::to_string(process_->pid_of(gone)) +
+                   " on this host) has exited (found by rank " + std::to_string(world_ranks_[m]) +
+                   ", which then left the collective)");
 }
 
 void ShmProcess::Links::read_from(int m, uint64_t offset, void* into, uint64_t bytes, const std::string& what) {
@@ -178,14 +200,14 @@ void for_each_run(const std::vector<shm::Segment>& table, uint64_t offset, uint6
 
 void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, double scale, const std::string& what) {
   const int p = static_cast<int>(world_ranks_.size());
-  std::vector<shm::Segment> mine;
+  table_.clear();
   uint64_t total = 0;
   for (const at::Tensor& part : parts) {
-    mine.push_back({reinterpret_cast<uint64_t>(bytes_at(part)), bytes_of(part)});
-    total += mine.back().bytes;
+    table_.push_back({reinterpret_cast<uint64_t>(bytes_at(part)), bytes_of(part)});
+    total += table_.back().bytes;
   }
-  // 1. Every rank publishes its table (it stays here until the last barrier).
-  publish(mine.data(), total, mine.size(), what);
+  // 1. Every rank publishes its table (it stays as it is until the next call).
+  publish(table_.data(), total, table_.size(), what);
   std::vector<std::vector<shm::Segment>> tables(p);
   for (int m = 0; m < p; ++m) {
     if (m == rank_) continue;
@@ -195,9 +217,11 @@ void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, d
             tables[m].size() * sizeof(shm::Segment), what);
     uint64_t theirs = 0;
     for (const shm::Segment& part : tables[m]) theirs += part.bytes;
-    if (theirs != total)  // a rank in another collective, or none: its table is not one
+    if (theirs != total) {  // a rank in another collective, or none: its table is not one
+      name_why_left(m, what);
       throw CommError(what + ": rank " + std::to_string(world_ranks_[m]) + " is not all-reducing parts of " +
                       std::to_string(total) + " bytes (its table holds " + std::to_string(theirs) + ")");
+    }
   }
   const ReadShare read_run = [&](int m, uint64_t offset, uint8_t* into, uint64_t bytes) {
     for_each_run(tables[m], offset, bytes, [&](uint64_t address, uint64_t n, uint64_t at) {

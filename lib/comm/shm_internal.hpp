@@ -32,6 +32,11 @@ struct GroupPage {
   // (all_reduce_parts): `address` is a table of n Segments, in this
   // process's memory, `bytes` theirs in all.
   std::atomic<uint64_t> segments{0};
+  // Set when this rank leaves a one-copy collective because a member's
+  // process was gone: that member's world rank + 1 (0: it has not). A
+  // member that then finds this rank's process gone, or its table changed,
+  // names the rank that started it, not this one (shm_direct.cpp).
+  std::atomic<uint64_t> left_for{0};
 };
 
 // One contiguous run of bytes in a process's memory.

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "comm/shm_internal.hpp"
 #include "comm/shm_segment.hpp"
 #include "comm/shm_sync.hpp"
 
@@ -107,6 +108,8 @@ class ShmProcess {
 
   struct Peer;  // a local rank's page: its Bell, pid, probe results
   pid_t pid_of(int world_rank) const;
+  // Whether that rank's process is still there (kill(pid, 0) finds it).
+  bool alive(int world_rank) const;
   // The set-up's wait for `key`, which local rank `world_rank` (its page
   // mapped here) sets once it could `doing`: at most `timeout`, and no
   // longer once its process has exited (PeerClosed naming it, at once).
@@ -231,6 +234,13 @@ class ShmProcess::Links {
   void read_at(int m, uint64_t address, void* into, uint64_t bytes, const std::string& what);
   // Reads `bytes` at `offset` of member m's published tensor into `into`.
   void read_from(int m, uint64_t offset, void* into, uint64_t bytes, const std::string& what);
+  // Where member m left this collective because another member's process
+  // was gone: throws PeerClosed naming that member, as if this rank had
+  // found it gone itself (and leaves for it too). Returns if m has not left.
+  void name_why_left(int m, const std::string& what);
+  // Says in this rank's page that it leaves the collective because world
+  // rank `world_rank`'s process is gone (GroupPage::left_for).
+  void leave_for(int world_rank);
   uint8_t* slot(int member, int half) const;
   // A counter sample of `ring` (S->D) on `rank`, when tracing is on.
   void sample(const shm::Ring& ring, int rank, int from, int to) const;
@@ -254,6 +264,10 @@ class ShmProcess::Links {
   uint64_t chunks_ = 0;       // arena chunks so far (the half in use alternates)
   bool readable_ = false;     // every member reads every other one in one copy
   bool direct_ = false;       // readable_, and collectives go in one copy (direct_ranks)
+  // The table all_reduce_parts publishes: kept here, not on its stack, so
+  // that it stays as it was for a member still reading it after this rank
+  // has left the collective on an error.
+  std::vector<shm::Segment> table_;
   std::shared_ptr<trace::Recorder> recorder_;
   std::string label_;  // " (KEY TOKEN)" after a ring's counter name
 };

@@ -176,6 +176,8 @@ ShmProcess::~ShmProcess() {
 
 pid_t ShmProcess::pid_of(int world_rank) const { return peers_.at(world_rank)->pid; }
 
+bool ShmProcess::alive(int world_rank) const { return !(kill(pid_of(world_rank), 0) != 0 && errno == ESRCH); }
+
 std::string ShmProcess::wait_for_peer(c10d::Store& store, const std::string& key, int world_rank, Milliseconds timeout,
                                       const std::string& doing) const {
   const std::string them =
@@ -267,12 +269,10 @@ bool ShmProcess::wait_locked(std::unique_lock<std::mutex>& lock, const std::func
     if (now >= deadline) return false;
     if (now - checked > std::chrono::milliseconds(100)) {
       checked = now;
-      for (int q : watched) {
-        const pid_t pid = peers_.at(q)->pid;
-        if (kill(pid, 0) != 0 && errno == ESRCH)
-          throw PeerClosed(what + ": rank " + std::to_string(q) + " (process " + std::to_string(pid) +
+      for (int q : watched)
+        if (!alive(q))
+          throw PeerClosed(what + ": rank " + std::to_string(q) + " (process " + std::to_string(pid_of(q)) +
                            " on this host) has exited");
-      }
     }
     lock.unlock();
     if (now - start < settings_.spin)

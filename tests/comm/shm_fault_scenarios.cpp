@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 #include "comm/shm_links.hpp"
 #include "trace/recorder.hpp"
@@ -19,6 +21,8 @@ std::atomic<uint64_t> barriers{0};     // this process's barriers passed so far
 std::atomic<uint64_t> fault_after{0};  // the last rank meets its fault after this many; 0: none
 std::string fault_kind;                // kill | stop
 uint64_t second = 0;                   // barriers passed before the all-reduce that meets the fault
+std::atomic<uint64_t> wait_after{0};   // rank 1 waits for rank 0's exit after this many barriers; 0: none
+std::atomic<int64_t> rank_0_pid{0};
 
 // This process's entries in /dev/shm ("distlab.<pid>.*").
 std::string my_segments() {
@@ -39,6 +43,17 @@ std::string my_segments() {
 void meet(const std::string& fault, const std::string& where) {
   std::cout << "rank " << my_rank << ": " << (fault == "kill" ? "killed " : "stopped ") << where << std::endl;
   raise(fault == "kill" ? SIGKILL : SIGSTOP);
+}
+
+// Rank 1, once the last rank is dead: at most 20 s for rank 0 to find it,
+// leave the collective and exit, before rank 1 goes on to read rank 0.
+void wait_until_rank_0_exits() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (kill(static_cast<pid_t>(rank_0_pid.load()), 0) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool gone = kill(static_cast<pid_t>(rank_0_pid.load()), 0) != 0;
+  std::cout << "rank 1: rank 0 " << (gone ? "has exited" : "is still there") << " before rank 1 reads it"
+            << std::endl;
 }
 
 // Every rank's pid, by rank, through the communicator's own all-reduce.
@@ -123,6 +138,7 @@ void collective_fault(Communicator& comm, const std::string& collective, const s
     const uint64_t passed = ++barriers;
     if (me == p - 1 && passed == fault_after.load())
       meet(fault_kind, "inside the all_reduce after its barrier " + std::to_string(passed - second));
+    if (me == 1 && passed == wait_after.load()) wait_until_rank_0_exits();
   });
   auto all_reduce = [&](at::Tensor& t) {
     if (collective == "parts")
@@ -144,8 +160,13 @@ void collective_fault(Communicator& comm, const std::string& collective, const s
   // barrier (every rank has published where its tensor or table is, and
   // reads the others').
   fault_kind = fault;
+  rank_0_pid = pids_of(comm)[0];
   second = barriers;
   if (me == p - 1) fault_after = second + (collective == "arena" ? 3 : 1);
+  // In one copy, rank 1 then reads rank 0's tensor or table only once rank
+  // 0, which finds the dead rank first, has left and exited: rank 1 must
+  // still name the dead rank, not the one that left.
+  if (me == 1 && fault == "kill" && collective != "arena") wait_after = second + 1;
   t = input_of(me, n, 4);
   all_reduce(t);
   check(false, "the all_reduce completed though rank " + std::to_string(p - 1) + " met its fault inside it", me);
