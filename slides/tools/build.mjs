@@ -18,6 +18,7 @@ import { cut_excerpt, language_of } from './code_excerpt.mjs';
 import { build_dir_from, chrome_path, deck_files, decks_dir, map_to_build, out_dir_or_exit, read_json, repo_root, sha256, slides_dir,
          split_words } from './common.mjs';
 import { DeckError, read_deck } from './deck.mjs';
+import { page_query } from './page_query.mjs';
 import { plot_svg, rows_from_output } from './plot_svg.mjs';
 
 const args = process.argv.slice(2);
@@ -205,7 +206,12 @@ function expand_slide_line(deck, line, made, manifest, used) {
   }
   if (kind === 'figure' || kind === 'plot') {
     const a = artefact(positional[0], kind === 'figure' ? ['viz'] : ['plot']);
-    const size = positional[1] ? `${positional[1]} ` : '';
+    const rest_words = positional.slice(1).filter((w) => w !== 'live');
+    if (rest_words.length < positional.length - 1) {
+      if (kind !== 'figure') throw new BuildError(`${deck}: @plot ${rest}: only a figure can be live`);
+      return live_figure(deck, a, rest_words[0], manifest);
+    }
+    const size = rest_words[0] ? `${rest_words[0]} ` : '';
     return `![${size}${a.name}](${a.file})`;
   }
   // @code PATH SYMBOL | @code PATH from "a" to "b"
@@ -222,6 +228,37 @@ function expand_slide_line(deck, line, made, manifest, used) {
   record({ kind: 'code', file: rel_path, spec, lines: [excerpt.first, excerpt.last] }, excerpt.text);
   return `<p class="where">${rel_path}:${excerpt.first}-${excerpt.last}</p>\n\n${fenced(language_of(rel_path), excerpt.text)}`;
 }
+
+// `@figure VIZ live`: the still, which becomes the visualizer itself,
+// running in the slide, when the deck is served over HTTP beside the site
+// (node viz/web/serve.mjs serves the decks under /slides/, the site at /).
+// Opened as a file, and in the PDF, the deck shows the still, a link to the
+// page around it (kLiveScript makes the swap).
+function live_figure(deck, a, size, manifest) {
+  const height = size === undefined ? 520 : Number((size.match(/^h:(\d+)$/) || [])[1]);
+  if (!height) throw new BuildError(`${deck}: @figure ${a.name} ${size} live: a live figure's size is h:PIXELS`);
+  let query;
+  try {
+    query = page_query(deck, split_words(a.command).slice(1));
+  } catch (e) {
+    throw new BuildError(`${deck}: @figure ${a.name} live: ${e.message}`);
+  }
+  const page = `../index.html${query}`;
+  manifest.artefacts.push({ deck, kind: 'live', name: a.name, command: a.command, page });
+  return `<figure class="live" style="height: ${height}px" data-page="${page}"><a href="${page}" target="_blank">` +
+         `<img src="${a.file}" alt="${a.name}"></a></figure>`;
+}
+
+const kLiveScript = `<script>
+if (location.protocol === 'http:' || location.protocol === 'https:')
+  for (const figure of document.querySelectorAll('figure.live')) {
+    const frame = document.createElement('iframe');
+    frame.src = figure.dataset.page;
+    frame.title = figure.querySelector('img').alt;
+    frame.loading = 'lazy';
+    figure.replaceChildren(frame);
+  }
+</script>`;
 
 // In notes: `@live RUN [more flags]` is the run's command, to type in class.
 function expand_note_line(deck, line, made, used) {
@@ -249,6 +286,8 @@ function expand_deck(name, deck, made, manifest) {
   const plotted = new Set([...deck.artefacts.values()].filter((a) => a.kind === 'plot').map((a) => a.run));
   for (const a of deck.artefacts.values())
     if (!used.has(a.name) && !plotted.has(a.name)) throw new BuildError(`${name}: artefact '${a.name}' is made but no slide shows it`);
+  // The swap of live figures, once, at the end of the last slide.
+  if (manifest.artefacts.some((e) => e.deck === name && e.kind === 'live')) slides[slides.length - 1] += `\n\n${kLiveScript}`;
   const header = deck.meta.lesson ? `DistLab · lesson ${deck.meta.lesson.slice(0, 2)} · ${deck.meta.title}` : `DistLab · ${deck.meta.title}`;
   const front = ['---', 'marp: true', 'theme: distlab', 'paginate: true', `title: "${deck.meta.title}"`, `header: "${header}"`, '---', ''];
   return front.join('\n') + slides.join('\n\n---\n\n') + '\n';

@@ -16,7 +16,8 @@
 //
 // Directives: @output RUN [from "a"] [to "b"] [grep "c|d"] [lines A-B] [cut N]
 // (cut: lines longer than N characters end in '…'),
-// @command RUN, @figure VIZ [size], @plot PLOT [size],
+// @command RUN, @figure VIZ [size] [live] (live: the visualizer itself in
+// the slide when the deck is served beside the site), @plot PLOT [size],
 // @code PATH SYMBOL | @code PATH from "a" to "b". In notes, `@live RUN`
 // becomes "$ " and the run's command: the exact line to type in class.
 // A deck may not carry images or fenced blocks of its own: everything shown

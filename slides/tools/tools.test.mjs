@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { cut_excerpt } from './code_excerpt.mjs';
 import { build_dir_from, out_dir_from, programs_of, repo_root, slides_dir, split_words } from './common.mjs';
 import { parse_deck } from './deck.mjs';
+import { page_query, PageQueryError } from './page_query.mjs';
 import { plot_svg, rows_from_output } from './plot_svg.mjs';
 
 const kSource = `#include <cstdio>
@@ -127,4 +128,25 @@ test('an output folder the builder would empty is refused when it is or holds th
                path.join(repo_root, 'build', 'slides'));
   const elsewhere = path.join(os.tmpdir(), 'slides-out');
   assert.equal(out_dir_from(['--out', elsewhere], build_dir_from([])), elsewhere);
+});
+
+test("a live figure's address holds the view's options and leaves out the still's", () => {
+  const words = (text) => split_words(text);
+  // The still's size, file, instant and step go; the view stays, a flag as a bare key.
+  assert.equal(page_query('05_all_reduce', words('--collective all_reduce --algorithms ring --ranks 4 --step 1 --width 1600 ' +
+                                                   '--height 900 --scale 1.25 --time 10 --screenshot x.png')),
+               '?collective=all_reduce&algorithms=ring&ranks=4');
+  assert.equal(page_query('16', words('--panel collectives --collective all_to_all --ranks 4 --uneven')),
+               '?panel=collectives&collective=all_to_all&ranks=4&uneven');
+  // Lists keep their commas; a value with a space is escaped.
+  assert.equal(page_query('10', words('--panel pipeline --schedule gpipe,1f1b --stages 4')),
+               '?panel=pipeline&schedule=gpipe,1f1b&stages=4');
+  assert.equal(page_query('16', words('--panel experts --experts-label "balancing 0.1"')),
+               '?panel=experts&experts-label=balancing%200.1');
+  // A trace is fetched from where scripts/web.sh copies the deck's runs' files.
+  assert.equal(page_query('05_all_reduce', words('--panel trace --trace l5.json --width 1600')),
+               '?panel=trace&trace=traces/05_all_reduce/l5.json');
+  assert.equal(page_query('05', words('')), '');
+  assert.throws(() => page_query('05', words('--trace')), PageQueryError);
+  assert.throws(() => page_query('05', words('ring --ranks 4')), /not a long option/);
 });

@@ -18,6 +18,9 @@
 //              page ends with as many events as the run's trace file holds, the
 //              run ends as it does unwatched (exit 0, nothing dropped), and a
 //              page opened after the run is sent all of it
+//     deck     lesson 05's deck served beside the site: its live figure is the
+//              page itself, at the address of the figure's view, drawing in the
+//              slide; the same deck opened as a file keeps the still
 //
 // The site is build/web/site (scripts/web.sh); the server is viz/web/serve.mjs,
 // on free ports, serving a folder that holds the site and this check's traces.
@@ -323,6 +326,50 @@ async function check_live(browser, base, live_port) {
   stalled.destroy();
 }
 
+// Lesson 05's deck (scripts/slides.sh built it into build/slides/) served
+// beside the site, as serve.mjs serves them for a class.
+async function check_deck(browser, base) {
+  const slides = path.join(build_dir, 'slides');
+  const manifest = JSON.parse(fs.readFileSync(path.join(slides, 'manifest.json'), 'utf8'));
+  const live = manifest.artefacts.filter((a) => a.deck === '05_all_reduce' && a.kind === 'live');
+  if (!live.length) return problem('deck: the manifest lists no live figure of 05_all_reduce');
+  const deck = await browser.newPage();
+  await deck.setViewport({ width: kWidth, height: kHeight });
+  const errors = [];
+  deck.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  await deck.goto(`${base}/slides/05_all_reduce.html`, { waitUntil: 'load' });
+  // The slide that holds the figure, shown (a frame loads when it is on screen).
+  const slide = await deck.evaluate(() => [...document.querySelectorAll('svg[data-marpit-svg]')]
+    .findIndex((s) => s.querySelector('figure.live iframe')));
+  if (slide < 0) return problem('deck: served, no slide of 05_all_reduce holds a live frame');
+  await deck.evaluate((n) => { location.hash = `#${n}`; }, slide + 1);
+  const handle = (await deck.$$('svg[data-marpit-svg]'))[slide];
+  const frame_handle = await handle.$('figure.live iframe');
+  const frame = await frame_handle.contentFrame();
+  await frame.waitForFunction(() => document.body.dataset.drawn === '1', { timeout: 30000 });
+  const want = new URL(live[0].page, `${base}/slides/`);
+  const got = new URL(await frame.evaluate(() => location.href));
+  if (got.pathname !== want.pathname || got.search !== want.search)
+    problem(`deck: the frame shows ${got.pathname}${got.search}, the figure's view is ${want.pathname}${want.search}`);
+  const panel = (await frame.evaluate(() => window.distlab.counts())).panel;
+  const want_panel = want.searchParams.get('panel') || 'collectives';
+  if (panel !== want_panel) problem(`deck: the page in the slide shows the ${panel} panel, the figure's is ${want_panel}`);
+  const before = await frame.evaluate(() => window.distlab.counts().frames);
+  await frame.waitForFunction((n) => window.distlab.counts().frames > n + 2, { timeout: 10000 }, before)
+    .catch(() => problem('deck: the page in the slide draws no more frames'));
+  const messages = await frame.evaluate(() => window.distlab.messages.filter((m) => m.kind === 'error').map((m) => m.text));
+  for (const m of [...messages, ...errors]) problem(`deck: ${m}`);
+  note(`deck: slide ${slide + 1} of 05_all_reduce runs ${got.pathname}${got.search} (the ${panel} panel)`);
+  // Opened as a file (no server: the page could not load its WebAssembly), the still.
+  await deck.goto(`file://${path.join(slides, '05_all_reduce.html')}`, { waitUntil: 'load' });
+  const as_file = await deck.evaluate(() => ({ frames: document.querySelectorAll('figure.live iframe').length,
+                                               stills: document.querySelectorAll('figure.live img').length }));
+  if (as_file.frames !== 0 || as_file.stills !== live.length)
+    problem(`deck: opened as a file, ${as_file.frames} frame(s) and ${as_file.stills} still(s), not 0 and ${live.length}`);
+  else note(`deck: opened as a file, the ${as_file.stills} live figure(s) show their stills`);
+  await deck.close();
+}
+
 async function main() {
   if (!fs.existsSync(path.join(site, 'distlab-viz.wasm'))) {
     console.log(`FAIL: no site in ${site} (scripts/web.sh builds it)`);
@@ -330,7 +377,8 @@ async function main() {
   }
   const dir = served_folder();
   const { server, ranks } = await new Promise((resolve) => {
-    const s = start({ site: dir, port: 0, bind: '127.0.0.1', live_port: 0, live_bind: '127.0.0.1' },
+    const s = start({ site: dir, slides: path.join(build_dir, 'slides'), port: 0, bind: '127.0.0.1', live_port: 0,
+                      live_bind: '127.0.0.1' },
                     (ready) => resolve({ ...s, ...ready }));
   });
   const base = `http://127.0.0.1:${server.address().port}`;
@@ -342,7 +390,8 @@ async function main() {
     else if (check === 'traces') await check_traces(browser, base, dir);
     else if (check === 'bad') await check_bad(browser, base, dir);
     else if (check === 'live') await check_live(browser, base, ranks.address().port);
-    else throw new Error(`unknown check '${check}' (load, panels, pixels, traces, bad, live)`);
+    else if (check === 'deck') await check_deck(browser, base);
+    else throw new Error(`unknown check '${check}' (load, panels, pixels, traces, bad, live, deck)`);
   } finally {
     await browser.close();
     server.close();

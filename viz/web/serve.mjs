@@ -3,11 +3,13 @@
 // lesson's live stream for every browser in the room. Node's standard
 // library only.
 //
-//   node viz/web/serve.mjs [--site build/web/site] [--port 8080] [--bind 0.0.0.0]
-//                          [--live-port 29400] [--live-bind 127.0.0.1]
+//   node viz/web/serve.mjs [--site build/web/site] [--slides build/slides] [--port 8080]
+//                          [--bind 0.0.0.0] [--live-port 29400] [--live-bind 127.0.0.1]
 //
 //   - HTTP: the static site scripts/web.sh built (GET and HEAD only, inside
-//     the site folder only), on the local network unless --bind says otherwise.
+//     the site folder only), on the local network unless --bind says otherwise;
+//     and the class's decks (slides/: scripts/slides.sh) under /slides/, when
+//     they are built, where a live figure is the page itself, running.
 //   - the ranks: a lesson run with `--live HOST:LIVE_PORT` connects here as
 //     it would to `distlab-viz --listen` (one TCP connection per rank process).
 //   - the browsers: a page opened with `?live` asks ws://HOST:PORT/live; every
@@ -35,16 +37,19 @@ import path from 'node:path';
 const kWindow = 1 << 20;  // bytes written to a page and not yet taken before it waits for 'drain'
 const kTypes = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
                  '.data': 'application/octet-stream', '.json': 'application/json', '.css': 'text/css',
-                 '.png': 'image/png', '.svg': 'image/svg+xml' };
+                 '.png': 'image/png', '.svg': 'image/svg+xml', '.pdf': 'application/pdf' };
 
 function parse_args(argv) {
   const here = path.dirname(new URL(import.meta.url).pathname);
-  const options = { site: path.join(here, '..', '..', 'build', 'web', 'site'), port: 8080, bind: '0.0.0.0',
+  const options = { site: path.join(here, '..', '..', 'build', 'web', 'site'),
+                    slides: path.join(here, '..', '..', 'build', 'slides'), port: 8080, bind: '0.0.0.0',
                     live_port: 29400, live_bind: '127.0.0.1' };
-  const names = { '--site': 'site', '--port': 'port', '--bind': 'bind', '--live-port': 'live_port', '--live-bind': 'live_bind' };
+  const names = { '--site': 'site', '--slides': 'slides', '--port': 'port', '--bind': 'bind', '--live-port': 'live_port',
+                  '--live-bind': 'live_bind' };
   for (let i = 0; i < argv.length; i += 2) {
     if (argv[i] === '--help' || argv[i] === '-h') {
-      console.log('usage: serve.mjs [--site DIR] [--port 8080] [--bind 0.0.0.0] [--live-port 29400] [--live-bind 127.0.0.1]');
+      console.log('usage: serve.mjs [--site DIR] [--slides DIR] [--port 8080] [--bind 0.0.0.0] [--live-port 29400] ' +
+                  '[--live-bind 127.0.0.1]');
       process.exit(0);
     }
     const key = names[argv[i]];
@@ -109,11 +114,18 @@ class Relay {
   }
 }
 
-function serve_file(site, request, response) {
-  const root = path.resolve(site);
+// A request's file: under /slides/ one of the decks' folder (when given),
+// else one of the site's; never outside them.
+function serve_file(options, request, response) {
+  let root = path.resolve(options.site);
   let file;
   try {
-    file = path.resolve(root, '.' + decodeURIComponent(new URL(request.url, 'http://x').pathname));
+    let wanted = decodeURIComponent(new URL(request.url, 'http://x').pathname);
+    if (options.slides && (wanted === '/slides' || wanted.startsWith('/slides/'))) {
+      root = path.resolve(options.slides);
+      wanted = wanted.slice('/slides'.length) || '/';
+    }
+    file = path.resolve(root, '.' + wanted);
   } catch (e) {
     response.writeHead(400).end();
     return;
@@ -163,7 +175,7 @@ export function start(options, on_ready = () => {}) {
       response.writeHead(405).end();
       return;
     }
-    serve_file(options.site, request, response);
+    serve_file(options, request, response);
   });
   server.on('upgrade', (request, socket) => upgrade(relay, request, socket));
   const ranks = net.createServer((socket) => relay.rank(socket));
@@ -187,6 +199,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
   }
   start(options, ({ port, live_port }) => {
     for (const host of addresses(options.bind)) console.log(`distlab-viz-serve: the visualizer at http://${host}:${port}/`);
+    if (fs.existsSync(path.join(options.slides, 'index.html')))
+      console.log(`distlab-viz-serve: the decks at /slides/, their live figures running in the slides`);
     console.log(`distlab-viz-serve: ranks send with --live ${options.live_bind}:${live_port}; ` +
                 `pages follow them at /?panel=trace&live`);
   });
