@@ -292,7 +292,7 @@ void hop_against_block(comm::Communicator& world, const Options& o, const Mine& 
               "    (%.2f GB/s): 2 P / W = %.0f tokens, so at L = %.0f the hop %s\n",
               L, L, flops, bytes, L / 2, block * 1e3, P / 1e9, hop * 1e3, W / 1e9, std::ceil(2 * P / W), L,
               block >= hop ? "hides" : "does not hide");
-  std::printf("    a GPU at 1e15 FLOP/s: L >= 40,000 tokens a rank over 50 GB/s, 4,400 over 450 GB/s\n");
+  std::printf("    a GPU at 1e15 FLOP/s: L >= 40,000 tokens a rank over 50 GB/s, 4,445 over 450 GB/s\n");
 }
 
 bool ring(comm::Communicator& world, const Options& o) {
