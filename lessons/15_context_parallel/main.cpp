@@ -251,6 +251,50 @@ Mine mine_of(const Whole& w, Layout layout, const Options& o, const comm::Commun
   return m;
 }
 
+// The median of `repeats` timings of `f`, every rank timing its own (they
+// all run it at once, as in the ring), the largest over the ranks.
+template <typename F>
+double median_seconds(comm::Communicator& world, int repeats, F f) {
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    world.barrier();
+    const int64_t t0 = trace::now_us();
+    f();
+    seconds.push_back(1e-6 * double(trace::now_us() - t0));
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return lessons::max_over_ranks(world, seconds[seconds.size() / 2]);
+}
+
+// When a hop hides behind a block's compute: a full block of L queries
+// against L keys costs 4 B H L^2 D FLOPs (q k^T, then the weights times v);
+// the hop that brings the next one moves K and V, 2 B H L D floats. The
+// compute takes longer than the hop when 4 B H L^2 D / P >= 8 B H L D / W
+// (P FLOP/s, W bytes/s): L >= 2 P / W. Derived, then measured here.
+void hop_against_block(comm::Communicator& world, const Options& o, const Mine& m) {
+  const int C = world.size(), next = (world.rank() + 1) % C, previous = (world.rank() + C - 1) % C;
+  const double L = double(o.seq / C), BHD = double(o.batch * o.heads * o.head_dim);
+  const double flops = 4 * BHD * L * L, bytes = 2 * BHD * L * 4;
+  const double block =
+      median_seconds(world, 5, [&] { context_parallel::block_attention(m.q, m.k, m.v, scale_of(o)); });
+  const double hop = median_seconds(world, 5, [&] {
+    at::Tensor k = at::empty_like(m.k), v = at::empty_like(m.v);
+    std::vector<comm::WorkPtr> pending = {world.irecv(k, previous, 90), world.irecv(v, previous, 91),
+                                          world.isend(m.k, next, 90), world.isend(m.v, next, 91)};
+    for (auto& w : pending) w->wait();
+  });
+  if (world.rank() != 0) return;
+  const double P = flops / block, W = bytes / hop;
+  std::printf("  a hop against a block's compute: a full block of L = S/C = %.0f queries x %.0f keys costs\n"
+              "  4 B H L^2 D = %.0f FLOPs; the hop bringing the next moves K, V: 2 B H L D x 4 = %.0f bytes.\n"
+              "  L/2 = %.0f FLOPs a byte: the hop hides when L >= 2 P / W (P FLOP/s, W bytes/s)\n"
+              "    measured here (median of 5, slowest rank): block %.3f ms (%.2f GFLOP/s), hop %.3f ms\n"
+              "    (%.2f GB/s): 2 P / W = %.0f tokens, so at L = %.0f the hop %s\n",
+              L, L, flops, bytes, L / 2, block * 1e3, P / 1e9, hop * 1e3, W / 1e9, std::ceil(2 * P / W), L,
+              block >= hop ? "hides" : "does not hide");
+  std::printf("    a GPU at 1e15 FLOP/s: L >= 40,000 tokens a rank over 50 GB/s, 4,445 over 450 GB/s\n");
+}
+
 bool ring(comm::Communicator& world, const Options& o) {
   const double scale = scale_of(o);
   Whole w = whole(o, world, /*causal=*/true);
@@ -287,6 +331,7 @@ bool ring(comm::Communicator& world, const Options& o) {
                 "                               are home after %d hops)\n",
                 C, static_cast<long long>(o.seq / C), static_cast<long long>(o.seq), d_out, d_grad, C);
   }
+  hop_against_block(world, o, m);
   return d_out <= kSame && d_grad <= kSame;
 }
 

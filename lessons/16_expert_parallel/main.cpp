@@ -350,13 +350,33 @@ bool bytes(comm::Communicator& world, const Parallel& p, const Options& o) {
               "  returned: the rows the other ranks sent rank 0's experts, sent back = %s\n"
               "  counts  (G-1) x E/G x 8 = %d x %lld x 8 = %lld\n"
               "  rows    2 x (dispatched + returned) x d x 4 = 2 x (%lld + %lld) x %lld x 4 = %lld\n"
-              "  formula %lld, traced %lld\n"
-              "  Look: rank 0 sends both in the forward (the rows) and again in the backward (their\n"
-              "  gradients), and how many changes every step with the router: the counts go first.\n",
+              "  formula %lld, traced %lld\n",
               G, dispatched_text.c_str(), returned_text.c_str(), G - 1, static_cast<long long>(per_rank),
               static_cast<long long>(counts),
               static_cast<long long>(dispatched), static_cast<long long>(returned), static_cast<long long>(o.model),
               static_cast<long long>(rows), static_cast<long long>(formula), static_cast<long long>(p.sent_bytes));
+  // The closed form: every choice kept and the choices spread evenly, rank 0
+  // dispatches T k (G-1)/G rows and returns as many, each crossing twice
+  // (forward, then its gradient): 4 T k (G-1)/G d floats.
+  const double T = double(o.tokens), k = double(o.top_k), d = double(o.model), h = double(o.hidden);
+  const double closed = 4 * T * k * (G - 1) / G * d * 4;
+  // Against the experts' work: a row costs two products of d x h forward
+  // (4 d h FLOPs) and twice that backward.
+  int64_t computed = 0;
+  for (const int64_t r : p.stats.received_rows) computed += r;
+  const double flops = 12 * d * h * double(computed);
+  std::printf("  closed form, every choice kept and spread evenly over the G ranks: 4 T k (G-1)/G d floats\n"
+              "    = 4 x %lld x %lld x %d/%d x %lld x 4 = %.0f bytes; traced, less the counts, %lld (%.2fx)\n"
+              "  against the experts' work, 12 d h FLOPs a row (two d x h products, forward and backward):\n"
+              "    rank 0's experts ran %lld rows, %.0f FLOPs, for %lld bytes sent: %.3f bytes a FLOP;\n"
+              "    in the closed form 4 (G-1) / (3 G h) = %.3f: the wider the experts, the less it weighs\n",
+              static_cast<long long>(o.tokens), static_cast<long long>(o.top_k), G - 1, G,
+              static_cast<long long>(o.model), closed, static_cast<long long>(p.sent_bytes - counts),
+              double(p.sent_bytes - counts) / closed,
+              static_cast<long long>(computed), flops, static_cast<long long>(p.sent_bytes),
+              double(p.sent_bytes) / flops, 4.0 * (G - 1) / (3.0 * G * h));
+  std::printf("  Look: rank 0 sends both in the forward (the rows) and again in the backward (their\n"
+              "  gradients), and how many changes every step with the router: the counts go first.\n");
   return formula == p.sent_bytes;
 }
 
