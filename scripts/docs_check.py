@@ -26,8 +26,9 @@ code block that follows it:
   <!-- docs-check: record: HOW -->         the output shown is a record of the
                                            long run (HOW: where, when, how to
                                            make it again); the short run's
-                                           output is compared with it by shape.
-                                           A `run as` above shown output needs it
+                                           output is compared with it by shape
+                                           (without it, a short run's output is
+                                           compared as any other)
   <!-- docs-check: varies: REGEX -->       what REGEX matches (its groups, if it
                                            has any) is masked, in the shown and
                                            the real lines: the fields a run
@@ -314,9 +315,11 @@ class Target:
         self.line, self.command, self.shown, self.status = line, command, shown, status
 
 
-def output_targets(block, problems, path):
+def output_targets(block):
     """An output block's `$ COMMAND`s and what each printed. A `run as` above
-    it compares a short run with the shown output: only as a record."""
+    it runs the first one in a short form, whose output is compared with the
+    shown one as any other (it may only change what is masked: the times of
+    fewer rounds), or by shape where the block is marked a record."""
     starts = [k for k, l in enumerate(block.lines) if l.startswith("$ ")] + [len(block.lines)]
     targets = []
     for a, b in zip(starts, starts[1:]):
@@ -325,10 +328,6 @@ def output_targets(block, problems, path):
         targets.append(Target(block.line + a, command, block.lines[a + 1:b], status))
     run_as = block.note("run as")
     if run_as:
-        if not block.note("record"):
-            problems.append(f"{path}:{block.line}: 'run as' above shown output compares a short run with "
-                            f"another run's output: show the output of the command shown, or mark the "
-                            f"block a record (<!-- docs-check: record: HOW -->)")
         targets[0].command = run_as[0]
     return targets
 
@@ -357,7 +356,7 @@ def command_targets(block, problems, path):
 def targets_of(block, problems, path):
     """What a plain block runs; a block of neither commands nor output is refused."""
     if block.lines and block.lines[0].startswith("$ "):
-        return output_targets(block, problems, path)
+        return output_targets(block)
     if is_commands_block(block):
         return command_targets(block, problems, path)
     problems.append(f"{path}:{block.line}: a block with neither a command nor `$ COMMAND` is not checked: "
@@ -390,6 +389,9 @@ def check_target(target, block, runner, problems, where):
                         f"{len(extra)} printed not shown (mark lines left out with `...`)\n"
                         + "".join(f"  shown, not printed: {l}\n" for l in missing[:8])
                         + "".join(f"  printed, not shown: {l}\n" for l in extra[:8])
+                        + ("  (a short run against a long run's output: mark the block a record, "
+                           "<!-- docs-check: record: HOW -->, to compare it by shape)\n"
+                           if block.note("run as") and not record else "")
                         + "  real output:\n" + tail(output, 40))
         return
     uncompared = sum(1 for l in shown or [] if l.strip() and any(re.search(r, l) for r in racy))

@@ -180,11 +180,12 @@ class DocsCheck(unittest.TestCase):
         self.assertEqual(status, 0, out)
         self.assertIn("not run (a drawing): 1 line(s)", out)
 
-    def test_run_as_above_shown_output_needs_a_record_note(self):
+    def test_a_short_run_is_compared_whole_with_a_long_runs_output_unless_a_record(self):
         md = (f"<!-- docs-check: run as: echo 'epoch 1 of 1, loss 7.5' -->\n{FENCE}\n$ long_run --epochs 3\n"
               f"epoch 1 of 3, loss 6.1\nepoch 2 of 3, loss 5.2\nepoch 3 of 3, loss 4.9\n{FENCE}\n")
         status, out = check(md)
         self.assertEqual(status, 1, out)
+        self.assertIn("printed, not shown: epoch 1 of 1, loss 7.5", out)
         self.assertIn("mark the block a record", out)
         record = "<!-- docs-check: record: the 2-core VM, 2026-11-28 -->\n"
         status, out = check(record + md)
