@@ -243,15 +243,29 @@ def compare(shown, real, varies, scratch_tmp, racy=()):
         matched.append(queue.popleft() if queue else None)
     missing = sorted(p for queue in waiting.values() for p in queue)
     elisions = [p for p, line in enumerate(shown) if line is None]
-    extra = [real[i] for i, p in enumerate(matched) if p is None and not elided(i, matched, elisions, len(shown))]
+    ranks = [rank_of(line) for line in real]
+    extra = [real[i] for i, p in enumerate(matched)
+             if p is None and not elided(i, matched, ranks, elisions, len(shown))]
     return [shown[p] for p in missing], extra
 
 
-def elided(i, matched, elisions, n_shown):
+RANK = re.compile(r"^(?:\[(?:RANK|rank) \d+\]:? ?)+")
+
+
+def rank_of(line):
+    """The rank prefixes a line starts with (`[rank 0] [RANK 0]: `), or ""."""
+    m = RANK.match(line)
+    return m.group(0).strip() if m else ""
+
+
+def elided(i, matched, ranks, elisions, n_shown):
     """Whether printed line i, shown nowhere, lies where a `...` stands: between
-    the shown lines its nearest matched neighbours matched (in either order)."""
-    before = next((p for p in reversed(matched[:i]) if p is not None), -1)
-    after = next((p for p in matched[i + 1:] if p is not None), n_shown)
+    the shown lines its nearest matched neighbours matched (in either order).
+    Ranks print in any order, each in its own: a line with a rank prefix
+    takes its neighbours among that rank's lines."""
+    same = [k for k in range(len(matched)) if ranks[k] == ranks[i]] if ranks[i] else range(len(matched))
+    before = next((matched[k] for k in reversed(same) if k < i and matched[k] is not None), -1)
+    after = next((matched[k] for k in same if k > i and matched[k] is not None), n_shown)
     low, high = min(before, after), max(before, after)
     return any(low < e < high for e in elisions)
 

@@ -149,6 +149,17 @@ class DocsCheck(unittest.TestCase):
         self.assertNotIn("printed, not shown: a", out)
         self.assertEqual(check(md.replace("b\nc\n", "b\nc\n...\n"))[0], 0)
 
+    def test_an_elision_stands_for_a_ranks_lines_in_any_interleaving(self):
+        # Rank 1's lines left out after its first, printed before or after rank 0's.
+        md = (f"{FENCE}\n$ printf '[rank 1] a\\n[rank 0] x\\n[rank 1] b\\n[rank 0] y\\n'\n"
+              f"[rank 1] a\n...\n[rank 0] x\n[rank 0] y\n{FENCE}\n")
+        self.assertEqual(check(md)[0], 0)
+        self.assertEqual(check(md.replace("[rank 1] b\\n[rank 0] y", "[rank 0] y\\n[rank 1] b"))[0], 0)
+        # Rank 0's line left out where no mark stands among rank 0's lines fails.
+        bad = (f"{FENCE}\n$ printf '[rank 1] a\\n[rank 0] x\\n[rank 0] z\\n[rank 0] y\\n'\n"
+               f"...\n[rank 1] a\n[rank 0] x\n[rank 0] y\n{FENCE}\n")
+        self.assertEqual(check(bad)[0], 1)
+
     def test_lines_printed_in_another_order_pass(self):
         self.assertEqual(check(f"{FENCE}\n$ printf 'a\\nb\\nc\\n'\nc\na\nb\n{FENCE}\n")[0], 0)
 
