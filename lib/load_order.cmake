@@ -8,6 +8,7 @@
 option(DISTLAB_LOAD_ORDER "name LibTorch's libraries in the order that starts programs fastest" ON)
 set(DISTLAB_LOAD_ORDER_LIBS "")   # the link items: the libraries between --no-as-needed and its end
 set(DISTLAB_LOAD_ORDER_PATHS "")  # the libraries alone
+set(DISTLAB_LOAD_ORDER_WHY "")    # where there is none, why (tests/build's load_order test says it)
 # How a lesson names LibTorch's three libraries: first, in this order, then
 # the C++ runtime its code uses (the probes here and in tests/build link so).
 set(DISTLAB_LOAD_ORDER_FIRST -Wl,--push-state,--no-as-needed)
@@ -17,6 +18,7 @@ foreach(_target torch_cpu c10 torch)
 endforeach()
 list(APPEND DISTLAB_LOAD_ORDER_FIRST -Wl,--pop-state,--as-needed)
 if(NOT DISTLAB_LOAD_ORDER OR NOT CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(DISTLAB_LOAD_ORDER_WHY "DISTLAB_LOAD_ORDER is OFF or the system is not Linux")
   return()
 endif()
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
@@ -33,12 +35,14 @@ else()
               COPY_FILE ${_dir}/probe OUTPUT_VARIABLE _why)
   if(NOT _linked)
     message(WARNING "DistLab: no load order (a program linked to LibTorch did not build):\n${_why}")
+    set(DISTLAB_LOAD_ORDER_WHY "a program linked to LibTorch did not build (see the configure step's WARNING)")
     return()
   endif()
   execute_process(COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/load_order.py --program ${_dir}/probe
                   OUTPUT_VARIABLE _order RESULT_VARIABLE _rc ERROR_VARIABLE _why)
   if(NOT _rc EQUAL 0)
     message(WARNING "DistLab: no load order (scripts/load_order.py failed): ${_why}")
+    set(DISTLAB_LOAD_ORDER_WHY "scripts/load_order.py failed (see the configure step's WARNING)")
     return()
   endif()
   string(STRIP "${_order}" _order)

@@ -4,25 +4,36 @@
     scripts/docs_check.py --build build lessons/04_reduce/README.md ...
     scripts/docs_check.py --build build --list README.md     # what would run
 
-What it reads, in every code block of the file:
-- a command: a line that starts a program (./build/..., build/..., scripts/...,
-  cmake, ctest, python3, /usr/bin/torchrun, mpirun, node, and in a block
-  that starts with a command a build's program named bare: distlab-run,
-  lesson_11_capstone, ...), joined with
-  the lines its trailing backslashes continue onto;
-- an output: a plain ``` block whose first line is `$ COMMAND`: the lines
-  down to the next `$ COMMAND` (or the block's end) are what it printed. Blocks with a language (```json, ```python) are
-  listings, not output.
-and these notes (HTML comments, invisible on the rendered page), each about
-the code block that follows it:
+What it reads, in every plain code block of the file (``` or indented;
+blocks with a language, ```json or ```cpp, are listings and not read):
+- a block of commands, whose first line starts a program (./build/...,
+  build/..., scripts/..., cmake, ctest, python3, /usr/bin/torchrun, mpirun,
+  node, and a build's program named bare: distlab-run, lesson_11_capstone,
+  ...): each command is run, joined with the lines its trailing backslashes
+  continue onto. Its other lines may only be comments (`# ...`); any other
+  line (output, a program the check does not know) is refused, not skipped:
+  output is shown after `$ COMMAND`;
+- a block of output, whose first line is `$ COMMAND`: the lines down to the
+  next `$ COMMAND` (or the block's end) are all that the command printed;
+- any other plain block is refused unless a note says why it is not run.
+These notes (HTML comments, invisible on the rendered page), each about the
+code block that follows it:
   <!-- docs-check: not run: REASON -->     the block is not run (REASON is said)
   <!-- docs-check: run as: COMMAND -->     a command runs as COMMAND, a short
                                            form of a long run: the block's one
                                            command, or the one COMMAND begins
                                            with (followed by limiting flags)
-  <!-- docs-check: varies: REGEX -->       output lines matching REGEX are
-                                           compared by shape (numbers masked)
-  <!-- docs-check: racy: REGEX -->         shown lines matching REGEX are not
+  <!-- docs-check: record: HOW -->         the output shown is a record of the
+                                           long run (HOW: where, when, how to
+                                           make it again); the short run's
+                                           output is compared with it by shape
+                                           (without it, a short run's output is
+                                           compared as any other)
+  <!-- docs-check: varies: REGEX -->       what REGEX matches (its groups, if it
+                                           has any) is masked, in the shown and
+                                           the real lines: the fields a run
+                                           changes (a ratio, a bar drawn in text)
+  <!-- docs-check: racy: REGEX -->         lines matching REGEX are not
                                            compared: their words change from
                                            run to run (which rank failed first)
 
@@ -31,19 +42,24 @@ How it runs them: each file in a fresh scratch folder, where `build`,
 `viz` lead to the real ones and `/tmp/` in a
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
+Commands run under bash with pipefail: a program in a pipe that fails fails
+the command.
 A command fails the check when it exits non-zero (unless its shown output
 ends with `exit status N`, or its line, `$ COMMAND` too, ends with a comment
 `# exits N: why`, naming that status) or runs past --timeout.
-Lines `...` and `[... what was left out ...]` stand for output not shown.
 
-How output is compared: every shown line must be among the real output's
-lines (as a multiset: ranks print in any order), after masking what no two
-runs share: times and rates (12.3 ms, 0.6 GB/s), dates, pids and ports.
-Lines a `varies` note names (measured ratios, bandwidths without a unit,
-timelines drawn in text), and the intra-op threads line (the machine's
-cores), are compared by shape: their words, every number
-masked, a bar between two `|` as one mark. Blank lines do
-not count.
+How output is compared: the shown lines and the real output's lines must be
+the same (as a multiset: ranks print in any order; blank lines do not
+count), after masking what no two runs share: times and rates (12.3 ms,
+0.6 GB/s), dates, clock times, `pid N`, `port N`, the intra-op threads
+line's thread and core counts (the machine's), and what `varies` notes name.
+A line `...` or `[... what was left out ...]` says lines are left out there:
+a printed line that is not shown must lie between the shown lines next to
+such a mark. A record (`record:` note) is compared by shape: the kinds of
+line (their words, every number masked, a bar between two `|` as one mark)
+the short run prints against the kinds shown.
+Every line the check does not compare is said: `not run` blocks, and the
+racy lines of each command.
 """
 import argparse
 import collections
@@ -63,7 +79,7 @@ PROGRAM = re.compile(
 # A build's program named bare starts a command in a block of commands (one
 # whose first line is a command), not in a block of output that quotes one.
 BARE = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:distlab-[a-z][a-z-]*|lesson_\d\d_\w+)(?=\s|$)")
-NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|varies|racy):\s*(.*?)\s*-->\s*$")
+NOTE = re.compile(r"^<!--\s*docs-check:\s*(not run|run as|record|varies|racy):\s*(.*?)\s*-->\s*$")
 TIME_UNITS = r"(?:ns|us|µs|ms|s|sec|min|h|[KMGT]i?B/s|[KMG]bit/s|GB/s|MB/s)"
 TIMED = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?" + TIME_UNITS + r"(?![\w/])")
 VOLATILE = [
@@ -71,14 +87,14 @@ VOLATILE = [
     (re.compile(r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b"), "<clock>"),
     (re.compile(r"\bpid \d+"), "pid <n>"),
     (re.compile(r"\bport \d+"), "port <n>"),
-    (re.compile(r"(?<=:)\d{4,5}\b"), "<port>"),
 ]
-# Lines whose numbers come from the machine (its cores), compared by shape
+# The machine's numbers (its cores, the threads they give a rank), masked
 # everywhere: the READMEs show the 2-core VM's.
-MACHINE = [r"^(?:\[rank \d+\] )?distlab: \d+ intra-op thread\(s\) per rank for"]
+MACHINE = [r"^(?:\[rank \d+\] )?distlab: (\d+) intra-op thread\(s\) per rank for \d+ rank\(s\) here \((\d+) core"]
 EXIT = re.compile(r"^(?:\[exit (\d+)\]|exit status (\d+))$")
 ELISION = re.compile(r"^(?:\.\.\.|\[\.\.\..*\])$")
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:[KMG](?![A-Za-z]))?")  # 16065K is a number too
+EXITS = re.compile(r"\s{2,}#\s*exits (\d+)\b.*$")
 
 
 class Block:
@@ -127,9 +143,6 @@ def blocks_of(text):
     return blocks
 
 
-EXITS = re.compile(r"\s{2,}#\s*exits (\d+)\b.*$")
-
-
 def strip_comment(command):
     """`cmd --x   # what it does` -> `cmd --x`."""
     return command.split("  #")[0].rstrip()
@@ -141,14 +154,23 @@ def exit_comment(command):
     return (command[:m.start()].rstrip(), int(m.group(1))) if m else (command, 0)
 
 
+def is_commands_block(block):
+    """A block of commands: its first line starts a program."""
+    first = next((l.strip() for l in block.lines if l.strip()), "")
+    return bool(PROGRAM.match(first) or BARE.match(first))
+
+
 def commands_of(block):
-    """(line, command) for each command in the block, continuations joined."""
-    out, k = [], 0
-    first_line = next((l.strip() for l in block.lines if l.strip()), "")
-    commands_block = bool(PROGRAM.match(first_line) or BARE.match(first_line))
+    """(line, command, status) for each command in a block of commands,
+    continuations joined, and (line, text) for each other line that is not
+    blank or a comment: output or a program the check does not know, which
+    the check refuses rather than skips."""
+    out, others, k = [], [], 0
     while k < len(block.lines):
         text = block.lines[k].strip()
-        if not (PROGRAM.match(text) or (commands_block and BARE.match(text))):
+        if not (PROGRAM.match(text) or BARE.match(text)):
+            if text and not text.startswith("#"):
+                others.append((block.line + k, text))
             k += 1
             continue
         first = k
@@ -157,11 +179,30 @@ def commands_of(block):
             text = text[:-1].rstrip() + " " + block.lines[k].strip()
         out.append((block.line + first, strip_comment(text), exit_comment(text)[1]))
         k += 1
-    return out
+    return out, others
 
 
-def mask(line, scratch_tmp):
+def mask_named(line, patterns):
+    """What each pattern matches masked as <v>: its groups where it has any
+    (`ratio (\\S+)` masks the ratio, not the word), else the whole match."""
+    for pattern in patterns:
+        rx = re.compile(pattern)
+
+        def sub(m):
+            text, base = m.group(0), m.start()
+            spans = [m.span(g) for g in range(1, rx.groups + 1) if m.span(g)[0] >= 0] if rx.groups else [m.span()]
+            for a, b in sorted(spans, reverse=True):
+                text = text[:a - base] + "<v>" + text[b - base:]
+            return text
+        line = rx.sub(sub, line)
+    return line
+
+
+def mask(line, scratch_tmp, varies=()):
+    """The line with what no two runs share masked: the scratch folder, what
+    `varies` notes name and the machine's counts, times, dates, pids, ports."""
     line = line.replace(scratch_tmp, "/tmp/")
+    line = mask_named(line, list(varies) + MACHINE)
     line = TIMED.sub("<time>", line)
     for pattern, replacement in VOLATILE:
         line = pattern.sub(replacement, line)
@@ -176,25 +217,69 @@ def shape(line):
     return NUMBER.sub("<n>", BAR.sub("|<bar>|", line))
 
 
-def compare(shown, real, varies, scratch_tmp, racy=()):
-    """The shown lines missing from the real output, as (shown line, why)."""
-    def key(line):
-        m = mask(line, scratch_tmp)
-        if any(re.search(v, line) for v in list(varies) + MACHINE):
-            return ("shape", shape(m))
-        return ("exact", m)
-
-    have = collections.Counter(key(l) for l in real if l.strip())
-    missing = []
-    for line in shown:
-        if not line.strip() or ELISION.match(line.strip()) or any(re.search(r, line) for r in racy):
+def compared_lines(lines, racy):
+    """The lines compared: blank and racy ones out; elision marks as None."""
+    kept = []
+    for line in lines:
+        if not line.strip() or any(re.search(r, line) for r in racy):
             continue
-        k = key(line)
-        if have[k] > 0:
-            have[k] -= 1
-        else:
-            missing.append(line)
-    return missing
+        kept.append(None if ELISION.match(line.strip()) else line)
+    return kept
+
+
+def compare(shown, real, varies, scratch_tmp, racy=()):
+    """Shown against printed, the whole output: (shown lines not printed,
+    printed lines not shown where no `...` stands for them)."""
+    shown = compared_lines(shown, racy)
+    real = compared_lines(real, racy)
+    real = [l for l in real if l is not None]
+    waiting = collections.defaultdict(collections.deque)   # key -> shown positions not yet matched
+    for pos, line in enumerate(shown):
+        if line is not None:
+            waiting[mask(line, scratch_tmp, varies)].append(pos)
+    matched = []   # per printed line: the shown position it matched, or None
+    for line in real:
+        queue = waiting[mask(line, scratch_tmp, varies)]
+        matched.append(queue.popleft() if queue else None)
+    missing = sorted(p for queue in waiting.values() for p in queue)
+    elisions = [p for p, line in enumerate(shown) if line is None]
+    ranks = [rank_of(line) for line in real]
+    extra = [real[i] for i, p in enumerate(matched)
+             if p is None and not elided(i, matched, ranks, elisions, len(shown))]
+    return [shown[p] for p in missing], extra
+
+
+RANK = re.compile(r"^(?:\[(?:RANK|rank) \d+\]:? ?)+")
+
+
+def rank_of(line):
+    """The rank prefixes a line starts with (`[rank 0] [RANK 0]: `), or ""."""
+    m = RANK.match(line)
+    return m.group(0).strip() if m else ""
+
+
+def elided(i, matched, ranks, elisions, n_shown):
+    """Whether printed line i, shown nowhere, lies where a `...` stands: between
+    the shown lines its nearest matched neighbours matched (in either order).
+    Ranks print in any order, each in its own: a line with a rank prefix
+    takes its neighbours among that rank's lines."""
+    same = [k for k in range(len(matched)) if ranks[k] == ranks[i]] if ranks[i] else range(len(matched))
+    before = next((matched[k] for k in reversed(same) if k < i and matched[k] is not None), -1)
+    after = next((matched[k] for k in same if k > i and matched[k] is not None), n_shown)
+    low, high = min(before, after), max(before, after)
+    return any(low < e < high for e in elisions)
+
+
+def compare_shapes(shown, real, varies, scratch_tmp, racy=()):
+    """A record against a short run: the kinds of line (shapes) each has
+    that the other lacks; the short run's extra kinds pass where a `...` is shown."""
+    shown = compared_lines(shown, racy)
+    real = [l for l in compared_lines(real, racy) if l is not None]
+    kinds_shown = {shape(mask(l, scratch_tmp, varies)): l for l in shown if l is not None}
+    kinds_real = {shape(mask(l, scratch_tmp, varies)): l for l in real}
+    missing = [l for k, l in kinds_shown.items() if k not in kinds_real]
+    extra = [] if None in shown else [l for k, l in kinds_real.items() if k not in kinds_shown]
+    return missing, extra
 
 
 class Runner:
@@ -210,6 +295,8 @@ class Runner:
         self.cache = {}
 
     def run(self, command):
+        """(exit status or None past the timeout, output, seconds); bash with
+        pipefail, so that a pipe's failing program fails the command."""
         if command in self.cache:
             return self.cache[command]
         real = command.replace("/tmp/", self.tmp)
@@ -223,8 +310,9 @@ class Runner:
         # under $TMPDIR (lesson 14's flight_14) is where the README's /tmp/ is.
         env = dict(os.environ, PATH=path + ":" + os.environ.get("PATH", ""), TMPDIR=self.tmp)
         try:
-            p = subprocess.run(["bash", "-c", real], cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=self.timeout)
+            p = subprocess.run(["bash", "-o", "pipefail", "-c", real], cwd=self.scratch, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=self.timeout)
             result = (p.returncode, p.stdout.decode("utf-8", "replace"), time.time() - start)
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or b"").decode("utf-8", "replace")
@@ -235,65 +323,115 @@ class Runner:
         return result
 
 
+class Target:
+    """One command to run: where it is, and the output shown for it (None in a block of commands)."""
+    def __init__(self, line, command, shown, status):
+        self.line, self.command, self.shown, self.status = line, command, shown, status
+
+
+def output_targets(block):
+    """An output block's `$ COMMAND`s and what each printed. A `run as` above
+    it runs the first one in a short form, whose output is compared with the
+    shown one as any other (it may only change what is masked: the times of
+    fewer rounds), or by shape where the block is marked a record."""
+    starts = [k for k, l in enumerate(block.lines) if l.startswith("$ ")] + [len(block.lines)]
+    targets = []
+    for a, b in zip(starts, starts[1:]):
+        # A `$` line's other text after a # is the command's own (an echo of "|  ##  |").
+        command, status = exit_comment(block.lines[a][2:].strip())
+        targets.append(Target(block.line + a, command, block.lines[a + 1:b], status))
+    run_as = block.note("run as")
+    if run_as:
+        targets[0].command = run_as[0]
+    return targets
+
+
+def command_targets(block, problems, path):
+    """A block of commands' commands, a `run as` note shortening one; its
+    lines that are neither commands nor comments are refused."""
+    found, others = commands_of(block)
+    if others:
+        problems.append(f"{path}:{others[0][0]}: {len(others)} line(s) in a block of commands are no command "
+                        f"the check runs (show output after `$ COMMAND`; start a command with a program the "
+                        f"check knows):\n" + "\n".join(f"  {line}: {text}" for line, text in others[:5]))
+    targets = [Target(line, command, None, status) for line, command, status in found]
+    for short in block.note("run as"):
+        # Above one command: that command; above several: the one
+        # the short form begins with (it adds limiting flags).
+        hits = [t for t in targets if len(targets) == 1 or short.startswith(t.command + " ")]
+        if len(hits) != 1:
+            problems.append(f"{path}:{block.line}: 'run as: {short}' fits {len(hits)} of the block's "
+                            f"{len(targets)} commands, not one")
+            continue
+        hits[0].command = short
+    return targets
+
+
+def targets_of(block, problems, path):
+    """What a plain block runs; a block of neither commands nor output is refused."""
+    if block.lines and block.lines[0].startswith("$ "):
+        return output_targets(block)
+    if is_commands_block(block):
+        return command_targets(block, problems, path)
+    problems.append(f"{path}:{block.line}: a block with neither a command nor `$ COMMAND` is not checked: "
+                    f"show the command, give a listing its language, or say why it is not run "
+                    f"(<!-- docs-check: not run: REASON -->)")
+    return []
+
+
+def check_target(target, block, runner, problems, where):
+    """Runs one command; its exit status and output against the shown ones."""
+    status, output, seconds = runner.run(target.command)
+    shown, expected = target.shown, target.status
+    m = EXIT.match(shown[-1].strip()) if shown else None
+    if m:
+        expected = int(m.group(1) or m.group(2))
+        shown = shown[:-1]
+    if status is None:
+        problems.append(f"{where}: ran past {runner.timeout} s: {target.command}\n{tail(output)}")
+        return
+    if status != expected:
+        problems.append(f"{where}: exit status {status} (expected {expected}): {target.command}\n{tail(output)}")
+        return
+    racy = block.note("racy")
+    record = block.note("record")
+    how = compare_shapes if record else compare
+    missing, extra = how(shown or [], output.splitlines(), block.note("varies"), runner.tmp, racy)
+    if shown is not None and (missing or extra):
+        problems.append(f"{where}: the output shown is not what {'(by shape) ' if record else ''}"
+                        f"{target.command} printed: {len(missing)} line(s) shown not printed, "
+                        f"{len(extra)} printed not shown (mark lines left out with `...`)\n"
+                        + "".join(f"  shown, not printed: {l}\n" for l in missing[:8])
+                        + "".join(f"  printed, not shown: {l}\n" for l in extra[:8])
+                        + ("  (a short run against a long run's output: mark the block a record, "
+                           "<!-- docs-check: record: HOW -->, to compare it by shape)\n"
+                           if block.note("run as") and not record else "")
+                        + "  real output:\n" + tail(output, 40))
+        return
+    uncompared = sum(1 for l in shown or [] if l.strip() and any(re.search(r, l) for r in racy))
+    said = f" ({uncompared} racy line(s) not compared)" if uncompared else ""
+    said += f" (a record, by shape: {record[0]})" if record and shown is not None else ""
+    print(f"{where}: ok in {seconds:.1f} s{said}: {target.command}")
+
+
 def check_file(path, runner, listing):
     started = time.time()
     text = open(path, encoding="utf-8").read()
     problems, ran = [], 0
     for block in blocks_of(text):
-        skip = block.note("not run")
-        run_as = block.note("run as")
-        varies = block.note("varies")
         if block.lang:
             continue
-        if block.lines and block.lines[0].startswith("$ "):
-            # One output block may hold several `$ COMMAND` and what each printed.
-            starts = [k for k, l in enumerate(block.lines) if l.startswith("$ ")] + [len(block.lines)]
-            # A `$` line's other text after a # is the command's own (an echo of "|  ##  |").
-            targets = []
-            for a, b in zip(starts, starts[1:]):
-                command, status = exit_comment(block.lines[a][2:].strip())
-                targets.append((block.line + a, command, block.lines[a + 1:b], status))
-            if run_as:
-                targets[0] = (targets[0][0], run_as[0], targets[0][2], targets[0][3])
-        else:
-            found = commands_of(block)
-            for short in run_as:
-                # Above one command: that command; above several: the one
-                # the short form begins with (it adds limiting flags).
-                hits = [k for k, (_, c, _) in enumerate(found) if len(found) == 1 or short.startswith(c + " ")]
-                if len(hits) != 1:
-                    problems.append(f"{path}:{block.line}: 'run as: {short}' fits {len(hits)} of the block's "
-                                    f"{len(found)} commands, not one")
-                    continue
-                found[hits[0]] = (found[hits[0]][0], short, found[hits[0]][2])
-            targets = [(line, command, None, status) for line, command, status in found]
-        for line, command, shown, expected in targets:
-            where = f"{path}:{line}"
-            if skip:
-                print(f"{where}: not run ({skip[0]}): {command}")
-                continue
+        skip = block.note("not run")
+        if skip:
+            print(f"{path}:{block.line}: not run ({skip[0]}): {len(block.lines)} line(s)")
+            continue
+        for target in targets_of(block, problems, path):
+            where = f"{path}:{target.line}"
             if listing:
-                print(f"{where}: would run: {command}")
+                print(f"{where}: would run: {target.command}")
                 continue
-            status, output, seconds = runner.run(command)
+            check_target(target, block, runner, problems, where)
             ran += 1
-            m = EXIT.match(shown[-1].strip()) if shown else None
-            if m:
-                expected = int(m.group(1) or m.group(2))
-                shown = shown[:-1]
-            if status is None:
-                problems.append(f"{where}: ran past {runner.timeout} s: {command}\n{tail(output)}")
-                continue
-            if status != expected:
-                problems.append(f"{where}: exit status {status} (expected {expected}): {command}\n{tail(output)}")
-                continue
-            missing = compare(shown or [], output.splitlines(), varies, runner.tmp, block.note("racy"))
-            if missing:
-                problems.append(f"{where}: {len(missing)} of the lines shown are not in the output of: {command}\n"
-                                + "\n".join("  shown: " + m for m in missing[:8]) + "\n  real output:\n" +
-                                tail(output, 40))
-                continue
-            print(f"{where}: ok in {seconds:.1f} s: {command}")
     if not listing:
         print(f"docs-check: {path}: {ran} command(s) in {time.time() - started:.1f} s")
     return problems, ran
