@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -347,6 +348,11 @@ Loaded read_shard(const ShardedCheckpointer& self, int keep_last, std::int64_t s
   comm::Communicator& comm = s.comm();
   Parts parts(self, step, self.writers(step), keep_last);
   const int writers = parts.writers();
+  // The layout below has a part per writer: a count that no files back
+  // (a damaged or hostile manifest) is refused before it costs anything.
+  if (!std::filesystem::exists(self.manifest_file(step, writers - 1)))
+    throw CheckpointError(self.manifest_file(step, 0) + " says " + std::to_string(writers) + " ranks wrote it, but " +
+                          self.manifest_file(step, writers - 1) + " is missing");
 
   // 1. One part, likely to overlap this rank's shard: the model and the writers' layout.
   const int first = std::min(writers - 1, static_cast<int>(int64_t{comm.rank()} * writers / comm.size()));
