@@ -36,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     chunked_error = e.what();
   }
   std::fclose(file);
-  distlab::fuzz::check_same_events(whole, whole_error, chunked, chunked_error, "whole vs chunked");
+  distlab::fuzz::check_same_events(whole, whole_error, chunked, chunked_error, "whole vs chunked",
+                                     /*same_message=*/true);
   return 0;
 }
