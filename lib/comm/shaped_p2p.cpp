@@ -31,7 +31,7 @@ at::Tensor empty_from_shape_header(const at::Tensor& header, const at::Device& d
     throw std::runtime_error("a shape header with " + std::to_string(h[1]) + " dimensions: not a shape header");
   // A peer's bytes (or a message under the wrong tag): every word checked
   // before it becomes a dtype or a size.
-  const auto kinds = static_cast<int64_t>(at::ScalarType::NumOptions);
+  const auto kinds = static_cast<int64_t>(at::ScalarType::Undefined);  // the real ones come before it
   if (h[0] < 0 || h[0] >= kinds || c10::isQIntType(static_cast<at::ScalarType>(h[0])))
     throw std::runtime_error("a shape header with dtype number " + std::to_string(h[0]) + ": not a shape header");
   const at::ScalarType dtype = static_cast<at::ScalarType>(h[0]);
