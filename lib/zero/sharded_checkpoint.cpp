@@ -351,8 +351,9 @@ Loaded read_shard(const ShardedCheckpointer& self, int keep_last, std::int64_t s
   // The layout below has a part per writer: a count that no files back
   // (a damaged or hostile manifest) is refused before it costs anything.
   if (!std::filesystem::exists(self.manifest_file(step, writers - 1)))
-    throw CheckpointError(self.manifest_file(step, 0) + " says " + std::to_string(writers) + " ranks wrote it, but " +
-                          self.manifest_file(step, writers - 1) + " is missing");
+    throw CheckpointError(self.folder(step) + ": stage " + std::to_string(writers - 1) +
+                          " has no manifest (its writer has not finished, or stopped; stage 0's says " +
+                          std::to_string(writers) + " ranks wrote it)");
 
   // 1. One part, likely to overlap this rank's shard: the model and the writers' layout.
   const int first = std::min(writers - 1, static_cast<int>(int64_t{comm.rank()} * writers / comm.size()));
