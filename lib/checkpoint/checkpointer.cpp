@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -67,7 +68,13 @@ std::string parse_manifest(const std::vector<char>& bytes, Manifest& m) {
       FileEntry f;
       std::string crc;
       in >> f.name >> f.size >> crc;
-      f.crc = static_cast<std::uint32_t>(std::stoul(crc, nullptr, 16));
+      // A plain name in this folder: the manifest must not send a reader elsewhere ("../x").
+      if (f.name.empty() || f.name == "." || f.name == ".." || f.name.find('/') != std::string::npos)
+        return "names a file '" + f.name + "' outside its folder";
+      char* end = nullptr;
+      const unsigned long value = std::strtoul(crc.c_str(), &end, 16);
+      if (crc.empty() || *end != '\0' || value > 0xffffffffUL) return "has an unreadable crc32 '" + crc + "' for " + f.name;
+      f.crc = static_cast<std::uint32_t>(value);
       m.files.push_back(f);
     } else {
       return "has an unknown line '" + word + "'";
@@ -127,6 +134,20 @@ c10::impl::GenericDict entry(const c10::impl::GenericDict& dict, const std::stri
   if (it == dict.end() || !it->value().isGenericDict())
     throw CheckpointError("checkpoint: " + path + " has no '" + key + "' table (not a DistLab state file?)");
   return it->value().toGenericDict();
+}
+
+// A table of the file: string keys, each value of the kind `is` accepts.
+template <typename Is>
+c10::impl::GenericDict table(const c10::IValue& value, const std::string& path, const std::string& what, Is is) {
+  const auto bad = [&] {
+    return CheckpointError("checkpoint: " + path + " passes its checksum but its " + what +
+                           " is not a table of that kind (not a DistLab checkpoint file?)");
+  };
+  if (!value.isGenericDict()) throw bad();
+  c10::impl::GenericDict dict = value.toGenericDict();
+  for (const auto& item : dict)
+    if (!item.key().isString() || !is(item.value())) throw bad();
+  return dict;
 }
 
 c10::IValue unpickle(const std::vector<char>& bytes, const std::string& path) {
@@ -214,7 +235,7 @@ std::vector<std::int64_t> Checkpointer::steps() const {
     const std::string name = item.path().filename().string();
     if (!item.is_directory() || name.rfind(kFolderPrefix, 0) != 0) continue;
     const std::string digits = name.substr(std::string(kFolderPrefix).size());
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     found.push_back(std::stoll(digits));
   }
   std::sort(found.rbegin(), found.rend());
@@ -261,13 +282,18 @@ CheckpointPart Checkpointer::load(std::int64_t step, int stage) const {
   if (!contents.count(model_name) || !contents.count(state_name))
     throw CheckpointError("checkpoint: " + manifest_file(step, stage) + " does not list " + model_name + " and " +
                           state_name);
-  for (const auto& item : unpickle(contents[model_name], model_path).toGenericDict())
+  const auto is_tensor = [](const c10::IValue& v) { return v.isTensor(); };
+  for (const auto& item : table(unpickle(contents[model_name], model_path), model_path, "model", is_tensor))
     part.model[item.key().toStringRef()] = item.value().toTensor();
-  const auto state = unpickle(contents[state_name], state_path).toGenericDict();
-  for (const auto& item : entry(state, "tensors", state_path)) part.tensors[item.key().toStringRef()] = item.value().toTensor();
-  for (const auto& item : entry(state, "ints", state_path)) part.ints[item.key().toStringRef()] = item.value().toInt();
-  for (const auto& item : entry(state, "reals", state_path)) part.reals[item.key().toStringRef()] = item.value().toDouble();
-  for (const auto& item : entry(state, "texts", state_path)) part.texts[item.key().toStringRef()] = item.value().toStringRef();
+  const auto state = table(unpickle(contents[state_name], state_path), state_path, "state", [](const c10::IValue&) { return true; });
+  const auto section = [&](const char* key, auto is) { return table(entry(state, key, state_path), state_path, key, is); };
+  for (const auto& item : section("tensors", is_tensor)) part.tensors[item.key().toStringRef()] = item.value().toTensor();
+  for (const auto& item : section("ints", [](const c10::IValue& v) { return v.isInt(); }))
+    part.ints[item.key().toStringRef()] = item.value().toInt();
+  for (const auto& item : section("reals", [](const c10::IValue& v) { return v.isDouble(); }))
+    part.reals[item.key().toStringRef()] = item.value().toDouble();
+  for (const auto& item : section("texts", [](const c10::IValue& v) { return v.isString(); }))
+    part.texts[item.key().toStringRef()] = item.value().toStringRef();
   return part;
 }
 

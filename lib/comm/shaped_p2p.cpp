@@ -29,8 +29,18 @@ at::Tensor empty_from_shape_header(const at::Tensor& header, const at::Device& d
   const auto h = cpu.accessor<int64_t, 1>();
   if (h[1] < 0 || h[1] > kShapeHeaderLength - 2)
     throw std::runtime_error("a shape header with " + std::to_string(h[1]) + " dimensions: not a shape header");
+  // A peer's bytes (or a message under the wrong tag): every word checked
+  // before it becomes a dtype or a size.
+  const auto kinds = static_cast<int64_t>(at::ScalarType::Undefined);  // the real ones come before it
+  if (h[0] < 0 || h[0] >= kinds || c10::isQIntType(static_cast<at::ScalarType>(h[0])))
+    throw std::runtime_error("a shape header with dtype number " + std::to_string(h[0]) + ": not a shape header");
+  const at::ScalarType dtype = static_cast<at::ScalarType>(h[0]);
   const std::vector<int64_t> sizes(h.data() + 2, h.data() + 2 + h[1]);
-  return at::empty(sizes, at::TensorOptions().dtype(static_cast<at::ScalarType>(h[0])).device(device));
+  int64_t bytes = static_cast<int64_t>(c10::elementSize(dtype));
+  for (const int64_t size : sizes)
+    if (size < 0 || __builtin_mul_overflow(bytes, size, &bytes))
+      throw std::runtime_error("a shape header with sizes " + c10::str(at::IntArrayRef(sizes)) + ": not a shape header");
+  return at::empty(sizes, at::TensorOptions().dtype(dtype).device(device));
 }
 
 void send_with_shape(Communicator& comm, const at::Tensor& tensor, int peer, int tag) {

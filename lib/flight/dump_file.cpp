@@ -94,7 +94,7 @@ Dump read_dump(const std::string& path) {
   read_json_file(path, "distlab-flight", kDumpVersion, "a flight recorder file", "flight recorder", [&](const json& j) {
     dump.rank = j.at("rank").get<int>();
     dump.world_size = j.at("world_size").get<int>();
-    if (dump.world_size < 1 || dump.rank < 0 || dump.rank >= dump.world_size)
+    if (dump.world_size < 1 || dump.world_size > kMaxWorldSize || dump.rank < 0 || dump.rank >= dump.world_size)
       throw BadDump(path + ": rank " + std::to_string(dump.rank) + " of world size " + std::to_string(dump.world_size));
     dump.pid = j.at("pid").get<int>();
     dump.host = j.at("host").get<std::string>();
@@ -104,7 +104,13 @@ Dump read_dump(const std::string& path) {
     dump.capacity = j.at("capacity").get<uint64_t>();
     dump.recorded = j.at("recorded").get<uint64_t>();
     dump.exit = j.at("exit").get<std::string>();
-    for (const json& g : j.at("groups")) dump.groups.push_back({g.at("name"), g.at("ranks").get<std::vector<int>>()});
+    for (const json& g : j.at("groups")) {
+      dump.groups.push_back({g.at("name"), g.at("ranks").get<std::vector<int>>()});
+      for (const int member : dump.groups.back().ranks)  // why looks each member up among the world's ranks
+        if (member < 0 || member >= dump.world_size)
+          throw BadDump(path + ": group " + dump.groups.back().name + " holds rank " + std::to_string(member) +
+                        ", outside the world of " + std::to_string(dump.world_size));
+    }
     for (const json& e : j.at("entries")) dump.entries.push_back(entry_from(e));
   });
   return dump;

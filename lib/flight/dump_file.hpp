@@ -14,6 +14,9 @@
 namespace distlab::flight {
 
 inline constexpr int kDumpVersion = 1;
+// The largest world size the readers take: distlab-trace why lays out
+// every rank of the world, so a damaged file must not claim billions.
+inline constexpr int kMaxWorldSize = 1 << 20;
 
 // A group this rank belongs to and its members' job-wide ranks (index =
 // rank in the group).

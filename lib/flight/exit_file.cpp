@@ -72,7 +72,7 @@ ExitRecord read_exit(const std::string& path) {
   read_json_file(path, "distlab-flight-exit", kExitVersion, "an exit record", "exit record", [&](const json& j) {
     r.rank = j.at("rank").get<int>();
     r.world_size = j.at("world_size").get<int>();
-    if (r.world_size < 1 || r.rank < 0 || r.rank >= r.world_size)
+    if (r.world_size < 1 || r.world_size > kMaxWorldSize || r.rank < 0 || r.rank >= r.world_size)
       throw BadDump(path + ": rank " + std::to_string(r.rank) + " of world size " + std::to_string(r.world_size));
     r.pid = j.at("pid").get<int>();
     r.host = j.at("host").get<std::string>();

@@ -12,6 +12,13 @@ const ActionType kAllTypes[] = {ActionType::kSendF,    ActionType::kRecvF,      
                                 ActionType::kRecvB,    ActionType::kForward,       ActionType::kBackward,
                                 ActionType::kBackwardInput, ActionType::kBackwardWeight};
 
+// A stage or microbatch number: digits, at most 9 of them (an int).
+int number_in(const std::string& word, const std::string& digits) {
+  if (digits.size() > 9)
+    throw ScheduleError("cannot read action '" + word + "': the number " + digits + " is too large");
+  return std::stoi(digits);
+}
+
 Action parse_simple(const std::string& word) {
   size_t i = 0;
   while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) ++i;
@@ -21,7 +28,7 @@ Action parse_simple(const std::string& word) {
   if (i == 0 || j == word.size() || middle.empty())
     throw ScheduleError("cannot read action '" + word + "': expected <stage><type><microbatch>, e.g. 2F0 or 1SEND_B3");
   for (ActionType type : kAllTypes)
-    if (middle == type_name(type)) return {type, std::stoi(word.substr(0, i)), std::stoi(word.substr(j))};
+    if (middle == type_name(type)) return {type, number_in(word, word.substr(0, i)), number_in(word, word.substr(j))};
   throw ScheduleError("cannot read action '" + word + "': unknown type '" + middle +
                       "' (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, or (xFi;yBj)OVERLAP_F_B)");
 }

@@ -140,7 +140,10 @@ int64_t parse_bytes(const std::string& text) {
   else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
   else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
   else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
-  if (scale == 0 || !(value > 0)) throw std::invalid_argument("'" + text + "' is not a size" + forms);
+  // At least a byte and at most an exbibyte: a double past int64's range
+  // ("1e300", "inf") has no int64 to become.
+  if (scale == 0 || !(value * scale >= 1 && value * scale <= 0x1p60))
+    throw std::invalid_argument("'" + text + "' is not a size from 1 byte to 1 EiB" + forms);
   return static_cast<int64_t>(value * scale);
 }
 

@@ -14,6 +14,9 @@ using nlohmann::json;
 
 namespace {
 
+// Cores and group sizes: ints, compared by their differences.
+constexpr int64_t kMaxRanks = 1 << 20;
+
 // Each field read through one of these: a wrong type or a missing key is
 // one line naming the field and where it is.
 struct Reader {
@@ -45,10 +48,16 @@ struct Reader {
     if (!std::isfinite(x) || x < 0) fail("\"" + key + "\" in " + where + " is " + v.dump() + ", not a number >= 0");
     return x;
   }
-  int64_t count(const json& object, const std::string& key, const std::string& where) const {
+  // At most `largest`: ranks and cores are ints, and a product's sizes are
+  // multiplied (1 << 40 each keeps m * k * n in a double's exact range of
+  // orders, and far past any real layer).
+  int64_t count(const json& object, const std::string& key, const std::string& where,
+                int64_t largest = int64_t{1} << 40) const {
     const json& v = field(object, key, where);
-    if (!v.is_number_integer() || v.get<int64_t>() < 1)
-      fail("\"" + key + "\" in " + where + " is " + v.dump() + ", not a whole number >= 1");
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(largest)) ||
+        v.get<int64_t>() < 1 || v.get<int64_t>() > largest)
+      fail("\"" + key + "\" in " + where + " is " + v.dump() + ", not a whole number from 1 to " +
+           std::to_string(largest));
     return v.get<int64_t>();
   }
   const json& array(const json& object, const std::string& key, const std::string& where) const {
@@ -147,7 +156,7 @@ Profile parse_profile(const std::string& text, const std::string& what) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double's (1e400)
     r.fail(std::string("not JSON (") + e.what() + ")");
   }
   if (!j.is_object()) r.fail("not a profile: the top level is not an object");
@@ -163,7 +172,7 @@ Profile parse_profile(const std::string& text, const std::string& what) {
   p.machine = r.text(j, "machine", "the profile");
   p.libtorch = r.text(j, "libtorch", "the profile");
   p.device = r.text(j, "device", "the profile");
-  p.cores = static_cast<int>(r.count(j, "cores", "the profile"));
+  p.cores = static_cast<int>(r.count(j, "cores", "the profile", kMaxRanks));
   const json& matmul = r.array(j, "matmul", "the profile");
   for (size_t i = 0; i < matmul.size(); ++i) {
     const std::string where = "matmul[" + std::to_string(i) + "]";
@@ -185,7 +194,7 @@ Profile parse_profile(const std::string& text, const std::string& what) {
     LinkPoint l;
     l.backend = r.text(links[i], "backend", where);
     l.collective = r.text(links[i], "collective", where);
-    l.ranks = static_cast<int>(r.count(links[i], "ranks", where));
+    l.ranks = static_cast<int>(r.count(links[i], "ranks", where, kMaxRanks));
     l.link.alpha_s = r.non_negative(links[i], "alpha_s", where);
     l.link.beta_s_per_byte = r.non_negative(links[i], "beta_s_per_byte", where);
     p.links.push_back(l);
@@ -194,7 +203,8 @@ Profile parse_profile(const std::string& text, const std::string& what) {
     const json& sharing = r.array(j, "sharing", "the profile");
     for (size_t i = 0; i < sharing.size(); ++i) {
       const std::string where = "sharing[" + std::to_string(i) + "]";
-      p.sharing.push_back({static_cast<int>(r.count(sharing[i], "ranks", where)), r.positive(sharing[i], "slowdown", where)});
+      p.sharing.push_back(
+          {static_cast<int>(r.count(sharing[i], "ranks", where, kMaxRanks)), r.positive(sharing[i], "slowdown", where)});
     }
   }
   return p;

@@ -114,6 +114,16 @@ struct Collector {
         if (args != j.end() && args->is_object() && args->contains("name"))
           thread_names[{as_int(j.value("pid", json(0)), "pid"), as_int(j.value("tid", json(0)), "tid")}] =
               as_text((*args)["name"]);
+      } else if (j.value("name", json("")) == "clock_offset") {
+        // Not applied here (the DOM reader returns events only), but checked
+        // as the streaming reader checks it, so that both refuse the same files.
+        auto args = j.find("args");
+        if (args == j.end() || !args->is_object()) return;
+        if (!args->contains("offset_us") || !args->contains("uncertainty_us"))
+          throw TraceFormatError("clock_offset metadata needs args offset_us and uncertainty_us");
+        as_int(j.value("pid", json(0)), "pid");
+        as_int((*args)["offset_us"], "offset_us");
+        as_int((*args)["uncertainty_us"], "uncertainty_us");
       }
       return;
     }

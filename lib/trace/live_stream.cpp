@@ -243,10 +243,8 @@ LiveLineDecoder::Result LiveLineDecoder::feed(const char* data, size_t size) {
         continue;
       }
       Event e = parse_event_line(line);
-      if (auto it = offsets_.find(e.rank); it != offsets_.end()) {  // into rank 0's clock, as a file's reader does
-        e.begin_us += it->second;
-        e.end_us += it->second;
-      }
+      if (auto it = offsets_.find(e.rank); it != offsets_.end())  // into rank 0's clock, as a file's reader does
+        apply_clock_offset(e, it->second);
       result.events.push_back(std::move(e));
     } catch (const std::exception& e) {  // TraceFormatError, or anything unforeseen: never fatal
       result.problem = std::string("live receiver: ") + e.what() + "; connection closed";

@@ -17,8 +17,7 @@ MergeReport merge_trace_files(const std::vector<std::string>& inputs, const std:
     for (Event& e : events) {
       auto it = info.clock_offsets.find(e.rank);
       if (it == info.clock_offsets.end()) continue;
-      e.begin_us += it->second.offset_us;
-      e.end_us += it->second.offset_us;
+      apply_clock_offset(e, it->second.offset_us);
     }
     report.offsets.insert(info.clock_offsets.begin(), info.clock_offsets.end());
     all.insert(all.end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));

@@ -268,6 +268,15 @@ void ChromeEventReader::deliver() {
   on_event_(e);
 }
 
+void apply_clock_offset(Event& event, int64_t offset_us) {
+  int64_t begin = 0, end = 0;
+  if (__builtin_add_overflow(event.begin_us, offset_us, &begin) || __builtin_add_overflow(event.end_us, offset_us, &end))
+    throw TraceFormatError("rank " + std::to_string(event.rank) + "'s clock offset " + std::to_string(offset_us) +
+                           " us moves its event '" + event.name.substr(0, 40) + "' out of range");
+  event.begin_us = begin;
+  event.end_us = end;
+}
+
 TraceInfo stream_chrome(ByteSource& source, const ReadLimits& limits, const EventHandler& on_event) {
   ChromeEventReader reader(limits, on_event);
   JsonPull json(source);

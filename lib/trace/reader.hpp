@@ -95,6 +95,11 @@ class ChromeEventReader {
   Event event_;
 };
 
+// `event` moved into rank 0's clock by its rank's offset (TraceInfo's
+// clock_offsets, a live stream's metadata). Throws TraceFormatError when a
+// time would leave int64's range (a hostile offset), instead of wrapping.
+void apply_clock_offset(Event& event, int64_t offset_us);
+
 // One line of the live stream: a single "X" or "C" event object, as
 // event_to_json() writes it. Throws TraceFormatError.
 Event parse_event_line(const std::string& line);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -347,6 +348,12 @@ Loaded read_shard(const ShardedCheckpointer& self, int keep_last, std::int64_t s
   comm::Communicator& comm = s.comm();
   Parts parts(self, step, self.writers(step), keep_last);
   const int writers = parts.writers();
+  // The layout below has a part per writer: a count that no files back
+  // (a damaged or hostile manifest) is refused before it costs anything.
+  if (!std::filesystem::exists(self.manifest_file(step, writers - 1)))
+    throw CheckpointError(self.folder(step) + ": stage " + std::to_string(writers - 1) +
+                          " has no manifest (its writer has not finished, or stopped; stage 0's says " +
+                          std::to_string(writers) + " ranks wrote it)");
 
   // 1. One part, likely to overlap this rank's shard: the model and the writers' layout.
   const int first = std::min(writers - 1, static_cast<int>(int64_t{comm.rank()} * writers / comm.size()));
