@@ -67,8 +67,11 @@ void ShmProcess::Links::barrier(const std::string& what) {
     // (shm_direct.cpp); else this rank says which it leaves for, and goes.
     for (int m = 0; m < p; ++m)
       if (m != rank_) name_why_left(m, what);
-    for (int m = 0; m < p; ++m)
-      if (m != rank_ && !process_->alive(world_ranks_[m])) leave_for(world_ranks_[m]);
+    for (int q : watched_)  // the one wait_locked named: the first of watched_ found gone
+      if (!process_->alive(q)) {
+        leave_for(q);
+        break;
+      }
     throw;
   }
   if (arrived) return shm::reached("barrier");
