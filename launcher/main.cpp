@@ -11,7 +11,8 @@
 int main(int argc, char** argv) {
   using namespace distlab::launcher;
   try {
-    auto options = parse_launch_options(std::vector<std::string>(argv + 1, argv + argc), std::cout);
+    auto options =
+        parse_launch_options(std::vector<std::string>(argv + 1, argv + argc), std::cout, distlab::comm::current_environment());
     if (!options) return kExitOk;  // --help
     return run_job(*options);
   } catch (const UsageError& e) {

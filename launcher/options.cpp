@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <exception>
+
 namespace distlab::launcher {
 namespace {
 
@@ -39,10 +41,26 @@ void validate(const LaunchOptions& o) {
   require(!o.command.empty(), std::string("no program given; usage: ") + kUsage);
 }
 
+int default_port(const comm::Environment& env) {
+  auto it = env.find("MASTER_PORT");
+  if (it == env.end()) return LaunchOptions{}.master_port;
+  size_t used = 0;
+  int port = -1;
+  try {
+    port = std::stoi(it->second, &used);
+  } catch (const std::exception&) {
+  }
+  require(used == it->second.size() && port >= 1 && port <= 65535,
+          "MASTER_PORT='" + it->second + "' is not a TCP port; set it to a number in 1..65535, or unset it");
+  return port;
+}
+
 }  // namespace
 
-std::optional<LaunchOptions> parse_launch_options(const std::vector<std::string>& args, std::ostream& help_out) {
+std::optional<LaunchOptions> parse_launch_options(const std::vector<std::string>& args, std::ostream& help_out,
+                                                  const comm::Environment& env) {
   LaunchOptions o;
+  o.master_port = default_port(env);
   int timeout_ms = 0;
   bool no_prefix = false;
   CLI::App app{"distlab-run: starts the ranks of a DistLab job on this node (torchrun-like)", "distlab-run"};
@@ -50,7 +68,7 @@ std::optional<LaunchOptions> parse_launch_options(const std::vector<std::string>
   app.add_option("--nnodes", o.nnodes, "nodes in the job")->capture_default_str();
   app.add_option("--node-rank", o.node_rank, "this node's index, 0..nnodes-1")->capture_default_str();
   app.add_option("--master-addr", o.master_addr, "host of rank 0")->capture_default_str();
-  app.add_option("--master-port", o.master_port, "port of rank 0; 0 picks a free one (one node only)")
+  app.add_option("--master-port", o.master_port, "port of rank 0 ($MASTER_PORT when set); 0 picks a free one (one node only)")
       ->capture_default_str();
   app.add_option("--max-restarts", o.max_restarts, "restart all workers this many times after a failure")
       ->capture_default_str();

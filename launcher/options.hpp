@@ -35,8 +35,11 @@ struct LaunchOptions {
 };
 
 // `args` excludes argv[0]. Returns nullopt after writing the help to
-// `help_out` for --help; throws UsageError for anything wrong.
-std::optional<LaunchOptions> parse_launch_options(const std::vector<std::string>& args, std::ostream& help_out);
+// `help_out` for --help; throws UsageError for anything wrong. MASTER_PORT in
+// `env` (the launcher's own environment), when set, is --master-port's
+// default in place of 29500, as a script that exports it expects.
+std::optional<LaunchOptions> parse_launch_options(const std::vector<std::string>& args, std::ostream& help_out,
+                                                  const comm::Environment& env = {});
 
 // What the worker with `local_rank` gets on top of the launcher's own
 // environment, in attempt `restart_count` (0 = first start).

@@ -43,7 +43,9 @@ How it runs them: each file in a fresh scratch folder, where `build`,
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 Commands run under bash with pipefail: a program in a pipe that fails fails
-the command.
+the command. With `--port P`, a launcher whose command names no port meets
+at P (MASTER_PORT and PET_MASTER_PORT), so that files are checked side by
+side; without it, at the launchers' default 29500.
 A command fails the check when it exits non-zero (unless its shown output
 ends with `exit status N`, or its line, `$ COMMAND` too, ends with a comment
 `# exits N: why`, naming that status) or runs past --timeout.
@@ -283,8 +285,12 @@ def compare_shapes(shown, real, varies, scratch_tmp, racy=()):
 
 
 class Runner:
-    def __init__(self, source, build, timeout, times=False):
+    def __init__(self, source, build, timeout, times=False, port=None):
         self.source, self.build, self.timeout, self.times = source, build, timeout, times
+        # The rendezvous port a launcher takes when its command names none:
+        # distlab-run and mpirun's ranks read MASTER_PORT, torchrun reads
+        # PET_MASTER_PORT. Without --port, neither is set: the default 29500.
+        self.port_env = {"MASTER_PORT": str(port), "PET_MASTER_PORT": str(port)} if port else {}
         self.scratch = tempfile.mkdtemp(prefix="docs_check_")
         self.tmp = os.path.join(self.scratch, "tmp") + "/"
         os.makedirs(self.tmp)
@@ -309,6 +315,9 @@ class Runner:
         # The temporary folder is the scratch one too: a program's default
         # under $TMPDIR (lesson 14's flight_14) is where the README's /tmp/ is.
         env = dict(os.environ, PATH=path + ":" + os.environ.get("PATH", ""), TMPDIR=self.tmp)
+        for name in ("MASTER_PORT", "PET_MASTER_PORT"):
+            env.pop(name, None)
+        env.update(self.port_env)
         try:
             p = subprocess.run(["bash", "-o", "pipefail", "-c", real], cwd=self.scratch, env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -449,10 +458,12 @@ def main():
     parser.add_argument("--list", action="store_true", help="only list what would run")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     parser.add_argument("--times", action="store_true", help="print each command's seconds (which ones are slow)")
+    parser.add_argument("--port", type=int, help="the port a launcher takes when a command names none "
+                        "(so that checks of several files run side by side); default: the launchers' 29500")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    runner = Runner(source, os.path.abspath(args.build), args.timeout, args.times)
+    runner = Runner(source, os.path.abspath(args.build), args.timeout, args.times, args.port)
     problems, ran = [], 0
     for path in args.files:
         p, r = check_file(os.path.join(source, path) if not os.path.isabs(path) else path, runner, args.list)

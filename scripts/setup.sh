@@ -71,4 +71,13 @@ cmake -S . -B "$build_dir" "${generator[@]}" ${CMAKE_ARGS:-}
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j "$jobs" "${targets[@]}"
+# Everything includes the class's slides (made from the lessons' real runs)
+# and the visualizer's site for the browser, when the build has the
+# visualizer: about 5 and 5 minutes on two cores (the site's second build,
+# ccache's, in seconds). The slides first: the site takes their traces.
+if [ $# -eq 0 ] && grep -q '^DISTLAB_WITH_VIZ:BOOL=ON' "$build_dir/CMakeCache.txt"; then
+  echo "setup: building the slides (build/slides/) and the browser site (build/web/site/)"
+  node slides/tools/build.mjs --build-dir "$build_dir"
+  BUILD_DIR="$build_dir" scripts/web.sh
+fi
 echo "setup: built ${*:-everything} in $build_dir/"

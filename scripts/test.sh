@@ -11,4 +11,6 @@ cd "${BUILD_DIR:-build}"
 # Three at once on two cores: the failover, hang and elastic tests spend most
 # of their time waiting for a peer's timeout, and a third test fills those
 # waits (ctest -j 2: 928 s on the 2-core VM, 2026-11-27).
-ctest --output-on-failure -j "${JOBS:-3}" "$@"
+# The set-up built the slides and the browser site (the slide and browser
+# checks' fixtures, slides_build and web_build): not made a second time here.
+ctest --output-on-failure -j "${JOBS:-3}" -E '^(slides_build|web_build)$' -FS '^(slides|web_site)$' "$@"

@@ -133,9 +133,7 @@ void apply_offsets(const trace::TraceInfo& info, std::vector<trace::Event>& even
   if (info.clock_offsets.empty()) return;
   for (trace::Event& e : events) {
     auto it = info.clock_offsets.find(e.rank);
-    if (it == info.clock_offsets.end()) continue;
-    e.begin_us += it->second.offset_us;
-    e.end_us += it->second.offset_us;
+    if (it != info.clock_offsets.end()) trace::apply_clock_offset(e, it->second.offset_us);
   }
 }
 

@@ -251,6 +251,9 @@ void TraceModel::rollback(const Checkpoint& mark) {
 }
 
 void TraceModel::shift_rank(const Checkpoint& mark, int rank, int64_t offset_us) {
+  // Every time held is within +-kMaxAbsTimeUs, so an offset clamped to twice
+  // that cannot overflow the sum, and still moves any time to either end.
+  offset_us = std::clamp(offset_us, -2 * kMaxAbsTimeUs, 2 * kMaxAbsTimeUs);
   for (size_t i = mark.records; i < records_.size(); ++i) {
     EventRecord& r = records_[i];
     if (r.rank != rank) continue;

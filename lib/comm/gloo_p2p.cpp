@@ -35,6 +35,21 @@ Header header_of(const at::Tensor& t) {
 
 bool same(const Header& a, const Header& b) { return a.bytes == b.bytes && a.dtype == b.dtype && a.numel == b.numel; }
 
+// A header some tensor has: a known dtype, and its bytes the count's.
+bool well_formed(const Header& h) {
+  if (h.dtype < 0 || h.dtype >= static_cast<int64_t>(c10::ScalarType::NumOptions) || h.numel < 0) return false;
+  const auto type = static_cast<c10::ScalarType>(h.dtype);
+  if (type == c10::ScalarType::Undefined || c10::isQIntType(type)) return false;
+  int64_t size = 0;
+  try {
+    size = static_cast<int64_t>(c10::elementSize(type));
+  } catch (const c10::Error&) {  // a dtype with no whole bytes per element (LibTorch's sub-byte ones)
+    return false;
+  }
+  int64_t bytes = 0;
+  return !__builtin_mul_overflow(h.numel, size, &bytes) && bytes == h.bytes;
+}
+
 class CheckedRecv : public Work {
  public:
   CheckedRecv(c10::intrusive_ptr<GlooGroup> data, GlooWorkPtr header_work, at::Tensor header, at::Tensor tensor,
@@ -49,18 +64,27 @@ class CheckedRecv : public Work {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     wait_gloo(header_work_, what_, limit, peer_);
     const auto* p = header_.data_ptr<int64_t>();
+    const int64_t words[3] = {p[0], p[1], p[2]};
     const Header sent{p[0], p[1], p[2]}, expected = header_of(tensor_);
     // The rest of the limit for the payload, which the peer has already
     // posted; at least a moment, so a slow header does not fail it at once.
     const auto left = std::max(Milliseconds(1000), std::chrono::duration_cast<Milliseconds>(
                                                        deadline - std::chrono::steady_clock::now()));
-    if (!same(sent, expected)) {
-      // Take the payload anyway (the peer's send completes, the next message
-      // on this tag is the next one sent), then refuse it.
-      at::Tensor scratch = at::empty({std::max<int64_t>(sent.bytes, 0)}, at::kByte);
-      receive(scratch, left);
-      done_ = true;
-      throw CommError(misfit_text(what_, peer_, sent.dtype, sent.numel, expected.dtype, expected.numel));
+    switch (judge_header(words, tensor_)) {
+      case HeaderVerdict::kFits: break;
+      case HeaderVerdict::kMisfit: {
+        // Take the payload anyway (the peer's send completes, the next message
+        // on this tag is the next one sent), then refuse it.
+        at::Tensor scratch = at::empty({sent.bytes}, at::kByte);
+        receive(scratch, left);
+        done_ = true;
+        throw CommError(misfit_text(what_, peer_, sent.dtype, sent.numel, expected.dtype, expected.numel));
+      }
+      case HeaderVerdict::kMalformed:
+        done_ = true;
+        throw CommError(what_ + ": rank " + std::to_string(peer_) + " sent a header no tensor has (" +
+                        std::to_string(sent.bytes) + " bytes, dtype " + std::to_string(sent.dtype) + ", " +
+                        std::to_string(sent.numel) + " elements): its messages are out of step with this rank's");
     }
     receive(tensor_, left);
     done_ = true;
@@ -169,6 +193,12 @@ void PayloadSends::run() {
     if (failure && !failure_) failure_ = failure;
     changed_.notify_all();
   }
+}
+
+HeaderVerdict judge_header(const int64_t (&words)[3], const at::Tensor& expected) {
+  const Header sent{words[0], words[1], words[2]};
+  if (same(sent, header_of(expected))) return HeaderVerdict::kFits;
+  return well_formed(sent) ? HeaderVerdict::kMisfit : HeaderVerdict::kMalformed;
 }
 
 WorkPtr send_checked(GlooGroup& headers, GlooGroup& data, PayloadSends& payloads, const at::Tensor& tensor,

@@ -32,6 +32,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -79,6 +80,17 @@ class PayloadSends {
   bool stopping_ = false;
   std::thread thread_;
 };
+
+// What a header received from a peer (bytes, dtype, element count: three
+// int64 words) means for a recv into `expected`:
+//   kFits       the same bytes, dtype and count: the payload's recv is posted;
+//   kMisfit     another tensor, a real one (a known dtype, a count >= 0 and
+//               bytes = count x its element size, without overflow): its
+//               bytes are taken into scratch, then the recv is refused;
+//   kMalformed  no tensor has that header (the connection is out of step, or
+//               the bytes are not DistLab's): refused at once, nothing taken.
+enum class HeaderVerdict { kFits, kMisfit, kMalformed };
+HeaderVerdict judge_header(const int64_t (&words)[3], const at::Tensor& expected);
 
 // Sends `tensor` to `peer`: its header on `headers`, a copy of it on `data`.
 WorkPtr send_checked(GlooGroup& headers, GlooGroup& data, PayloadSends& payloads, const at::Tensor& tensor,

@@ -168,6 +168,16 @@ class DocsCheck(unittest.TestCase):
         self.assertEqual(check(md)[0], 1)
         self.assertEqual(check(md.replace(":29501", ":29500"))[0], 0)
 
+    def test_port_sets_the_launchers_default_port_and_none_unsets_it(self):
+        md = f"{FENCE}\n$ echo \"at $MASTER_PORT/$PET_MASTER_PORT\"\nat 29877/29877\n{FENCE}\n"
+        self.assertEqual(check(md, "--port", "29877")[0], 0)
+        # Without --port the launchers' own default (29500), whatever the caller exported.
+        os.environ["MASTER_PORT"] = "1234"
+        try:
+            self.assertEqual(check(md.replace("at 29877/29877", "at /"))[0], 0)
+        finally:
+            del os.environ["MASTER_PORT"]
+
     def test_a_failing_program_in_a_pipe_fails(self):
         status, out = check("    python3 -c 'exit(3)' | cat\n")
         self.assertEqual(status, 1, out)

@@ -10,6 +10,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +193,23 @@ void shape_header_seeds() {
   }
 }
 
+// A checked gloo recv's header (three words), then the recv tensor's dtype
+// choice (gloo_header_fuzz.cpp's list: 0 is float) and element count.
+void gloo_header_seeds() {
+  auto bytes_of = [](std::vector<int64_t> words, uint8_t kind, uint8_t numel) {
+    std::string out(reinterpret_cast<const char*>(words.data()), sizeof(int64_t) * words.size());
+    return out + static_cast<char>(kind) + static_cast<char>(numel);
+  };
+  const auto f = static_cast<int64_t>(at::kFloat), l = static_cast<int64_t>(at::kLong);
+  seed("gloo_header", "fits", bytes_of({16, f, 4}, 0, 4));
+  seed("gloo_header", "misfit-count", bytes_of({20, f, 5}, 0, 4));
+  seed("gloo_header", "misfit-dtype", bytes_of({32, l, 4}, 0, 4));
+  seed("gloo_header", "malformed-bytes", bytes_of({17, f, 4}, 0, 4));
+  seed("gloo_header", "malformed-huge", bytes_of({INT64_MAX, f, INT64_MAX / 4 + 1}, 0, 4));
+  seed("gloo_header", "malformed-negative-count", bytes_of({-16, f, -4}, 0, 4));
+  seed("gloo_header", "malformed-dtype", bytes_of({16, 999, 4}, 0, 4));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -206,6 +224,7 @@ int main(int argc, char** argv) {
   option_seeds();
   checkpoint_seeds();
   shape_header_seeds();
+  gloo_header_seeds();
   std::printf("seeds written under %s\n", out_dir.c_str());
   return 0;
 }

@@ -46,6 +46,25 @@ TEST(Options, Defaults) {
   EXPECT_EQ(o.command, std::vector<std::string>{"prog"});
 }
 
+// A script that exports MASTER_PORT (as Slurm scripts do) moves the default;
+// the flag still wins, and a value that is no port is refused by name.
+TEST(Options, MasterPortFromTheEnvironmentIsTheDefault) {
+  std::ostringstream help;
+  EXPECT_EQ(parse_launch_options({"prog"}, help, {{"MASTER_PORT", "29811"}})->master_port, 29811);
+  EXPECT_EQ(parse_launch_options({"--master-port", "4000", "prog"}, help, {{"MASTER_PORT", "29811"}})->master_port,
+            4000);
+  EXPECT_EQ(parse_launch_options({"prog"}, help, {{"MASTER_ADDR", "10.0.0.1"}})->master_port, 29500);
+  for (const char* bad : {"", "abc", "0", "70000", "29500x"}) {
+    try {
+      parse_launch_options({"prog"}, help, {{"MASTER_PORT", bad}});
+      ADD_FAILURE() << "MASTER_PORT='" << bad << "' was taken";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "MASTER_PORT='" + std::string(bad) +
+                                           "' is not a TCP port; set it to a number in 1..65535, or unset it");
+    }
+  }
+}
+
 TEST(Options, AllFlagsAndTheProgramsOwnArguments) {
   LaunchOptions o = parse({"--nproc-per-node",
                            "4",

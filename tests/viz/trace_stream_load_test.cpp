@@ -4,6 +4,9 @@
 // offsets move their rank; arrows never end before they start.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "synthetic_trace.hpp"
 #include "trace/chrome_json.hpp"
 #include "trace_loader.hpp"
@@ -124,6 +127,30 @@ TEST(StreamLoad, ClockOffsetsMoveTheirRankAndArrowsNeverGoBackwards) {
   EXPECT_EQ(model.arrival_us(model.flow_bundles()[0].links[0]), 1900);
   const LoadedTrace loaded = load_trace_file(path);
   EXPECT_EQ(loaded.events[1].begin_us, 1500);
+}
+
+// The largest offset the reader takes (under 2^62) moves an event exactly
+// in the loaded events and to the end of the model's range in the viewer,
+// never wrapping (-fsanitize=undefined would stop on a wrap).
+TEST(StreamLoad, TheLargestOffsetMovesExactlyOrToTheEndOfTheRangeNeverWraps) {
+  const int64_t far = (int64_t{1} << 62) - 1;
+  const trace::Event event{1, trace::kLaneComm, "recv", "recv", 500, 900, 64, 0, 0, {}};
+  const std::string path = temp_path("far_offset.json");
+  {
+    trace::ChromeJsonSink sink(path);
+    sink.write_clock_offset(1, trace::ClockOffset{far, 3});
+    sink.write(event);
+  }
+  const LoadedTrace loaded = load_trace_file(path);
+  ASSERT_EQ(loaded.events.size(), 1u);
+  EXPECT_EQ(loaded.events[0].begin_us, far + 500);
+  EXPECT_EQ(loaded.events[0].end_us, far + 900);
+  TraceModel model;
+  load_trace_into(path, model);
+  model.finalize();
+  ASSERT_EQ(model.size(), 1u);
+  EXPECT_EQ(model.record(0).begin_us, kMaxAbsTimeUs);
+  EXPECT_EQ(model.record(0).end_us, kMaxAbsTimeUs);
 }
 
 }  // namespace
