@@ -38,8 +38,8 @@ code block that follows it:
                                            run to run (which rank failed first)
 
 How it runs them: each file in a fresh scratch folder, where `build`,
-`scripts`, `datasets`, `lessons`, `bench`, `lib`, `tests`, `launcher` and
-`viz` lead to the real ones and `/tmp/` in a
+`scripts`, `datasets`, `lessons`, `bench`, `lib`, `tests`, `launcher`,
+`viz` and `planner` lead to the real ones and `/tmp/` in a
 command (and in the output shown) becomes the scratch folder's tmp/, so that
 an earlier run's checkpoints or traces cannot change what a command prints.
 Commands run under bash with pipefail: a program in a pipe that fails fails
@@ -296,7 +296,7 @@ class Runner:
         os.makedirs(self.tmp)
         os.makedirs(os.path.join(self.scratch, "docs", "images"))
         os.symlink(build, os.path.join(self.scratch, "build"))
-        for name in ("scripts", "datasets", "lessons", "bench", "lib", "tests", "launcher", "viz"):
+        for name in ("scripts", "datasets", "lessons", "bench", "lib", "tests", "launcher", "viz", "planner"):
             os.symlink(os.path.join(source, name), os.path.join(self.scratch, name))
         self.cache = {}
 

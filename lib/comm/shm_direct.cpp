@@ -94,8 +94,7 @@ void ShmProcess::Links::name_why_left(int m, const std::string& what) {
   if (left_for == 0) return;
   const int gone = static_cast<int>(left_for - 1);
   leave_for(gone);
-  throw PeerClosed(what + ": rank " + std::to_string(gone) + " (process " + std::to_string(process_->pid_of(gone)) +
-                   " on this host) has exited (found by rank " + std::to_string(world_ranks_[m]) +
+  throw PeerClosed(what + ": " + process_->exited_text(gone) + " (found by rank " + std::to_string(world_ranks_[m]) +
                    ", which then left the collective)");
 }
 

@@ -110,6 +110,9 @@ class ShmProcess {
   pid_t pid_of(int world_rank) const;
   // Whether that rank's process is still there (kill(pid, 0) finds it).
   bool alive(int world_rank) const;
+  // "rank Q (process P on this host) has exited": one wording for every
+  // error that names a rank whose process is gone.
+  std::string exited_text(int world_rank) const;
   // The set-up's wait for `key`, which local rank `world_rank` (its page
   // mapped here) sets once it could `doing`: at most `timeout`, and no
   // longer once its process has exited (PeerClosed naming it, at once).

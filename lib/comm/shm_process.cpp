@@ -136,6 +136,9 @@ ShmProcess::ShmProcess(c10d::Store& store, const std::string& token, int world_r
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   remove_stale_segments();
   const std::string me = "rank " + std::to_string(world_rank);
+  // A rank that dies here has published nothing: not even its pid, so the
+  // others can only wait out their timeout for its page, naming it.
+  shm::reached("page");
   page_ = SharedSegment::create(segment_name(token, "r" + std::to_string(world_rank)), sizeof(ProcessPage));
   auto* page = new (page_.data()) ProcessPage;
   page->pid = getpid();
@@ -177,6 +180,11 @@ ShmProcess::~ShmProcess() {
 pid_t ShmProcess::pid_of(int world_rank) const { return peers_.at(world_rank)->pid; }
 
 bool ShmProcess::alive(int world_rank) const { return !(kill(pid_of(world_rank), 0) != 0 && errno == ESRCH); }
+
+std::string ShmProcess::exited_text(int world_rank) const {
+  return "rank " + std::to_string(world_rank) + " (process " + std::to_string(pid_of(world_rank)) +
+         " on this host) has exited";
+}
 
 std::string ShmProcess::wait_for_peer(c10d::Store& store, const std::string& key, int world_rank, Milliseconds timeout,
                                       const std::string& doing) const {
@@ -271,8 +279,7 @@ bool ShmProcess::wait_locked(std::unique_lock<std::mutex>& lock, const std::func
       checked = now;
       for (int q : watched)
         if (!alive(q))
-          throw PeerClosed(what + ": rank " + std::to_string(q) + " (process " + std::to_string(pid_of(q)) +
-                           " on this host) has exited");
+          throw PeerClosed(what + ": " + exited_text(q));
     }
     lock.unlock();
     if (now - start < settings_.spin)

@@ -4,6 +4,9 @@
 // copy (3).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "launcher_process.hpp"
 #include "support/process_backend.hpp"
 
@@ -11,16 +14,22 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The collectives' worker on `ranks` processes of distlab-run, each rank
+// waiting `timeout_ms` for a peer; `scenario`: the worker's scenario, if not the sweep.
+auto run_workers(int ranks, int timeout_ms, const std::string& scenario = "") {
+  std::vector<std::string> args{"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms",
+                                std::to_string(timeout_ms), COLLECTIVES_GLOO_WORKER_PATH};
+  if (!scenario.empty()) args.push_back(scenario);
+  return distlab::launcher::testing::run_launcher(args, 240s);
+}
+
 // The sweep on `ranks` processes of `backend`: every rank must pass it,
 // having run `in_place` of its 8 all-reduces of parts (sweep_checks.cpp)
 // in place: none over gloo; over shared memory those of 4 MiB or more
 // (float, double, long: 6), or all 8 where one copy starts at 64 KiB.
 void expect_sweep_passed(int ranks, const std::string& backend, int in_place) {
   distlab::testing::ScopedEnv chosen("DISTLAB_TEST_BACKEND", backend);
-  auto f = distlab::launcher::testing::run_launcher(
-      {"--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--timeout-ms", "60000",
-       COLLECTIVES_GLOO_WORKER_PATH},
-      240s);
+  auto f = run_workers(ranks, 60000);
   ASSERT_FALSE(f.timed_out) << f.out << f.err;
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   if (backend == "auto") EXPECT_NE(f.err.find("talk through shared memory"), std::string::npos) << f.err;
@@ -38,10 +47,7 @@ void expect_sweep_passed(int ranks, const std::string& backend, int in_place) {
 // for a piece longer than its recv, and fill part of the recv for a shorter
 // one.
 TEST(GlooCollectives, ACallThatDoesNotFitIsRefusedNamingTheRankAndBothCalls) {
-  auto f = distlab::launcher::testing::run_launcher(
-      {"--nproc-per-node", "3", "--master-port", "0", "--timeout-ms", "20000", COLLECTIVES_GLOO_WORKER_PATH,
-       "misfit"},
-      120s);
+  auto f = run_workers(3, 20000, "misfit");
   ASSERT_FALSE(f.timed_out) << f.out << f.err;
   EXPECT_NE(f.exit_code, 0) << f.out << f.err;
   const std::string all = f.out + f.err;
@@ -64,10 +70,7 @@ TEST(GlooCollectives, ACallThatDoesNotFitIsRefusedNamingTheRankAndBothCalls) {
 // ring all-reduce of 16 MiB on 4 processes sends 6 pieces of 4 MiB from each
 // rank; once its scratch is kept, it allocates no copy of one of them.
 TEST(GlooCollectives, TheRingSendsItsPiecesWithoutACopy) {
-  auto f = distlab::launcher::testing::run_launcher(
-      {"--nproc-per-node", "4", "--master-port", "0", "--timeout-ms", "60000", COLLECTIVES_GLOO_WORKER_PATH,
-       "no-copies"},
-      120s);
+  auto f = run_workers(4, 60000, "no-copies");
   ASSERT_FALSE(f.timed_out) << f.out << f.err;
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   const int64_t piece = (int64_t{1} << 22) / 4 * 4;  // bytes of one rank's chunk of 2^22 floats

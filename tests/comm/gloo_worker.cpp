@@ -246,10 +246,11 @@ int main(int argc, char** argv) {
   std::string scenario = "exchange";
   app.add_option("--scenario", scenario,
                  "exchange | agree | silent-peer | crash | person-wait | mismatch | settle | ring-trace; the "
-                 "same-host transport's faults (shm_fault_scenarios.hpp): killed | killed-in-setup | "
+                 "same-host transport's faults (shm_fault_scenarios.hpp): killed | killed-in-setup | killed-before-page | "
                  "collective-fault | table-mismatch")
       ->check(CLI::IsMember({"exchange", "agree", "silent-peer", "crash", "person-wait", "mismatch", "settle",
-                             "ring-trace", "killed", "killed-in-setup", "collective-fault", "table-mismatch"}));
+                             "ring-trace", "killed", "killed-in-setup", "killed-before-page", "collective-fault",
+                             "table-mismatch"}));
   std::string collective = "arena", fault = "kill";
   app.add_option("--collective", collective, "collective-fault: arena | one-copy | parts")
       ->check(CLI::IsMember({"arena", "one-copy", "parts"}));
@@ -264,13 +265,16 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
-    const bool faulty = scenario == "killed" || scenario == "killed-in-setup" || scenario == "collective-fault";
+    const bool faulty = scenario == "killed" || scenario == "killed-in-setup" || scenario == "killed-before-page" ||
+                        scenario == "collective-fault";
     if (faulty) {
       const char* rank = std::getenv("RANK");
       const char* size = std::getenv("WORLD_SIZE");
       if (rank == nullptr || size == nullptr) throw std::runtime_error(scenario + " needs RANK and WORLD_SIZE");
       distlab::comm::testing::say_pid(std::stoi(rank));
       if (scenario == "killed-in-setup") distlab::comm::testing::arm_kill_in_setup(std::stoi(rank), std::stoi(size));
+      if (scenario == "killed-before-page")
+        distlab::comm::testing::arm_kill_before_page(std::stoi(rank), std::stoi(size));
     }
     for (int k = 0; k < jobs; ++k) {
       distlab::comm::run_job(distlab::comm::with_env_defaults(job), [&](Communicator& comm) {
@@ -281,7 +285,7 @@ int main(int argc, char** argv) {
         if (scenario == "settle") settle(comm);
         if (scenario == "ring-trace") ring_trace(comm);
         if (scenario == "killed") distlab::comm::testing::killed_mid_transfer(comm);
-        if (scenario == "killed-in-setup")
+        if (scenario == "killed-in-setup" || scenario == "killed-before-page")
           check(false, "the job began though its last rank died setting up", comm.rank());
         if (scenario == "collective-fault") distlab::comm::testing::collective_fault(comm, collective, fault);
         if (scenario == "table-mismatch") distlab::comm::testing::table_mismatch(comm);

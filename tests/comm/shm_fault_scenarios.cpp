@@ -107,6 +107,13 @@ void arm_kill_in_setup(int rank, int world_size) {
   });
 }
 
+void arm_kill_before_page(int rank, int world_size) {
+  if (rank != world_size - 1) return;
+  set_shm_fault_point([](const std::string& point) {
+    if (point == "page") meet("kill", "before publishing its process page");
+  });
+}
+
 void killed_mid_transfer(Communicator& comm) {
   const int last = comm.size() - 1, me = comm.rank();
   const std::vector<int64_t> pids = pids_of(comm);

@@ -21,6 +21,13 @@ void say_pid(int rank);
 // reach the job's body: their set-up ends naming it.
 void arm_kill_in_setup(int rank, int world_size);
 
+// "killed-before-page", before the job: the last rank kills itself before
+// it creates or publishes anything of the transport's (its process page:
+// comm::set_shm_fault_point's "page"), after printing "rank R: killed
+// before publishing its process page". The others wait out their timeout
+// for its page and end naming it.
+void arm_kill_before_page(int rank, int world_size);
+
 // "killed": the last rank sends rank 0 a 64 MiB message in two copies;
 // rank 0 kills it once its ring shows part of the message read and more
 // bytes in flight (the ring's counter samples), printing how many. Rank 0's

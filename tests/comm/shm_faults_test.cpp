@@ -205,6 +205,29 @@ TEST(ShmFaults, ARankKilledInSetUpIsNamedAndTheNextJobRemovesItsSegment) {
   EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + left)) << left;
 }
 
+// The last rank dies before it has created or published anything of the
+// transport's, its pid included: the others cannot watch its process, so
+// they wait out the set-up's timeout (DISTLAB_CONNECT_TIMEOUT_MS, 10 s
+// here: long enough for three processes to start on a busy machine) for
+// its page and end naming it; nothing of theirs is left in /dev/shm, and
+// the next job runs.
+TEST(ShmFaults, ARankKilledBeforeItsPageIsNamedWhenTheWaitRunsOut) {
+  Ranks r = run_ranks(3, {"--scenario", "killed-before-page"},
+                      {"DISTLAB_TIMEOUT_MS=3000", "DISTLAB_CONNECT_TIMEOUT_MS=10000"});
+  ASSERT_FALSE(r.timed_out) << r.all();
+  EXPECT_NE(r.out[2].find("rank 2: killed before publishing its process page"), std::string::npos) << r.all();
+  EXPECT_EQ(r.exit_code[2], 128 + SIGKILL) << r.all();
+  for (int rank : {0, 1}) {
+    EXPECT_NE(r.out[rank].find("error: rank " + std::to_string(rank) +
+                               ": shared memory: rank 2 on this host did not set up within 10000 ms"),
+              std::string::npos)
+        << r.all();
+    EXPECT_EQ(r.exit_code[rank], 1) << r.all();
+    EXPECT_EQ(segments_of(r.pids[rank]), std::vector<std::string>{}) << r.all();
+  }
+  expect_the_next_job_runs();
+}
+
 // Inside a collective of 3 ranks, the last one is killed (SIGKILL) or stops
 // answering (SIGSTOP: alive, silent) after a barrier of it, as it prints.
 // The path is shown first: a whole all-reduce, checked, takes 64 barriers in
