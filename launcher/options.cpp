@@ -2,7 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <exception>
+#include "comm/errors.hpp"
 
 namespace distlab::launcher {
 namespace {
@@ -41,18 +41,16 @@ void validate(const LaunchOptions& o) {
   require(!o.command.empty(), std::string("no program given; usage: ") + kUsage);
 }
 
+// MASTER_PORT as every worker reads it (comm::world_from: a port in
+// 1..65535, refused naming the variable otherwise), else 29500.
 int default_port(const comm::Environment& env) {
   auto it = env.find("MASTER_PORT");
   if (it == env.end()) return LaunchOptions{}.master_port;
-  size_t used = 0;
-  int port = -1;
   try {
-    port = std::stoi(it->second, &used);
-  } catch (const std::exception&) {
+    return comm::world_from({{"MASTER_PORT", it->second}}).master_port;
+  } catch (const comm::SetupError& e) {
+    throw UsageError(e.what());
   }
-  require(used == it->second.size() && port >= 1 && port <= 65535,
-          "MASTER_PORT='" + it->second + "' is not a TCP port; set it to a number in 1..65535, or unset it");
-  return port;
 }
 
 }  // namespace

@@ -35,19 +35,12 @@ Header header_of(const at::Tensor& t) {
 
 bool same(const Header& a, const Header& b) { return a.bytes == b.bytes && a.dtype == b.dtype && a.numel == b.numel; }
 
-// A header some tensor has: a known dtype, and its bytes the count's.
+// A header some tensor has: a dtype tensors are made of, and its bytes the count's.
 bool well_formed(const Header& h) {
-  if (h.dtype < 0 || h.dtype >= static_cast<int64_t>(c10::ScalarType::NumOptions) || h.numel < 0) return false;
-  const auto type = static_cast<c10::ScalarType>(h.dtype);
-  if (type == c10::ScalarType::Undefined || c10::isQIntType(type)) return false;
-  int64_t size = 0;
-  try {
-    size = static_cast<int64_t>(c10::elementSize(type));
-  } catch (const c10::Error&) {  // a dtype with no whole bytes per element (LibTorch's sub-byte ones)
-    return false;
-  }
+  const std::optional<c10::ScalarType> type = tensor_dtype(h.dtype);
+  if (!type || h.numel < 0) return false;
   int64_t bytes = 0;
-  return !__builtin_mul_overflow(h.numel, size, &bytes) && bytes == h.bytes;
+  return !__builtin_mul_overflow(h.numel, static_cast<int64_t>(c10::elementSize(*type)), &bytes) && bytes == h.bytes;
 }
 
 class CheckedRecv : public Work {
@@ -65,7 +58,7 @@ class CheckedRecv : public Work {
     wait_gloo(header_work_, what_, limit, peer_);
     const auto* p = header_.data_ptr<int64_t>();
     const int64_t words[3] = {p[0], p[1], p[2]};
-    const Header sent{p[0], p[1], p[2]}, expected = header_of(tensor_);
+    const Header sent{words[0], words[1], words[2]}, expected = header_of(tensor_);
     // The rest of the limit for the payload, which the peer has already
     // posted; at least a moment, so a slow header does not fail it at once.
     const auto left = std::max(Milliseconds(1000), std::chrono::duration_cast<Milliseconds>(

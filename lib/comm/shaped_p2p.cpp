@@ -3,8 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <vector>
+
+#include "comm/message_text.hpp"
 
 namespace distlab::comm {
 
@@ -31,10 +34,10 @@ at::Tensor empty_from_shape_header(const at::Tensor& header, const at::Device& d
     throw std::runtime_error("a shape header with " + std::to_string(h[1]) + " dimensions: not a shape header");
   // A peer's bytes (or a message under the wrong tag): every word checked
   // before it becomes a dtype or a size.
-  const auto kinds = static_cast<int64_t>(at::ScalarType::Undefined);  // the real ones come before it
-  if (h[0] < 0 || h[0] >= kinds || c10::isQIntType(static_cast<at::ScalarType>(h[0])))
+  const std::optional<at::ScalarType> kind = tensor_dtype(h[0]);
+  if (!kind)
     throw std::runtime_error("a shape header with dtype number " + std::to_string(h[0]) + ": not a shape header");
-  const at::ScalarType dtype = static_cast<at::ScalarType>(h[0]);
+  const at::ScalarType dtype = *kind;
   const std::vector<int64_t> sizes(h.data() + 2, h.data() + 2 + h[1]);
   int64_t bytes = static_cast<int64_t>(c10::elementSize(dtype));
   for (const int64_t size : sizes)
