@@ -37,6 +37,7 @@ const kWidth = 1280;
 const kHeight = 720;
 const kFuzz = '12%';          // a pixel differs when a channel differs by more than this
 const kMaxDiffShare = 0.02;   // of the canvas' pixels (text is antialiased by two rasterizers)
+const kCheckLimitMs = 240000; // a whole check, under ctest's TIMEOUT of 300 s
 
 const check = process.argv[2];
 const build_dir = path.resolve(process.argv[process.argv.indexOf('--build-dir') + 1] || 'build');
@@ -296,11 +297,17 @@ async function check_live(browser, base, live_port) {
   let output = '';
   lesson.stdout.on('data', (d) => { output += d; });
   lesson.stderr.on('data', (d) => { output += d; });
+  // Listened for now: the run may end while the third page is still waiting.
+  const ended = new Promise((resolve) => lesson.on('close', resolve));
+  const kRunLimitMs = 120000;
+  const limit = setTimeout(() => { problem(`live: the lesson did not end within ${kRunLimitMs} ms`); lesson.kill('SIGKILL'); },
+                           kRunLimitMs);
   // The third page goes as soon as the first events reach it.
   await leaving.waitForFunction(() => window.distlab.counts().live > 0, { timeout: 30000 }).catch(() => {});
   const left_with = (await counts(leaving)).live;
   await leaving.close();
-  const code = await new Promise((resolve) => lesson.on('exit', resolve));
+  const code = await ended;
+  clearTimeout(limit);
   if (code !== 0) problem(`live: the lesson exited ${code} while pages watched: ${output}`);
   if (/drop/i.test(output)) problem(`live: the lesson dropped events: ${output}`);
   const events = JSON.parse(fs.readFileSync(file, 'utf8')).traceEvents.filter((e) => e.ph === 'X' || e.ph === 'C').length;
@@ -383,6 +390,14 @@ async function main() {
   });
   const base = `http://127.0.0.1:${server.address().port}`;
   const browser = await launch();
+  // Under ctest's limit (300 s): a check that waits forever ends itself and
+  // takes its browser with it, rather than being killed and leaving chromium
+  // running through the tests after it.
+  const watchdog = setTimeout(async () => {
+    console.log(`FAIL: the ${check} check did not end within ${kCheckLimitMs / 1000} s; files in ${work}`);
+    await browser.close().catch(() => {});
+    process.exit(1);
+  }, kCheckLimitMs);
   try {
     if (check === 'load') await check_load(browser, base);
     else if (check === 'panels') await check_panels(browser, base);
@@ -393,6 +408,7 @@ async function main() {
     else if (check === 'deck') await check_deck(browser, base);
     else throw new Error(`unknown check '${check}' (load, panels, pixels, traces, bad, live, deck)`);
   } finally {
+    clearTimeout(watchdog);
     await browser.close();
     server.close();
     ranks.close();
