@@ -18,6 +18,7 @@ It is a benchmark, not a test: minutes long, and as noisy as the machine.
 import argparse
 import os
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -146,10 +147,10 @@ def parse_trace_load(output):
 
 # ------------------------------------------------------------ running them
 
-def run(command, timeout_s):
+def run(command, timeout_s, env=None):
     """The command's output; a failure or a timeout ends the comparison with it."""
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+                             start_new_session=True, env=env)
     try:
         output, _ = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -222,6 +223,32 @@ def measure_trace(args):
     return runs
 
 
+def host_command(args):
+    return [program(args, "lessons", "lesson_05_all_reduce"), "--no-steps"]
+
+
+def cpu_seconds(command, timeout_s, env):
+    """User and system CPU seconds of one run of the command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run(command, timeout_s, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def measure_host(args):
+    """Lesson 05 (4 thread ranks, 16 MB all-reduces) with glibc's defaults
+    and with freed memory kept (lib/memory/host_allocator.hpp), in turns."""
+    command = host_command(args)
+    env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "DISTLAB_HOST_ALLOCATOR")}
+    runs = {"host.glibc_over_kept.cpu": []}
+    for pair in range(args.repeats):
+        got = {}
+        for mode in (("glibc", "kept") if pair % 2 == 0 else ("kept", "glibc")):
+            got[mode] = cpu_seconds(command, args.run_timeout, dict(env, DISTLAB_HOST_ALLOCATOR=mode))
+        runs["host.glibc_over_kept.cpu"].append(got["glibc"] / got["kept"])
+    return runs
+
+
 def describe(args, name):
     """The commands of one benchmark as the report prints them (the source
     folder's paths relative to it)."""
@@ -231,11 +258,13 @@ def describe(args, name):
         return ["%d runs of %s" % (args.repeats, text(collective_command(args)))]
     if name == "ddp":
         return [text(ddp_command(args))]
+    if name == "host":
+        return ["%d pairs, in turns, DISTLAB_HOST_ALLOCATOR=glibc and =kept: %s" % (args.repeats, text(host_command(args)))]
     make, viewer, dom = trace_commands(args, "TRACE")
     return [text(make), "%d pairs, in turns: %s, %s" % (args.repeats, text(viewer), text(dom))]
 
 
-BENCHMARKS = {"collective": measure_collective, "ddp": measure_ddp, "trace": measure_trace}
+BENCHMARKS = {"collective": measure_collective, "ddp": measure_ddp, "host": measure_host, "trace": measure_trace}
 
 
 def main():
