@@ -17,7 +17,9 @@
 //              a third closes mid-run and a WebSocket client never reads: each
 //              page ends with as many events as the run's trace file holds, the
 //              run ends as it does unwatched (exit 0, nothing dropped), and a
-//              page opened after the run is sent all of it
+//              page opened after the run is sent all of it; then a second run:
+//              a page open across both holds both, one opened after it only the
+//              second, and the server said each run's beginning and end
 //     deck     lesson 05's deck served beside the site: its live figure is the
 //              page itself, at the address of the figure's view, drawing in the
 //              slide; the same deck opened as a file keeps the still
@@ -286,31 +288,39 @@ async function stalled_client(port) {
   return socket;
 }
 
-async function check_live(browser, base, live_port) {
-  const watchers = [await open_page(browser, base, '?panel=trace&live'), await open_page(browser, base, '?panel=trace&live')];
-  const leaving = await open_page(browser, base, '?panel=trace&live');
-  const stalled = await stalled_client(Number(new URL(base).port));
-  const file = path.join(work, 'live.json');
+// Lesson 05 run with --live into the server, its trace in `file`; its exit
+// is listened for from the start (the run may end while the caller waits on
+// a page). Resolves to the exit status and the output.
+function live_run(live_port, file) {
   const lesson = spawn(path.join(build_dir, 'lessons', 'lesson_05_all_reduce'),
                        ['--backend', 'threads', '--ranks', '4', '--mb', '1', '--iters', '3', '--no-steps',
                         '--trace', file, '--live', `127.0.0.1:${live_port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   lesson.stdout.on('data', (d) => { output += d; });
   lesson.stderr.on('data', (d) => { output += d; });
-  // Listened for now: the run may end while the third page is still waiting.
-  const ended = new Promise((resolve) => lesson.on('close', resolve));
   const kRunLimitMs = 120000;
   const limit = setTimeout(() => { problem(`live: the lesson did not end within ${kRunLimitMs} ms`); lesson.kill('SIGKILL'); },
                            kRunLimitMs);
+  return new Promise((resolve) => lesson.on('close', (code) => { clearTimeout(limit); resolve({ code, output }); }));
+}
+
+const trace_events = (file) =>
+  JSON.parse(fs.readFileSync(file, 'utf8')).traceEvents.filter((e) => e.ph === 'X' || e.ph === 'C').length;
+
+async function check_live(browser, base, live_port, said) {
+  const watchers = [await open_page(browser, base, '?panel=trace&live'), await open_page(browser, base, '?panel=trace&live')];
+  const leaving = await open_page(browser, base, '?panel=trace&live');
+  const stalled = await stalled_client(Number(new URL(base).port));
+  const file = path.join(work, 'live.json');
+  const ended = live_run(live_port, file);
   // The third page goes as soon as the first events reach it.
   await leaving.waitForFunction(() => window.distlab.counts().live > 0, { timeout: 30000 }).catch(() => {});
   const left_with = (await counts(leaving)).live;
   await leaving.close();
-  const code = await ended;
-  clearTimeout(limit);
+  const { code, output } = await ended;
   if (code !== 0) problem(`live: the lesson exited ${code} while pages watched: ${output}`);
   if (/drop/i.test(output)) problem(`live: the lesson dropped events: ${output}`);
-  const events = JSON.parse(fs.readFileSync(file, 'utf8')).traceEvents.filter((e) => e.ph === 'X' || e.ph === 'C').length;
+  const events = trace_events(file);
   const want = json_counts(file);
   note(`live: a page closed after ${left_with} events; the run wrote ${events} events and exited ${code}`);
   for (const [i, page] of watchers.entries()) {
@@ -329,7 +339,33 @@ async function check_live(browser, base, live_port) {
   const late_count = (await counts(late)).live;
   if (late_count !== events) problem(`live: a late page received ${late_count} events, the trace file holds ${events}`);
   else note(`live: a page opened after the run received all ${events} events`);
-  for (const p of [...watchers, late]) await p.close();
+  // A second run, after the server's gap between runs: the first page holds
+  // both, a page opened after it only the second.
+  await new Promise((r) => setTimeout(r, 1200));
+  const second_file = path.join(work, 'live2.json');
+  const second = await live_run(live_port, second_file);
+  if (second.code !== 0) problem(`live: the second run exited ${second.code}: ${second.output}`);
+  const second_events = trace_events(second_file);
+  await watchers[0].waitForFunction((n) => window.distlab.counts().live >= n, { timeout: 20000 },
+                                    events + second_events).catch(() => {});
+  const across = (await counts(watchers[0])).live;
+  if (across !== events + second_events)
+    problem(`live: a page open across two runs received ${across} events, not ${events} + ${second_events}`);
+  const after_second = await open_page(browser, base, '?panel=trace&live');
+  await after_second.waitForFunction((n) => window.distlab.counts().live >= n, { timeout: 20000 }, second_events)
+    .catch(() => {});
+  await new Promise((r) => setTimeout(r, 300));  // anything more than the second run would have come by now
+  const only_second = (await counts(after_second)).live;
+  if (only_second !== second_events)
+    problem(`live: a page opened after the second run received ${only_second} events, the second run wrote ${second_events}`);
+  else note(`live: a second run of ${second_events} events: a page open across both holds ${across}, ` +
+            `one opened after it only the second's`);
+  const want_said = [/^distlab-viz-serve: run 1 began$/, /^distlab-viz-serve: run 1 ended: 1 rank stream\(s\), \d+ bytes relayed to \d+ page\(s\)$/,
+                     /^distlab-viz-serve: run 2 began$/, /^distlab-viz-serve: run 2 ended: 1 rank stream\(s\), \d+ bytes relayed to \d+ page\(s\)$/];
+  if (said.length !== want_said.length || !want_said.every((re, i) => re.test(said[i])))
+    problem(`live: the server said ${JSON.stringify(said)}, not each run's beginning and end`);
+  for (const line of said) note(line);
+  for (const p of [...watchers, late, after_second]) await p.close();
   stalled.destroy();
 }
 
@@ -383,10 +419,11 @@ async function main() {
     process.exit(1);
   }
   const dir = served_folder();
+  const said = [];  // the server's lines
   const { server, ranks } = await new Promise((resolve) => {
     const s = start({ site: dir, slides: path.join(build_dir, 'slides'), port: 0, bind: '127.0.0.1', live_port: 0,
                       live_bind: '127.0.0.1' },
-                    (ready) => resolve({ ...s, ...ready }));
+                    (ready) => resolve({ ...s, ...ready }), (line) => said.push(line));
   });
   const base = `http://127.0.0.1:${server.address().port}`;
   const browser = await launch();
@@ -404,7 +441,7 @@ async function main() {
     else if (check === 'pixels') await check_pixels(browser, base, dir);
     else if (check === 'traces') await check_traces(browser, base, dir);
     else if (check === 'bad') await check_bad(browser, base, dir);
-    else if (check === 'live') await check_live(browser, base, ranks.address().port);
+    else if (check === 'live') await check_live(browser, base, ranks.address().port, said);
     else if (check === 'deck') await check_deck(browser, base);
     else throw new Error(`unknown check '${check}' (load, panels, pixels, traces, bad, live, deck)`);
   } finally {

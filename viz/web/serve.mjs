@@ -24,9 +24,13 @@
 // order, so a page that joins late is sent everything from the start; and a
 // page that reads slowly only falls behind in that log (at most kWindow
 // bytes written to it and not yet taken), while the ranks' sockets are read
-// as fast as they send. The log lives as long as the server (restart it for
-// a new run); a rank that is not a DistLab sender is refused by the pages'
-// decoder, not here.
+// as fast as they send. The log holds one run: a rank that connects when
+// none is connected, kRunGapMs or more after the last one left, begins a
+// new run, and a page that opens from then on is sent only it (a page
+// already open keeps what it has and is sent the new run after it, as the
+// native listener shows one run after another). The server prints a line
+// as each run begins and ends. A rank that is not a DistLab sender is
+// refused by the pages' decoder, not here.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -35,6 +39,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 const kWindow = 1 << 20;  // bytes written to a page and not yet taken before it waits for 'drain'
+const kRunGapMs = 1000;   // no rank connected for this long: the next rank begins a new run
 const kTypes = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
                  '.data': 'application/octet-stream', '.json': 'application/json', '.css': 'text/css',
                  '.png': 'image/png', '.svg': 'image/svg+xml', '.pdf': 'application/pdf' };
@@ -82,20 +87,38 @@ export function relay_chunk(stream, bytes) {
 
 // The log every page is sent, from its start, at its own pace.
 class Relay {
-  constructor() {
-    this.log = [];     // encoded WebSocket messages, in arrival order
+  constructor(say = () => {}) {
+    this.log = [];     // this run's encoded WebSocket messages, in arrival order
     this.pages = new Set();
     this.streams = 0;
+    this.connected = 0;
+    this.left_at = -Infinity;  // when the last rank left
+    this.runs = 0;
+    this.say = say;
   }
   add(frame) {
     this.log.push(frame);
     for (const page of this.pages) this.pump(page);
   }
+  // A page reads its own log: one open across runs finishes the old run's
+  // (kept for it alone) before it moves to the new one.
   pump(page) {
-    while (page.next < this.log.length && page.socket.writableLength < kWindow) page.socket.write(this.log[page.next++]);
+    for (;;) {
+      while (page.next < page.log.length && page.socket.writableLength < kWindow) page.socket.write(page.log[page.next++]);
+      if (page.next < page.log.length || page.log === this.log) return;
+      page.log = this.log;
+      page.next = 0;
+    }
+  }
+  begin_run() {
+    this.log = [];
+    this.runs += 1;
+    this.run_streams = 0;
+    this.run_bytes = 0;
+    this.say(`distlab-viz-serve: run ${this.runs} began`);
   }
   join(socket) {
-    const page = { socket, next: 0 };
+    const page = { socket, log: this.log, next: 0 };
     this.pages.add(page);
     socket.on('drain', () => this.pump(page));
     const leave = () => this.pages.delete(page);
@@ -107,9 +130,27 @@ class Relay {
     this.pump(page);
   }
   rank(socket) {  // a rank's TCP connection
+    if (this.connected === 0 && (this.runs === 0 || Date.now() - this.left_at >= kRunGapMs)) this.begin_run();
+    this.connected += 1;
+    this.run_streams += 1;
     const stream = this.streams++;
-    socket.on('data', (bytes) => this.add(relay_chunk(stream, bytes)));
-    socket.on('end', () => this.add(relay_chunk(stream, Buffer.alloc(0))));
+    let open = true;
+    const gone = () => {
+      if (!open) return;
+      open = false;
+      this.add(relay_chunk(stream, Buffer.alloc(0)));
+      this.connected -= 1;
+      this.left_at = Date.now();
+      if (this.connected === 0)
+        this.say(`distlab-viz-serve: run ${this.runs} ended: ${this.run_streams} rank stream(s), ` +
+                 `${this.run_bytes} bytes relayed to ${this.pages.size} page(s)`);
+    };
+    socket.on('data', (bytes) => {
+      this.run_bytes += bytes.length;
+      this.add(relay_chunk(stream, bytes));
+    });
+    socket.on('end', gone);
+    socket.on('close', gone);
     socket.on('error', () => socket.destroy());
   }
 }
@@ -168,8 +209,8 @@ function addresses(bind) {
   return found;
 }
 
-export function start(options, on_ready = () => {}) {
-  const relay = new Relay();
+export function start(options, on_ready = () => {}, say = () => {}) {
+  const relay = new Relay(say);
   const server = http.createServer((request, response) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.writeHead(405).end();
@@ -203,5 +244,5 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
       console.log(`distlab-viz-serve: the decks at /slides/, their live figures running in the slides`);
     console.log(`distlab-viz-serve: ranks send with --live ${options.live_bind}:${live_port}; ` +
                 `pages follow them at /?panel=trace&live`);
-  });
+  }, (line) => console.log(line));
 }
