@@ -35,12 +35,11 @@ void set_sgd_lr(torch::optim::Optimizer& optimizer, double lr) {
 // DDP: the stage whole on every replica; the last backward all-reduces.
 class DdpStage final : public DataParallelStage {
  public:
-  DdpStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr,
-           comm::Communicator* expert_copies)
-      : stage_(stage), tensor_(tensor), replicas_(replicas.size()), expert_copies_(expert_copies) {
+  DdpStage(comm::Communicator& replicas, RankStage& stage, double lr, comm::Communicator* expert_copies)
+      : stage_(stage), replicas_(replicas.size()), expert_copies_(expert_copies) {
     ddp::DdpOptions options;
     options.broadcast_buffers = false;  // the only buffer is the constant positional table
-    if (expert_copies_ != nullptr) options.ignored = stage.expert_parameter_names();  // averaged in end_step()
+    options.ignored = stage.names_placed(Placement::kSpread);  // spread experts: averaged in end_step()
     ddp_ = std::make_unique<ddp::DistributedDataParallel>(replicas, stage.module(), options);
     optimizer_ = std::make_unique<torch::optim::SGD>(stage.parameters(), torch::optim::SGDOptions(lr));
   }
@@ -62,17 +61,22 @@ class DdpStage final : public DataParallelStage {
     ddp_->reducer().finalize();  // a no-op when the engine's callback already waited
     // Spread experts: each one's gradient holds its expert group's tokens
     // already (the all-to-all brought them home); summed over the copies, / R.
-    if (expert_copies_ != nullptr) experts::average_expert_gradients(*expert_copies_, stage_.expert_parameters(), replicas_);
+    if (expert_copies_ != nullptr)
+      experts::average_expert_gradients(*expert_copies_, stage_.parameters_placed(Placement::kSpread), replicas_);
   }
   std::vector<NormShare> norm_shares() override {
-    // Whole tensors count once; the cut matrices' squares add over the tensor group.
-    std::vector<NormShare> shares{{gradients_of(stage_.replicated_parameters()), {}}};
-    // (a stage split for its context group alone has its layers' pieces whole: nothing to add over)
-    if (stage_.split())
-      shares.push_back({gradients_of(stage_.split_parameters()),
-                        tensor_.size() > 1 ? std::vector<comm::Communicator*>{&tensor_} : std::vector<comm::Communicator*>{}});
-    if (expert_copies_ != nullptr)  // each rank of the expert group holds other experts
-      shares.push_back({gradients_of(stage_.expert_parameters()), {stage_.expert_group()}});
+    // One share per placement this stage has: replicated tensors count
+    // once, cut pieces add over the tensor group, spread experts over the
+    // expert group (RankStage::group_of). Whether a placement is present is
+    // the same on every rank of its group.
+    std::vector<NormShare> shares;
+    for (const Placement placement : kPlacements) {
+      const std::vector<at::Tensor> placed = stage_.parameters_placed(placement);
+      if (placed.empty() && placement != Placement::kReplicated) continue;
+      comm::Communicator* over = stage_.group_of(placement);
+      shares.push_back({gradients_of(placed), over != nullptr ? std::vector<comm::Communicator*>{over}
+                                                              : std::vector<comm::Communicator*>{}});
+    }
     return shares;
   }
   void optimizer_step() override { optimizer_->step(); }
@@ -85,7 +89,6 @@ class DdpStage final : public DataParallelStage {
 
  private:
   RankStage& stage_;
-  comm::Communicator& tensor_;
   int replicas_;
   comm::Communicator* expert_copies_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
@@ -110,7 +113,7 @@ class ZeroStage final : public DataParallelStage {
     // parameters (the same on every tensor rank) over the replicas only.
     // Which is which is fixed by the layout: sorted once, here.
     std::set<const c10::TensorImpl*> cut;
-    for (const at::Tensor& p : stage.split_parameters()) cut.insert(p.unsafeGetTensorImpl());
+    for (const at::Tensor& p : stage.parameters_placed(Placement::kCut)) cut.insert(p.unsafeGetTensorImpl());
     const zero::ShardedOptimizer& sharded = zero_->sharded();
     for (const zero::Segment& s : zero::shard_segments(sharded.layout(), sharded.comm().rank()))
       (cut.count(sharded.params()[static_cast<size_t>(s.param)].unsafeGetTensorImpl()) ? cut_segments_
@@ -184,7 +187,7 @@ class ZeroStage final : public DataParallelStage {
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
                                                       comm::Communicator& tensor, RankStage& stage, double lr,
                                                       comm::Communicator* expert_copies) {
-  if (zero == 0) return std::make_unique<DdpStage>(replicas, tensor, stage, lr, expert_copies);
+  if (zero == 0) return std::make_unique<DdpStage>(replicas, stage, lr, expert_copies);
   // The plan refuses both below with the user's words (plan.cpp); here they are preconditions.
   if (expert_copies != nullptr)
     throw std::invalid_argument("make_data_parallel: ZeRO-" + std::to_string(zero) +

@@ -70,20 +70,6 @@ void RankStage::spread_experts(comm::Communicator& experts) {
   experts_ = &experts;
 }
 
-std::vector<at::Tensor> RankStage::expert_parameters() const {
-  std::vector<at::Tensor> out;
-  if (split()) return out;
-  for (const auto& moe : whole_->moes())
-    for (const at::Tensor& p : moe->experts->parameters()) out.push_back(p);
-  return out;
-}
-
-std::set<std::string> RankStage::expert_parameter_names() const {
-  std::set<std::string> names;
-  for (const auto& item : module()->named_parameters())
-    if (is_expert(item.key())) names.insert(item.key());
-  return names;
-}
 
 models::TransformerLm RankStage::model() const { return split() ? split_->unsplit() : whole_; }
 
@@ -143,17 +129,50 @@ std::set<std::string> RankStage::state_names() const {
   return names;
 }
 
-std::vector<at::Tensor> RankStage::replicated_parameters() const {
-  if (split()) return split_->replicated_parameters();
-  if (experts_ == nullptr) return parameters();
-  std::vector<at::Tensor> out;
-  for (const auto& item : whole_->named_parameters())
-    if (!is_expert(item.key())) out.push_back(item.value());
+const char* placement_name(Placement placement) {
+  switch (placement) {
+    case Placement::kReplicated: return "replicated";
+    case Placement::kCut: return "cut";
+    case Placement::kSpread: return "spread";
+  }
+  return "?";
+}
+
+std::vector<PlacedParameter> RankStage::placed_parameters() const {
+  std::set<const c10::TensorImpl*> cut;
+  if (split())
+    for (const at::Tensor& p : split_->split_parameters()) cut.insert(p.unsafeGetTensorImpl());
+  std::vector<PlacedParameter> out;
+  for (const auto& item : module()->named_parameters()) {
+    const Placement placement = cut.count(item.value().unsafeGetTensorImpl()) ? Placement::kCut
+                                : experts_ != nullptr && is_expert(item.key()) ? Placement::kSpread
+                                                                               : Placement::kReplicated;
+    out.push_back({item.key(), item.value(), placement});
+  }
   return out;
 }
 
-std::vector<at::Tensor> RankStage::split_parameters() const {
-  return split() ? split_->split_parameters() : std::vector<at::Tensor>{};
+std::vector<at::Tensor> RankStage::parameters_placed(Placement placement) const {
+  std::vector<at::Tensor> out;
+  for (const PlacedParameter& p : placed_parameters())
+    if (p.placement == placement) out.push_back(p.tensor);
+  return out;
+}
+
+std::set<std::string> RankStage::names_placed(Placement placement) const {
+  std::set<std::string> out;
+  for (const PlacedParameter& p : placed_parameters())
+    if (p.placement == placement) out.insert(p.name);
+  return out;
+}
+
+comm::Communicator* RankStage::group_of(Placement placement) const {
+  switch (placement) {
+    case Placement::kReplicated: return nullptr;
+    case Placement::kCut: return tensor_.size() > 1 ? &tensor_ : nullptr;
+    case Placement::kSpread: return experts_;
+  }
+  return nullptr;
 }
 
 }  // namespace distlab::train

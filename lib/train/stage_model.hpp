@@ -32,6 +32,24 @@ namespace distlab::train {
 
 inline constexpr int64_t kWholeModelInitLimit = 200'000'000;
 
+// Where one of a rank's parameters lives. It decides, in one place, what the
+// parameter's gradient adds to the whole model's norm and over which group,
+// which ZeRO segments add over the tensor group, and which gradients DDP
+// leaves to the experts' own averaging.
+enum class Placement {
+  kReplicated,  // the same on every rank of the stage's tensor group
+  kCut,         // a part of an unsplit matrix, cut over the tensor group
+  kSpread,      // an expert this rank keeps; the expert group's other ranks keep the others
+};
+inline constexpr Placement kPlacements[] = {Placement::kReplicated, Placement::kCut, Placement::kSpread};
+const char* placement_name(Placement placement);  // "replicated", "cut", "spread"
+
+struct PlacedParameter {
+  std::string name;  // module()'s name for it
+  at::Tensor tensor;
+  Placement placement;
+};
+
 // Stage `stage` of `stages` (an even split of the layers), on the CPU.
 // Throws std::invalid_argument when there are fewer layers than stages.
 models::TransformerLm build_stage(const models::TransformerLmOptions& options, int stage, int stages, uint64_t seed);
@@ -61,10 +79,6 @@ class RankStage {
   // stage's: whole_state() gathers the experts over the group (every rank
   // of it calls it), load_whole_state() keeps this rank's slice.
   void spread_experts(comm::Communicator& experts);
-  // This rank's experts' parameters and their names (empty without
-  // experts): what DDP leaves to experts::average_expert_gradients.
-  std::vector<at::Tensor> expert_parameters() const;
-  std::set<std::string> expert_parameter_names() const;
   comm::Communicator* expert_group() const { return experts_; }
   // Each layer's tokens per expert of the step just run, as a trace counter
   // "experts layer <i>" on `rank` (experts/trace_counts.hpp); the counts
@@ -79,13 +93,17 @@ class RankStage {
   void load_whole_state(const std::map<std::string, at::Tensor>& state);
   std::set<std::string> state_names() const;
 
-  // What the whole model's gradient norm counts once (every tensor rank
-  // holds it; all of a whole stage but spread experts) and what it sums
-  // over the tensor group (this rank's parts of the cut matrices): DDP's
-  // norm shares (data_parallel.hpp), the second summed over the tensor
-  // group (spread experts: expert_parameters(), summed over the expert group).
-  std::vector<at::Tensor> replicated_parameters() const;
-  std::vector<at::Tensor> split_parameters() const;
+  // Every parameter this rank holds, once each, in module()'s order, with
+  // its placement: cut when the stage is split and the parameter is one of
+  // its layers' cut pieces, spread when it is one of the experts spread over
+  // the expert group, replicated otherwise.
+  std::vector<PlacedParameter> placed_parameters() const;
+  std::vector<at::Tensor> parameters_placed(Placement placement) const;
+  std::set<std::string> names_placed(Placement placement) const;
+  // The group a placement's gradients add over for the whole model's norm,
+  // beyond the replicas: the tensor group for cut pieces (when it has more
+  // than one rank), the expert group for spread experts; none otherwise.
+  comm::Communicator* group_of(Placement placement) const;
 
  private:
   models::TransformerLm model() const;  // the whole stage, or the split one's unsplit (its experts)
