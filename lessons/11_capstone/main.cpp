@@ -245,6 +245,8 @@ int main(int argc, char** argv) {
                  "hold several, else 1; the model is cut into P*v stages)")
       ->check(CLI::Range(1, 16));
   app.add_option("--layers", t.model.layers, "layers of the model (default: the preset's)")->check(CLI::Range(1, 1024));
+  app.add_option("--heads", t.model.heads, "attention heads of each layer; they must divide the preset's width "
+                                           "(default: the preset's)")->check(CLI::Range(1, 1024));
   app.add_option("--batch-size", t.loop.batch_size, "training columns, all replicas together")->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--zero", t.plan.data.zero,

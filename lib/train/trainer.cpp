@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "comm/env.hpp"
 #include "data/batching.hpp"
@@ -229,6 +231,12 @@ models::TransformerLmOptions model_options(const TrainerOptions& o, int64_t voca
   model.causal = o.model.causal;
   if (o.model.dropout >= 0) model.dropout = o.model.dropout;
   if (o.model.layers > 0) model.nlayers = o.model.layers;
+  if (o.model.heads > 0) {
+    if (model.emsize % o.model.heads != 0)
+      throw std::invalid_argument("--heads " + std::to_string(o.model.heads) + " does not divide the " + o.model.preset +
+                                  " preset's width d = " + std::to_string(model.emsize));
+    model.nhead = o.model.heads;
+  }
   model.moe = o.model.moe;
   model.recompute = o.plan.memory.recompute;
   return model;

@@ -54,6 +54,7 @@ struct ModelChoice {
   double dropout = -1;              // < 0: the preset's (0.2, the tutorial's)
   bool causal = true;
   int64_t layers = 0;               // > 0: the preset's model with this many layers instead
+  int64_t heads = 0;                // > 0: ... and this many attention heads (they must divide d)
   // experts > 0: each layer's feed-forward a mixture of experts
   // (models/moe_feed_forward.hpp). The auxiliary losses join each
   // microbatch's backward with the microbatch's share of the step.

@@ -302,6 +302,43 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<2>(info.param));
     });
 
+// Ulysses inside a tensor group: the tiny model with 4 heads, 2 per tensor
+// rank, 1 per context rank after the all-to-all (1 x 1 x 2 x 2), and
+// context parallelism under a schedule that gives each rank two stages
+// (2 x 1 x 1 x 2, Interleaved 1F1B, 4 layers): the same equality.
+TEST(Capstone, UlyssesInsideATensorGroupEqualsOneProcess) {
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.model.heads = 4;
+  o.plan.layout = {1, 1, 2, 2};
+  o.plan.context.method = context_parallel::Method::kUlysses;
+  expect_equals_one_process(o);
+}
+
+TEST(Capstone, ContextUnderInterleavedStagesEqualsOneProcess) {
+  train::TrainerOptions o = tiny_options(2, 1);
+  o.model.layers = 4;
+  o.plan.layout.context = 2;
+  o.plan.pipeline.schedule = pipeline::ScheduleKind::kInterleaved1F1B;
+  o.plan.pipeline.stages_per_rank = 2;
+  expect_equals_one_process(o);
+}
+
+// The tiny preset's 2 heads over 2 tensor ranks leave 1 head a tensor
+// rank, which 2 context ranks cannot share out whole: refused, with the
+// sizes that would do.
+TEST(Capstone, UlyssesRefusesHeadsTheContextGroupCannotShare) {
+  train::TrainerOptions o = tiny_options(1, 1);
+  o.plan.layout = {1, 1, 2, 2};
+  o.plan.context.method = context_parallel::Method::kUlysses;
+  const std::vector<std::string> refusals = train::plan_for(o, 40).refusals();
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0],
+            "Ulysses gives each context rank whole heads: 2 heads over 2 tensor ranks do not divide by 2 context "
+            "ranks (context sizes that would: 1; or --context-method ring, which takes any)");
+  o.model.heads = 4;
+  EXPECT_TRUE(train::plan_for(o, 40).refusals().empty());
+}
+
 // Every schedule the library has, on 2 x 2 and on 4 x 1, the tiny model
 // cut into 2 layers per pipeline rank (so that schedules holding 2 stages
 // per rank get a layer each): the same equality. Interleaved and V
