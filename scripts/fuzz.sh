@@ -31,15 +31,15 @@ while (($#)); do
   esac
 done
 all=(json_pull trace_events trace_dom trace_merge live_stream flight_why planner_profile
-     options checkpoint shape_header sharded_checkpoint)
+     options checkpoint shape_header sharded_checkpoint gloo_header)
 ((${#targets[@]})) || targets=("${all[@]}")
-torch_targets=" options checkpoint sharded_checkpoint shape_header "
+torch_targets=" options checkpoint sharded_checkpoint shape_header gloo_header "
 
 dict_of() {
   case "$1" in
     options) echo tests/fuzz/dict/options.dict ;;
     checkpoint|sharded_checkpoint) echo tests/fuzz/dict/checkpoint.dict ;;
-    shape_header) echo "" ;;
+    shape_header|gloo_header) echo "" ;;
     *) echo tests/fuzz/dict/json.dict ;;
   esac
 }

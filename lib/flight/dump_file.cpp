@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -19,6 +22,32 @@ std::string dump_path(const std::string& dir, int rank) {
 
 namespace {
 
+// A whole number of type T from `j`, or std::invalid_argument: a float
+// (1.8e21) or a number past T's range would be converted with undefined
+// behaviour by nlohmann's get<T>() (found by fuzz_flight_why).
+template <class T>
+T whole(const json& j) {
+  if (!j.is_number_integer()) throw std::invalid_argument("not a whole number: " + j.dump());
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw std::invalid_argument("out of range: " + j.dump());
+    return static_cast<T>(v);
+  }
+  const int64_t v = j.get<int64_t>();
+  if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+      (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+    throw std::invalid_argument("out of range: " + j.dump());
+  return static_cast<T>(v);
+}
+
+template <class T>
+std::vector<T> wholes(const json& j) {
+  if (!j.is_array()) throw std::invalid_argument("not a list: " + j.dump());
+  std::vector<T> out;
+  for (const json& item : j) out.push_back(whole<T>(item));
+  return out;
+}
+
 json to_json(const Entry& e) {
   json j = {{"id", e.id},       {"group", e.group}, {"group_rank", e.group_rank}, {"kind", e.kind},
             {"seq", e.seq},     {"op", e.op},       {"algorithm", e.algorithm},   {"peer", e.peer},
@@ -31,25 +60,25 @@ json to_json(const Entry& e) {
 
 Entry entry_from(const json& j) {
   Entry e;
-  e.id = j.at("id").get<uint64_t>();
+  e.id = whole<uint64_t>(j.at("id"));
   e.group = j.at("group").get<std::string>();
-  e.group_rank = j.at("group_rank").get<int>();
+  e.group_rank = whole<int>(j.at("group_rank"));
   e.kind = j.at("kind").get<std::string>();
   if (e.kind != "collective" && e.kind != "p2p") throw std::invalid_argument("kind '" + e.kind + "' is unknown");
-  e.seq = j.at("seq").get<uint64_t>();
+  e.seq = whole<uint64_t>(j.at("seq"));
   e.op = j.at("op").get<std::string>();
   e.algorithm = j.at("algorithm").get<std::string>();
-  e.peer = j.at("peer").get<int>();
-  e.root = j.at("root").get<int>();
-  e.tag = j.at("tag").get<int>();
+  e.peer = whole<int>(j.at("peer"));
+  e.root = whole<int>(j.at("root"));
+  e.tag = whole<int>(j.at("tag"));
   e.dtype = j.at("dtype").get<std::string>();
-  e.shape = j.at("shape").get<std::vector<int64_t>>();
-  e.bytes = j.at("bytes").get<int64_t>();
+  e.shape = wholes<int64_t>(j.at("shape"));
+  e.bytes = whole<int64_t>(j.at("bytes"));
   e.site = j.at("site").get<std::string>();
   e.state = state_from_string(j.at("state").get<std::string>());
-  e.entered_us = j.at("entered_us").get<int64_t>();
-  e.started_us = j.at("started_us").get<int64_t>();
-  e.ended_us = j.at("ended_us").get<int64_t>();
+  e.entered_us = whole<int64_t>(j.at("entered_us"));
+  e.started_us = whole<int64_t>(j.at("started_us"));
+  e.ended_us = whole<int64_t>(j.at("ended_us"));
   e.error = j.value("error", "");
   return e;
 }
@@ -92,20 +121,20 @@ Dump read_dump(const std::string& path) {
   Dump dump;
   dump.version = kDumpVersion;
   read_json_file(path, "distlab-flight", kDumpVersion, "a flight recorder file", "flight recorder", [&](const json& j) {
-    dump.rank = j.at("rank").get<int>();
-    dump.world_size = j.at("world_size").get<int>();
+    dump.rank = whole<int>(j.at("rank"));
+    dump.world_size = whole<int>(j.at("world_size"));
     if (dump.world_size < 1 || dump.world_size > kMaxWorldSize || dump.rank < 0 || dump.rank >= dump.world_size)
       throw BadDump(path + ": rank " + std::to_string(dump.rank) + " of world size " + std::to_string(dump.world_size));
-    dump.pid = j.at("pid").get<int>();
+    dump.pid = whole<int>(j.at("pid"));
     dump.host = j.at("host").get<std::string>();
     dump.reason = j.at("reason").get<std::string>();
-    dump.dumped_us = j.at("dumped_us").get<int64_t>();
-    dump.dumped_unix_us = j.at("dumped_unix_us").get<int64_t>();
-    dump.capacity = j.at("capacity").get<uint64_t>();
-    dump.recorded = j.at("recorded").get<uint64_t>();
+    dump.dumped_us = whole<int64_t>(j.at("dumped_us"));
+    dump.dumped_unix_us = whole<int64_t>(j.at("dumped_unix_us"));
+    dump.capacity = whole<uint64_t>(j.at("capacity"));
+    dump.recorded = whole<uint64_t>(j.at("recorded"));
     dump.exit = j.at("exit").get<std::string>();
     for (const json& g : j.at("groups")) {
-      dump.groups.push_back({g.at("name"), g.at("ranks").get<std::vector<int>>()});
+      dump.groups.push_back({g.at("name"), wholes<int>(g.at("ranks"))});
       for (const int member : dump.groups.back().ranks)  // why looks each member up among the world's ranks
         if (member < 0 || member >= dump.world_size)
           throw BadDump(path + ": group " + dump.groups.back().name + " holds rank " + std::to_string(member) +
