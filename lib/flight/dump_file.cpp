@@ -4,9 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
-#include <limits>
 #include <stdexcept>
-#include <vector>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,32 +19,6 @@ std::string dump_path(const std::string& dir, int rank) {
 }
 
 namespace {
-
-// A whole number of type T from `j`, or std::invalid_argument: a float
-// (1.8e21) or a number past T's range would be converted with undefined
-// behaviour by nlohmann's get<T>() (found by fuzz_flight_why).
-template <class T>
-T whole(const json& j) {
-  if (!j.is_number_integer()) throw std::invalid_argument("not a whole number: " + j.dump());
-  if (j.is_number_unsigned()) {
-    const uint64_t v = j.get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw std::invalid_argument("out of range: " + j.dump());
-    return static_cast<T>(v);
-  }
-  const int64_t v = j.get<int64_t>();
-  if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-      (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
-    throw std::invalid_argument("out of range: " + j.dump());
-  return static_cast<T>(v);
-}
-
-template <class T>
-std::vector<T> wholes(const json& j) {
-  if (!j.is_array()) throw std::invalid_argument("not a list: " + j.dump());
-  std::vector<T> out;
-  for (const json& item : j) out.push_back(whole<T>(item));
-  return out;
-}
 
 json to_json(const Entry& e) {
   json j = {{"id", e.id},       {"group", e.group}, {"group_rank", e.group_rank}, {"kind", e.kind},

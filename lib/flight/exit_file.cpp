@@ -70,17 +70,17 @@ ExitRecord read_exit(const std::string& path) {
   ExitRecord r;
   r.version = kExitVersion;
   read_json_file(path, "distlab-flight-exit", kExitVersion, "an exit record", "exit record", [&](const json& j) {
-    r.rank = j.at("rank").get<int>();
-    r.world_size = j.at("world_size").get<int>();
+    r.rank = whole<int>(j.at("rank"));
+    r.world_size = whole<int>(j.at("world_size"));
     if (r.world_size < 1 || r.world_size > kMaxWorldSize || r.rank < 0 || r.rank >= r.world_size)
       throw BadDump(path + ": rank " + std::to_string(r.rank) + " of world size " + std::to_string(r.world_size));
-    r.pid = j.at("pid").get<int>();
+    r.pid = whole<int>(j.at("pid"));
     r.host = j.at("host").get<std::string>();
-    r.restart = j.at("restart").get<int>();
-    r.exit_code = j.at("exit_code").get<int>();
+    r.restart = whole<int>(j.at("restart"));
+    r.exit_code = whole<int>(j.at("exit_code"));
     r.signal = j.at("signal").get<std::string>();
     r.asked_to_stop = j.at("asked_to_stop").get<bool>();
-    r.unix_us = j.at("unix_us").get<int64_t>();
+    r.unix_us = whole<int64_t>(j.at("unix_us"));
   });
   return r;
 }
