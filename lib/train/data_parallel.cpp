@@ -69,9 +69,10 @@ class DdpStage final : public DataParallelStage {
     // once, cut pieces add over the tensor group, spread experts over the
     // expert group (RankStage::group_of). Whether a placement is present is
     // the same on every rank of its group.
+    const std::vector<PlacedParameter> held = stage_.placed_parameters();  // once a step, not once a placement
     std::vector<NormShare> shares;
     for (const Placement placement : kPlacements) {
-      const std::vector<at::Tensor> placed = stage_.parameters_placed(placement);
+      const std::vector<at::Tensor> placed = tensors_placed(held, placement);
       if (placed.empty() && placement != Placement::kReplicated) continue;
       comm::Communicator* over = stage_.group_of(placement);
       shares.push_back({gradients_of(placed), over != nullptr ? std::vector<comm::Communicator*>{over}

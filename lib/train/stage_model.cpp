@@ -70,7 +70,6 @@ void RankStage::spread_experts(comm::Communicator& experts) {
   experts_ = &experts;
 }
 
-
 models::TransformerLm RankStage::model() const { return split() ? split_->unsplit() : whole_; }
 
 void RankStage::record_expert_counts(trace::Recorder* recorder, int rank) {
@@ -152,11 +151,15 @@ std::vector<PlacedParameter> RankStage::placed_parameters() const {
   return out;
 }
 
-std::vector<at::Tensor> RankStage::parameters_placed(Placement placement) const {
+std::vector<at::Tensor> tensors_placed(const std::vector<PlacedParameter>& held, Placement placement) {
   std::vector<at::Tensor> out;
-  for (const PlacedParameter& p : placed_parameters())
+  for (const PlacedParameter& p : held)
     if (p.placement == placement) out.push_back(p.tensor);
   return out;
+}
+
+std::vector<at::Tensor> RankStage::parameters_placed(Placement placement) const {
+  return tensors_placed(placed_parameters(), placement);
 }
 
 std::set<std::string> RankStage::names_placed(Placement placement) const {

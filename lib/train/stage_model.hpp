@@ -49,6 +49,8 @@ struct PlacedParameter {
   at::Tensor tensor;
   Placement placement;
 };
+// The tensors of `held` placed so, in their order.
+std::vector<at::Tensor> tensors_placed(const std::vector<PlacedParameter>& held, Placement placement);
 
 // Stage `stage` of `stages` (an even split of the layers), on the CPU.
 // Throws std::invalid_argument when there are fewer layers than stages.
