@@ -109,8 +109,8 @@ int plan_main(const Options& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s preset (d %lld, ffn %lld, %lld layers, %lld heads, vocabulary %lld; %lld x %lld tokens a step) on "
               "%d thread ranks; profile %s (%s, %s, %d cores)\n",
-              o.preset.c_str(), (long long)model.width, (long long)model.ffn, (long long)model.layers,
-              (long long)model.heads, (long long)model.vocab, (long long)model.batch, (long long)model.bptt, o.ranks,
+              o.preset.c_str(), (long long)model.lm.emsize, (long long)model.lm.nhid, (long long)model.lm.nlayers,
+              (long long)model.lm.nhead, (long long)model.lm.ntokens, (long long)model.batch, (long long)model.bptt, o.ranks,
               o.profile.c_str(), profile.machine.c_str(), profile.date.c_str(), profile.cores);
   std::printf("%zu layouts accepted, %d refused by the plan%s; enumerated and predicted in %.2f s\n",
               e.accepted.size(), e.refused_total,

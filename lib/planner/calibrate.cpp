@@ -46,14 +46,14 @@ double best_seconds(const std::function<void()>& fn, double seconds) {
 std::vector<MatmulPoint> measure_matmul(const ModelShape& m, const CalibrationOptions& o) {
   std::set<std::pair<int64_t, int64_t>> kn;
   for (const int t : {1, 2, 4}) {
-    if (m.width % t != 0 || m.ffn % t != 0) continue;
-    kn.insert({m.width, 3 * m.width / t});
-    kn.insert({m.width / t, m.width});
-    kn.insert({m.width, m.ffn / t});
-    kn.insert({m.ffn / t, m.width});
+    if (m.lm.emsize % t != 0 || m.lm.nhid % t != 0) continue;
+    kn.insert({m.lm.emsize, 3 * m.lm.emsize / t});
+    kn.insert({m.lm.emsize / t, m.lm.emsize});
+    kn.insert({m.lm.emsize, m.lm.nhid / t});
+    kn.insert({m.lm.nhid / t, m.lm.emsize});
   }
-  kn.insert({m.width / m.heads, m.bptt});  // the attention core
-  kn.insert({m.width, m.vocab});           // the decoder
+  kn.insert({m.lm.emsize / m.lm.nhead, m.bptt});  // the attention core
+  kn.insert({m.lm.emsize, m.lm.ntokens});           // the decoder
   std::vector<MatmulPoint> out;
   std::vector<std::string> precisions = {"fp32"};
   if (o.bf16) precisions.push_back("bf16");

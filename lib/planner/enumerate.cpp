@@ -39,7 +39,7 @@ std::vector<int> vs_of(pipeline::ScheduleKind kind, const SearchSpace& space) {
 std::vector<Choice> candidates(const ModelShape& model, const SearchSpace& space) {
   std::vector<Choice> out;
   std::vector<int> expert_over = {1};
-  if (model.moe.enabled())
+  if (model.lm.moe.enabled())
     for (int n = 2; n <= space.world; ++n)
       if (space.world % n == 0) expert_over.push_back(n);
   for (const train::Layout& layout : layouts_of(space.world))

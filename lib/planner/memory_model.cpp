@@ -25,40 +25,47 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One layer's elements on one of T tensor ranks (the header's list).
 int64_t layer_parameters(const ModelShape& m, int T, int experts_over) {
-  const int64_t d = m.width, f = m.ffn;
+  const int64_t d = m.lm.emsize, f = m.lm.nhid;
   const int64_t attention = (3 * d * d + 3 * d) / T + d * d / T + d;  // in_proj cut, out_proj's weight cut, its bias whole
   const int64_t norms = 4 * d;
-  if (!m.moe.enabled()) return attention + norms + (f * d + f) / T + d * f / T + d;
+  if (!m.lm.moe.enabled()) return attention + norms + (f * d + f) / T + d * f / T + d;
   // Experts: a router (d -> E, no bias) and E feed-forwards, E / N of them here.
   const int64_t expert = f * d + f + d * f + d;
-  return attention + norms + d * m.moe.experts + expert * (m.moe.experts / experts_over);
+  return attention + norms + d * m.lm.moe.experts + expert * (m.lm.moe.experts / experts_over);
+}
+
+// The elements of one layer's experts this rank keeps when they are spread over N > 1 ranks (else none).
+int64_t layer_spread_parameters(const ModelShape& m, int experts_over) {
+  if (!m.lm.moe.enabled() || experts_over <= 1) return 0;
+  const int64_t d = m.lm.emsize, f = m.lm.nhid;
+  return (f * d + f + d * f + d) * (m.lm.moe.experts / experts_over);
 }
 
 }  // namespace
 
 int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor, int experts_over) {
-  const auto ranges = models::split_layers(m.layers, stages);
+  const auto ranges = models::split_layers(m.lm.nlayers, stages);
   const auto [first, end] = ranges.at(static_cast<size_t>(stage));
   int64_t n = (end - first) * layer_parameters(m, tensor, experts_over);
-  if (stage == 0) n += m.vocab * m.width;                       // the embedding
-  if (stage == stages - 1) n += m.vocab * m.width + m.vocab;    // the decoder
+  if (stage == 0) n += m.lm.ntokens * m.lm.emsize;                       // the embedding
+  if (stage == stages - 1) n += m.lm.ntokens * m.lm.emsize + m.lm.ntokens;    // the decoder
   return n;
 }
 
 int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
-  const auto ranges = models::split_layers(m.layers, stages);
+  const auto ranges = models::split_layers(m.lm.nlayers, stages);
   const auto [first, end] = ranges.at(static_cast<size_t>(stage));
   const int64_t s = ceil_div(m.bptt, c.layout.context);  // this rank's tokens of each column
-  const int64_t U = s * columns * m.width;
-  const bool dropout = m.dropout > 0;
-  const tensor_parallel::LayerShape layer{s, columns, m.width, m.heads, m.ffn};
+  const int64_t U = s * columns * m.lm.emsize;
+  const bool dropout = m.lm.dropout > 0;
+  const tensor_parallel::LayerShape layer{s, columns, m.lm.emsize, m.lm.nhead, m.lm.nhid};
   int64_t per_layer = 0;
   if (c.layout.tensor == 1) {
     per_layer = models::activation_bytes(layer, c.memory.recompute, dropout, memory::generator_state_bytes(), c.memory.precision);
   } else {
     const int64_t none = tensor_parallel::distlab_activation_bytes(layer, c.layout.tensor, false, dropout).total();
-    const int64_t A = m.heads * s * s * columns;
+    const int64_t A = m.lm.nhead * s * s * columns;
     if (c.memory.recompute == memory::Recompute::kFull) per_layer = kFloat * U + memory::generator_state_bytes();
     else if (c.memory.recompute == memory::Recompute::kSelective)
       per_layer = none - kFloat * (dropout ? 3 : 1) * A / c.layout.tensor + memory::generator_state_bytes();
@@ -67,7 +74,7 @@ int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, 
   int64_t bytes = (end - first) * per_layer;
   if (stage == 0) bytes += kFloat * 3 * U;  // the embedding scaled, its dropout noise and output
   else bytes += kFloat * U;                 // the received activation, the stage's input
-  if (stage == stages - 1) bytes += 2 * kFloat * s * columns * m.vocab;  // logits and their log-softmax
+  if (stage == stages - 1) bytes += 2 * kFloat * s * columns * m.lm.ntokens;  // logits and their log-softmax
   return bytes;
 }
 
@@ -92,17 +99,25 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     for (int s = 0; s < stages; ++s) {
       if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
       const int64_t psi = stage_parameters(m, s, stages, l.tensor, c.experts.parallel);
-      const int64_t shard = ceil_div(psi, averaging);
+      // ZeRO shards spread experts over the ranks holding the same ones
+      // (averaging / N), everything else over the averaging group.
+      const int N = c.experts.parallel;
+      const auto [first, end] = models::split_layers(m.lm.nlayers, stages).at(static_cast<size_t>(s));
+      const int64_t spread = (end - first) * layer_spread_parameters(m, N);
+      const int64_t shard = ceil_div(psi - spread, averaging) + (spread > 0 ? ceil_div(spread, averaging / N) : 0);
       mem.parameters += kFloat * (c.data.zero == 3 ? shard : psi);
       // .grad sums the microbatches whole (no_sync) under every strategy
       // but ZeRO-3; ZeRO-2 and -3 also hold their shard from the start.
       mem.gradients += kFloat * (c.data.zero == 3 ? 0 : psi);
       if (c.data.zero >= 2) mem.gradient_shard += kFloat * shard;
       mem.optimizer_state += optimizer_bytes * (c.data.zero >= 1 ? shard : psi);
-      if (s == 0) mem.buffers += kFloat * m.max_len * m.width;  // the positional table
-      // DDP's buckets (made whatever the group's size), ZeRO-1's flat
-      // buckets reduce-scattered after the step: a copy of every gradient.
-      if (c.data.zero <= 1) mem.buffers += kFloat * psi;
+      if (s == 0) mem.buffers += kFloat * m.lm.max_len * m.lm.emsize;  // the positional table
+      // DDP's buckets (made whatever the group's size; not of the spread
+      // experts, which it leaves alone), ZeRO-1's flat buckets
+      // reduce-scattered after the step (the experts' ZeRO-1 has its own):
+      // a copy of every gradient.
+      if (c.data.zero == 0) mem.buffers += kFloat * (psi - spread);
+      if (c.data.zero == 1) mem.buffers += kFloat * psi;
       per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
     }
     const auto [bytes, count] = held.peak(r, per_microbatch);

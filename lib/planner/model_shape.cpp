@@ -8,16 +8,10 @@
 namespace distlab::planner {
 
 ModelShape model_shape(const std::string& preset, int64_t vocab) {
-  const models::TransformerLmOptions m = models::transformer_lm_preset(preset, vocab);  // throws, naming the presets
   ModelShape shape;
   shape.preset = preset;
-  shape.vocab = vocab;
-  shape.width = m.emsize;
-  shape.ffn = m.nhid;
-  shape.layers = m.nlayers;
-  shape.heads = m.nhead;
-  shape.max_len = m.max_len;
-  shape.dropout = m.dropout;
+  shape.lm = models::transformer_lm_preset(preset, vocab);  // throws, naming the presets
+  shape.lm.causal = true;  // a language model's, as lesson 11 trains it
   return shape;
 }
 
@@ -31,15 +25,7 @@ int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microb
 }
 
 train::ParallelPlan plan_of(const ModelShape& model, const Choice& c) {
-  train::ModelFacts facts;
-  facts.layers = model.layers;
-  facts.heads = model.heads;
-  facts.ffn = model.ffn;
-  facts.causal = true;
-  facts.dropout = model.dropout;
-  facts.moe = model.moe;
-  facts.batch_size = model.batch;
-  return train::ParallelPlan(c, facts);
+  return train::ParallelPlan(c, train::model_facts(model.lm, model.batch));
 }
 
 std::string capstone_command(const ModelShape& model, const Choice& c) {
@@ -52,8 +38,8 @@ std::string capstone_command(const ModelShape& model, const Choice& c) {
   line += " --stages-per-rank " + std::to_string(c.pipeline.stages_per_rank);
   line += " --chunks " + std::to_string(c.pipeline.microbatches);
   if (c.data.zero > 0) line += " --zero " + std::to_string(c.data.zero);
-  if (model.moe.enabled()) {
-    line += " --experts " + std::to_string(model.moe.experts) + " --top-k " + std::to_string(model.moe.top_k);
+  if (model.lm.moe.enabled()) {
+    line += " --experts " + std::to_string(model.lm.moe.experts) + " --top-k " + std::to_string(model.lm.moe.top_k);
     if (c.experts.parallel > 1) line += " --expert-parallel " + std::to_string(c.experts.parallel);
   }
   if (c.memory.recompute != memory::Recompute::kNone) line += " --recompute " + std::string(memory::to_string(c.memory.recompute));

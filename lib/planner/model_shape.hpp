@@ -16,17 +16,10 @@
 namespace distlab::planner {
 
 struct ModelShape {
-  std::string preset = "cpu";  // the capstone's --preset
-  int64_t vocab = 0;           // V: the corpus's words
-  int64_t width = 0;           // d
-  int64_t ffn = 0;             // f
-  int64_t layers = 0;          // L
-  int64_t heads = 0;           // a
-  int64_t max_len = 5000;      // rows of the positional table (a buffer)
-  double dropout = 0.2;
-  int64_t bptt = 35;           // s: tokens per column
-  int64_t batch = 20;          // columns per step, all replicas together
-  models::MoeFeedForwardOptions moe;  // experts: 0 dense
+  std::string preset = "cpu";     // the capstone's --preset
+  models::TransformerLmOptions lm;  // the model as lesson 11 builds it: V, d, f, L, a, dropout, experts
+  int64_t bptt = 35;              // s: tokens per column
+  int64_t batch = 20;             // columns per step, all replicas together
 };
 
 // The capstone's preset `name` for a vocabulary of `vocab` words, with

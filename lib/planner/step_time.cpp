@@ -47,12 +47,12 @@ double collective_seconds(const Profile& profile, const std::string& backend, co
 StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
                            int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
-  const auto ranges = models::split_layers(m.layers, stages);
+  const auto ranges = models::split_layers(m.lm.nlayers, stages);
   const auto [first, end] = ranges.at(static_cast<size_t>(stage));
   const int T = c.layout.tensor, C = c.layout.context;
   const std::string precision = memory::to_string(c.memory.precision);
   const int64_t s = ceil_div(m.bptt, C);
-  const int64_t tokens = s * columns, d = m.width, f = m.ffn;
+  const int64_t tokens = s * columns, d = m.lm.emsize, f = m.lm.nhid;
   auto product = [&](int64_t rows, int64_t k, int64_t n) {
     return 2.0 * double(rows) * double(k) * double(n) / profile.matmul_flops(rows, k, n, precision);
   };
@@ -62,16 +62,16 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
   double projections = product(tokens, d, 3 * d / T) + product(tokens, d / T, d);
   // The attention core: per column and head of this rank, q k^T and the
   // weights times v, this rank's s tokens attending the whole sequence.
-  const double core = 2 * product(s, d / m.heads, m.bptt) * double(columns * std::max<int64_t>(1, m.heads / T));
+  const double core = 2 * product(s, d / m.lm.nhead, m.bptt) * double(columns * std::max<int64_t>(1, m.lm.nhead / T));
   double feed_forward = 0;
-  if (m.moe.enabled()) {
-    feed_forward = product(tokens, d, m.moe.experts) + m.moe.top_k * (product(tokens, d, f) + product(tokens, f, d));
+  if (m.lm.moe.enabled()) {
+    feed_forward = product(tokens, d, m.lm.moe.experts) + m.lm.moe.top_k * (product(tokens, d, f) + product(tokens, f, d));
   } else {
     feed_forward = product(tokens, d, f / T) + product(tokens, f / T, d);
   }
-  const tensor_parallel::LayerShape shape{s, columns, d, m.heads, f};
+  const tensor_parallel::LayerShape shape{s, columns, d, m.lm.nhead, f};
   const double kept =
-      double(models::activation_bytes(shape, memory::Recompute::kNone, m.dropout > 0, 0, c.memory.precision)) / T;
+      double(models::activation_bytes(shape, memory::Recompute::kNone, m.lm.dropout > 0, 0, c.memory.precision)) / T;
   const double casts = c.memory.precision == memory::Precision::kFp32 ? 0 : 12;  // each product's inputs cast
   const double layer_elementwise = elementwise(2 * kept) + (kLayerForwardOps + casts) * profile.op_seconds;
   const double layer_forward = projections + core + feed_forward + layer_elementwise;
@@ -87,7 +87,7 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
   if (c.experts.parallel > 1) {
     const collectives::LinkParams link = profile.link(backend, "p2p", 2);
     const int N = c.experts.parallel;
-    layer_comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
+    layer_comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.lm.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
   }
   // The recomputed part of the forward, run again in the backward.
   double again = 0;
@@ -105,8 +105,8 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
     out.backward += 2 * e;
   }
   if (stage == stages - 1) {
-    const double logits = product(tokens, d, m.vocab);
-    const double softmax = elementwise(double(3 * tokens * m.vocab * kFloat)) + kDecoderOps * profile.op_seconds;
+    const double logits = product(tokens, d, m.lm.ntokens);
+    const double softmax = elementwise(double(3 * tokens * m.lm.ntokens * kFloat)) + kDecoderOps * profile.op_seconds;
     out.forward += logits + softmax;
     out.backward += 2 * logits + 2 * softmax;
   }
@@ -121,7 +121,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   const int64_t mb = std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas);
   const int64_t columns = microbatch_columns(m, l.replicas, mb);
   const int64_t s = ceil_div(m.bptt, l.context);
-  const int64_t activation_bytes = s * columns * m.width * kFloat;  // what crosses a stage boundary
+  const int64_t activation_bytes = s * columns * m.lm.emsize * kFloat;  // what crosses a stage boundary
   const collectives::LinkParams p2p = profile.link(backend, "p2p", 2);
 
   // Each stage's actions, and ZeRO-3's gathers added to them.
@@ -172,7 +172,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
       if (c.data.zero == 3) sent[static_cast<size_t>(r)] += 2 * mb * bytes * (averaging - 1) / averaging;
     }
     const double optimizer = double(3 * bytes) / profile.elementwise_bytes_per_second +
-                             2 * profile.op_seconds * double(1 + 12 * (m.layers / stages));
+                             2 * profile.op_seconds * double(1 + 12 * (m.lm.nlayers / stages));
     after[static_cast<size_t>(r)] += sync + optimizer;
   }
   // The gradient norm: one scalar all-reduced over the pipeline and the averaging groups.
@@ -192,7 +192,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   // A rank holds L / P layers; each microbatch crosses each of them once
   // forward and once backward.
   int64_t wire = 2 * (stages - 1) * mb * activation_bytes * l.replicas * l.context * l.tensor;
-  const int64_t layer_passes = world * m.layers / P * mb;
+  const int64_t layer_passes = world * m.lm.nlayers / P * mb;
   if (l.tensor > 1)  // four all-reduces a layer, a ring sending 2 (T-1)/T of the bytes per rank
     wire += layer_passes * 4 * 2 * activation_bytes * (l.tensor - 1) / l.tensor;
   if (l.context > 1)  // K and V blocks, C - 1 steps forward, twice that backward
@@ -200,8 +200,8 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   for (int r = 0; r < P; ++r) wire += sent[static_cast<size_t>(r)] * (world / P);
   out.wire_bytes = wire;
 
-  const int64_t ffn = m.ffn * (m.moe.enabled() ? m.moe.top_k : 1);
-  const memory::FlopShape flop_shape{m.width, ffn, m.layers, m.bptt, m.vocab};
+  const int64_t ffn = m.lm.nhid * (m.lm.moe.enabled() ? m.lm.moe.top_k : 1);
+  const memory::FlopShape flop_shape{m.lm.emsize, ffn, m.lm.nlayers, m.bptt, m.lm.ntokens};
   out.model_flops = double(memory::model_flops_per_token(flop_shape)) * double(m.batch * m.bptt);
   double peak = 0;
   for (const MatmulPoint& p : profile.matmul)

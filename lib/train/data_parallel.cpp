@@ -1,5 +1,6 @@
 #include "train/data_parallel.hpp"
 
+#include <torch/nn/modules/container/parameterlist.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/sgd.h>
 
@@ -97,17 +98,50 @@ class DdpStage final : public DataParallelStage {
   std::optional<ddp::DistributedDataParallel::NoSync> no_sync_;
 };
 
+// The parameters of `units` that are (or are not) spread experts, as one
+// module for ZeRO-1/2 to shard: the same tensors, not copies.
+torch::nn::ParameterList parameters_of(const torch::nn::Sequential& units, const std::set<const c10::TensorImpl*>& spread,
+                                       bool spread_ones) {
+  torch::nn::ParameterList list;
+  for (const at::Tensor& p : units->parameters())
+    if (spread.count(p.unsafeGetTensorImpl()) == static_cast<size_t>(spread_ones)) list->append(p);
+  return list;
+}
+
 // ZeRO-k: each replica owns 1/R of the stage's optimizer state (and its
 // gradients, k >= 2; its parameters, k = 3). Z is zero::Zero1, Zero2 or Zero3.
 // A stage cut across a tensor group: each tensor rank's replica group
 // shards that rank's pieces and replicated parameters alike.
+// Experts spread over an expert group (k = 1, 2): they differ from replica
+// to replica, so a second ZeRO-k shards them over the ranks holding the
+// same experts (their copies), and the replicas' ZeRO-k the rest. Each
+// expert's gradient already holds its expert group's tokens (the
+// all-to-all brought them home), so the copies' average is the job's
+// average times N (R / copies): the expert shard's gradient is scaled by
+// 1 / N after its reduce-scatter, as experts::average_expert_gradients
+// divides the copies' sum by R.
 template <class Z>
 class ZeroStage final : public DataParallelStage {
   static constexpr int kStage = std::is_same_v<Z, zero::Zero1> ? 1 : std::is_same_v<Z, zero::Zero2> ? 2 : 3;
 
  public:
-  ZeroStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr)
-      : tensor_(tensor), units_(stage.units()), zero_(make(replicas, units_, lr)) {
+  ZeroStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr,
+            comm::Communicator* expert_copies)
+      : tensor_(tensor), units_(stage.units()) {
+    std::set<const c10::TensorImpl*> spread;
+    for (const at::Tensor& p : stage.parameters_placed(Placement::kSpread)) spread.insert(p.unsafeGetTensorImpl());
+    if constexpr (kStage == 3) {
+      zero_ = std::make_unique<Z>(replicas, units_, sgd(lr));
+    } else if (expert_copies == nullptr) {
+      zero_ = std::make_unique<Z>(replicas, *units_, sgd(lr));
+    } else {
+      dense_ = parameters_of(units_, spread, false);
+      spread_ = parameters_of(units_, spread, true);
+      zero_ = std::make_unique<Z>(replicas, *dense_, sgd(lr));
+      experts_ = std::make_unique<Z>(*expert_copies, *spread_, sgd(lr));
+      expert_scale_ = double(expert_copies->size()) / replicas.size();
+      expert_group_ = stage.group_of(Placement::kSpread);
+    }
     if (tensor_.size() == 1) return;
     // Cut across a tensor group, the shard's segments of cut matrices add
     // over the replicas and the tensor group; those of replicated
@@ -129,33 +163,52 @@ class ZeroStage final : public DataParallelStage {
     if constexpr (kStage == 3) stage.forward = [z = zero_.get()](const at::Tensor& x) { return z->forward(x); };
     return stage;
   }
-  void zero_grad() override { zero_->zero_grad(); }
-  void begin_step() override {
-    if constexpr (kStage >= 2) no_sync_.emplace(zero_->no_sync());  // lifted before the last backward
+  void zero_grad() override {
+    for (Z* z : zeros()) z->zero_grad();
   }
-  void before_last_backward() override { no_sync_.reset(); }  // its hooks reduce-scatter the summed .grad
+  void begin_step() override {
+    if constexpr (kStage >= 2)  // lifted before the last backward
+      for (Z* z : zeros()) no_sync_.push_back(z->no_sync());
+  }
+  void before_last_backward() override { no_sync_.clear(); }  // its hooks reduce-scatter the summed .grad
   void end_step() override {
-    no_sync_.reset();
+    no_sync_.clear();
     if constexpr (kStage == 1) {  // the m backwards summed in .grad; now one reduce-scatter of the sum
-      zero_->reduce_gradients();
+      for (Z* z : zeros()) z->reduce_gradients();
       ++reductions_;
+    }
+    if (experts_) {
+      at::NoGradGuard no_grad;
+      for (const at::Tensor& chunk : experts_->sharded().shard())
+        if (chunk.grad().defined()) chunk.grad().mul_(expert_scale_);
     }
   }
   std::vector<NormShare> norm_shares() override {
     // This rank's chunks of the stage: their squares add over the replicas.
     const zero::ShardedOptimizer& sharded = zero_->sharded();
-    if (tensor_.size() == 1) return {{gradients_of(sharded.shard()), {&sharded.comm()}}};
-    const auto gradients = [&](const std::vector<zero::Segment>& segments) {
-      std::vector<at::Tensor> out;
-      for (const zero::Segment& s : segments)
-        out.push_back(sharded.shard()[static_cast<size_t>(s.bucket)].grad().narrow(0, s.chunk_offset, s.length));
-      return out;
-    };
-    return {{gradients(replicated_segments_), {&sharded.comm()}},
-            {gradients(cut_segments_), {&sharded.comm(), &tensor_}}};
+    std::vector<NormShare> shares;
+    if (tensor_.size() == 1) {
+      shares.push_back({gradients_of(sharded.shard()), {&sharded.comm()}});
+    } else {
+      const auto gradients = [&](const std::vector<zero::Segment>& segments) {
+        std::vector<at::Tensor> out;
+        for (const zero::Segment& s : segments)
+          out.push_back(sharded.shard()[static_cast<size_t>(s.bucket)].grad().narrow(0, s.chunk_offset, s.length));
+        return out;
+      };
+      shares.push_back({gradients(replicated_segments_), {&sharded.comm()}});
+      shares.push_back({gradients(cut_segments_), {&sharded.comm(), &tensor_}});
+    }
+    // The experts' chunks add over their copies, then over the expert group (the other experts).
+    if (experts_) shares.push_back({gradients_of(experts_->sharded().shard()), {&experts_->sharded().comm(), expert_group_}});
+    return shares;
   }
-  void optimizer_step() override { zero_->step(); }  // the shard; ZeRO-1/2 then all-gather
-  void set_lr(double lr) override { set_sgd_lr(zero_->sharded().optimizer(), lr); }
+  void optimizer_step() override {  // the shard; ZeRO-1/2 then all-gather
+    for (Z* z : zeros()) z->step();
+  }
+  void set_lr(double lr) override {
+    for (Z* z : zeros()) set_sgd_lr(z->sharded().optimizer(), lr);
+  }
   std::optional<zero::Zero3::WholeParameters> whole() override {
     if constexpr (kStage == 3) return zero_->whole_parameters();
     return std::nullopt;
@@ -167,20 +220,23 @@ class ZeroStage final : public DataParallelStage {
   }
 
  private:
-  static std::unique_ptr<Z> make(comm::Communicator& replicas, torch::nn::Sequential units, double lr) {
-    const zero::OptimizerFactory sgd = zero::sgd(torch::optim::SGDOptions(lr));
-    if constexpr (kStage == 3)
-      return std::make_unique<Z>(replicas, units, sgd);
-    else
-      return std::make_unique<Z>(replicas, *units, sgd);
+  static zero::OptimizerFactory sgd(double lr) { return zero::sgd(torch::optim::SGDOptions(lr)); }
+  std::vector<Z*> zeros() const {
+    std::vector<Z*> out{zero_.get()};
+    if (experts_) out.push_back(experts_.get());
+    return out;
   }
 
   comm::Communicator& tensor_;
   torch::nn::Sequential units_;
+  torch::nn::ParameterList dense_{nullptr}, spread_{nullptr};  // experts spread: the two halves ZeRO shards
   std::unique_ptr<Z> zero_;
+  std::unique_ptr<Z> experts_;  // the spread experts' ZeRO, over their copies
+  double expert_scale_ = 1;     // 1 / N
+  comm::Communicator* expert_group_ = nullptr;
   std::vector<zero::Segment> replicated_segments_, cut_segments_;  // of a cut stage's shard
-  std::optional<ddp::NoSyncGuard> no_sync_;  // ZeRO-2 and ZeRO-3
-  int64_t reductions_ = 0;                   // ZeRO-1's reduce-scatter rounds
+  std::vector<ddp::NoSyncGuard> no_sync_;  // ZeRO-2 and ZeRO-3
+  int64_t reductions_ = 0;                 // ZeRO-1's reduce-scatter rounds
 };
 
 }  // namespace
@@ -189,13 +245,12 @@ std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicat
                                                       comm::Communicator& tensor, RankStage& stage, double lr,
                                                       comm::Communicator* expert_copies) {
   if (zero == 0) return std::make_unique<DdpStage>(replicas, stage, lr, expert_copies);
-  // The plan refuses both below with the user's words (plan.cpp); here they are preconditions.
-  if (expert_copies != nullptr)
-    throw std::invalid_argument("make_data_parallel: ZeRO-" + std::to_string(zero) +
-                                " of a stage whose experts are spread over ranks");
-  if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, tensor, stage, lr);
-  if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, tensor, stage, lr);
-  if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, tensor, stage, lr);
+  // The plan refuses both below with the user's words (dimensions.cpp); here they are preconditions.
+  if (zero == 3 && expert_copies != nullptr)
+    throw std::invalid_argument("make_data_parallel: ZeRO-3 of a stage whose experts are spread over ranks");
+  if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, tensor, stage, lr, expert_copies);
+  if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, tensor, stage, lr, expert_copies);
+  if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, tensor, stage, lr, expert_copies);
   throw std::invalid_argument("make_data_parallel: strategy " + std::to_string(zero) + " is not 0 (DDP) or 1-3 (ZeRO-k)");
 }
 

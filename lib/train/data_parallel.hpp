@@ -81,10 +81,10 @@ class DataParallelStage {
 // over it). ZeRO shards the stage's units (RankStage::units()): cut across
 // a tensor group, each tensor rank's replicas shard that rank's pieces.
 // `expert_copies`: a stage whose experts are spread over an expert group
-// (RankStage::spread_experts) gives its experts' gradients to
-// experts::average_expert_gradients over the ranks holding the same
-// experts (summed, / R) instead of DDP, and their squares to the norm over
-// the expert group. DDP only.
+// (RankStage::spread_experts) averages its experts over the ranks holding
+// the same experts (summed, / R) instead of the replicas: DDP through
+// experts::average_expert_gradients, ZeRO-1/2 with a second ZeRO over those
+// ranks; their squares add to the norm over the expert group too. Not ZeRO-3.
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
                                                       comm::Communicator& tensor, RankStage& stage, double lr,
                                                       comm::Communicator* expert_copies = nullptr);

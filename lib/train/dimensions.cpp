@@ -145,19 +145,17 @@ void expert_refusals(const PlanOptions& o, const ModelFacts& model, Lines& out) 
     out.push_back("--expert-parallel " + n(N) + " spreads experts over the replicas: the model has none (--experts E)");
     return;
   }
-  if (l.replicas % N != 0)
-    out.push_back("--expert-parallel " + n(N) + " borrows its ranks from each stage's " + n(l.replicas) +
-                  " replicas: N must divide --replicas");
+  if ((l.replicas * l.context) % N != 0)
+    out.push_back("--expert-parallel " + n(N) + " borrows its ranks from each stage's " + n(l.replicas * l.context) +
+                  " replicas x context ranks (the ranks its gradients average over): N must divide --replicas x "
+                  "--context");
   if (moe.experts % N != 0)
     out.push_back("--expert-parallel " + n(N) + " gives each rank of an expert group the same number of experts: " +
                   n(moe.experts) + " experts do not divide by " + n(N) + " (--experts)");
-  if (l.tensor > 1 || l.context > 1)
-    out.push_back("--expert-parallel " + n(N) + " with --tensor " + n(l.tensor) + " --context " + n(l.context) +
-                  ": the expert groups are cut from the replicas of whole stages; a stage cut across tensor or "
-                  "context ranks keeps every expert on each of its ranks (use --expert-parallel 1)");
-  if (o.data.zero > 0)
-    out.push_back("--expert-parallel " + n(N) + " with --zero " + n(o.data.zero) +
-                  ": ZeRO would shard experts that differ from rank to rank; use DDP (--zero 0)");
+  if (o.data.zero == 3)
+    out.push_back("--expert-parallel " + n(N) + " with --zero 3: ZeRO-3 gathers a unit's parameters from the "
+                  "replicas before each forward, and a layer's experts differ from replica to replica (only their "
+                  "copies hold the same); use --zero 1 or 2, which shard the experts' state over their copies");
 }
 
 void expert_describe(const ParallelPlan& plan, Lines& lines) {
@@ -167,22 +165,28 @@ void expert_describe(const ParallelPlan& plan, Lines& lines) {
   char capacity[48];
   std::snprintf(capacity, sizeof capacity, moe.capacity_factor > 0 ? "capacity factor %.2f" : "dropless",
                 moe.capacity_factor);
-  const int N = plan.options().experts.parallel;
+  const PlanOptions& o = plan.options();
+  const int N = o.experts.parallel;
   lines.push_back("experts: each layer's feed-forward " + n(moe.experts) + " experts, top-" + n(moe.top_k) + ", " +
                   capacity +
-                  (N > 1 ? "; spread over expert groups of " + n(N) + " replicas, " + n(moe.experts / N) +
+                  (N > 1 ? "; spread over expert groups of " + n(N) + " ranks, " + n(moe.experts / N) +
                                " per rank (all-to-all)"
                          : "; every rank holds all of its stages' experts (averaged by " + plan.strategy() +
                                " with the rest)"));
   if (l.tensor > 1)
-    lines.push_back("experts on tensor ranks: each layer's experts whole on every tensor rank, which all route "
-                    "the same tokens alike (the experts are not cut)");
+    lines.push_back(std::string("experts on tensor ranks: each layer's experts whole on every tensor rank, which all "
+                                "route the same tokens alike (the experts are not cut") +
+                    (N > 1 ? "; each tensor rank has its own expert groups)" : ")"));
   if (l.context > 1)
     lines.push_back("experts on context ranks: each rank routes its own tokens (routing is per token; a capacity "
                     "counts this rank's tokens, and the auxiliary losses average over the context ranks)");
+  if (N > 1 && (o.data.zero == 1 || o.data.zero == 2))
+    lines.push_back("experts under " + plan.strategy() + ": their optimizer state" +
+                    (o.data.zero == 2 ? " and gradients" : "") +
+                    " sharded over the ranks holding the same experts, the rest over the replicas");
   if (N > 1 && (l.replicas * l.context) % N == 0)
     lines.push_back("expert groups:" + groups_text(expert_members(l, N)) + "   the same experts (gradients summed, / " +
-                    n(l.replicas) + "):" + groups_text(expert_copy_members(l, N)));
+                    n(l.replicas * l.context) + "):" + groups_text(expert_copy_members(l, N)));
 }
 
 // ---- memory: recomputation, precision, the loss scaler -------------------

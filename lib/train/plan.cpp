@@ -6,6 +6,7 @@
 
 #include "comm/backward_thread.hpp"
 #include "data/batching.hpp"
+#include "models/transformer_lm.hpp"
 #include "train/dimensions.hpp"
 
 namespace distlab::train {
@@ -40,10 +41,22 @@ std::string ParallelPlan::strategy() const {
   return o_.data.zero > 0 ? "ZeRO-" + n(o_.data.zero) : std::string("DDP");
 }
 
+ModelFacts model_facts(const models::TransformerLmOptions& model, int64_t batch_size) {
+  ModelFacts facts;
+  facts.layers = model.nlayers;
+  facts.heads = model.nhead;
+  facts.ffn = model.nhid;
+  facts.causal = model.causal;
+  facts.dropout = model.dropout;
+  facts.moe = model.moe;
+  facts.batch_size = batch_size;
+  return facts;
+}
+
 Roles ParallelPlan::roles_of(const Place& p) const {
   Roles roles;
   roles.prints = p.tensor == 0 && p.context == 0;
-  roles.gathers_checkpoint = p.replica < std::max(1, o_.experts.parallel) && p.context == 0;
+  roles.gathers_checkpoint = averaging_place(p, o_.layout).rank < std::max(1, o_.experts.parallel);  // the first expert group
   roles.writes_checkpoint = p.replica == 0 && p.tensor == 0 && p.context == 0;
   return roles;
 }

@@ -42,6 +42,10 @@
 #include "pipeline/schedule.hpp"
 #include "train/layout.hpp"
 
+namespace distlab::models {
+struct TransformerLmOptions;
+}  // namespace distlab::models
+
 namespace distlab::train {
 
 // Each dimension's own options; its size is the layout's (layout.hpp).
@@ -128,15 +132,19 @@ struct ModelFacts {
   models::MoeFeedForwardOptions moe;  // experts > 0: each layer's feed-forward a mixture of experts
   int64_t batch_size = 0;   // the columns of a step, all replicas together
 };
+// The facts of `model` trained on `batch_size` columns a step.
+ModelFacts model_facts(const models::TransformerLmOptions& model, int64_t batch_size);
 
 // What a rank does besides training, by its place: the plan decides.
 struct Roles {
   // Prints the log: tensor and context rank 0 (the others of those groups
   // would print the same lines).
   bool prints = false;
-  // Takes part in gathering its stage's state for a checkpoint: context
-  // rank 0 of replicas 0 .. N-1 (N: the ranks the experts are spread over),
-  // every tensor rank of them (the state is cut across the tensor group).
+  // Takes part in gathering its stage's state for a checkpoint: the ranks
+  // of the stage's first expert group, averaging ranks (replica * C +
+  // context) 0 .. N-1 (N: the ranks the experts are spread over; 1: replica
+  // and context rank 0), every tensor rank of them (the state is cut
+  // across the tensor group).
   bool gathers_checkpoint = false;
   // Writes its stage's part: replica, tensor and context rank 0.
   bool writes_checkpoint = false;

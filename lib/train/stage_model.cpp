@@ -64,9 +64,10 @@ bool is_expert(const std::string& name) { return name.find(".moe.experts.") != s
 }  // namespace
 
 void RankStage::spread_experts(comm::Communicator& experts) {
-  if (split() || whole_->moes().empty())
-    throw std::invalid_argument("RankStage::spread_experts: a whole stage with experts only (ParallelPlan's rules)");
-  for (const auto& moe : whole_->moes()) moe->spread_over(experts);
+  const models::TransformerLm lm = model();  // split: the cut layers run the unsplit stage's MoE layers
+  if (lm->moes().empty())
+    throw std::invalid_argument("RankStage::spread_experts: a stage with experts only (ParallelPlan's rules)");
+  for (const auto& moe : lm->moes()) moe->spread_over(experts);
   experts_ = &experts;
 }
 
@@ -82,44 +83,44 @@ void RankStage::record_expert_counts(trace::Recorder* recorder, int rank) {
 
 void RankStage::set_aux_loss_scale(double scale) { model()->set_aux_loss_scale(scale); }
 
+// The placements' gathers: cut pieces over the tensor group (the split
+// stage's whole_state), spread experts over the expert group, each slice in
+// its rank's order; replicated tensors as they are.
 std::map<std::string, at::Tensor> RankStage::whole_parameters() {
-  if (!split()) {
-    std::map<std::string, at::Tensor> named;
-    for (const auto& item : whole_->named_parameters())
-      named[item.key()] = experts_ != nullptr && is_expert(item.key())
-                              ? tensor_parallel::gather_parts(*experts_, item.value().detach(), 0)  // every slice, in order
-                              : item.value();
-    return named;
-  }
-  return split_->whole_state();
+  std::map<std::string, at::Tensor> named;
+  if (split())
+    named = split_->whole_state();
+  else
+    for (const auto& item : whole_->named_parameters()) named[item.key()] = item.value();
+  if (experts_ != nullptr)
+    for (const std::string& name : names_placed(Placement::kSpread))
+      named[name] = tensor_parallel::gather_parts(*experts_, named.at(name).detach(), 0);
+  return named;
 }
 
 std::map<std::string, at::Tensor> RankStage::whole_state() {
-  if (!split() && experts_ != nullptr) {
-    std::map<std::string, at::Tensor> state = whole_parameters();
-    for (const auto& item : whole_->named_buffers()) state[item.key()] = item.value();
-    return state;
-  }
-  if (!split()) return checkpoint::named_state(*whole_);
-  std::map<std::string, at::Tensor> state = split_->whole_state();
-  for (const auto& item : split_->named_buffers()) state[item.key()] = item.value();  // the positional table
+  std::map<std::string, at::Tensor> state = whole_parameters();
+  for (const auto& item : module()->named_buffers()) state[item.key()] = item.value();  // the positional table
   return state;
 }
 
+// The other way: the state checked against the unsplit stage's names and
+// shapes, this rank's slice of each spread expert kept, the cut pieces cut
+// (the split stage's load_whole_state).
 void RankStage::load_whole_state(const std::map<std::string, at::Tensor>& state) {
-  if (!split() && experts_ != nullptr) {  // every expert in the state; this rank's slice of them
-    checkpoint::check_state_fits(shapes_, state);
-    std::map<std::string, at::Tensor> mine = state;
-    const int G = experts_->size();
-    for (auto& [name, tensor] : mine)
-      if (is_expert(name)) tensor = tensor.narrow(0, experts_->rank() * (tensor.size(0) / G), tensor.size(0) / G);
-    return checkpoint::load_named_state(*whole_, mine);
-  }
-  if (!split()) return checkpoint::load_named_state(*whole_, state);
   checkpoint::check_state_fits(shapes_, state);
-  split_->load_whole_state(state);
+  std::map<std::string, at::Tensor> mine = state;
+  if (experts_ != nullptr) {
+    const int G = experts_->size();
+    for (const std::string& name : names_placed(Placement::kSpread)) {
+      at::Tensor& tensor = mine.at(name);
+      tensor = tensor.narrow(0, experts_->rank() * (tensor.size(0) / G), tensor.size(0) / G);
+    }
+  }
+  if (!split()) return checkpoint::load_named_state(*whole_, mine);
+  split_->load_whole_state(mine);
   at::NoGradGuard no_grad;
-  for (auto& item : split_->named_buffers()) item.value().copy_(state.at(item.key()));
+  for (auto& item : split_->named_buffers()) item.value().copy_(mine.at(item.key()));
 }
 
 std::set<std::string> RankStage::state_names() const {

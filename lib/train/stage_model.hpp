@@ -11,7 +11,8 @@
 //
 // RankStage is that stage as the trainer handles it: whole, or with a
 // tensor group of more than one rank cut across it, or its sequences split
-// over a context group (tensor_stage.hpp).
+// over a context group (tensor_stage.hpp); either way its experts may be
+// spread over an expert group.
 // Either way its state is the unsplit stage's, by the unsplit names, so
 // checkpoints, the best model and the digest do not depend on the tensor
 // size: a checkpoint written by 2 x 2 x 2 ranks resumes on 2 x 2 x 1.
@@ -76,10 +77,11 @@ class RankStage {
   // forward (TransformerLm::set_aux_loss_scale). A no-op without experts.
   void set_aux_loss_scale(double scale);
   // Expert parallelism: every layer's experts spread over `experts` (this
-  // stage's expert group, borrowed from its replicas), this rank keeping
-  // E/G of each (MoeLayerImpl::spread_over). The state stays the unsplit
-  // stage's: whole_state() gathers the experts over the group (every rank
-  // of it calls it), load_whole_state() keeps this rank's slice.
+  // stage's expert group, borrowed from its replicas and context ranks;
+  // cut across a tensor group, each tensor rank has its own), this rank
+  // keeping E/G of each (MoeLayerImpl::spread_over). The state stays the
+  // unsplit stage's: whole_state() gathers the experts over the group
+  // (every rank of it calls it), load_whole_state() keeps this rank's slice.
   void spread_experts(comm::Communicator& experts);
   comm::Communicator* expert_group() const { return experts_; }
   // Each layer's tokens per expert of the step just run, as a trace counter
@@ -87,8 +89,10 @@ class RankStage {
   // start afresh either way. Nothing without experts.
   void record_expert_counts(trace::Recorder* recorder, int rank);
 
-  // Every rank of the tensor group calls these together (split: the layers'
-  // pieces are gathered or cut). Whole: tensors sharing the module's storage.
+  // Every rank of the tensor group (and of the expert group) calls these
+  // together: by placement, cut pieces are gathered or cut over the tensor
+  // group, spread experts over the expert group. Whole and not spread:
+  // tensors sharing the module's storage.
   std::map<std::string, at::Tensor> whole_parameters();
   std::map<std::string, at::Tensor> whole_state();  // parameters, then buffers
   // Throws CheckpointError naming the missing and unexpected names.

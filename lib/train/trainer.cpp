@@ -251,16 +251,7 @@ FittedLayout layout_for(int world_size, const TrainerOptions& options, int64_t v
 }
 
 ParallelPlan plan_for(const TrainerOptions& o, int64_t vocab_size) {
-  const models::TransformerLmOptions model = model_options(o, vocab_size);
-  ModelFacts facts;
-  facts.layers = model.nlayers;
-  facts.heads = model.nhead;
-  facts.ffn = model.nhid;
-  facts.causal = model.causal;
-  facts.dropout = model.dropout;
-  facts.moe = model.moe;
-  facts.batch_size = o.loop.batch_size;
-  return ParallelPlan(o.plan, facts);
+  return ParallelPlan(o.plan, model_facts(model_options(o, vocab_size), o.loop.batch_size));
 }
 
 TrainResult train(comm::Communicator& world, const data::Corpus& corpus, const TrainerOptions& options) {

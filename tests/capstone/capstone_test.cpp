@@ -142,9 +142,13 @@ void with_capacity_and_losses(train::TrainerOptions& o, int64_t top_k) {
 // groups of 2 or 4 replicas (expert parallelism: the all-to-alls, the
 // experts' gradients summed over their copies); with 2 tensor ranks (each
 // layer's experts whole on both, routing the same tokens) and 2 context
-// ranks (each routing its own tokens): dropless and without the auxiliary
-// losses every token's output is its own (no capacity shared with other
-// tokens, no loss over the batch), so the same equality holds.
+// ranks (each routing its own tokens), and spread over those: over 2
+// replicas of a stage cut across 2 tensor ranks (each tensor rank its own
+// expert groups), over 2 context ranks, over 2 replicas x 2 context ranks,
+// and over 2 context ranks of 2 stages cut across 2 tensor ranks: dropless
+// and without the auxiliary losses every token's output is its own (no
+// capacity shared with other tokens, no loss over the batch), so the same
+// equality holds.
 class ExpertsEqualOneProcess : public ::testing::TestWithParam<std::pair<train::Layout, int>> {};
 
 TEST_P(ExpertsEqualOneProcess, LossesNormsAndParameters) {
@@ -163,7 +167,11 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ExpertsEqualOneProcess,
                                            std::make_pair(train::Layout{1, 4}, 2), std::make_pair(train::Layout{1, 4}, 4),
                                            std::make_pair(train::Layout{1, 1, 2, 1}, 1),
                                            std::make_pair(train::Layout{2, 1, 1, 2}, 1),
-                                           std::make_pair(train::Layout{1, 2, 2, 2}, 1)),
+                                           std::make_pair(train::Layout{1, 2, 2, 2}, 1),
+                                           std::make_pair(train::Layout{1, 2, 2, 1}, 2),
+                                           std::make_pair(train::Layout{1, 1, 1, 2}, 2),
+                                           std::make_pair(train::Layout{1, 2, 1, 2}, 4),
+                                           std::make_pair(train::Layout{2, 1, 2, 2}, 2)),
                          [](const auto& info) {
                            const train::Layout& l = info.param.first;
                            const int n = info.param.second;

@@ -222,7 +222,9 @@ TEST(Plan, RolesByPlace) {
   o.plan.experts.parallel = 2;
   const Expected spread = roles_of_every_rank(o);
   EXPECT_EQ(spread.prints, (std::vector<int>{0, 4}));         // tensor 0, context 0
-  EXPECT_EQ(spread.gathers, (std::vector<int>{0, 1, 4, 5}));  // context 0 of replicas 0 and 1
+  // The first expert group: averaging ranks (replica * 2 + context) 0 and 1,
+  // replica 0's two context ranks, both tensor ranks of each.
+  EXPECT_EQ(spread.gathers, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(spread.writes, (std::vector<int>{0}));            // replica, tensor and context 0
 }
 

@@ -114,9 +114,10 @@ TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
 
 // A model with experts (4 per layer, top-2, dropless, no auxiliary losses:
 // every layout computes what one process does) stopped after step 3 on one
-// layout and resumed on another: experts whole on 2 tensor ranks, then each
-// of 2 context ranks routing its own tokens; then spread over 2 replicas
-// (expert parallelism); then 2 pipeline stages. Each chain ends where the
+// layout and resumed on another: experts whole on 2 tensor ranks, then
+// spread over 2 context ranks (each routing its own tokens); spread over 2
+// context ranks, then over 2 replicas of a stage cut across 2 tensor ranks;
+// spread so, then whole on 2 pipeline stages. Each chain ends where the
 // uninterrupted run on one rank ends, to float32 rounding: the checkpoint
 // holds every expert whole whichever layout wrote it.
 TEST(CapstoneExperts, ResumeOnAnotherLayoutEndsWhereOneProcessEnds) {
@@ -130,9 +131,9 @@ TEST(CapstoneExperts, ResumeOnAnotherLayoutEndsWhereOneProcessEnds) {
     train::Layout before, after;
     int experts_before, experts_after;  // the ranks each stage's experts are spread over
   };
-  const Move moves[] = {{{1, 1, 2, 1}, {1, 1, 1, 2}, 1, 1},
-                        {{1, 1, 1, 2}, {1, 2, 1, 1}, 1, 2},
-                        {{1, 2, 1, 1}, {2, 1, 1, 1}, 2, 1}};
+  const Move moves[] = {{{1, 1, 2, 1}, {1, 1, 1, 2}, 1, 2},
+                        {{1, 1, 1, 2}, {1, 2, 2, 1}, 2, 2},
+                        {{1, 2, 2, 1}, {2, 1, 1, 1}, 2, 1}};
   for (const Move& m : moves) {
     const std::string name = m.before.text() + " (experts over " + std::to_string(m.experts_before) + ") -> " +
                              m.after.text() + " (over " + std::to_string(m.experts_after) + ")";
@@ -173,24 +174,21 @@ TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
   std::printf("  %s\n  %s\n", heads.c_str(), unmasked.c_str());
 }
 
-// Experts spread over replicas are refused with a tensor or a context
-// group (a stage cut across them keeps every expert on each rank), and so
-// are a top-k beyond the experts, and expert parallelism that does not
-// split the replicas or the experts, or under ZeRO, or without experts,
-// each with its reason.
+// A top-k beyond the experts is refused, and so is expert parallelism
+// that does not split the ranks the gradients average over (replicas x
+// context ranks) or the experts, or under ZeRO-3, or without experts, each
+// with its reason. Spread over a tensor or a context group's ranks is no
+// longer refused (ExpertsEqualOneProcess runs them).
 TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
-  train::TrainerOptions o = tiny_options(1, 2);
+  train::TrainerOptions o = tiny_options(1, 1);
   o.model.moe.experts = 4;
-  o.plan.experts.parallel = 2;
-  o.plan.layout.tensor = 2;
-  const std::string tensor = refusal(o);
-  EXPECT_NE(tensor.find("--expert-parallel 2 with --tensor 2 --context 1: the expert groups are cut from the "
-                        "replicas of whole stages"),
+  o.plan.layout = train::Layout{1, 1, 1, 2};
+  o.plan.experts.parallel = 4;  // 1 replica x 2 context ranks
+  const std::string ranks = refusal(o);
+  EXPECT_NE(ranks.find("--expert-parallel 4 borrows its ranks from each stage's 2 replicas x context ranks (the ranks "
+                       "its gradients average over): N must divide --replicas x --context"),
             std::string::npos)
-      << tensor;
-  o.plan.layout.tensor = 1;
-  o.plan.layout.context = 2;
-  EXPECT_NE(refusal(o).find("--expert-parallel 2 with --tensor 1 --context 2"), std::string::npos);
+      << ranks;
   o = tiny_options(1, 1);
   o.model.moe.experts = 4;
   o.model.moe.top_k = 5;
@@ -198,18 +196,19 @@ TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
   EXPECT_NE(k.find("--top-k 5 must be in [1, 4] (--experts)"), std::string::npos) << k;
   o.model.moe.top_k = 1;
   o.plan.experts.parallel = 3;  // 1 replica
-  EXPECT_NE(refusal(o).find("--expert-parallel 3 borrows its ranks from each stage's 1 replicas: N must divide"),
+  EXPECT_NE(refusal(o).find("--expert-parallel 3 borrows its ranks from each stage's 1 replicas x context ranks"),
             std::string::npos);
   o = tiny_options(1, 4);
   o.model.moe.experts = 6;
   o.plan.experts.parallel = 4;
   EXPECT_NE(refusal(o).find("6 experts do not divide by 4 (--experts)"), std::string::npos);
   o.model.moe.experts = 4;
-  o.plan.data.zero = 1;
-  EXPECT_NE(refusal(o).find("--expert-parallel 4 with --zero 1"), std::string::npos);
+  o.plan.data.zero = 3;
+  EXPECT_NE(refusal(o).find("--expert-parallel 4 with --zero 3: ZeRO-3 gathers a unit's parameters from the replicas"),
+            std::string::npos);
   o.model.moe.experts = 0, o.plan.data.zero = 0;
   EXPECT_NE(refusal(o).find("the model has none (--experts E)"), std::string::npos);
-  std::printf("  %s\n  %s\n", tensor.c_str(), k.c_str());
+  std::printf("  %s\n  %s\n", ranks.c_str(), k.c_str());
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ struct ZeroCase {
   train::Layout layout;
   int zero = 1;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::k1F1B;
+  int experts_over = 0;  // > 0: 4 experts per layer (top-2, dropless, no auxiliary losses) spread over so many ranks
 };
 
 std::string name_of(const ZeroCase& c) {
@@ -42,6 +43,7 @@ std::string name_of(const ZeroCase& c) {
                      std::to_string(l.replicas) + (l.tensor > 1 ? "x" + std::to_string(l.tensor) : "") +
                      (l.context > 1 ? "_context" + std::to_string(l.context) : "");
   if (c.schedule != pipeline::ScheduleKind::k1F1B) name += std::string("_") + pipeline::kind_name(c.schedule);
+  if (c.experts_over > 0) name += "_experts_over" + std::to_string(c.experts_over);
   return name;
 }
 void PrintTo(const ZeroCase& c, std::ostream* os) { *os << name_of(c); }
@@ -54,13 +56,18 @@ train::TrainerOptions options_of(const ZeroCase& c, int zero) {
   o.plan.pipeline.stages_per_rank = train::default_stages_per_rank(c.schedule);
   if (o.plan.pipeline.stages_per_rank > 1) o.model.layers = 2 * c.layout.pipeline;  // a layer for each of a rank's stages
   o.plan.data.zero = zero;
+  if (c.experts_over > 0) {
+    o.model.moe.experts = 4, o.model.moe.top_k = 2;
+    o.model.moe.balance_coefficient = o.model.moe.z_coefficient = 0;
+    o.plan.experts.parallel = c.experts_over;
+  }
   return o;
 }
 
 // The DDP run of a layout and schedule, computed once for all the ZeRO stages compared with it.
 const std::vector<train::TrainResult>& ddp_run(const ZeroCase& c) {
   static std::map<std::string, std::vector<train::TrainResult>> runs;
-  const std::string key = c.layout.text() + " " + pipeline::kind_name(c.schedule);
+  const std::string key = c.layout.text() + " " + pipeline::kind_name(c.schedule) + " " + std::to_string(c.experts_over);
   auto it = runs.find(key);
   if (it == runs.end()) it = runs.emplace(key, run_threads(options_of(c, 0))).first;
   return it->second;
@@ -70,7 +77,8 @@ class ZeroEqualsDdp : public ::testing::TestWithParam<ZeroCase> {};
 
 // P x R (x T) ranks, each held stage's replica group sharding with ZeRO-k
 // (cut across T tensor ranks: each tensor rank's replicas shard its
-// pieces), for 5 steps of the tiny model: the same mean losses, gradient
+// pieces; with experts spread over N ranks, a second ZeRO-k shards them
+// over the ranks holding the same ones), for 5 steps of the tiny model: the same mean losses, gradient
 // norms (the whole model's, from the shards), validation loss and
 // parameters as DDP; the replicas and tensor ranks bit-identical; one
 // reduce-scatter round per step and stage (the microbatches accumulate
@@ -145,7 +153,12 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ZeroEqualsDdp,
                                            // All at once.
                                            ZeroCase{{2, 2, 2}, 3, ScheduleKind::kInterleaved1F1B},
                                            // With context parallelism: each stage's data x context ranks shard it.
-                                           ZeroCase{{2, 1, 1, 2}, 1}, ZeroCase{{1, 2, 1, 2}, 3}),
+                                           ZeroCase{{2, 1, 1, 2}, 1}, ZeroCase{{1, 2, 1, 2}, 3},
+                                           // experts spread: their own ZeRO over their copies
+                                           ZeroCase{{1, 4}, 1, ScheduleKind::k1F1B, 2},
+                                           ZeroCase{{2, 2}, 2, ScheduleKind::k1F1B, 2},
+                                           ZeroCase{{1, 2, 2}, 1, ScheduleKind::k1F1B, 2},
+                                           ZeroCase{{1, 2, 1, 2}, 2, ScheduleKind::k1F1B, 4}),
                          [](const auto& info) { return name_of(info.param); });
 
 // --zero 2 and 3 over an epoch boundary, stopped after step 3 (in epoch 2,

@@ -21,7 +21,7 @@ namespace {
 
 ModelShape small_model() {
   ModelShape m = model_shape("tiny", 50);  // d 32, ffn 64, 2 heads
-  m.layers = 4;                            // so that P and P x v reach 4
+  m.lm.nlayers = 4;                            // so that P and P x v reach 4
   return m;
 }
 
@@ -38,12 +38,12 @@ train::ParallelPlan plan_here(const ModelShape& m, const train::Layout& l, pipel
   o.memory.recompute = recompute;
   o.memory.precision = precision;
   train::ModelFacts facts;
-  facts.layers = m.layers;
+  facts.layers = m.lm.nlayers;
   facts.batch_size = m.batch;
-  facts.heads = m.heads;
-  facts.ffn = m.ffn;
+  facts.heads = m.lm.nhead;
+  facts.ffn = m.lm.nhid;
   facts.causal = true;
-  facts.dropout = m.dropout;
+  facts.dropout = m.lm.dropout;
   return train::ParallelPlan(o, facts);
 }
 
@@ -138,8 +138,8 @@ TEST(Enumerate, AcceptedLayoutsBuild) {
     for (const Choice& c : enumerate(model, space).accepted) {
       const train::Layout& l = c.layout;
       if (!seen.insert({l.pipeline, l.replicas, l.context, l.tensor}).second) continue;
-      models::TransformerLmOptions lm = models::transformer_lm_preset("tiny", model.vocab);
-      lm.nlayers = model.layers;
+      models::TransformerLmOptions lm = models::transformer_lm_preset("tiny", model.lm.ntokens);
+      lm.nlayers = model.lm.nlayers;
       lm.causal = true;
       const train::ParallelPlan plan = plan_of(model, c);
       comm::JobOptions job;

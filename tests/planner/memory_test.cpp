@@ -3,6 +3,7 @@
 // measures when build_rank builds a layout and a step runs on it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "comm/job.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 ModelShape small_model() {
   ModelShape m = model_shape("tiny", 50);  // d 32, ffn 64, 2 heads, dropout 0.2
-  m.layers = 4;
+  m.lm.nlayers = 4;
   return m;
 }
 
@@ -105,24 +106,30 @@ TEST(MemoryModel, ParsesAndPrintsSizes) {
 
 // Measured: the bytes the process's allocator holds once build_rank has
 // built a layout (the parameters, the positional table, DDP's and ZeRO-1's
-// buckets, ZeRO-2/3's gradient shard;
+// buckets, ZeRO-2/3's gradient shard; with experts spread, ZeRO's second
+// shard over their copies;
 // the whole model built first and copied is freed; no gradient yet), all
 // of its thread ranks together, against the sum of the ranks' predictions.
 TEST(MemoryModel, ParametersAndBuffersAgainstTheAllocatorMeter) {
   memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
-  const ModelShape m = small_model();
-  models::TransformerLmOptions lm = models::transformer_lm_preset("tiny", m.vocab);
-  lm.nlayers = m.layers;
-  lm.causal = true;
   struct Case {
     train::Layout layout;
     int zero;
+    int experts_over = 0;  // > 0: 4 experts a layer, spread over so many ranks
   };
   for (const Case& k : {Case{{1, 1, 1, 1}, 0}, Case{{2, 1, 1, 1}, 0}, Case{{2, 2, 1, 1}, 0}, Case{{1, 2, 1, 1}, 1},
-                        Case{{1, 2, 1, 1}, 2}, Case{{1, 2, 1, 1}, 3}, Case{{1, 1, 2, 1}, 0}}) {
+                        Case{{1, 2, 1, 1}, 2}, Case{{1, 2, 1, 1}, 3}, Case{{1, 1, 2, 1}, 0}, Case{{1, 4, 1, 1}, 1, 2},
+                        Case{{1, 4, 1, 1}, 2, 2}, Case{{1, 2, 2, 1}, 0, 2}, Case{{1, 4, 1, 1}, 0, 4}}) {
+    ModelShape m = small_model();
+    if (k.experts_over > 0) m.lm.moe.experts = 4, m.lm.moe.top_k = 2;
+    models::TransformerLmOptions lm = models::transformer_lm_preset("tiny", m.lm.ntokens);  // built here, not read off m
+    lm.nlayers = 4;
+    lm.causal = true;
+    lm.moe = m.lm.moe;
     Choice c;
     c.layout = k.layout;
     c.data.zero = k.zero;
+    c.experts.parallel = std::max(1, k.experts_over);
     c.pipeline.microbatches = 1;
     const MemoryPrediction predicted = predict_memory(m, c);
     int64_t expected = 0;  // every rank: its pipeline rank's parameters and buffers

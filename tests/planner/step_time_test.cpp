@@ -60,7 +60,7 @@ TEST(StepTime, APipelineIsTheSimulatorsMakespanWithTheStagesSeconds) {
       const StageSeconds sec = stage_seconds(model, c, p, "threads", s, microbatch_columns(model, 1, 4));
       costs.per_stage.push_back({sec.forward, sec.backward, sec.backward / 2, sec.backward / 2});
     }
-    const int64_t message_bytes = model.bptt * 5 * model.width * 4;  // 20 columns / 4 microbatches
+    const int64_t message_bytes = model.bptt * 5 * model.lm.emsize * 4;  // 20 columns / 4 microbatches
     costs.message_s = p.links[0].link.alpha_s + double(message_bytes) * p.links[0].link.beta_s_per_byte;
     const pipeline::Simulation sim =
         pipeline::simulate(pipeline::make_schedule(kind, 2, 4, c.pipeline.stages_per_rank), costs);

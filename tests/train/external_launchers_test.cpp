@@ -90,33 +90,41 @@ TEST(Torchrun, Lesson05RunsOverSharedMemory) {
   expect_lesson05_passed(r, "shm");
 }
 
-// Combinations of experts the plan once refused, as gloo processes: on 2
-// context ranks (each routing its own tokens) under the real torchrun, and
-// whole on 2 tensor ranks under distlab-run. Each ends with the digest of
-// the same training on 2 thread ranks in one process.
+// Combinations of experts the plan once refused, as gloo processes: spread
+// over 2 context ranks (each routing its own tokens, the all-to-alls between
+// them) under the real torchrun, and spread over 2 replicas of a stage cut
+// across 2 tensor ranks (each tensor rank its own expert groups) under
+// distlab-run. Each ends with the digest of the same training on thread
+// ranks in one process.
 TEST(Torchrun, CapstoneExpertsOnContextAndTensorRanksEqualThreadRanks) {
   DISTLAB_SKIP_OR_FAIL_WITHOUT(fs::exists(kTorchrun),
                                kTorchrun + " is not installed (apt-get install python3-torch)");
   const std::string training = std::string(LESSON_11) + " --data " + test_support::small_corpus_folder() +
                                " --preset tiny --epochs 1 --batches-per-epoch 3 --eval-batches 2 --experts 4"
-                               " --dropout 0 --pipeline 1 --replicas 1 --timeout-ms 30000";
-  for (const std::string dimension : {"--context 2", "--tensor 2"}) {
-    const std::string run = training + " " + dimension;
+                               " --dropout 0 --pipeline 1 --expert-parallel 2 --timeout-ms 30000";
+  struct Case {
+    std::string dimensions;
+    int ranks;
+    bool under_torchrun;
+  };
+  for (const Case& c : {Case{"--replicas 1 --context 2", 2, true}, Case{"--replicas 2 --tensor 2", 4, false}}) {
+    const std::string run = training + " " + c.dimensions;
     const Outcome threads = run_command(run + " --backend threads", 120);
     const auto expected = testing::digests(threads.output);
     ASSERT_EQ(expected.size(), 1u) << threads.output;
-    const bool under_torchrun = dimension == "--context 2";
+    const std::string n = std::to_string(c.ranks);
     const Outcome processes = run_on_free_port(
         [&](const std::string& port) {
-          return (under_torchrun ? torchrun(fresh_dir("experts"), port, "--nproc_per_node 2")
-                                 : std::string(DISTLAB_RUN) + " --nproc-per-node 2 --master-port " + port + " -- ") +
+          return (c.under_torchrun ? torchrun(fresh_dir("experts"), port, "--nproc_per_node " + n)
+                                   : std::string(DISTLAB_RUN) + " --nproc-per-node " + n + " --master-port " + port +
+                                         " -- ") +
                  run + " --backend gloo";
         },
         120);
     ASSERT_EQ(processes.status, 0) << processes.output;
-    EXPECT_EQ(testing::digests(processes.output), expected) << dimension << "\n" << processes.output;
-    std::printf("  experts with %s: digest %s on thread ranks and on gloo processes under %s\n", dimension.c_str(),
-                expected[0].c_str(), under_torchrun ? "torchrun" : "distlab-run");
+    EXPECT_EQ(testing::digests(processes.output), expected) << c.dimensions << "\n" << processes.output;
+    std::printf("  experts spread over 2 ranks with %s: digest %s on thread ranks and on gloo processes under %s\n",
+                c.dimensions.c_str(), expected[0].c_str(), c.under_torchrun ? "torchrun" : "distlab-run");
   }
 }
 
