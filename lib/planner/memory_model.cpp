@@ -105,10 +105,13 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       const auto [first, end] = models::split_layers(m.lm.nlayers, stages).at(static_cast<size_t>(s));
       const int64_t spread = (end - first) * layer_spread_parameters(m, N);
       const int64_t shard = ceil_div(psi - spread, averaging) + (spread > 0 ? ceil_div(spread, averaging / N) : 0);
-      mem.parameters += kFloat * (c.data.zero == 3 ? shard : psi);
+      // ZeRO-3 leaves spread experts whole (their own ZeRO-2 shards their
+      // gradients and optimizer state).
+      mem.parameters += kFloat * (c.data.zero == 3 ? ceil_div(psi - spread, averaging) + spread : psi);
       // .grad sums the microbatches whole (no_sync) under every strategy
-      // but ZeRO-3; ZeRO-2 and -3 also hold their shard from the start.
-      mem.gradients += kFloat * (c.data.zero == 3 ? 0 : psi);
+      // but ZeRO-3 (there: the experts'); ZeRO-2 and -3 also hold their
+      // shard from the start.
+      mem.gradients += kFloat * (c.data.zero == 3 ? spread : psi);
       if (c.data.zero >= 2) mem.gradient_shard += kFloat * shard;
       mem.optimizer_state += optimizer_bytes * (c.data.zero >= 1 ? shard : psi);
       if (s == 0) mem.buffers += kFloat * m.lm.max_len * m.lm.emsize;  // the positional table

@@ -4,6 +4,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "compat/torch.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "experts/moe.hpp"
+#include "models/model_unit.hpp"
 #include "zero/optimizer_factory.hpp"
 #include "zero/shard_segments.hpp"
 #include "zero/zero1.hpp"
@@ -108,13 +110,43 @@ torch::nn::ParameterList parameters_of(const torch::nn::Sequential& units, const
   return list;
 }
 
+// The units as ZeRO-3 shards them with the spread experts left out: each
+// unit the modules of the original that hold parameters of their own, but
+// those holding spread ones, registered by their paths ('.' as '_'); its
+// forward the original's. The experts stay whole on their ranks (each holds
+// E/N of them already).
+torch::nn::Sequential units_without(const torch::nn::Sequential& units, const std::set<const c10::TensorImpl*>& spread) {
+  torch::nn::Sequential out;
+  for (const auto& unit : units->named_children()) {
+    models::ModelUnitImpl::Parts parts;
+    for (const auto& item : unit.value()->named_modules("", /*include_self=*/false)) {
+      const std::vector<at::Tensor> own = item.value()->parameters(/*recurse=*/false);
+      size_t spread_ones = 0;
+      for (const at::Tensor& p : own) spread_ones += spread.count(p.unsafeGetTensorImpl());
+      if (own.empty() || spread_ones == own.size()) continue;
+      if (spread_ones > 0)
+        throw std::logic_error("ZeRO-3: module '" + item.key() + "' holds spread experts and other parameters");
+      std::string name = item.key();
+      std::replace(name.begin(), name.end(), '.', '_');
+      parts.emplace_back(name, item.value());
+    }
+    const auto whole = std::dynamic_pointer_cast<models::ModelUnitImpl>(unit.value());
+    out->push_back(unit.key(), torch::nn::AnyModule(models::ModelUnit(parts, [whole](const at::Tensor& x) {
+                     return whole->forward(x);
+                   })));
+  }
+  return out;
+}
+
 // ZeRO-k: each replica owns 1/R of the stage's optimizer state (and its
 // gradients, k >= 2; its parameters, k = 3). Z is zero::Zero1, Zero2 or Zero3.
 // A stage cut across a tensor group: each tensor rank's replica group
 // shards that rank's pieces and replicated parameters alike.
-// Experts spread over an expert group (k = 1, 2): they differ from replica
-// to replica, so a second ZeRO-k shards them over the ranks holding the
-// same experts (their copies), and the replicas' ZeRO-k the rest. Each
+// Experts spread over an expert group: they differ from replica to
+// replica, so a second ZeRO shards them over the ranks holding the same
+// experts (their copies), and the replicas' ZeRO-k the rest: ZeRO-k for
+// k = 1, 2; ZeRO-2 under ZeRO-3, whose units leave the experts out (their
+// parameters stay whole: each rank holds E/N of them already). Each
 // expert's gradient already holds its expert group's tokens (the
 // all-to-all brought them home), so the copies' average is the job's
 // average times N (R / copies): the expert shard's gradient is scaled by
@@ -123,6 +155,7 @@ torch::nn::ParameterList parameters_of(const torch::nn::Sequential& units, const
 template <class Z>
 class ZeroStage final : public DataParallelStage {
   static constexpr int kStage = std::is_same_v<Z, zero::Zero1> ? 1 : std::is_same_v<Z, zero::Zero2> ? 2 : 3;
+  using ExpertZ = std::conditional_t<kStage == 3, zero::Zero2, Z>;
 
  public:
   ZeroStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr,
@@ -130,17 +163,19 @@ class ZeroStage final : public DataParallelStage {
       : tensor_(tensor), units_(stage.units()) {
     std::set<const c10::TensorImpl*> spread;
     for (const at::Tensor& p : stage.parameters_placed(Placement::kSpread)) spread.insert(p.unsafeGetTensorImpl());
-    if constexpr (kStage == 3) {
-      zero_ = std::make_unique<Z>(replicas, units_, sgd(lr));
-    } else if (expert_copies == nullptr) {
-      zero_ = std::make_unique<Z>(replicas, *units_, sgd(lr));
-    } else {
-      dense_ = parameters_of(units_, spread, false);
+    if (expert_copies != nullptr) {
       spread_ = parameters_of(units_, spread, true);
-      zero_ = std::make_unique<Z>(replicas, *dense_, sgd(lr));
-      experts_ = std::make_unique<Z>(*expert_copies, *spread_, sgd(lr));
+      experts_ = std::make_unique<ExpertZ>(*expert_copies, *spread_, sgd(lr));
       expert_scale_ = double(expert_copies->size()) / replicas.size();
       expert_group_ = stage.group_of(Placement::kSpread);
+    }
+    if constexpr (kStage == 3) {
+      zero_ = std::make_unique<Z>(replicas, experts_ ? units_without(units_, spread) : units_, sgd(lr));
+    } else if (experts_) {
+      dense_ = parameters_of(units_, spread, false);
+      zero_ = std::make_unique<Z>(replicas, *dense_, sgd(lr));
+    } else {
+      zero_ = std::make_unique<Z>(replicas, *units_, sgd(lr));
     }
     if (tensor_.size() == 1) return;
     // Cut across a tensor group, the shard's segments of cut matrices add
@@ -164,17 +199,17 @@ class ZeroStage final : public DataParallelStage {
     return stage;
   }
   void zero_grad() override {
-    for (Z* z : zeros()) z->zero_grad();
+    each([](auto& z) { z.zero_grad(); });
   }
   void begin_step() override {
     if constexpr (kStage >= 2)  // lifted before the last backward
-      for (Z* z : zeros()) no_sync_.push_back(z->no_sync());
+      each([this](auto& z) { no_sync_.push_back(z.no_sync()); });
   }
   void before_last_backward() override { no_sync_.clear(); }  // its hooks reduce-scatter the summed .grad
   void end_step() override {
     no_sync_.clear();
     if constexpr (kStage == 1) {  // the m backwards summed in .grad; now one reduce-scatter of the sum
-      for (Z* z : zeros()) z->reduce_gradients();
+      each([](auto& z) { z.reduce_gradients(); });
       ++reductions_;
     }
     if (experts_) {
@@ -204,10 +239,10 @@ class ZeroStage final : public DataParallelStage {
     return shares;
   }
   void optimizer_step() override {  // the shard; ZeRO-1/2 then all-gather
-    for (Z* z : zeros()) z->step();
+    each([](auto& z) { z.step(); });
   }
   void set_lr(double lr) override {
-    for (Z* z : zeros()) set_sgd_lr(z->sharded().optimizer(), lr);
+    each([lr](auto& z) { set_sgd_lr(z.sharded().optimizer(), lr); });
   }
   std::optional<zero::Zero3::WholeParameters> whole() override {
     if constexpr (kStage == 3) return zero_->whole_parameters();
@@ -221,17 +256,17 @@ class ZeroStage final : public DataParallelStage {
 
  private:
   static zero::OptimizerFactory sgd(double lr) { return zero::sgd(torch::optim::SGDOptions(lr)); }
-  std::vector<Z*> zeros() const {
-    std::vector<Z*> out{zero_.get()};
-    if (experts_) out.push_back(experts_.get());
-    return out;
+  template <class F>
+  void each(F f) {  // the replicas' ZeRO, then the experts'
+    f(*zero_);
+    if (experts_) f(*experts_);
   }
 
   comm::Communicator& tensor_;
   torch::nn::Sequential units_;
   torch::nn::ParameterList dense_{nullptr}, spread_{nullptr};  // experts spread: the two halves ZeRO shards
   std::unique_ptr<Z> zero_;
-  std::unique_ptr<Z> experts_;  // the spread experts' ZeRO, over their copies
+  std::unique_ptr<ExpertZ> experts_;  // the spread experts' ZeRO, over their copies
   double expert_scale_ = 1;     // 1 / N
   comm::Communicator* expert_group_ = nullptr;
   std::vector<zero::Segment> replicated_segments_, cut_segments_;  // of a cut stage's shard
@@ -245,9 +280,7 @@ std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicat
                                                       comm::Communicator& tensor, RankStage& stage, double lr,
                                                       comm::Communicator* expert_copies) {
   if (zero == 0) return std::make_unique<DdpStage>(replicas, stage, lr, expert_copies);
-  // The plan refuses both below with the user's words (dimensions.cpp); here they are preconditions.
-  if (zero == 3 && expert_copies != nullptr)
-    throw std::invalid_argument("make_data_parallel: ZeRO-3 of a stage whose experts are spread over ranks");
+  // The plan refuses this with the user's words (dimensions.cpp); here it is a precondition.
   if (zero == 1) return std::make_unique<ZeroStage<zero::Zero1>>(replicas, tensor, stage, lr, expert_copies);
   if (zero == 2) return std::make_unique<ZeroStage<zero::Zero2>>(replicas, tensor, stage, lr, expert_copies);
   if (zero == 3) return std::make_unique<ZeroStage<zero::Zero3>>(replicas, tensor, stage, lr, expert_copies);

@@ -83,8 +83,9 @@ class DataParallelStage {
 // `expert_copies`: a stage whose experts are spread over an expert group
 // (RankStage::spread_experts) averages its experts over the ranks holding
 // the same experts (summed, / R) instead of the replicas: DDP through
-// experts::average_expert_gradients, ZeRO-1/2 with a second ZeRO over those
-// ranks; their squares add to the norm over the expert group too. Not ZeRO-3.
+// experts::average_expert_gradients, ZeRO-k with a second ZeRO over those
+// ranks (ZeRO-2 under ZeRO-3, which leaves the experts out of its units);
+// their squares add to the norm over the expert group too.
 std::unique_ptr<DataParallelStage> make_data_parallel(int zero, comm::Communicator& replicas,
                                                       comm::Communicator& tensor, RankStage& stage, double lr,
                                                       comm::Communicator* expert_copies = nullptr);

@@ -152,10 +152,6 @@ void expert_refusals(const PlanOptions& o, const ModelFacts& model, Lines& out) 
   if (moe.experts % N != 0)
     out.push_back("--expert-parallel " + n(N) + " gives each rank of an expert group the same number of experts: " +
                   n(moe.experts) + " experts do not divide by " + n(N) + " (--experts)");
-  if (o.data.zero == 3)
-    out.push_back("--expert-parallel " + n(N) + " with --zero 3: ZeRO-3 gathers a unit's parameters from the "
-                  "replicas before each forward, and a layer's experts differ from replica to replica (only their "
-                  "copies hold the same); use --zero 1 or 2, which shard the experts' state over their copies");
 }
 
 void expert_describe(const ParallelPlan& plan, Lines& lines) {
@@ -180,10 +176,13 @@ void expert_describe(const ParallelPlan& plan, Lines& lines) {
   if (l.context > 1)
     lines.push_back("experts on context ranks: each rank routes its own tokens (routing is per token; a capacity "
                     "counts this rank's tokens, and the auxiliary losses average over the context ranks)");
-  if (N > 1 && (o.data.zero == 1 || o.data.zero == 2))
+  if (N > 1 && o.data.zero > 0)
     lines.push_back("experts under " + plan.strategy() + ": their optimizer state" +
-                    (o.data.zero == 2 ? " and gradients" : "") +
-                    " sharded over the ranks holding the same experts, the rest over the replicas");
+                    (o.data.zero >= 2 ? " and gradients" : "") +
+                    " sharded over the ranks holding the same experts, the rest over the replicas" +
+                    (o.data.zero == 3 ? " (their parameters stay whole: each rank holds " + n(moe.experts / N) +
+                                            " of the " + n(moe.experts) + " already)"
+                                      : ""));
   if (N > 1 && (l.replicas * l.context) % N == 0)
     lines.push_back("expert groups:" + groups_text(expert_members(l, N)) + "   the same experts (gradients summed, / " +
                     n(l.replicas * l.context) + "):" + groups_text(expert_copy_members(l, N)));

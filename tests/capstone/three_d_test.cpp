@@ -116,8 +116,8 @@ TEST(Capstone4d, ResumesFromACheckpointOfAnotherContextSize) {
 // every layout computes what one process does) stopped after step 3 on one
 // layout and resumed on another: experts whole on 2 tensor ranks, then
 // spread over 2 context ranks (each routing its own tokens); spread over 2
-// context ranks, then over 2 replicas of a stage cut across 2 tensor ranks;
-// spread so, then whole on 2 pipeline stages. Each chain ends where the
+// context ranks, then over 2 replicas of a stage cut across 2 tensor ranks
+// under ZeRO-3; spread so, then whole on 2 pipeline stages. Each chain ends where the
 // uninterrupted run on one rank ends, to float32 rounding: the checkpoint
 // holds every expert whole whichever layout wrote it.
 TEST(CapstoneExperts, ResumeOnAnotherLayoutEndsWhereOneProcessEnds) {
@@ -130,13 +130,15 @@ TEST(CapstoneExperts, ResumeOnAnotherLayoutEndsWhereOneProcessEnds) {
   struct Move {
     train::Layout before, after;
     int experts_before, experts_after;  // the ranks each stage's experts are spread over
+    int zero_after = 0;                 // the strategy resumed with
   };
   const Move moves[] = {{{1, 1, 2, 1}, {1, 1, 1, 2}, 1, 2},
-                        {{1, 1, 1, 2}, {1, 2, 2, 1}, 2, 2},
+                        {{1, 1, 1, 2}, {1, 2, 2, 1}, 2, 2, 3},
                         {{1, 2, 2, 1}, {2, 1, 1, 1}, 2, 1}};
   for (const Move& m : moves) {
     const std::string name = m.before.text() + " (experts over " + std::to_string(m.experts_before) + ") -> " +
-                             m.after.text() + " (over " + std::to_string(m.experts_after) + ")";
+                             m.after.text() + " (over " + std::to_string(m.experts_after) +
+                             (m.zero_after > 0 ? ", ZeRO-" + std::to_string(m.zero_after) : std::string()) + ")";
     const std::string dir = ::testing::TempDir() + "capstone_experts_resume_" + std::to_string(&m - moves) + "_" +
                             std::to_string(::getpid());
     std::filesystem::remove_all(dir);
@@ -146,6 +148,7 @@ TEST(CapstoneExperts, ResumeOnAnotherLayoutEndsWhereOneProcessEnds) {
     const auto runs = tests::stop_and_resume_with(first, dir, 3, 0, [&](train::TrainerOptions& next) {
       next.plan.layout = m.after;
       next.plan.experts.parallel = m.experts_after;
+      next.plan.data.zero = m.zero_after;
     });
     const auto& resumed = runs.resumed;
     const auto got = whole_model(resumed);
@@ -176,9 +179,9 @@ TEST(Capstone4d, RefusesWhatTheContextDimensionCannotRun) {
 
 // A top-k beyond the experts is refused, and so is expert parallelism
 // that does not split the ranks the gradients average over (replicas x
-// context ranks) or the experts, or under ZeRO-3, or without experts, each
-// with its reason. Spread over a tensor or a context group's ranks is no
-// longer refused (ExpertsEqualOneProcess runs them).
+// context ranks) or the experts, or without experts, each with its
+// reason. Spread over tensor or context ranks, and under every ZeRO stage,
+// experts run (ExpertsEqualOneProcess, ZeroEqualsDdp).
 TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
   train::TrainerOptions o = tiny_options(1, 1);
   o.model.moe.experts = 4;
@@ -203,10 +206,7 @@ TEST(CapstoneExperts, RefusesWhatExpertsCannotRunWith) {
   o.plan.experts.parallel = 4;
   EXPECT_NE(refusal(o).find("6 experts do not divide by 4 (--experts)"), std::string::npos);
   o.model.moe.experts = 4;
-  o.plan.data.zero = 3;
-  EXPECT_NE(refusal(o).find("--expert-parallel 4 with --zero 3: ZeRO-3 gathers a unit's parameters from the replicas"),
-            std::string::npos);
-  o.model.moe.experts = 0, o.plan.data.zero = 0;
+  o.model.moe.experts = 0;
   EXPECT_NE(refusal(o).find("the model has none (--experts E)"), std::string::npos);
   std::printf("  %s\n  %s\n", ranks.c_str(), k.c_str());
 }

@@ -78,7 +78,8 @@ class ZeroEqualsDdp : public ::testing::TestWithParam<ZeroCase> {};
 // P x R (x T) ranks, each held stage's replica group sharding with ZeRO-k
 // (cut across T tensor ranks: each tensor rank's replicas shard its
 // pieces; with experts spread over N ranks, a second ZeRO-k shards them
-// over the ranks holding the same ones), for 5 steps of the tiny model: the same mean losses, gradient
+// over the ranks holding the same ones, ZeRO-2 under ZeRO-3), for 5 steps
+// of the tiny model: the same mean losses, gradient
 // norms (the whole model's, from the shards), validation loss and
 // parameters as DDP; the replicas and tensor ranks bit-identical; one
 // reduce-scatter round per step and stage (the microbatches accumulate
@@ -158,7 +159,9 @@ INSTANTIATE_TEST_SUITE_P(Capstone, ZeroEqualsDdp,
                                            ZeroCase{{1, 4}, 1, ScheduleKind::k1F1B, 2},
                                            ZeroCase{{2, 2}, 2, ScheduleKind::k1F1B, 2},
                                            ZeroCase{{1, 2, 2}, 1, ScheduleKind::k1F1B, 2},
-                                           ZeroCase{{1, 2, 1, 2}, 2, ScheduleKind::k1F1B, 4}),
+                                           ZeroCase{{1, 2, 1, 2}, 2, ScheduleKind::k1F1B, 4},
+                                           ZeroCase{{1, 4}, 3, ScheduleKind::k1F1B, 2},
+                                           ZeroCase{{2, 2, 2}, 3, ScheduleKind::k1F1B, 2}),
                          [](const auto& info) { return name_of(info.param); });
 
 // --zero 2 and 3 over an epoch boundary, stopped after step 3 (in epoch 2,

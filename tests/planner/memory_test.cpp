@@ -119,7 +119,8 @@ TEST(MemoryModel, ParametersAndBuffersAgainstTheAllocatorMeter) {
   };
   for (const Case& k : {Case{{1, 1, 1, 1}, 0}, Case{{2, 1, 1, 1}, 0}, Case{{2, 2, 1, 1}, 0}, Case{{1, 2, 1, 1}, 1},
                         Case{{1, 2, 1, 1}, 2}, Case{{1, 2, 1, 1}, 3}, Case{{1, 1, 2, 1}, 0}, Case{{1, 4, 1, 1}, 1, 2},
-                        Case{{1, 4, 1, 1}, 2, 2}, Case{{1, 2, 2, 1}, 0, 2}, Case{{1, 4, 1, 1}, 0, 4}}) {
+                        Case{{1, 4, 1, 1}, 2, 2}, Case{{1, 2, 2, 1}, 0, 2}, Case{{1, 4, 1, 1}, 0, 4},
+                        Case{{1, 4, 1, 1}, 3, 2}}) {
     ModelShape m = small_model();
     if (k.experts_over > 0) m.lm.moe.experts = 4, m.lm.moe.top_k = 2;
     models::TransformerLmOptions lm = models::transformer_lm_preset("tiny", m.lm.ntokens);  // built here, not read off m
