@@ -146,7 +146,8 @@ std::string profile_json(const Profile& p) {
   for (const LinkPoint& l : p.links)
     j["links"].push_back({{"backend", l.backend}, {"collective", l.collective}, {"ranks", l.ranks},
                           {"alpha_s", l.link.alpha_s}, {"beta_s_per_byte", l.link.beta_s_per_byte}});
-  j["sharing"] = json::array();
+  // Optional, and a list of at least one entry when present (the reader's
+  // rule): a profile without it is written without it.
   for (const SharingPoint& s : p.sharing) j["sharing"].push_back({{"ranks", s.ranks}, {"slowdown", s.slowdown}});
   return j.dump(1) + "\n";
 }

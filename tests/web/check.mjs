@@ -75,9 +75,10 @@ async function launch() {
 }
 
 // A page at `query`, its console errors collected, once its first frame is drawn.
-async function open_page(browser, base, query, { wait_drawn = true } = {}) {
+async function open_page(browser, base, query, { wait_drawn = true, ratio = 1 } = {}) {
   const page = await browser.newPage();
-  await page.setViewport({ width: kWidth, height: kHeight });
+  // ratio: device pixels per CSS pixel; the page is kWidth x kHeight device pixels either way.
+  await page.setViewport({ width: kWidth / ratio, height: kHeight / ratio, deviceScaleFactor: ratio });
   page.errors = [];
   page.on('console', (m) => { if (m.type() === 'error') page.errors.push(`console error: ${m.text()}`); });
   page.on('pageerror', (e) => page.errors.push(`page error: ${e.message}`));
@@ -143,6 +144,12 @@ const kViews = [
     args: ['--panel', 'pipeline', '--schedule', 'gpipe,1f1b', '--stages', '4', '--microbatches', '8'] },
   { name: 'trace', query: '?panel=trace&trace=check/l5.json', trace: 'l5.json',
     args: ['--panel', 'trace'] },
+  // High-DPI: at 2 device pixels per CSS pixel the page draws every device
+  // pixel, text and widgets twice the size, as the native program does with
+  // --scale 2 (blurry, an upscaled 640 x 360 canvas would differ).
+  { name: 'pipeline at device pixel ratio 2', query: '?panel=pipeline&schedule=gpipe,1f1b&stages=4&microbatches=8',
+    args: ['--panel', 'pipeline', '--schedule', 'gpipe,1f1b', '--stages', '4', '--microbatches', '8', '--scale', '2'],
+    ratio: 2 },
 ];
 
 async function check_pixels(browser, base, dir) {
@@ -153,13 +160,23 @@ async function check_pixels(browser, base, dir) {
       fs.copyFileSync(lesson_trace(v.trace), file);
       args.push('--trace', file);
     }
-    const native = path.join(work, `${v.name}.native.png`);
+    const file = v.name.replace(/ /g, '_');
+    const native = path.join(work, `${file}.native.png`);
     run(viz, [...args, '--width', String(kWidth), '--height', String(kHeight), '--screenshot', native]);
-    const page = await open_page(browser, base, v.query);
+    const page = await open_page(browser, base, v.query, { ratio: v.ratio || 1 });
     await still_drawing(page);
-    const shot = path.join(work, `${v.name}.page.png`);
+    const canvas = await page.evaluate(() => {
+      const c = document.getElementById('canvas');
+      return { width: c.width, height: c.height, css_width: c.clientWidth, css_height: c.clientHeight };
+    });
+    const ratio = v.ratio || 1;
+    if (canvas.width !== kWidth || canvas.height !== kHeight || canvas.css_width * ratio !== kWidth ||
+        canvas.css_height * ratio !== kHeight)
+      problem(`${v.name}: the canvas holds ${canvas.width} x ${canvas.height} pixels shown as ${canvas.css_width} x ` +
+              `${canvas.css_height} CSS pixels; expected ${kWidth} x ${kHeight} shown as ${kWidth / ratio} x ${kHeight / ratio}`);
+    const shot = path.join(work, `${file}.page.png`);
     await page.screenshot({ path: shot });
-    const diff = path.join(work, `${v.name}.diff.png`);
+    const diff = path.join(work, `${file}.diff.png`);
     const r = spawnSync('compare', ['-metric', 'AE', '-fuzz', kFuzz, native, shot, diff], { encoding: 'utf8' });
     const differing = Number(r.stderr.trim().split(/\s/)[0]);
     const share = differing / (kWidth * kHeight);

@@ -6,7 +6,8 @@
 //     traces it names were fetched by the page into the in-memory file
 //     system before main() runs (index.html);
 //   - the frame loop is the browser's (emscripten_set_main_loop), drawing
-//     into a WebGL 2 canvas the size of the page;
+//     into a WebGL 2 canvas the size of the page, a device pixel per
+//     pixel (scale_to: crisp at any devicePixelRatio);
 //   - traces dropped on the page or picked with its button are written to
 //     the in-memory file system and opened as --trace would open them;
 //   - what the native program prints or dies of becomes a message in the
@@ -44,6 +45,7 @@ void page_app_messages(const App& app) {
 EM_JS(void, page_first_frame, (), { Module.distlabFirstFrame(); });
 EM_JS(int, page_width, (), { return window.innerWidth; });
 EM_JS(int, page_height, (), { return window.innerHeight; });
+EM_JS(double, page_pixel_ratio, (), { return window.devicePixelRatio || 1; });
 
 struct Page {
   GLFWwindow* window = nullptr;
@@ -53,15 +55,23 @@ struct Page {
   uint64_t frames = 0;
   double last_frame_ms = 0.0;  // building and submitting the last frame
   std::string counts;          // distlab_counts' answer, kept alive for the page
+  double pixel_ratio = 0.0;    // the device pixels per CSS pixel the fonts and sizes were made for
 };
 Page page;
+
+// The panels take their sizes from the scale they are built with: an App
+// for this page is built at the address's scale times the ratio.
+std::unique_ptr<App> app_for_page(Options options) {
+  options.scale *= static_cast<float>(page.pixel_ratio);
+  return std::make_unique<App>(options);
+}
 
 // Builds the App; on failure says why in the page and falls back: first
 // without the traces, then to the default view.
 void start_app(Options options) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      page.app = std::make_unique<App>(options);
+      page.app = app_for_page(options);
       page.options = options;
       page_app_messages(*page.app);
       return;
@@ -76,6 +86,22 @@ void start_app(Options options) {
       page_message("error", "showing the default view");
     }
   }
+}
+
+// High-DPI: the canvas holds a device pixel per pixel (the window is the
+// page's CSS size times the ratio; index.html keeps its CSS size at the
+// page's), and the text and widgets are scaled by the ratio, as the native
+// program's --scale does: crisp at any devicePixelRatio. Emscripten scales
+// the mouse into the canvas's pixels. A ratio that changes (the page
+// zoomed, the window moved to another screen) makes the fonts and the
+// panels again.
+void scale_to(double ratio) {
+  ImGui::GetStyle() = ImGuiStyle();
+  ImGui::GetIO().Fonts->Clear();
+  setup_imgui(page.options.scale * static_cast<float>(ratio));
+  if (page.pixel_ratio > 0) ImGui_ImplOpenGL3_DestroyDeviceObjects();  // the font texture, made again by NewFrame
+  page.pixel_ratio = ratio;
+  if (page.app) start_app(page.options);  // its panels again, at the new size (the view starts over)
 }
 
 Options options_of_query(const std::string& query, const std::vector<std::string>& trace_paths) {
@@ -99,8 +125,10 @@ Options options_of_query(const std::string& query, const std::vector<std::string
 
 void frame() {
   const double start = emscripten_get_now();
-  const int width = page_width();
-  const int height = page_height();
+  const double ratio = page_pixel_ratio();
+  if (ratio != page.pixel_ratio) scale_to(ratio);
+  const int width = static_cast<int>(page_width() * ratio + 0.5);
+  const int height = static_cast<int>(page_height() * ratio + 0.5);
   int window_width = 0;
   int window_height = 0;
   glfwGetWindowSize(page.window, &window_width, &window_height);
@@ -155,7 +183,7 @@ EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
   for (const std::string& path : paths) (is_flight_file(path) ? options.flight_paths : options.trace_files).push_back(path);
   if (options.panel == "collectives" || options.panel == "context") options.panel = "trace";
   try {
-    auto app = std::make_unique<App>(options);
+    auto app = app_for_page(options);
     page.app = std::move(app);  // the old view stays when the new trace cannot be read
     page.options = options;
     page_app_messages(*page.app);
@@ -207,7 +235,7 @@ int main(int argc, char** argv) {
   }
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
-  page.window = glfwCreateWindow(page_width(), page_height(), "DistLab", nullptr, nullptr);
+  page.window = glfwCreateWindow(page_width(), page_height(), "DistLab", nullptr, nullptr);  // sized by the first frame
   if (page.window == nullptr) {
     page_message("error", "no WebGL 2 context: this browser cannot draw the visualizer");
     return 1;
@@ -216,9 +244,10 @@ int main(int argc, char** argv) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;
-  setup_imgui(options.scale);
   ImGui_ImplGlfw_InitForOpenGL(page.window, true);
   ImGui_ImplOpenGL3_Init("#version 300 es");
+  page.options = options;
+  scale_to(page_pixel_ratio());  // options.scale times the page's ratio
   start_app(options);
   emscripten_set_main_loop(frame, 0, false);
   return 0;
