@@ -23,29 +23,39 @@ constexpr int64_t kFloat = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// One layer's experts on a rank: E / N feed-forwards (d -> f -> d, with biases).
+int64_t layer_expert_parameters(const ModelShape& m, int experts_over) {
+  const int64_t d = m.lm.emsize, f = m.lm.nhid;
+  return (f * d + f + d * f + d) * (m.lm.moe.experts / experts_over);
+}
+
 // One layer's elements on one of T tensor ranks (the header's list).
 int64_t layer_parameters(const ModelShape& m, int T, int experts_over) {
   const int64_t d = m.lm.emsize, f = m.lm.nhid;
   const int64_t attention = (3 * d * d + 3 * d) / T + d * d / T + d;  // in_proj cut, out_proj's weight cut, its bias whole
   const int64_t norms = 4 * d;
   if (!m.lm.moe.enabled()) return attention + norms + (f * d + f) / T + d * f / T + d;
-  // Experts: a router (d -> E, no bias) and E feed-forwards, E / N of them here.
-  const int64_t expert = f * d + f + d * f + d;
-  return attention + norms + d * m.lm.moe.experts + expert * (m.lm.moe.experts / experts_over);
+  // Experts: a router (d -> E, no bias) and the experts this rank keeps.
+  return attention + norms + d * m.lm.moe.experts + layer_expert_parameters(m, experts_over);
 }
 
-// The elements of one layer's experts this rank keeps when they are spread over N > 1 ranks (else none).
-int64_t layer_spread_parameters(const ModelShape& m, int experts_over) {
+// A stage's layers, [first, end).
+std::pair<int64_t, int64_t> stage_layers(const ModelShape& m, int stage, int stages) {
+  return models::split_layers(m.lm.nlayers, stages).at(static_cast<size_t>(stage));
+}
+
+// The elements of a stage's experts this rank keeps when they are spread
+// over N > 1 ranks (none otherwise: they are then averaged with the rest).
+int64_t stage_spread_parameters(const ModelShape& m, int stage, int stages, int experts_over) {
   if (!m.lm.moe.enabled() || experts_over <= 1) return 0;
-  const int64_t d = m.lm.emsize, f = m.lm.nhid;
-  return (f * d + f + d * f + d) * (m.lm.moe.experts / experts_over);
+  const auto [first, end] = stage_layers(m, stage, stages);
+  return (end - first) * layer_expert_parameters(m, experts_over);
 }
 
 }  // namespace
 
 int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor, int experts_over) {
-  const auto ranges = models::split_layers(m.lm.nlayers, stages);
-  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
+  const auto [first, end] = stage_layers(m, stage, stages);
   int64_t n = (end - first) * layer_parameters(m, tensor, experts_over);
   if (stage == 0) n += m.lm.ntokens * m.lm.emsize;                       // the embedding
   if (stage == stages - 1) n += m.lm.ntokens * m.lm.emsize + m.lm.ntokens;    // the decoder
@@ -54,8 +64,7 @@ int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor,
 
 int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
-  const auto ranges = models::split_layers(m.lm.nlayers, stages);
-  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
+  const auto [first, end] = stage_layers(m, stage, stages);
   const int64_t s = ceil_div(m.bptt, c.layout.context);  // this rank's tokens of each column
   const int64_t U = s * columns * m.lm.emsize;
   const bool dropout = m.lm.dropout > 0;
@@ -102,8 +111,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       // ZeRO shards spread experts over the ranks holding the same ones
       // (averaging / N), everything else over the averaging group.
       const int N = c.experts.parallel;
-      const auto [first, end] = models::split_layers(m.lm.nlayers, stages).at(static_cast<size_t>(s));
-      const int64_t spread = (end - first) * layer_spread_parameters(m, N);
+      const int64_t spread = stage_spread_parameters(m, s, stages, N);
       const int64_t shard = ceil_div(psi - spread, averaging) + (spread > 0 ? ceil_div(spread, averaging / N) : 0);
       // ZeRO-3 leaves spread experts whole (their own ZeRO-2 shards their
       // gradients and optimizer state).

@@ -100,6 +100,13 @@ class DdpStage final : public DataParallelStage {
   std::optional<ddp::DistributedDataParallel::NoSync> no_sync_;
 };
 
+// The tensors' storages' owners, to tell a parameter among others.
+std::set<const c10::TensorImpl*> impls_of(const std::vector<at::Tensor>& tensors) {
+  std::set<const c10::TensorImpl*> out;
+  for (const at::Tensor& t : tensors) out.insert(t.unsafeGetTensorImpl());
+  return out;
+}
+
 // The parameters of `units` that are (or are not) spread experts, as one
 // module for ZeRO-1/2 to shard: the same tensors, not copies.
 torch::nn::ParameterList parameters_of(const torch::nn::Sequential& units, const std::set<const c10::TensorImpl*>& spread,
@@ -161,8 +168,7 @@ class ZeroStage final : public DataParallelStage {
   ZeroStage(comm::Communicator& replicas, comm::Communicator& tensor, RankStage& stage, double lr,
             comm::Communicator* expert_copies)
       : tensor_(tensor), units_(stage.units()) {
-    std::set<const c10::TensorImpl*> spread;
-    for (const at::Tensor& p : stage.parameters_placed(Placement::kSpread)) spread.insert(p.unsafeGetTensorImpl());
+    const std::set<const c10::TensorImpl*> spread = impls_of(stage.parameters_placed(Placement::kSpread));
     if (expert_copies != nullptr) {
       spread_ = parameters_of(units_, spread, true);
       experts_ = std::make_unique<ExpertZ>(*expert_copies, *spread_, sgd(lr));
@@ -182,8 +188,7 @@ class ZeroStage final : public DataParallelStage {
     // over the replicas and the tensor group; those of replicated
     // parameters (the same on every tensor rank) over the replicas only.
     // Which is which is fixed by the layout: sorted once, here.
-    std::set<const c10::TensorImpl*> cut;
-    for (const at::Tensor& p : stage.parameters_placed(Placement::kCut)) cut.insert(p.unsafeGetTensorImpl());
+    const std::set<const c10::TensorImpl*> cut = impls_of(stage.parameters_placed(Placement::kCut));
     const zero::ShardedOptimizer& sharded = zero_->sharded();
     for (const zero::Segment& s : zero::shard_segments(sharded.layout(), sharded.comm().rank()))
       (cut.count(sharded.params()[static_cast<size_t>(s.param)].unsafeGetTensorImpl()) ? cut_segments_
