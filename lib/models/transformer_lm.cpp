@@ -82,12 +82,15 @@ TransformerLmImpl::TransformerLmImpl(const TransformerLmOptions& options, int64_
   }
 }
 
-at::Tensor TransformerLmImpl::embed(const at::Tensor& input, bool dropout, const at::Tensor& positions) {
+at::Tensor TransformerLmImpl::embed(const at::Tensor& input) {
   TORCH_CHECK(input.dim() == 2 && input.scalar_type() == at::kLong, "TransformerLm stage [", first_layer_, ", ",
               end_layer_, "): the first stage expects int64 tokens (S, N), got ", input.scalar_type(), " of shape ",
               input.sizes(), " (hint: hidden states go to later stages)");
+  const at::Tensor positions = positions_ ? positions_(input.size(0)) : at::Tensor();
   const at::Tensor scaled = encoder_(input) * std::sqrt(static_cast<double>(options_.emsize));
-  return dropout ? pos_encoder_->forward(scaled, positions) : pos_encoder_->add(scaled, positions);  // (S, N, d)
+  if (!embedding_dropout_) return pos_encoder_->forward(scaled, positions);  // (S, N, d)
+  const at::Tensor h = pos_encoder_->add(scaled, positions);
+  return is_training() ? embedding_dropout_(h) : h;
 }
 
 at::Tensor TransformerLmImpl::check_hidden(const at::Tensor& h) const {
@@ -98,7 +101,8 @@ at::Tensor TransformerLmImpl::check_hidden(const at::Tensor& h) const {
 }
 
 at::Tensor TransformerLmImpl::mask_for(const at::Tensor& h) const {
-  return options_.causal ? causal_mask(h.size(0), h.options()) : at::Tensor();
+  // By position, my tokens' rows of a mask over the whole sequence: the attention's rule then.
+  return options_.causal && !positions_ ? causal_mask(h.size(0), h.options()) : at::Tensor();
 }
 
 at::Tensor TransformerLmImpl::decode(const at::Tensor& h) { return decoder_(h); }
@@ -110,7 +114,30 @@ std::vector<torch::nn::TransformerEncoderLayer> TransformerLmImpl::release_layer
   return out;
 }
 
+void TransformerLmImpl::use_layers(std::vector<std::shared_ptr<torch::nn::Module>> modules, LayerForward forward) {
+  TORCH_CHECK(layers_.empty() && modules.size() == static_cast<size_t>(end_layer_ - first_layer_),
+              "TransformerLm::use_layers: one module per released layer");
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> named;
+  for (size_t k = 0; k < modules.size(); ++k) named.emplace_back(std::to_string(first_layer_ + int64_t(k)), modules[k]);
+  register_module("layers", torch::nn::ModuleDict(named));
+  used_ = std::move(modules);
+  run_used_ = std::move(forward);
+}
+
+void TransformerLmImpl::set_positions(std::function<at::Tensor(int64_t)> positions) {
+  TORCH_CHECK(run_used_, "TransformerLm::set_positions: the layers' attention must apply the causal rule by "
+                         "position (use_layers)");
+  positions_ = std::move(positions);
+}
+
+void TransformerLmImpl::set_embedding_dropout(std::function<at::Tensor(const at::Tensor&)> dropout) {
+  embedding_dropout_ = std::move(dropout);
+}
+
+size_t TransformerLmImpl::layer_count() const { return run_used_ ? used_.size() : layers_.size(); }
+
 at::Tensor TransformerLmImpl::run_layer(size_t k, const at::Tensor& h) {
+  if (run_used_) return run_used_(k, h, mask_for(h));
   if (options_.recompute != memory::Recompute::kNone) {
     FeedForward feed_forward;  // empty: the layer's own
     if (!moes_.empty()) {
@@ -129,7 +156,7 @@ void TransformerLmImpl::set_aux_loss_scale(double scale) {
 
 at::Tensor TransformerLmImpl::forward(const at::Tensor& input) {
   at::Tensor h = has_embedding() ? embed(input) : check_hidden(input);
-  for (size_t k = 0; k < layers_.size(); ++k) h = run_layer(k, h);
+  for (size_t k = 0; k < layer_count(); ++k) h = run_layer(k, h);
   if (!has_output()) return h;
   return decode(h);  // (S, N, ntokens)
 }
@@ -142,13 +169,13 @@ torch::nn::Sequential TransformerLmImpl::units() {
   if (has_embedding())
     chain->push_back("embedding", ModelUnit(Parts{{"encoder", encoder_.ptr()}, {"pos_encoder", pos_encoder_.ptr()}},
                                             Function([self](const at::Tensor& x) { return self->embed(x); })));
-  for (size_t k = 0; k < layers_.size(); ++k) {
+  for (size_t k = 0; k < layer_count(); ++k) {
     const bool first = !has_embedding() && k == 0;  // takes the previous stage's hidden states: checked
     const Function run([self, k, first](const at::Tensor& h) {
       return self->run_layer(k, first ? self->check_hidden(h) : h);
     });
     chain->push_back("layer" + std::to_string(first_layer_ + static_cast<int64_t>(k)),
-                     ModelUnit(Parts{{"layer", layers_[k].ptr()}}, run));
+                     ModelUnit(Parts{{"layer", run_used_ ? used_[k] : layers_[k].ptr()}}, run));
   }
   if (has_output())
     chain->push_back("decoder", ModelUnit(Parts{{"decoder", decoder_.ptr()}},

@@ -34,6 +34,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,20 +100,25 @@ class TransformerLmImpl : public torch::nn::Module {
   // long as they do.
   torch::nn::Sequential units();
 
-  // The pieces forward() is made of, for stages that run the layers some
-  // other way (train/tensor_stage.hpp cuts them across a tensor group):
-  // (S, N) int64 -> (S, N, d); first stage. `positions` (S,): the tokens'
-  // places in the whole sequence (context parallelism), else 0 .. S-1.
-  at::Tensor embed(const at::Tensor& tokens, bool dropout = true, const at::Tensor& positions = {});
-  at::Tensor check_hidden(const at::Tensor& h) const;  // a later stage's input, checked
-  at::Tensor mask_for(const at::Tensor& h) const;   // (S, S) causal mask, or undefined
-  at::Tensor decode(const at::Tensor& h);           // (S, N, d) -> (S, N, ntokens); last stage
-  const std::vector<torch::nn::TransformerEncoderLayer>& layers() const { return layers_; }
   // Hands the layers over and forgets them (their parameters are no longer
-  // this module's): a tensor-parallel stage keeps only its cut of them.
-  // forward() then runs no layers. A layer with experts carries them as its
-  // "moe" module; moes() still lists them.
+  // this module's): a tensor-parallel stage keeps only its cut of them
+  // (train/cut_layers.hpp), and gives them back by use_layers(). A layer
+  // with experts carries them as its "moe" module; moes() still lists them.
   std::vector<torch::nn::TransformerEncoderLayer> release_layers();
+
+  // The layers run some other way: `modules` in the stage's order,
+  // registered under the released layers' names (after the decoder), each
+  // run by forward(k, h, mask); units() and forward() then run these.
+  using LayerForward = std::function<at::Tensor(size_t k, const at::Tensor& h, const at::Tensor& mask)>;
+  void use_layers(std::vector<std::shared_ptr<torch::nn::Module>> modules, LayerForward forward);
+  // Context parallelism (train/context_split.hpp): this rank holds some of
+  // each sequence's tokens, and positions(local) gives their places in the
+  // whole sequence. The embedding adds each token's own position, and the
+  // layers get no mask (their attention applies the causal rule by position).
+  void set_positions(std::function<at::Tensor(int64_t local)> positions);
+  // The embedding's dropout drawn by `dropout` in training (alike on every
+  // rank of a tensor group) instead of by the positional encoding's own.
+  void set_embedding_dropout(std::function<at::Tensor(const at::Tensor&)> dropout);
 
   // With experts: each layer's mixture of experts (registered in the layer
   // as "moe"), in the stage's order; empty for the dense model.
@@ -122,6 +128,14 @@ class TransformerLmImpl : public torch::nn::Module {
   void set_aux_loss_scale(double scale);
 
  private:
+  // The pieces forward() is made of: (S, N) int64 -> (S, N, d) on the first
+  // stage; a later stage's input checked; the (S, S) causal mask, or
+  // undefined; (S, N, d) -> (S, N, ntokens) on the last stage.
+  at::Tensor embed(const at::Tensor& tokens);
+  at::Tensor check_hidden(const at::Tensor& h) const;
+  at::Tensor mask_for(const at::Tensor& h) const;
+  at::Tensor decode(const at::Tensor& h);
+  size_t layer_count() const;
   at::Tensor run_layer(size_t k, const at::Tensor& h);  // the stage's k-th layer, with the causal mask if any
 
   TransformerLmOptions options_;
@@ -132,6 +146,10 @@ class TransformerLmImpl : public torch::nn::Module {
   std::vector<torch::nn::TransformerEncoderLayer> layers_;
   std::vector<std::shared_ptr<experts::MoeLayerImpl>> moes_;  // one per layer with experts, else empty
   torch::nn::Linear decoder_{nullptr};
+  std::vector<std::shared_ptr<torch::nn::Module>> used_;  // use_layers()'s modules
+  LayerForward run_used_;
+  std::function<at::Tensor(int64_t)> positions_;
+  std::function<at::Tensor(const at::Tensor&)> embedding_dropout_;
 };
 TORCH_MODULE(TransformerLm);
 

@@ -7,7 +7,7 @@
 //                    d^2 + d, linear1 fd + f, linear2 df + d, two norms
 //                    4d), the decoder's V d + V on the last; a tensor
 //                    group of T cuts in_proj, out_proj's weight, linear1
-//                    and linear2's weight by T (train/tensor_stage.hpp:
+//                    and linear2's weight by T (train/cut_layers.hpp:
 //                    the embedding, the decoder, the norms and the
 //                    row-parallel biases stay whole); ZeRO-3 keeps 1/(R C)
 //                    of them between uses

@@ -22,7 +22,7 @@
 // The attention core (softmax(q k^T) v over my heads) may be handed to
 // another: set_core() takes a function of q (already scaled), k and v
 // (N H/t, L or S, d) returning (N H/t, L, d). Context parallelism does so
-// (the capstone's --context C, train/tensor_stage.hpp): each rank holds
+// (the capstone's --context C, train/context_split.hpp): each rank holds
 // L/C tokens and the core attends them to the whole sequence across the
 // context group, the causal rule coming from each token's position, not
 // from attn_mask.

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "train/tensor_stage.hpp"
+#include "train/context_split.hpp"
 
 namespace distlab::train {
 

@@ -5,7 +5,7 @@
 //   data      R replicas of the whole model (DDP or ZeRO within a stage's replicas)
 //   pipeline  P stages per model (activations travel along it)
 //   context   C ranks splitting every sequence (ring attention within
-//             each layer; tensor_stage.hpp)
+//             each layer; cut_layers.hpp)
 //   tensor    T ranks cutting each stage's layers (innermost: the chattiest
 //             group, four all-reduces per layer, on one node)
 //

@@ -57,7 +57,7 @@ Roles ParallelPlan::roles_of(const Place& p) const {
   Roles roles;
   roles.prints = p.tensor == 0 && p.context == 0;
   roles.gathers_checkpoint = averaging_place(p, o_.layout).rank < std::max(1, o_.experts.parallel);  // the first expert group
-  roles.writes_checkpoint = p.replica == 0 && p.tensor == 0 && p.context == 0;
+  roles.speaks_for_stage = p.replica == 0 && p.tensor == 0 && p.context == 0;
   return roles;
 }
 

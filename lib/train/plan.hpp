@@ -146,8 +146,10 @@ struct Roles {
   // and context rank 0), every tensor rank of them (the state is cut
   // across the tensor group).
   bool gathers_checkpoint = false;
-  // Writes its stage's part: replica, tensor and context rank 0.
-  bool writes_checkpoint = false;
+  // Speaks for its stage: writes the stage's part of a checkpoint and
+  // prints the stage's own lines (where it resumed from, that it stopped):
+  // replica, tensor and context rank 0.
+  bool speaks_for_stage = false;
 };
 
 class ParallelPlan {

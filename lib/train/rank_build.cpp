@@ -36,7 +36,7 @@ std::optional<std::map<std::string, at::Tensor>> RankBuild::checkpoint_state() {
   const auto gathered = whole();  // every replica, at the same point
   if (!roles.gathers_checkpoint) return std::nullopt;
   std::map<std::string, at::Tensor> state = stages_state(false);  // (the tensor and expert groups gather)
-  if (!roles.writes_checkpoint) return std::nullopt;
+  if (!roles.speaks_for_stage) return std::nullopt;
   return outliving(std::move(state), gathered);
 }
 

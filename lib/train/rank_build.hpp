@@ -62,7 +62,7 @@ struct RankBuild {
   // (ZeRO-3 gathered them: copies, which outlive the gathering.)
   std::map<std::string, at::Tensor> whole_state(bool parameters_only = false);
   // For a checkpoint: every rank calls it; the ranks that write one
-  // (roles.writes_checkpoint) get the whole state, the others nothing.
+  // (roles.speaks_for_stage) get the whole state, the others nothing.
   std::optional<std::map<std::string, at::Tensor>> checkpoint_state();
   std::set<std::string> state_names() const;
   // Each stage takes its names from `state`, which must hold no others;

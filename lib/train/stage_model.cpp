@@ -35,25 +35,21 @@ models::TransformerLm build_stage(const models::TransformerLmOptions& options, i
 }
 
 RankStage::RankStage(models::TransformerLm unsplit, comm::Communicator& tensor, ContextSplit context)
-    : tensor_(tensor) {
-  for (const auto& [name, tensor_of] : checkpoint::named_state(*unsplit))
+    : tensor_(tensor), lm_(std::move(unsplit)) {
+  for (const auto& [name, tensor_of] : checkpoint::named_state(*lm_))
     shapes_[name] = at::empty(tensor_of.sizes(), tensor_of.options().device(at::kMeta));
-  if (tensor.size() > 1 || context.active())
-    split_ = TensorParallelStage(tensor, std::move(unsplit), context);
-  else
-    whole_ = std::move(unsplit);
+  // Tensor, then context: a context split runs in cut layers' attention (a tensor group of one, if need be).
+  if (tensor.size() > 1 || context.active()) cut_ = CutLayers(lm_, tensor);
+  if (context.active()) split_sequences(lm_, cut_, context);
 }
 
-at::Tensor RankStage::forward(const at::Tensor& x) { return split() ? split_->forward(x) : whole_->forward(x); }
+at::Tensor RankStage::forward(const at::Tensor& x) { return lm_->forward(x); }
 
-std::shared_ptr<torch::nn::Module> RankStage::module() const {
-  if (split()) return split_.ptr();
-  return whole_.ptr();
-}
+std::shared_ptr<torch::nn::Module> RankStage::module() const { return lm_.ptr(); }
 
-pipeline::StageModule RankStage::stage() const { return split() ? pipeline::stage_of(split_) : pipeline::stage_of(whole_); }
+pipeline::StageModule RankStage::stage() const { return pipeline::stage_of(lm_); }
 
-torch::nn::Sequential RankStage::units() { return split() ? split_->units() : whole_->units(); }
+torch::nn::Sequential RankStage::units() { return lm_->units(); }
 
 std::vector<at::Tensor> RankStage::parameters() const { return module()->parameters(); }
 
@@ -64,49 +60,47 @@ bool is_expert(const std::string& name) { return name.find(".moe.experts.") != s
 }  // namespace
 
 void RankStage::spread_experts(comm::Communicator& experts) {
-  const models::TransformerLm lm = model();  // split: the cut layers run the unsplit stage's MoE layers
-  if (lm->moes().empty())
+  if (lm_->moes().empty())
     throw std::invalid_argument("RankStage::spread_experts: a stage with experts only (ParallelPlan's rules)");
-  for (const auto& moe : lm->moes()) moe->spread_over(experts);
+  for (const auto& moe : lm_->moes()) moe->spread_over(experts);  // cut layers run these same experts
   experts_ = &experts;
 }
 
-models::TransformerLm RankStage::model() const { return split() ? split_->unsplit() : whole_; }
-
 void RankStage::record_expert_counts(trace::Recorder* recorder, int rank) {
-  const models::TransformerLm lm = model();
-  const auto& moes = lm->moes();
+  const auto& moes = lm_->moes();
   for (size_t k = 0; k < moes.size(); ++k)
-    experts::record_tokens_per_expert(recorder, rank, "layer " + std::to_string(lm->first_layer() + int64_t(k)),
+    experts::record_tokens_per_expert(recorder, rank, "layer " + std::to_string(lm_->first_layer() + int64_t(k)),
                                       moes[k]->take_step_counts());
 }
 
-void RankStage::set_aux_loss_scale(double scale) { model()->set_aux_loss_scale(scale); }
+void RankStage::set_aux_loss_scale(double scale) { lm_->set_aux_loss_scale(scale); }
 
-// The placements' gathers: cut pieces over the tensor group (the split
-// stage's whole_state), spread experts over the expert group, each slice in
-// its rank's order; replicated tensors as they are.
-std::map<std::string, at::Tensor> RankStage::whole_parameters() {
-  std::map<std::string, at::Tensor> named;
-  if (split())
-    named = split_->whole_state();
-  else
-    for (const auto& item : whole_->named_parameters()) named[item.key()] = item.value();
+// The placements' gathers: cut layers over the tensor group, spread experts
+// over the expert group, each slice in its rank's order; replicated tensors
+// as they are.
+std::map<std::string, at::Tensor> RankStage::gathered(bool gradients) {
+  std::map<std::string, at::Tensor> named = cut_.whole_state(gradients);
+  for (const PlacedParameter& p : placed_parameters())
+    if (!cut_.holds(p.name)) named[p.name] = tensor_parallel::value_or_gradient(p.tensor, gradients);
   if (experts_ != nullptr)
     for (const std::string& name : names_placed(Placement::kSpread))
       named[name] = tensor_parallel::gather_parts(*experts_, named.at(name).detach(), 0);
   return named;
 }
 
+std::map<std::string, at::Tensor> RankStage::whole_parameters() { return gathered(/*gradients=*/false); }
+
+std::map<std::string, at::Tensor> RankStage::whole_gradients() { return gathered(/*gradients=*/true); }
+
 std::map<std::string, at::Tensor> RankStage::whole_state() {
   std::map<std::string, at::Tensor> state = whole_parameters();
-  for (const auto& item : module()->named_buffers()) state[item.key()] = item.value();  // the positional table
+  for (const auto& item : lm_->named_buffers()) state[item.key()] = item.value();  // the positional table
   return state;
 }
 
 // The other way: the state checked against the unsplit stage's names and
-// shapes, this rank's slice of each spread expert kept, the cut pieces cut
-// (the split stage's load_whole_state).
+// shapes, this rank's slice of each spread expert kept, the cut layers cut,
+// everything else copied.
 void RankStage::load_whole_state(const std::map<std::string, at::Tensor>& state) {
   checkpoint::check_state_fits(shapes_, state);
   std::map<std::string, at::Tensor> mine = state;
@@ -117,10 +111,10 @@ void RankStage::load_whole_state(const std::map<std::string, at::Tensor>& state)
       tensor = tensor.narrow(0, experts_->rank() * (tensor.size(0) / G), tensor.size(0) / G);
     }
   }
-  if (!split()) return checkpoint::load_named_state(*whole_, mine);
-  split_->load_whole_state(mine);
+  cut_.load_whole_state(mine);
   at::NoGradGuard no_grad;
-  for (auto& item : split_->named_buffers()) item.value().copy_(mine.at(item.key()));
+  for (const auto& [name, tensor] : checkpoint::named_state(*lm_))
+    if (!cut_.holds(name)) tensor.copy_(mine.at(name));
 }
 
 std::set<std::string> RankStage::state_names() const {
@@ -140,8 +134,7 @@ const char* placement_name(Placement placement) {
 
 std::vector<PlacedParameter> RankStage::placed_parameters() const {
   std::set<const c10::TensorImpl*> cut;
-  if (split())
-    for (const at::Tensor& p : split_->split_parameters()) cut.insert(p.unsafeGetTensorImpl());
+  for (const at::Tensor& p : cut_.split_parameters()) cut.insert(p.unsafeGetTensorImpl());
   std::vector<PlacedParameter> out;
   for (const auto& item : module()->named_parameters()) {
     const Placement placement = cut.count(item.value().unsafeGetTensorImpl()) ? Placement::kCut

@@ -9,11 +9,13 @@
 // directly from seed + stage instead: deterministic, but not equal to a
 // one-process run's initial model.
 //
-// RankStage is that stage as the trainer handles it: whole, or with a
-// tensor group of more than one rank cut across it, or its sequences split
-// over a context group (tensor_stage.hpp); either way its experts may be
-// spread over an expert group.
-// Either way its state is the unsplit stage's, by the unsplit names, so
+// RankStage is that stage as the trainer handles it, wrapped dimension by
+// dimension: its layers cut across a tensor group of more than one rank
+// (cut_layers.hpp), then its sequences split over a context group
+// (context_split.hpp), then its experts spread over an expert group; each
+// step leaves the others as they were, and with none it is the stage as
+// built (LibTorch's own layers).
+// Whatever was applied, its state is the unsplit stage's, by the unsplit names, so
 // checkpoints, the best model and the digest do not depend on the tensor
 // size: a checkpoint written by 2 x 2 x 2 ranks resumes on 2 x 2 x 1.
 #pragma once
@@ -27,7 +29,8 @@
 #include "comm/communicator.hpp"
 #include "models/transformer_lm.hpp"
 #include "pipeline/stage.hpp"
-#include "train/tensor_stage.hpp"
+#include "train/context_split.hpp"
+#include "train/cut_layers.hpp"
 
 namespace distlab::train {
 
@@ -61,15 +64,14 @@ class RankStage {
  public:
   // `unsplit`: build_stage's stage, the same on every rank of `tensor`
   // (this stage's tensor group); with one rank there and no context split
-  // it stays whole (LibTorch's own layers).
+  // its layers stay whole.
   RankStage(models::TransformerLm unsplit, comm::Communicator& tensor, ContextSplit context = {});
 
-  bool split() const { return !split_.is_empty(); }
   at::Tensor forward(const at::Tensor& x);
   std::shared_ptr<torch::nn::Module> module() const;
   pipeline::StageModule stage() const;
   // The stage as a chain of one-tensor units, as ZeRO shards it
-  // (TransformerLm::units(); split: with the cut layers).
+  // (TransformerLm::units(): with the cut layers, if cut).
   torch::nn::Sequential units();
   // What this rank holds and optimizes (its cut of the split matrices).
   std::vector<at::Tensor> parameters() const;
@@ -90,18 +92,18 @@ class RankStage {
   void record_expert_counts(trace::Recorder* recorder, int rank);
 
   // Every rank of the tensor group (and of the expert group) calls these
-  // together: by placement, cut pieces are gathered or cut over the tensor
-  // group, spread experts over the expert group. Whole and not spread:
-  // tensors sharing the module's storage.
+  // together: by placement, cut layers are gathered or cut over the tensor
+  // group, spread experts over the expert group. Outside the cut layers and
+  // not spread: tensors sharing the module's storage.
   std::map<std::string, at::Tensor> whole_parameters();
+  std::map<std::string, at::Tensor> whole_gradients();  // the same for their .grad (none: zeros)
   std::map<std::string, at::Tensor> whole_state();  // parameters, then buffers
   // Throws CheckpointError naming the missing and unexpected names.
   void load_whole_state(const std::map<std::string, at::Tensor>& state);
   std::set<std::string> state_names() const;
 
   // Every parameter this rank holds, once each, in module()'s order, with
-  // its placement: cut when the stage is split and the parameter is one of
-  // its layers' cut pieces, spread when it is one of the experts spread over
+  // its placement: cut when it is one of the cut layers' cut pieces, spread when it is one of the experts spread over
   // the expert group, replicated otherwise.
   std::vector<PlacedParameter> placed_parameters() const;
   std::vector<at::Tensor> parameters_placed(Placement placement) const;
@@ -112,11 +114,11 @@ class RankStage {
   comm::Communicator* group_of(Placement placement) const;
 
  private:
-  models::TransformerLm model() const;  // the whole stage, or the split one's unsplit (its experts)
+  std::map<std::string, at::Tensor> gathered(bool gradients);
 
   comm::Communicator& tensor_;
-  models::TransformerLm whole_{nullptr};    // when not split
-  TensorParallelStage split_{nullptr};      // when split
+  models::TransformerLm lm_;
+  CutLayers cut_;                             // the tensor dimension's, if cut
   std::map<std::string, at::Tensor> shapes_;  // the unsplit stage's parameters and buffers, as meta tensors
   comm::Communicator* experts_ = nullptr;     // the expert group, when spread
 };

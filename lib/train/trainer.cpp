@@ -193,7 +193,7 @@ void finish(Run& run, const TrainerState& state, TrainResult& result) {
   if (run.o.loop.keep_final_state)
     for (const auto& [name, tensor] : parameters) result.final_state[name] = tensor.detach().cpu().clone();
   if (result.interrupted) {
-    if (run.rank.first && run.rank.groups.place.replica == 0) run.print("stopped after step " + std::to_string(state.step));
+    if (run.rank.first && run.rank.roles.speaks_for_stage) run.print("stopped after step " + std::to_string(state.step));
     return;
   }
   if (!state.best.empty()) run.rank.load_state(state.best);

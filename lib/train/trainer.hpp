@@ -3,7 +3,7 @@
 // among its replicas by DDP, or with plan.data.zero 1, 2 or 3 by ZeRO within
 // the replica group (data_parallel.hpp).
 // With layout.tensor T > 1 each stage's layers are cut across T ranks
-// (tensor_stage.hpp) and DDP averages each cut among the replicas: P x R x T
+// (cut_layers.hpp) and DDP averages each cut among the replicas: P x R x T
 // ranks, three dimensions. With layout.context C > 1 every sequence is
 // split over C ranks as well (each keeps its chunks of the batch's rows,
 // the end of a sequence that does not split padded with targets that count

@@ -74,7 +74,7 @@ int64_t resume(Run& run, TrainerState& state) {
   }
   const checkpoint::CheckpointPart part = load_part(run, step);
   run.rank.load_state(from_part(part, state));
-  if (run.rank.groups.place.replica == 0)  // (print: context rank 0)
+  if (run.rank.roles.speaks_for_stage)
     run.print("resumed from " + run.checkpoints->folder(step) + ": stage " + std::to_string(run.rank.groups.place.stage) +
               ", epoch " + std::to_string(state.epoch) + ", batch " + std::to_string(state.data_position) +
               ", step " + std::to_string(state.step) + " (written by " + part.texts.at("written_by") +

@@ -13,7 +13,8 @@ list(APPEND DISTLAB_TORCH_SOURCES
 list(APPEND DISTLAB_NN_SOURCES  # these reach torch::nn or torch::optim
   ${CMAKE_CURRENT_LIST_DIR}/data_parallel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stage_model.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/tensor_stage.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cut_layers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/context_split.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rank_build.cpp
   ${CMAKE_CURRENT_LIST_DIR}/batches.cpp
   ${CMAKE_CURRENT_LIST_DIR}/trainer_step.cpp

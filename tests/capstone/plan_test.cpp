@@ -204,7 +204,7 @@ TEST(Plan, RolesByPlace) {
       const Roles roles = plan.roles_of(plan.place_of(rank));
       if (roles.prints) got.prints.push_back(rank);
       if (roles.gathers_checkpoint) got.gathers.push_back(rank);
-      if (roles.writes_checkpoint) got.writes.push_back(rank);
+      if (roles.speaks_for_stage) got.writes.push_back(rank);
     }
     return got;
   };

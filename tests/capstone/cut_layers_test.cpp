@@ -1,12 +1,13 @@
 // The capstone's stages with their layers cut across a tensor group
-// (train/tensor_stage.hpp), against the unsplit model built from the same
-// seed: the tiny preset (2 layers, 2 heads), causal, dropout 0, as one
-// stage and as two stages chained by hand, on 1 and 2 thread ranks of a
-// tensor group. Logits, and the gradient of every parameter of the whole
-// model (gathered by whole_state(true)), equal the unsplit model's to
-// float32 rounding; whole_state() is the unsplit model's state bit for bit,
-// and load_whole_state() of another model's state gives that one back; the
-// whole model's gradient norm and the clipped gradients are one process's.
+// (train/cut_layers.hpp, through RankStage), against the unsplit model
+// built from the same seed: the tiny preset (2 layers, 2 heads), causal,
+// dropout 0, as one stage and as two stages chained by hand, on 1 and 2
+// thread ranks of a tensor group. Logits, and the gradient of every
+// parameter of the whole model (gathered by whole_gradients()), equal the
+// unsplit model's to float32 rounding; whole_parameters() is the unsplit
+// model's state bit for bit, and load_whole_state() of another model's
+// state gives that one back; the whole model's gradient norm (its shares
+// by placement) and the clipped gradients are one process's.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <mutex>
 
 #include "capstone_runs.hpp"
@@ -21,7 +23,6 @@
 #include "support/differences.hpp"
 #include "collectives/grad_norm.hpp"
 #include "train/stage_model.hpp"
-#include "train/tensor_stage.hpp"
 
 namespace distlab::train {
 namespace {
@@ -70,31 +71,37 @@ TEST_P(TensorStage, EqualsTheUnsplitModel) {
   test_support::Worst worst_logits, worst_grads, worst_weights, worst_loaded, worst_norm, worst_clipped;
   const int stages_ = stages;
   comm::run_thread_ranks(t, [&](comm::Communicator& tensor) {
-    std::vector<TensorParallelStage> chain;
-    for (int s = 0; s < stages_; ++s) chain.emplace_back(tensor, build_stage(o, s, stages_, /*seed=*/3));
+    std::vector<std::unique_ptr<RankStage>> chain;
+    for (int s = 0; s < stages_; ++s)
+      chain.push_back(std::make_unique<RankStage>(build_stage(o, s, stages_, /*seed=*/3), tensor));
     at::Tensor h = tokens;
-    for (auto& stage : chain) h = stage(h);
+    for (auto& stage : chain) h = stage->forward(h);
     at::cross_entropy_loss(h.reshape({-1, o.ntokens}), targets.reshape({-1})).backward();
+    // Copies: outside the cut layers these share the stage's storage, which clipping and loading change.
     std::map<std::string, at::Tensor> my_grads, my_weights;
     for (auto& stage : chain) {
-      my_grads.merge(stage->whole_state(/*gradients=*/true));
-      my_weights.merge(stage->whole_state());
+      for (const auto& [name, value] : stage->whole_gradients()) my_grads[name] = value.clone();
+      for (const auto& [name, value] : stage->whole_parameters()) my_weights[name] = value.clone();
     }
     // The whole model's norm: the chained stages' parameters together, the
     // pipeline group a group of one (these stages all live on this rank).
     std::vector<at::Tensor> replicated, split;
     for (auto& stage : chain) {
-      for (const at::Tensor& p : stage->replicated_parameters()) replicated.push_back(p.grad());
-      for (const at::Tensor& p : stage->split_parameters()) split.push_back(p.grad());
+      for (const at::Tensor& p : stage->parameters_placed(Placement::kReplicated)) replicated.push_back(p.grad());
+      for (const at::Tensor& p : stage->parameters_placed(Placement::kCut)) split.push_back(p.grad());
     }
+    if (tensor.size() > 1 && split.empty()) ADD_FAILURE() << "no parameter cut over the tensor group";
     auto solo = tensor.split(tensor.rank(), 0, "alone");
     const double my_norm = collectives::clip_grad_norm({{replicated, {}}, {split, {&tensor}}}, kMaxNorm, solo.get());
     std::map<std::string, at::Tensor> my_clipped;
-    for (auto& stage : chain) my_clipped.merge(stage->whole_state(/*gradients=*/true));
+    for (auto& stage : chain) my_clipped.merge(stage->whole_gradients());
     std::map<std::string, at::Tensor> loaded;
     for (auto& stage : chain) {
-      stage->load_whole_state(other);
-      loaded.merge(stage->whole_state());
+      std::map<std::string, at::Tensor> mine = stage->whole_state();  // the buffers as they are
+      for (auto& [name, value] : mine)
+        if (other.count(name)) value = other.at(name);
+      stage->load_whole_state(mine);
+      loaded.merge(stage->whole_parameters());
     }
     std::lock_guard<std::mutex> lock(mutex);
     worst_logits.add(h, logits);
