@@ -32,7 +32,7 @@ for kind in "${kinds[@]}"; do
       targets=(comm_tests comm_gloo_tests collectives_tests collectives_gloo_tests trace_tests flight_tests
                flight_gloo_tests train_tests ddp_tests)
       # The checkpoint suites of train_tests (its failover runs are the lessons', not checkpoints).
-      tests='^(comm_tests|comm_gloo_tests:|collectives_tests|collectives_gloo_tests:|trace_tests:|flight_tests|flight_gloo_tests:|train_tests:(Checkpoint|Crc)|ddp_tests)'
+      tests='^(comm_tests|comm_gloo_tests:|collectives_tests|collectives_gloo_tests:|trace_tests:|flight_tests|flight_gloo_tests:|train_tests:(Checkpoint|Crc|PickleScan)|ddp_tests)'
       export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:suppressions=$root/scripts/sanitize/asan.supp"
       export LSAN_OPTIONS="suppressions=$root/scripts/sanitize/lsan.supp"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "checkpoint/crc32.hpp"
+#include "checkpoint/pickle_scan.hpp"
 #include "checkpoint/files.hpp"
 
 namespace distlab::checkpoint {
@@ -152,7 +153,12 @@ c10::impl::GenericDict table(const c10::IValue& value, const std::string& path, 
 
 c10::IValue unpickle(const std::vector<char>& bytes, const std::string& path) {
   try {
+    // LibTorch's unpickler trusts the lengths a pickle claims: checked first.
+    if (const std::string why = pickle_problem(bytes); !why.empty())
+      throw CheckpointError("checkpoint: " + path + " passes its checksum but is not a torch.save file DistLab reads: " + why);
     return torch::jit::pickle_load(bytes);
+  } catch (const CheckpointError&) {
+    throw;
   } catch (const std::exception& e) {
     std::string why = e.what();
     throw CheckpointError("checkpoint: " + path + " passes its checksum but cannot be read as a torch.save file: " +

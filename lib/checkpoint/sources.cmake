@@ -6,6 +6,7 @@ list(APPEND DISTLAB_BASE_SOURCES
 )
 list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/checkpointer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/pickle_scan.cpp
 )
 list(APPEND DISTLAB_NN_SOURCES  # reaches torch::nn
   ${CMAKE_CURRENT_LIST_DIR}/module_state.cpp
