@@ -1,9 +1,10 @@
 #include "checkpoint/pickle_scan.hpp"
 
 #include <c10/core/ScalarType.h>
-#include <caffe2/serialize/in_memory_adapter.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,25 @@
 namespace distlab::checkpoint {
 
 namespace {
+
+// The file's bytes as the zip reader reads them, never past their end: a
+// read that asks for more gets what there is, which the reader refuses.
+// (LibTorch's MemoryReadAdapter copies whatever it is asked for: a zip
+// whose directory claims offsets past the end made it read freed memory.)
+class BoundedBytes final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BoundedBytes(const std::vector<char>& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/ = "") const override {
+    if (pos >= bytes_.size()) return 0;
+    const size_t k = std::min<uint64_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, k);
+    return k;
+  }
+
+ private:
+  const std::vector<char>& bytes_;
+};
 
 // What the walk keeps of a value: enough to read a storage's persistent id
 // ("storage", torch.<Type>Storage, key, device, numel). Strings are shared,
@@ -270,8 +290,7 @@ std::string Walk::storage(const Value& id, size_t start) {
 
 std::string pickle_problem(const std::vector<char>& file) {
   try {
-    caffe2::serialize::PyTorchStreamReader zip(
-        std::make_shared<caffe2::serialize::MemoryReadAdapter>(file.data(), file.size()));
+    caffe2::serialize::PyTorchStreamReader zip(std::make_shared<BoundedBytes>(file));
     if (!zip.hasRecord("data.pkl")) return "it holds no data.pkl";
     const auto [bytes, size] = zip.getRecord("data.pkl");
     return Walk(static_cast<const char*>(bytes.get()), size, zip).run();

@@ -12,6 +12,11 @@
 // ints, floats, booleans, globals, persistent storages, the memo), and
 // refuses every claim that goes past the bytes there are and every opcode
 // torch.save does not write.
+//
+// The zip around the pickle is read through a reader that never reads past
+// the file's end (LibTorch's in-memory reader copies whatever it is asked
+// for: a zip whose directory points past its end made it read freed
+// memory), so such a zip is refused here, before pickle_load reads it.
 #pragma once
 
 #include <string>
