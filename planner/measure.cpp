@@ -53,6 +53,13 @@ std::vector<double> steps_from_log(const std::string& log, int warmup) {
   return out;
 }
 
+int64_t metered_bytes_from_log(const std::string& log) {
+  static const std::regex line(R"(\]: memory: peak (\d+) bytes allocated)");
+  std::smatch m;
+  if (!std::regex_search(log, m, line)) return -1;
+  return std::stoll(m[1]);
+}
+
 std::string default_capstone(const char* argv0) {
   char self[4096] = {};
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -69,7 +76,7 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
   for (const std::string& extra :
        {std::string("--epochs"), std::string("1"), std::string("--batches-per-epoch"), std::to_string(total + 1),
         std::string("--eval-batches"), std::string("1"), std::string("--log-interval"), std::string("1"),
-        std::string("--stop-after"), std::to_string(total)})
+        std::string("--stop-after"), std::to_string(total), std::string("--meter-memory")})
     args.push_back(extra);
   if (!o.data.empty()) args.insert(args.end(), {"--data", o.data});
 
@@ -130,6 +137,11 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
     return out;
   }
   out.step_s = steps_from_log(log, o.warmup);
+  out.metered_bytes = metered_bytes_from_log(log);
+  if (out.metered_bytes < 0) {
+    out.error = "no memory line in its log (--meter-memory): " + last_line(log);
+    return out;
+  }
   if (out.step_s.empty()) {
     out.error = "no ms/batch lines in its log: " + last_line(log);
     return out;

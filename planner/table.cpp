@@ -34,9 +34,9 @@ void print_refusals(std::FILE* out, const Enumeration& e) {
 }
 
 void print_measured(std::FILE* out, const ModelShape& /*model*/, const std::vector<MeasuredRow>& rows) {
-  std::fprintf(out, "%4s  %-36s %10s %10s %17s %8s %10s %10s\n", "#", "layout", "pred ms", "meas ms", "spread (min-max)",
-               "error", "pred mem", "peak RSS");
-  std::vector<double> predicted, measured;
+  std::fprintf(out, "%4s  %-36s %10s %10s %17s %8s %10s %10s %8s %10s\n", "#", "layout", "pred ms", "meas ms",
+               "spread (min-max)", "error", "pred mem", "meas mem", "error", "peak RSS");
+  std::vector<double> predicted, measured, predicted_bytes, metered_bytes;
   for (const MeasuredRow& row : rows) {
     const std::string name = choice_name(row.predicted.choice);
     int64_t all_ranks = 0;  // the whole job's prediction: one process holds every thread rank
@@ -50,11 +50,15 @@ void print_measured(std::FILE* out, const ModelShape& /*model*/, const std::vect
     const double error = (row.predicted.time.step_s - row.measured.median_s) / row.measured.median_s;
     char spread[32];
     std::snprintf(spread, sizeof spread, "%.2f-%.2f", row.measured.low_s * 1e3, row.measured.high_s * 1e3);
-    std::fprintf(out, "%4zu  %-36s %10.2f %10.2f %17s %+7.1f%% %10s %10s\n", row.rank, name.c_str(),
+    const double memory_error = double(all_ranks - row.measured.metered_bytes) / double(row.measured.metered_bytes);
+    std::fprintf(out, "%4zu  %-36s %10.2f %10.2f %17s %+7.1f%% %10s %10s %+7.1f%% %10s\n", row.rank, name.c_str(),
                  row.predicted.time.step_s * 1e3, row.measured.median_s * 1e3, spread, 100 * error,
-                 bytes_text(all_ranks).c_str(), bytes_text(row.measured.peak_rss_bytes).c_str());
+                 bytes_text(all_ranks).c_str(), bytes_text(row.measured.metered_bytes).c_str(), 100 * memory_error,
+                 bytes_text(row.measured.peak_rss_bytes).c_str());
     predicted.push_back(row.predicted.time.step_s);
     measured.push_back(row.measured.median_s);
+    predicted_bytes.push_back(double(all_ranks));
+    metered_bytes.push_back(double(row.measured.metered_bytes));
   }
   if (predicted.size() < 2) {
     std::fprintf(out, "fewer than 2 layouts ran: no error figures\n");
@@ -65,8 +69,11 @@ void print_measured(std::FILE* out, const ModelShape& /*model*/, const std::vect
                "%d layouts ran: step time error mean %.1f%%, worst %.1f%%; Spearman %.2f; regret %.1f%% (the "
                "predicted best against the measured best)\n",
                s.layouts, 100 * s.mean_abs_error, 100 * s.worst_abs_error, s.spearman, 100 * s.regret);
-  std::fprintf(out, "pred mem: every rank's prediction added up (thread ranks share one process); peak RSS also "
-                    "holds LibTorch's code and the allocator's caches\n");
+  const Scores bytes = score(predicted_bytes, metered_bytes);
+  std::fprintf(out, "memory error mean %.1f%%, worst %.1f%%\n", 100 * bytes.mean_abs_error, 100 * bytes.worst_abs_error);
+  std::fprintf(out, "pred mem: every rank's predicted peak added up (thread ranks share one process); meas mem: the "
+                    "allocator meter's peak, every rank's tensors together (ranks that peak apart make it smaller); "
+                    "peak RSS also holds LibTorch's code and the allocator's caches\n");
 }
 
 }  // namespace distlab::planner

@@ -50,6 +50,7 @@
 #include "comm/plural.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
+#include "memory/allocator_meter.hpp"
 #include "memory/flops.hpp"
 #include "lesson.hpp"
 #include "pipeline/schedule.hpp"
@@ -80,6 +81,7 @@ struct Options {
   int64_t epochs = -1, batches_per_epoch = -1, eval_batches = -1;  // -1: the preset's
   int kill_rank = -1;
   int64_t kill_at_step = -1;
+  bool meter_memory = false;  // --meter-memory
 };
 
 // --kill-rank R --kill-at-step S: world rank R SIGKILLs itself once step S
@@ -139,6 +141,19 @@ void print_utilisation(const comm::Communicator& comm, const train::TrainerOptio
               cuda ? "one GPU" : (std::to_string(cores) + " cores").c_str(), devices, 100 * u.mfu, 100 * u.hfu);
 }
 
+// --meter-memory: the allocator meter's peak (memory/allocator_meter.hpp),
+// installed once the corpus was read: every CPU byte LibTorch allocated
+// for the run's tensors at its fullest (the batches, the stages, their
+// gradients and optimizer state, the activations, the buffers). One line
+// a process: thread ranks share one allocator, so theirs is the job's.
+void print_metered_peak(comm::Communicator& comm) {
+  comm.barrier();  // every rank of this process done
+  if (comm.backend() == "threads" && comm.rank() != 0) return;
+  std::printf("[RANK %d]: memory: peak %lld bytes allocated on the CPU (the allocator meter, %s)\n", comm.rank(),
+              static_cast<long long>(memory::AllocatorMeter::install().peak()),
+              comm.backend() == "threads" ? "every rank of this process" : "this rank's process");
+}
+
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,
          const Options& o, lessons::Parts& parts) {
   train::TrainerOptions t = o.trainer;
@@ -183,6 +198,7 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
                 r.best_valid_loss < summary.valid_unigram_loss ? "the model learned from context"
                                                                 : "not below the baseline yet (train longer)");
   if (comm.rank() == 0 && !r.interrupted) print_utilisation(comm, options, static_cast<int64_t>(corpus.vocab.size()), r);
+  if (o.meter_memory) print_metered_peak(comm);
 }
 
 }  // namespace
@@ -285,6 +301,9 @@ int main(int argc, char** argv) {
   app.add_flag("--elastic", t.checkpoints.elastic,
                "fit the layout to the ranks there are (keep --pipeline stages when the world divides by them) and "
                "resume from a checkpoint of any layout");
+  app.add_flag("--meter-memory", o.meter_memory,
+               "count the CPU bytes LibTorch allocates (the allocator meter) and print the run's peak: what "
+               "distlab-plan --measure compares with its prediction");
   app.add_option("--stop-after", t.loop.stop_after_steps, "stop after this many steps, as if interrupted");
   app.add_option("--kill-rank", o.kill_rank, "this world rank SIGKILLs itself after --kill-at-step, first attempt only")
       ->check(CLI::Range(0, 1 << 20));
@@ -318,6 +337,11 @@ int main(int argc, char** argv) {
     if (!t.checkpoints.elastic) train::plan_for(t, static_cast<int64_t>(corpus.vocab.size())).check();
     memory::check_precision(t.plan.memory.precision, o.job.backend == "nccl" ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
     const data::CorpusSummary summary = data::summarize(corpus);
+    if (o.meter_memory) {
+      if (o.job.backend == "nccl" || o.job.device == "cuda")
+        throw std::runtime_error("--meter-memory counts the CPU's allocations: run on CPU ranks");
+      memory::AllocatorMeter::install();  // after the corpus: the run's own tensors from here
+    }
     return lessons::run_lesson("lesson_11_capstone", o.job,
                                [&](comm::Communicator& comm) { run(comm, corpus, summary, o, parts); });
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 // error columns (their size is the benchmark's business, not this test's).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -80,6 +81,28 @@ TEST(PlanCli, MeasureRunsEachLayoutSurvivesAFailureAndPrintsTheErrors) {
   EXPECT_TRUE(std::regex_search(out, std::regex("2 layouts ran: step time error mean [0-9.]+%, worst [0-9.]+%; "
                                                 "Spearman -?[0-9.]+; regret [0-9.]+%")))
       << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("memory error mean [0-9.]+%, worst [0-9.]+%"))) << out;
+}
+
+// The capstone's --meter-memory line: one for the process's thread ranks,
+// at least the float32 parameters and their gradients the run's own
+// parameter count gives (8 bytes each: SGD keeps no state).
+TEST(PlanCli, TheCapstonesMeteredPeakHoldsItsParametersAndGradients) {
+  const auto outcome = run_command(std::string(LESSON_11) + " --backend threads --pipeline 1 --replicas 2 --preset tiny "
+                                   "--epochs 1 --batches-per-epoch 2 --eval-batches 1 --meter-memory --data "
+                                   DISTLAB_SOURCE_DIR "/datasets/austen 2>&1", 300);
+  ASSERT_EQ(outcome.status, 0) << outcome.output;
+  const std::string& out = outcome.output;
+  std::smatch parameters, peak;
+  ASSERT_TRUE(std::regex_search(out, parameters, std::regex("Total parameters in model: ([0-9,]+)"))) << out;
+  ASSERT_TRUE(std::regex_search(out, peak, std::regex(
+      "\\[RANK 0\\]: memory: peak ([0-9]+) bytes allocated on the CPU \\(the allocator meter, every rank of this process\\)")))
+      << out;
+  std::string digits = parameters[1];
+  digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+  const int64_t count = std::stoll(digits);
+  EXPECT_GE(std::stoll(peak[1]), 2 * 8 * count) << "two replicas' parameters and gradients: " << out;
+  EXPECT_EQ(out.find("memory: peak", out.find("memory: peak") + 1), std::string::npos) << "one line: " << out;
 }
 
 }  // namespace
