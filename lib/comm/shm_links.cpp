@@ -366,7 +366,7 @@ bool ShmProcess::Links::progress_locked() {
         in.stash->complete = true;
         if (in.stash->claimed) {
           Op& op = *in.stash->claimed;
-          std::memcpy(op.tensor.data_ptr(), in.stash->data.data_ptr(), bytes);
+          if (bytes > 0) std::memcpy(op.tensor.data_ptr(), in.stash->data.data_ptr(), bytes);  // empty: no pointers
           op.done = true;
         }
       }
@@ -401,7 +401,7 @@ void ShmProcess::Links::post_recv_locked(const std::shared_ptr<Op>& op) {
   if (h.ack != 0) {
     finish_one_copy(*process_, in, *op, h, /*read=*/true);
   } else if (stash->complete) {
-    std::memcpy(op->tensor.data_ptr(), stash->data.data_ptr(), h.bytes);
+    if (h.bytes > 0) std::memcpy(op->tensor.data_ptr(), stash->data.data_ptr(), h.bytes);  // an empty tensor has none
     op->done = true;
   } else {
     stash->claimed = op;
