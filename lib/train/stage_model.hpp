@@ -11,7 +11,8 @@
 //
 // RankStage is that stage as the trainer handles it, wrapped dimension by
 // dimension: its layers cut across a tensor group of more than one rank
-// (cut_layers.hpp), then its sequences split over a context group
+// (cut_layers.hpp; across a group of one when its sequences split, whose
+// attention runs in cut layers), then its sequences split over a context group
 // (context_split.hpp), then its experts spread over an expert group; each
 // step leaves the others as they were, and with none it is the stage as
 // built (LibTorch's own layers).
