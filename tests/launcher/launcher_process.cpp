@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -76,9 +77,9 @@ Finished run_launcher(const std::vector<std::string>& args, std::chrono::millise
 }
 
 std::string fresh_dir(const std::string& name) {
-  static int counter = 0;
+  static std::atomic<int> counter{0};  // tests start launchers from several threads at once (ThreadSanitizer)
   std::string dir = ::testing::TempDir() + "distlab_launcher_" + std::to_string(::getpid()) + "_" + name + "_" +
-                    std::to_string(counter++);
+                    std::to_string(counter.fetch_add(1));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
