@@ -152,13 +152,11 @@ c10::impl::GenericDict table(const c10::IValue& value, const std::string& path, 
 }
 
 c10::IValue unpickle(const std::vector<char>& bytes, const std::string& path) {
+  // LibTorch's unpickler trusts the lengths a pickle claims: checked first (the walk throws nothing).
+  if (const std::string why = pickle_problem(bytes); !why.empty())
+    throw CheckpointError("checkpoint: " + path + " passes its checksum but is not a torch.save file DistLab reads: " + why);
   try {
-    // LibTorch's unpickler trusts the lengths a pickle claims: checked first.
-    if (const std::string why = pickle_problem(bytes); !why.empty())
-      throw CheckpointError("checkpoint: " + path + " passes its checksum but is not a torch.save file DistLab reads: " + why);
     return torch::jit::pickle_load(bytes);
-  } catch (const CheckpointError&) {
-    throw;
   } catch (const std::exception& e) {
     std::string why = e.what();
     throw CheckpointError("checkpoint: " + path + " passes its checksum but cannot be read as a torch.save file: " +

@@ -66,15 +66,12 @@ class Walk {
       if (at_ >= size_) return "data.pkl ends at byte " + std::to_string(size_) + " before its STOP";
       const size_t start = at_;
       const auto op = static_cast<unsigned char>(p_[at_++]);
-      const std::string why = step(op, start);
-      if (why == kStop) return "";
-      if (!why.empty()) return why;
+      if (op == '.') return "";  // STOP
+      if (std::string why = step(op, start); !why.empty()) return why;
     }
   }
 
  private:
-  static constexpr const char* kStop = "\x01stop";
-
   std::string past(const std::string& what, size_t start, uint64_t claim) const {
     return what + " at byte " + std::to_string(start) + " of data.pkl claims " + std::to_string(claim) +
            " bytes, past the " + std::to_string(size_ - at_) + " there are";
@@ -115,7 +112,7 @@ class Walk {
     return "";
   }
 
-  std::string step(unsigned char op, size_t start);
+  std::string step(unsigned char op, size_t start);  // any opcode but STOP, which run() ends on
   std::string storage(const Value& id, size_t start);
 
   const char* p_;
@@ -249,8 +246,6 @@ std::string Walk::step(unsigned char op, size_t start) {
       stack_.push_back(Value{});
       return "";
     }
-    case '.':  // STOP
-      return kStop;
     default: {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", op);

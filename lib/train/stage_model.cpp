@@ -80,11 +80,13 @@ void RankStage::set_aux_loss_scale(double scale) { lm_->set_aux_loss_scale(scale
 // as they are.
 std::map<std::string, at::Tensor> RankStage::gathered(bool gradients) {
   std::map<std::string, at::Tensor> named = cut_.whole_state(gradients);
-  for (const PlacedParameter& p : placed_parameters())
-    if (!cut_.holds(p.name)) named[p.name] = tensor_parallel::value_or_gradient(p.tensor, gradients);
-  if (experts_ != nullptr)
-    for (const std::string& name : names_placed(Placement::kSpread))
-      named[name] = tensor_parallel::gather_parts(*experts_, named.at(name).detach(), 0);
+  for (const PlacedParameter& p : placed_parameters()) {
+    const at::Tensor mine = tensor_parallel::value_or_gradient(p.tensor, gradients);
+    if (p.placement == Placement::kSpread)  // in a cut layer too: its experts are whole on each tensor rank
+      named[p.name] = tensor_parallel::gather_parts(*experts_, mine, 0);
+    else if (!cut_.holds(p.name))
+      named[p.name] = mine;
+  }
   return named;
 }
 
