@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -25,6 +26,10 @@ struct OpStatus {
   bool matched = false;  // paired with its partner (the copy may still run)
   bool done = false;     // the copy finished (or failed: error is set)
   std::string error;
+  // Its waiter sleeps here, woken when this op completes or the job aborts:
+  // not on the world's one condition, where every completion would wake
+  // every rank (at 16 thread ranks, most of a collective's time).
+  std::condition_variable cv;
 };
 
 // A send or recv posted before its partner.
@@ -54,7 +59,8 @@ class ThreadWorld {
   bool shares_gpu() const { return shares_gpu_; }
 
   std::mutex mutex;
-  std::condition_variable cv;  // any op completed, a rendezvous opened, or abort
+  std::condition_variable cv;        // a rendezvous opened, or abort
+  std::multiset<OpStatus*> waiting_ops;  // ops waited for now: an abort wakes them
   std::map<std::tuple<int, int, int>, Channel> channels;  // (src, dst, tag)
   bool aborted = false;
   std::string abort_reason;
@@ -70,6 +76,7 @@ class ThreadWorld {
       abort_reason = reason;
     }
     cv.notify_all();
+    for (OpStatus* op : waiting_ops) op->cv.notify_all();
     for (auto& [key, group] : groups) {
       std::lock_guard<std::mutex> lock(group->mutex);
       group->abort_locked(reason);
@@ -152,11 +159,13 @@ class ThreadsWork : public Work {
     if (world_.shares_gpu())
       refuse_wait_on_engine_thread(what_, "rank " + std::to_string(is_send_ ? std::get<1>(key_) : std::get<0>(key_)));
     std::unique_lock<std::mutex> lock(world_.mutex);
-    world_.cv.wait_for(lock, limit, [&] { return status_->done || world_.aborted; });
+    const auto waiting = world_.waiting_ops.insert(status_.get());
+    status_->cv.wait_for(lock, limit, [&] { return status_->done || world_.aborted; });
     if (!status_->done && status_->matched) {
       // The partner arrived and its copy is running: that ends soon.
-      world_.cv.wait(lock, [&] { return status_->done; });
+      status_->cv.wait(lock, [&] { return status_->done; });
     }
+    world_.waiting_ops.erase(waiting);
     if (status_->done) {
       if (!status_->error.empty()) throw CommError(what_ + ": " + status_->error);
       return;
@@ -213,8 +222,8 @@ void complete(ThreadWorld& world, const PendingOp& send, const PendingOp& recv) 
   for (auto* status : {send.status.get(), recv.status.get()}) {
     status->done = true;
     status->error = error;
+    status->cv.notify_all();
   }
-  world.cv.notify_all();
 }
 
 // A device without index in the shared options means "spread the ranks

@@ -18,6 +18,7 @@
 #include "zero/shard_segments.hpp"
 #include "zero/zero1.hpp"
 #include "zero/zero2.hpp"
+#include "zero/zero3.hpp"
 
 namespace distlab::train {
 
@@ -145,6 +146,16 @@ torch::nn::Sequential units_without(const torch::nn::Sequential& units, const st
   return out;
 }
 
+// ZeRO-3's parameters gathered whole until the scope ends.
+class Gathered final : public WholeScope {
+ public:
+  explicit Gathered(zero::Zero3::WholeParameters parameters) : parameters_(std::move(parameters)) {}
+  bool temporary() const override { return true; }
+
+ private:
+  zero::Zero3::WholeParameters parameters_;
+};
+
 // ZeRO-k: each replica owns 1/R of the stage's optimizer state (and its
 // gradients, k >= 2; its parameters, k = 3). Z is zero::Zero1, Zero2 or Zero3.
 // A stage cut across a tensor group: each tensor rank's replica group
@@ -249,9 +260,9 @@ class ZeroStage final : public DataParallelStage {
   void set_lr(double lr) override {
     each([lr](auto& z) { set_sgd_lr(z.sharded().optimizer(), lr); });
   }
-  std::optional<zero::Zero3::WholeParameters> whole() override {
-    if constexpr (kStage == 3) return zero_->whole_parameters();
-    return std::nullopt;
+  std::unique_ptr<WholeScope> whole() override {
+    if constexpr (kStage == 3) return std::make_unique<Gathered>(zero_->whole_parameters());
+    return std::make_unique<WholeScope>();
   }
   DataParallelStats stats() override {
     DataParallelStats s{"ZeRO-" + std::to_string(kStage), reductions_, {}};

@@ -37,7 +37,6 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +45,6 @@
 #include "ddp/reducer.hpp"
 #include "pipeline/executor.hpp"
 #include "train/stage_model.hpp"
-#include "zero/zero3.hpp"
 
 namespace distlab::train {
 
@@ -56,6 +54,17 @@ struct DataParallelStats {
   std::string strategy;       // "DDP", "ZeRO-1", ...
   int64_t synced_steps = 0;   // steps whose gradients crossed the replica group: one per step
   ddp::ReducerStats ddp;      // DDP's reducer (zero under ZeRO)
+};
+
+// While it lives, a stage's parameters are whole on this rank. ZeRO-3
+// gathers them from the replica group and shards them again when it ends;
+// the other strategies hold them whole already (a scope that does nothing).
+class WholeScope {
+ public:
+  virtual ~WholeScope() = default;
+  // The whole tensors exist only while the scope does: whoever keeps one
+  // past it keeps a copy.
+  virtual bool temporary() const { return false; }
 };
 
 class DataParallelStage {
@@ -70,7 +79,7 @@ class DataParallelStage {
   virtual std::vector<NormShare> norm_shares() = 0;
   virtual void optimizer_step() = 0;
   virtual void set_lr(double lr) = 0;
-  virtual std::optional<zero::Zero3::WholeParameters> whole() { return std::nullopt; }
+  virtual std::unique_ptr<WholeScope> whole() { return std::make_unique<WholeScope>(); }
   virtual DataParallelStats stats() = 0;
 };
 

@@ -13,12 +13,12 @@ std::map<std::string, at::Tensor> RankBuild::stages_state(bool parameters_only) 
 
 namespace {
 
-// Tensors of parameters gathered whole (ZeRO-3) live only while the guards
+// Tensors of parameters gathered whole (ZeRO-3) live only while the scopes
 // do: they leave as copies.
 std::map<std::string, at::Tensor> outliving(std::map<std::string, at::Tensor> state,
-                                            const std::vector<std::optional<zero::Zero3::WholeParameters>>& guards) {
-  for (const auto& guard : guards)
-    if (guard) {
+                                            const std::vector<std::unique_ptr<WholeScope>>& scopes) {
+  for (const auto& scope : scopes)
+    if (scope->temporary()) {
       for (auto& item : state) item.second = item.second.detach().clone();
       break;
     }
@@ -61,10 +61,10 @@ void RankBuild::load_state(const std::map<std::string, at::Tensor>& state) {
   }
 }
 
-std::vector<std::optional<zero::Zero3::WholeParameters>> RankBuild::whole() {
-  std::vector<std::optional<zero::Zero3::WholeParameters>> guards;
-  for (auto& dp : data_parallel) guards.push_back(dp->whole());
-  return guards;
+std::vector<std::unique_ptr<WholeScope>> RankBuild::whole() {
+  std::vector<std::unique_ptr<WholeScope>> scopes;
+  for (auto& dp : data_parallel) scopes.push_back(dp->whole());
+  return scopes;
 }
 
 double RankBuild::clip_grad_norm(double max_norm) {

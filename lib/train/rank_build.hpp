@@ -34,7 +34,6 @@
 #include "train/layout.hpp"
 #include "train/plan.hpp"
 #include "train/stage_model.hpp"
-#include "zero/zero3.hpp"
 
 namespace distlab::train {
 
@@ -83,7 +82,7 @@ struct RankBuild {
 
    private:
     RankBuild& rank_;
-    std::vector<std::optional<zero::Zero3::WholeParameters>> whole_;
+    std::vector<std::unique_ptr<WholeScope>> whole_;
   };
   Evaluating evaluating() { return Evaluating(*this); }
 
@@ -101,10 +100,10 @@ struct RankBuild {
 
  private:
   std::map<std::string, at::Tensor> stages_state(bool parameters_only);  // no gathers of ZeRO-3's
-  // Each stage's parameters whole until the guards end (the strategy's
+  // Each stage's parameters whole until the scopes end (the strategy's
   // whole(): ZeRO-3 gathers them from the replica group, the others hold
   // them whole already).
-  std::vector<std::optional<zero::Zero3::WholeParameters>> whole();
+  std::vector<std::unique_ptr<WholeScope>> whole();
 };
 
 // Every rank of `world` calls it alike (the groups' splits, DDP's

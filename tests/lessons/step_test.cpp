@@ -138,7 +138,7 @@ TEST(LessonParts, APartOutOfOrderNamesBothParts) {
 }
 
 // Without a terminal --step does not wait: the titles come out in order,
-// each before its part's heading, the same as --list-parts.
+// each before its part's heading, the same as --list-parts prints them.
 TEST(LessonParts, StepWithoutATerminalPrintsEveryTitleInOrderAndGoesOn) {
   static const std::regex step_line(R"(^--step: (.*) \(part (\d+) of (\d+)\)$)");
   for (const Lesson& lesson : lessons()) {
@@ -163,8 +163,9 @@ TEST(LessonParts, StepWithoutATerminalPrintsEveryTitleInOrderAndGoesOn) {
       stepped.push_back(m[1]);
       line_of_step.push_back(l);
     }
-    const Outcome listed = run(lesson.program + " --list-parts");
-    EXPECT_EQ(stepped, lines_of(listed.output)) << command << "\n" << r.output;
+    std::vector<std::string> listed;  // what --list-parts prints (ListPartsPrintsTheTitlesAndStartsNoJob)
+    for (size_t i = 0; i < lesson.titles.size(); ++i) listed.push_back(numbered(lesson, i));
+    EXPECT_EQ(stepped, listed) << command << "\n" << r.output;
     if (!lesson.headings || stepped.size() != lesson.titles.size()) continue;
     // Part i's heading starts with "N. Title" and comes after its --step
     // line, before the next one.

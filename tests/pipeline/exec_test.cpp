@@ -40,10 +40,13 @@ struct Failure {
   std::string job_error;  // what run_thread_ranks rethrew
 };
 
+// A stage that throws aborts the job: its neighbour waits with a timeout
+// far beyond kHangSeconds, so only the abort can end its wait in time.
+// One that vanishes says nothing: its neighbour's 500 ms timeout ends it.
 Failure run_with_broken_stage_1(bool throws) {
   Failure out;
   comm::CommOptions options;
-  options.timeout = 500ms;
+  options.timeout = throws ? std::chrono::milliseconds(120s) : std::chrono::milliseconds(500ms);
   try {
     comm::run_thread_ranks(2, [&](comm::Communicator& comm) {
       torch::nn::Linear layer(4, 4);
@@ -81,8 +84,9 @@ Failure run_with_broken_stage_1(bool throws) {
   return out;
 }
 
-// Far above the 500 ms timeout: the bound only says rank 0 did not hang.
-// What stopped it is read from its error, not from the clock.
+// Far above the 500 ms timeout and far below the 120 s one: the bound
+// only says rank 0 did not hang (and, with 120 s, that the abort woke it).
+// What stopped it is read from its error.
 constexpr double kHangSeconds = 30.0;
 
 TEST(StageFailure, AStageThatThrowsStopsItsNeighbourNamingActionAndPeer) {
