@@ -28,7 +28,8 @@ struct OpStatus {
   std::string error;
   // Its waiter sleeps here, woken when this op completes or the job aborts:
   // not on the world's one condition, where every completion would wake
-  // every rank (at 16 thread ranks, most of a collective's time).
+  // every rank (16 thread ranks' collectives sweep: 89,094 context switches
+  // then, 27,560 now; its time is mostly page faults either way).
   std::condition_variable cv;
 };
 
@@ -59,7 +60,7 @@ class ThreadWorld {
   bool shares_gpu() const { return shares_gpu_; }
 
   std::mutex mutex;
-  std::condition_variable cv;        // a rendezvous opened, or abort
+  std::condition_variable cv;            // a rendezvous opened, or abort
   std::multiset<OpStatus*> waiting_ops;  // ops waited for now: an abort wakes them
   std::map<std::tuple<int, int, int>, Channel> channels;  // (src, dst, tag)
   bool aborted = false;
