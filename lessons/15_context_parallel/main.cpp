@@ -355,6 +355,27 @@ void print_grid(const context_parallel::RingPlan& plan) {
   }
 }
 
+// The contiguous ring's efficiency on other rank counts, from the ring
+// plan alone (counting pairs needs no ranks): what the class predicts for 8.
+void print_other_sizes(int64_t seq) {
+  const auto percent = [](double share) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%.1f%%", 100.0 * share);
+    return std::string(text);
+  };
+  std::string counted, limit;
+  for (int C : {2, 4, 8, 16}) {
+    if (seq % C != 0) continue;
+    const auto plan = context_parallel::make_ring_plan(Layout::kContiguous, C, seq, true);
+    const char* sep = counted.empty() ? "" : ", ";
+    counted += sep + std::to_string(C) + ": " + percent(plan.balanced_time() / static_cast<double>(plan.ring_time()));
+    limit += sep + percent(static_cast<double>(C) / (2 * C - 1));
+  }
+  std::printf("    the same %lld tokens on more ranks, counted by the ring plan: %s\n", static_cast<long long>(seq),
+              counted.c_str());
+  std::printf("    (C/(2C-1): %s)\n", limit.c_str());
+}
+
 bool layouts(comm::Communicator& world, const Options& o) {
   const int C = world.size();
   const Whole w = whole(o, world, /*causal=*/true);
@@ -401,6 +422,7 @@ bool layouts(comm::Communicator& world, const Options& o) {
     else
       std::printf("    ");
     std::printf("the counts are the ring plan's: %s\n", as_planned ? "yes" : "NO");
+    if (layout == Layout::kContiguous) print_other_sizes(o.seq);
   }
   if (world.rank() == 0)
     std::printf("  Look: a step takes as long as its busiest rank. Contiguous gives the last rank every\n"

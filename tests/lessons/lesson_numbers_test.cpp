@@ -154,6 +154,18 @@ int64_t causal_pairs(const std::vector<int64_t>& q, const std::vector<int64_t>& 
   return n;
 }
 
+// The ring's time in pairs: every step waits for its busiest rank.
+int64_t naive_ring_time(bool zigzag, int64_t S, int C) {
+  int64_t ring = 0;
+  for (int s = 0; s < C; ++s) {
+    int64_t busiest = 0;
+    for (int q = 0; q < C; ++q)
+      busiest = std::max(busiest, causal_pairs(positions_held(zigzag, S, C, q), positions_held(zigzag, S, C, (q - s + C) % C)));
+    ring += busiest;
+  }
+  return ring;
+}
+
 void expect_ring_times_right(int C, int64_t S) {
   const Outcome r = run(std::string(LESSON_15) + " --backend threads --ranks " + std::to_string(C) + " --seq " +
                         std::to_string(S));
@@ -167,13 +179,7 @@ void expect_ring_times_right(int C, int64_t S) {
   }
   ASSERT_EQ(printed.size(), 2u) << r.output;  // contiguous, then zigzag
   for (int z = 0; z < 2; ++z) {
-    int64_t ring = 0;
-    for (int s = 0; s < C; ++s) {
-      int64_t busiest = 0;
-      for (int q = 0; q < C; ++q)
-        busiest = std::max(busiest, causal_pairs(positions_held(z, S, C, q), positions_held(z, S, C, (q - s + C) % C)));
-      ring += busiest;
-    }
+    const int64_t ring = naive_ring_time(z, S, C);
     const double balanced = double(S) * double(S + 1) / 2 / C;  // every causal pair, spread evenly
     EXPECT_EQ(std::stoll(printed[z][1]), ring) << (z ? "zigzag" : "contiguous");
     EXPECT_NEAR(std::stod(printed[z][2]), balanced, 0.5);
@@ -183,6 +189,18 @@ void expect_ring_times_right(int C, int64_t S) {
   // blocks and a half one a step each: (C L^2 / 2) / ((C - 1/2) L^2).
   const std::smatch limit = line_matching(lines, R"(    \(C/\(2C-1\) = (\S+)% as the chunks grow\); .*)");
   EXPECT_NEAR(std::stod(limit[1]), 100.0 * C / (2 * C - 1), 0.05 + 1e-9);
+  // The same sequence's contiguous ring on 2, 4, 8 and 16 ranks (the deck's
+  // "on 8?"), counted pair by pair here, and the limits beside them.
+  const std::smatch more = line_matching(
+      lines, R"(    the same (\d+) tokens on more ranks, counted by the ring plan: 2: (\S+)%, 4: (\S+)%, 8: (\S+)%, 16: (\S+)%)");
+  EXPECT_EQ(std::stoll(more[1]), S);
+  const std::smatch limits = line_matching(lines, R"(    \(C/\(2C-1\): (\S+)%, (\S+)%, (\S+)%, (\S+)%\))");
+  for (int i = 0; i < 4; ++i) {
+    const int ranks = 2 << i;
+    const double even = double(S) * double(S + 1) / 2 / ranks;
+    EXPECT_NEAR(std::stod(more[2 + i]), 100 * even / double(naive_ring_time(false, S, ranks)), 0.05 + 1e-9) << ranks;
+    EXPECT_NEAR(std::stod(limits[1 + i]), 100.0 * ranks / (2 * ranks - 1), 0.05 + 1e-9) << ranks;
+  }
 }
 
 TEST(Lesson15, RingTimeAgainstTheWorkSpreadEvenly) {
