@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh                       every target, 600 s each
 #   scripts/fuzz.sh --seconds 120 json_pull trace_merge
 #   scripts/fuzz.sh --merge               minimise each corpus in tests/fuzz/corpus
-#                                         (libFuzzer's -merge=1; finding-* inputs kept by name)
+#                                         (libFuzzer's -merge=1, with what the runs grew; named inputs kept)
 #   scripts/fuzz.sh --build-only
 #
 # The LibTorch readers (options, checkpoint, sharded_checkpoint,
@@ -70,21 +70,23 @@ for t in "${targets[@]}"; do
   work=build-fuzz/fuzz-runs/$t
   mkdir -p "$work/corpus"
   dict=$(dict_of "$t")
+  # LibTorch's own leak on a damaged zip (tests/fuzz/lsan-libtorch.supp).
+  if [[ $torch_targets == *" $t "* ]]; then export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan-libtorch.supp"
+  else unset LSAN_OPTIONS; fi
   if ((merge)); then
     # The minimal set that covers what the corpus and the runs' finds cover;
-    # inputs named finding-* (each a fixed finding) stay as they are.
+    # named inputs (finding-*, each a fixed finding, and the seeds written
+    # by hand) stay as they are: only libFuzzer's own, named by their
+    # SHA-1, are minimised.
     fresh=$(mktemp -d)
-    cp "$corpus"/finding-* "$fresh"/ 2>/dev/null || true
-    "$exe" -merge=1 "$fresh" "$corpus" "$work/corpus" 2>"$work/merge.log" || { tail -20 "$work/merge.log"; status=1; continue; }
+    find "$corpus" -maxdepth 1 -type f -regextype posix-extended ! -regex '.*/[0-9a-f]{40}' -exec cp {} "$fresh"/ \;
+    "$exe" -merge=1 -artifact_prefix="$work/" "$fresh" "$corpus" "$work/corpus" 2>"$work/merge.log" || { tail -20 "$work/merge.log"; status=1; continue; }
     rm -f "$corpus"/*
     cp "$fresh"/* "$corpus"/
     rm -rf "$fresh"
     echo "fuzz: $t: corpus minimised to $(ls "$corpus" | wc -l) files"
     continue
   fi
-  # LibTorch's own leak on a damaged zip (tests/fuzz/lsan-libtorch.supp).
-  if [[ $torch_targets == *" $t "* ]]; then export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan-libtorch.supp"
-  else unset LSAN_OPTIONS; fi
   # LibTorch's unpickler reserves what a string's length field claims
   # before reading it (up to 4 GiB from a 32-bit length; found by
   # fuzz_checkpoint, docs/fuzzing.md): reported once, then let through up
