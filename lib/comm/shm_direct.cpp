@@ -254,6 +254,7 @@ void ShmProcess::Links::all_reduce_parts(const std::vector<at::Tensor>& parts, d
     });
   }
   barrier(what);
+  shm::count_parts_all_reduce();
 }
 
 }  // namespace distlab::comm

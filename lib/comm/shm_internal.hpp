@@ -70,5 +70,7 @@ void reached(const char* point);
 // Reads `bytes` at `address` in process `pid` into `into` (one copy,
 // process_vm_readv); "" or why not.
 std::string read_directly(pid_t pid, void* into, uint64_t address, uint64_t bytes);
+// Counts an all-reduce of parts done in place (one_copy_counts()).
+void count_parts_all_reduce();
 
 }  // namespace distlab::comm::shm

@@ -56,6 +56,17 @@ class Store;
 
 namespace distlab::comm {
 
+// What this process's one-copy path has done, counted process-wide (a
+// rank is a process here): all-reduces of parts done where the parts lie
+// (DDP's buckets with no buffer, shm_direct.cpp) and the bytes read
+// straight out of other ranks' memory (process_vm_readv). For the tests
+// and benchmarks that show which path ran and what it copied.
+struct OneCopyCounts {
+  int64_t parts_all_reduces = 0;
+  int64_t bytes_read = 0;
+};
+OneCopyCounts one_copy_counts();
+
 struct ShmSettings {
   uint64_t ring_bytes = 2u << 20;        // per ordered pair of ranks
   uint64_t arena_bytes = 4u << 20;       // per rank: the native collectives' slot, two halves

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -78,6 +79,14 @@ std::string size_text(uint64_t bytes) {
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> parts_all_reduces{0}, bytes_read{0};
+}  // namespace
+
+OneCopyCounts one_copy_counts() { return {parts_all_reduces.load(), bytes_read.load()}; }
+
+void shm::count_parts_all_reduce() { parts_all_reduces.fetch_add(1, std::memory_order_relaxed); }
+
 std::string shm::read_directly(pid_t pid, void* into, uint64_t address, uint64_t bytes) {
   uint64_t done = 0;
   while (done < bytes) {
@@ -87,6 +96,7 @@ std::string shm::read_directly(pid_t pid, void* into, uint64_t address, uint64_t
     if (n <= 0) return std::strerror(n < 0 ? errno : EIO);
     done += static_cast<uint64_t>(n);
   }
+  bytes_read.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   return "";
 }
 

@@ -5,6 +5,7 @@
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
