@@ -3,7 +3,11 @@
 //
 //   node tests/web/check.mjs CHECK --build-dir build
 //     load     the page draws its first frame with no error in the console
-//     panels   every panel draws (frames go on, no error in the page)
+//     panels   every panel draws (frames go on, no error in the page); then the
+//              keys a presenter uses, pressed on the page: on the collectives
+//              panel the right arrow steps the ring all-reduce's time cursor to
+//              the next step boundary (its steps take equal times), the left one
+//              back, and space plays, then pauses
 //     pixels   collectives, pipeline and trace: the canvas against
 //              `distlab-viz --screenshot` of the same view, at most kMaxDiffShare
 //              of the pixels differing by more than kFuzz
@@ -202,6 +206,44 @@ async function check_panels(browser, base) {
     if (c.panel === panel && !errors.length && !page.errors.length) note(`${panel}: drawn (${c.frames} frames)`);
     await page.close();
   }
+}
+
+// A key pressed on the page as a presenter would: held for a few frames.
+async function press(page, key) {
+  const frames = (await counts(page)).frames;
+  await page.keyboard.down(key);  // down for a whole frame, not long enough to repeat
+  await page.waitForFunction((n) => window.distlab.counts().frames > n + 1, { timeout: 10000 }, frames);
+  await page.keyboard.up(key);
+  const after = (await counts(page)).frames;
+  await page.waitForFunction((n) => window.distlab.counts().frames > n + 1, { timeout: 10000 }, after);
+  return counts(page);
+}
+
+// The ring all-reduce's steps each send a p-th of the tensor, so they take
+// the same time: its step boundaries are the multiples of one step's time.
+async function check_keys(browser, base) {
+  const page = await open_page(browser, base, '?panel=collectives&collective=all_reduce&algorithm=ring&ranks=4');
+  await still_drawing(page);
+  let c = await counts(page);
+  if (c.playing) c = await press(page, 'Space');
+  const start = c.cursor_s;
+  const first = (await press(page, 'ArrowRight')).cursor_s;
+  const second = (await press(page, 'ArrowRight')).cursor_s;
+  const back = (await press(page, 'ArrowLeft')).cursor_s;
+  const step = second - first, k = first / step;
+  const close = (a, b) => Math.abs(a - b) <= 1e-6 * Math.max(Math.abs(a), Math.abs(b));
+  if (c.playing || !(first > start) || !(step > 0) || !close(k, Math.round(k)) || !close(back, first) ||
+      !(Math.round(k) * step > start - 1e-6 * step) || !((Math.round(k) - 1) * step <= start + 1e-6 * step))
+    problem(`keys: from ${start} s (playing ${c.playing}), right, right, left gave ${first}, ${second}, ${back} s, ` +
+            'not the next step boundary, the one after it and the first again');
+  else note(`keys: from ${start} s, right, right, left: ${first}, ${second}, ${back} s (steps of ${step} s)`);
+  const playing = await press(page, 'Space');
+  await page.waitForFunction((t) => window.distlab.counts().cursor_s > t, { timeout: 10000 }, playing.cursor_s);
+  const paused = await press(page, 'Space');
+  if (!playing.playing || paused.playing) problem(`keys: space gave playing ${playing.playing}, then ${paused.playing}`);
+  else note('keys: space plays (the cursor moves on), space again pauses');
+  for (const e of page.errors) problem(`keys: ${e}`);
+  await page.close();
 }
 
 async function check_load(browser, base) {
@@ -454,7 +496,7 @@ async function main() {
   }, kCheckLimitMs);
   try {
     if (check === 'load') await check_load(browser, base);
-    else if (check === 'panels') await check_panels(browser, base);
+    else if (check === 'panels') { await check_panels(browser, base); await check_keys(browser, base); }
     else if (check === 'pixels') await check_pixels(browser, base, dir);
     else if (check === 'traces') await check_traces(browser, base, dir);
     else if (check === 'bad') await check_bad(browser, base, dir);

@@ -21,6 +21,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <string>
@@ -194,13 +195,18 @@ EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
   }
 }
 
-// What the Trace panel holds, for the tests and the measurements:
-// {"frames":F,"frame_ms":T,"panel":"...","events":N,"counters":C,"live":L,
-//  "flight_files":F,"rows":[{"rank":R,"lane":"...","events":K},...]}
+// What the Trace panel holds, for the tests and the measurements, and where
+// the Collectives panel's time cursor stands (the keys move it):
+// {"frames":F,"frame_ms":T,"panel":"...","cursor_s":S,"playing":0|1,"events":N,
+//  "counters":C,"live":L,"flight_files":F,"rows":[{"rank":R,"lane":"...","events":K},...]}
 EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
   std::string out = "{\"frames\":" + std::to_string(page.frames) + ",\"frame_ms\":" + std::to_string(page.last_frame_ms) +
                     ",\"panel\":\"" + page.options.panel + "\"";
   if (page.app) {
+    const TimeCursor& cursor = page.app->collectives_panel().cursor();
+    char time[32];
+    std::snprintf(time, sizeof time, "%.9g", cursor.time_s);
+    out += ",\"cursor_s\":" + std::string(time) + ",\"playing\":" + (cursor.playing ? "1" : "0");
     const TraceModel& model = page.app->trace_panel().model();
     const LiveFeed* live = page.app->trace_panel().live();
     out += ",\"events\":" + std::to_string(model.size()) + ",\"counters\":" + std::to_string(model.counter_count()) +
