@@ -14,9 +14,9 @@
 #   JOBS=2 scripts/sanitize.sh asan   build jobs (default 2)
 #
 # LibTorch is Debian's, not instrumented: what TSan cannot see inside it
-# (its OpenMP pool, c10's thread pool and allocator) is listed, each with
-# its reason, in scripts/sanitize/tsan.supp; nothing of DistLab's own is
-# suppressed. A report stops the test that made it (halt_on_error), and
+# (c10d's gloo work handed between threads under LibTorch's own mutex) is
+# listed, with its reason, in scripts/sanitize/tsan.supp; nothing of
+# DistLab's own is suppressed. A report stops the test that made it (halt_on_error), and
 # the script fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
