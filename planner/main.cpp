@@ -49,9 +49,17 @@ struct Options {
   double seconds_per_point = 0.01;
 };
 
-int64_t vocabulary(const Options& o) {
-  if (o.vocab > 0) return o.vocab;
-  return static_cast<int64_t>(data::load_corpus(o.data.empty() ? data::default_corpus_folder() : o.data).vocab.size());
+// The preset's shape on the corpus's vocabulary (or --vocab) with the
+// corpus's split sizes; --vocab without --data reads no corpus, and the
+// data the ranks hold is not counted.
+ModelShape shape_of(const Options& o) {
+  if (o.vocab > 0 && o.data.empty()) return model_shape(o.preset, o.vocab);
+  const data::Corpus corpus = data::load_corpus(o.data.empty() ? data::default_corpus_folder() : o.data);
+  ModelShape shape = model_shape(o.preset, o.vocab > 0 ? o.vocab : static_cast<int64_t>(corpus.vocab.size()));
+  shape.train_tokens = corpus.train.numel();
+  shape.valid_tokens = corpus.valid.numel();
+  shape.test_tokens = corpus.test.numel();
+  return shape;
 }
 
 SearchSpace space_of(const Options& o) {
@@ -70,7 +78,7 @@ SearchSpace space_of(const Options& o) {
 }
 
 int calibrate_main(const Options& o) {
-  const ModelShape model = model_shape(o.preset, vocabulary(o));
+  const ModelShape model = shape_of(o);
   CalibrationOptions c;
   c.seconds_per_point = o.seconds_per_point;
   c.max_ranks = o.ranks;
@@ -89,7 +97,7 @@ int calibrate_main(const Options& o) {
 
 int plan_main(const Options& o) {
   const Profile profile = read_profile(o.profile);
-  const ModelShape model = model_shape(o.preset, vocabulary(o));
+  const ModelShape model = shape_of(o);
   const int64_t cap = o.memory_per_rank.empty() ? 0 : parse_bytes(o.memory_per_rank);
   const auto t0 = std::chrono::steady_clock::now();
   const Enumeration e = enumerate(model, space_of(o), cap);
@@ -166,7 +174,7 @@ int main(int argc, char** argv) {
       "outnumber the cores). --measure K runs the top K and K others for real and prints the prediction's error."};
   app.add_option("--preset", o.preset, "the capstone's model: tiny, cpu, tutorial")->capture_default_str();
   app.add_option("--ranks", o.ranks, "world size N: layouts P x R x C x T = N")->check(CLI::Range(1, 4096))->capture_default_str();
-  app.add_option("--vocab", o.vocab, "vocabulary size (default: the corpus's, from --data)");
+  app.add_option("--vocab", o.vocab, "vocabulary size (default: the corpus's); without --data no corpus is read, nor its bytes counted");
   app.add_option("--data", o.data, "corpus folder (default datasets/austen, env DISTLAB_DATA)");
   app.add_option("--microbatches", o.microbatches, "microbatch counts to try")->capture_default_str();
   app.add_option("--recompute", o.recompute, "recomputation policies to try: none full selective matmuls")->capture_default_str();

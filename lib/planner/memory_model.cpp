@@ -92,6 +92,18 @@ const RankMemory& MemoryPrediction::worst() const {
                            [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
 }
 
+DataBytes data_bytes(const ModelShape& m, int replicas) {
+  constexpr int64_t kToken = 8;  // int64
+  // data::batchify: T / b rows of b columns, the rest dropped.
+  auto matrix = [](int64_t tokens, int64_t columns) { return tokens / columns * columns * kToken; };
+  const int64_t rows = m.train_tokens / m.batch;
+  DataBytes out;
+  out.kept = rows * replica_columns(m, replicas) * kToken + matrix(m.valid_tokens, m.eval_batch) +
+             matrix(m.test_tokens, m.eval_batch);
+  out.setup = matrix(m.train_tokens, m.batch);
+  return out;
+}
+
 MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
   const train::Layout& l = c.layout;
   const int P = l.pipeline, stages = P * c.pipeline.stages_per_rank;
@@ -100,10 +112,13 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
   const HeldMicrobatches& held = held_microbatches(c.pipeline.schedule, P, c.pipeline.stages_per_rank,
                                                    static_cast<int>(std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas)));
   const int64_t optimizer_bytes = 0;  // the trainer's plain SGD
+  const DataBytes data = data_bytes(m, l.replicas);
   MemoryPrediction out;
   for (int r = 0; r < P; ++r) {
     RankMemory mem;
     mem.pipeline_rank = r;
+    mem.data = data.kept;
+    mem.data_setup = data.setup;
     std::vector<int64_t> per_microbatch(static_cast<size_t>(stages), 0);
     for (int s = 0; s < stages; ++s) {
       if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
@@ -130,6 +145,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       if (c.data.zero == 0) mem.buffers += kFloat * (psi - spread);
       if (c.data.zero == 1) mem.buffers += kFloat * psi;
       per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
+      if (s == stages - 1) mem.loss_gradient = kFloat * ceil_div(m.bptt, l.context) * columns * m.lm.ntokens;
     }
     const auto [bytes, count] = held.peak(r, per_microbatch);
     mem.activations = bytes;

@@ -31,6 +31,17 @@
 //                    floats), times the microbatches the schedule holds at
 //                    once on that stage (pipeline/simulator.hpp's
 //                    peak_activations)
+//   loss gradient    on the rank holding the last stage, the backward's
+//                    first step makes the log-probabilities' gradient (s b V
+//                    floats, float32 in every precision: the log-softmax
+//                    runs in float32) while the forward's tensors are all
+//                    still kept: the step's peak
+//   data             the corpus as the trainer batchifies it on every
+//                    rank (int64): the replica's columns of the training
+//                    matrix, the validation and test matrices whole; at
+//                    set-up the whole training matrix too, while the
+//                    replica's columns are cut out of it (the rank's
+//                    peak is the larger of set-up and training)
 //
 // Against what build_rank allocates (tests/planner, the allocator meter):
 // parameters, buffers and the gradient shard exact to the byte on one
@@ -42,6 +53,7 @@
 // the layer's own terms over s/C tokens).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,9 +65,26 @@ namespace distlab::planner {
 struct RankMemory {
   int pipeline_rank = 0;
   int64_t parameters = 0, gradients = 0, gradient_shard = 0, optimizer_state = 0, buffers = 0, activations = 0;
+  int64_t loss_gradient = 0;  // at the last stage's first backward step
+  int64_t data = 0;        // the batches kept through training
+  int64_t data_setup = 0;  // the whole training matrix, alive at set-up only
   int microbatches_held = 0;  // the schedule's peak on the rank's stages, all of them together
-  int64_t total() const { return parameters + gradients + gradient_shard + optimizer_state + buffers + activations; }
+  // What the rank holds while it trains, and at set-up (the model built, no
+  // gradients or activations yet, the training matrix whole beside its cut).
+  int64_t training() const {
+    return parameters + gradients + gradient_shard + optimizer_state + buffers + activations + loss_gradient + data;
+  }
+  int64_t setup() const { return parameters + gradient_shard + optimizer_state + buffers + data + data_setup; }
+  int64_t total() const { return std::max(training(), setup()); }
 };
+
+// The corpus's bytes on one rank of a replica group of `replicas` (the
+// first replica: it gets the extra column when they do not divide):
+// through training, and the whole training matrix at set-up.
+struct DataBytes {
+  int64_t kept = 0, setup = 0;
+};
+DataBytes data_bytes(const ModelShape& model, int replicas);
 
 struct MemoryPrediction {
   std::vector<RankMemory> ranks;  // one per pipeline rank (the other axes hold the same)

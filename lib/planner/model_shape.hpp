@@ -20,6 +20,10 @@ struct ModelShape {
   models::TransformerLmOptions lm;  // the model as lesson 11 builds it: V, d, f, L, a, dropout, experts
   int64_t bptt = 35;              // s: tokens per column
   int64_t batch = 20;             // columns per step, all replicas together
+  int64_t eval_batch = 10;        // the evaluation's columns (train/trainer.hpp)
+  // The corpus's splits in tokens, which every rank batchifies as int64
+  // (train/trainer.cpp's set_up); 0 when no corpus was read (--vocab alone).
+  int64_t train_tokens = 0, valid_tokens = 0, test_tokens = 0;
 };
 
 // The capstone's preset `name` for a vocabulary of `vocab` words, with

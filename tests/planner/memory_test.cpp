@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "comm/job.hpp"
+#include "data/batching.hpp"
 #include "memory/allocator_meter.hpp"
 #include "memory/recompute.hpp"
 #include "planner/memory_model.hpp"
@@ -54,6 +55,38 @@ TEST(MemoryModel, TwoByTwoWorkedOutByHand) {
   EXPECT_EQ(p.ranks[0].activations, 2 * (2 * per_layer + 4 * 3 * U));  // + the embedding's three U tensors
   // + its received input and the logits with their log-softmax (35 x 3 x 50 twice).
   EXPECT_EQ(p.ranks[1].activations, 2 * per_layer + 4 * U + 2 * 4 * 35 * 3 * 50);
+  // The last stage's first backward step: the log-probabilities' gradient, s b V floats.
+  EXPECT_EQ(p.ranks[0].loss_gradient, 0);
+  EXPECT_EQ(p.ranks[1].loss_gradient, 4 * 35 * 3 * 50);
+}
+
+// The corpus on a rank, against the tensors the trainer's own calls make
+// from token streams of those lengths: replica 0's columns of the training
+// matrix (20 columns on 3 replicas: 7, 7, 6), the validation and test
+// matrices (10 columns), and at set-up the whole training matrix. With a
+// training split this long, set-up is the rank's peak.
+TEST(MemoryModel, TheCorpusAsTheTrainerBatchifiesIt) {
+  ModelShape m = small_model();
+  m.train_tokens = 1000003;
+  m.valid_tokens = 2017;
+  m.test_tokens = 1999;
+  Choice c;
+  c.layout = train::Layout{1, 3, 1, 1};
+  const at::Tensor whole = data::batchify(at::arange(m.train_tokens), 20);
+  const at::Tensor mine = data::shard_for_replica(whole, 0, 3, data::ReplicaSplit::kColumns);
+  const int64_t kept = int64_t(mine.nbytes()) + int64_t(data::batchify(at::arange(m.valid_tokens), 10).nbytes()) +
+                       int64_t(data::batchify(at::arange(m.test_tokens), 10).nbytes());
+  ASSERT_EQ(mine.size(1), 7);
+  const RankMemory r = predict_memory(m, c).ranks.at(0);
+  EXPECT_EQ(r.data, kept);
+  EXPECT_EQ(r.data_setup, int64_t(whole.nbytes()));
+  EXPECT_EQ(r.setup(), r.parameters + r.buffers + kept + int64_t(whole.nbytes()));
+  EXPECT_GT(r.setup(), r.training());
+  EXPECT_EQ(r.total(), r.setup());
+  // No corpus read (--vocab alone): nothing counted.
+  const RankMemory none = predict_memory(small_model(), c).ranks.at(0);
+  EXPECT_EQ(none.data + none.data_setup, 0);
+  EXPECT_EQ(none.total(), none.training());
 }
 
 TEST(MemoryModel, ZeroShardsWhatEachStageSays) {
