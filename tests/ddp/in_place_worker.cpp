@@ -127,8 +127,8 @@ bool parts_alone(comm::Communicator& comm) {
     parts.push_back(pattern * (comm.rank() + 1));
     expected.push_back(pattern * (0.5 * p * (p + 1) / 2));
   }
-  const memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
-  memory::AllocatorMeter::install().reset_peak();
+  memory::AllocatorMeter& meter = memory::AllocatorMeter::install();
+  meter.reset_peak();
   const int64_t base = meter.allocated();
   const comm::OneCopyCounts before = comm::one_copy_counts();
   comm.native_all_reduce_parts(parts, 0.5);
