@@ -62,6 +62,14 @@ int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor,
   return n;
 }
 
+namespace {
+// One s b V float32 tensor of the last stage, for a microbatch of
+// `columns`: the logits, their log-softmax, or the log-probabilities' gradient.
+int64_t vocabulary_tensor_bytes(const ModelShape& m, const Choice& c, int64_t columns) {
+  return kFloat * ceil_div(m.bptt, c.layout.context) * columns * m.lm.ntokens;
+}
+}  // namespace
+
 int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
   const auto [first, end] = stage_layers(m, stage, stages);
@@ -83,7 +91,7 @@ int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, 
   int64_t bytes = (end - first) * per_layer;
   if (stage == 0) bytes += kFloat * 3 * U;  // the embedding scaled, its dropout noise and output
   else bytes += kFloat * U;                 // the received activation, the stage's input
-  if (stage == stages - 1) bytes += 2 * kFloat * s * columns * m.lm.ntokens;  // logits and their log-softmax
+  if (stage == stages - 1) bytes += 2 * vocabulary_tensor_bytes(m, c, columns);  // logits and their log-softmax
   return bytes;
 }
 
@@ -145,7 +153,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       if (c.data.zero == 0) mem.buffers += kFloat * (psi - spread);
       if (c.data.zero == 1) mem.buffers += kFloat * psi;
       per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
-      if (s == stages - 1) mem.loss_gradient = kFloat * ceil_div(m.bptt, l.context) * columns * m.lm.ntokens;
+      if (s == stages - 1) mem.loss_gradient = vocabulary_tensor_bytes(m, c, columns);
     }
     const auto [bytes, count] = held.peak(r, per_microbatch);
     mem.activations = bytes;

@@ -208,10 +208,12 @@ async function check_panels(browser, base) {
   }
 }
 
-// A key pressed on the page as a presenter would: held for a few frames.
+// A key pressed on the page as a presenter would: held down through one
+// whole frame (not long enough to repeat), then released; the page's counts
+// a frame after.
 async function press(page, key) {
   const frames = (await counts(page)).frames;
-  await page.keyboard.down(key);  // down for a whole frame, not long enough to repeat
+  await page.keyboard.down(key);
   await page.waitForFunction((n) => window.distlab.counts().frames > n + 1, { timeout: 10000 }, frames);
   await page.keyboard.up(key);
   const after = (await counts(page)).frames;
