@@ -30,6 +30,16 @@ inline bool link_inputs(collectives::LinkParams& link, float width_em) {
   return changed;
 }
 
+// ImGui repeats a key held longer than 0.275 s, and a frame's time is what
+// it counts: one frame stalled that long (a busy machine, a page in the
+// background) would turn one press of an arrow into two steps, and make
+// playback jump. Called between the backend's NewFrame and ImGui's, it lets
+// a frame count as at most a tenth of a second.
+inline void cap_frame_time() {
+  ImGuiIO& io = ImGui::GetIO();
+  io.DeltaTime = std::min(io.DeltaTime, 0.1f);
+}
+
 // For a presenter: the right arrow steps forward, the left one back, unless
 // a text field has the keyboard.
 template <typename Back, typename Forward>

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "colors.hpp"
+#include "controls.hpp"
 
 namespace distlab::viz {
 namespace {
@@ -47,6 +48,7 @@ int run_window(App& app, const Options& options) {
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    cap_frame_time();
     ImGui::NewFrame();
     app.frame();
     ImGui::Render();

@@ -208,13 +208,15 @@ async function check_panels(browser, base) {
   }
 }
 
-// A key pressed on the page as a presenter would: held down through one
-// whole frame (not long enough to repeat), then released; the page's counts
-// a frame after.
+// A key pressed on the page as a presenter would: held down until a frame
+// has begun and ended since (the page counts a frame at its end), then
+// released; the page's counts a frame after. A frame that stalls while the
+// key is down counts as a tenth of a second at most, short of ImGui's
+// repeat (viz/controls.hpp).
 async function press(page, key) {
-  const frames = (await counts(page)).frames;
   await page.keyboard.down(key);
-  await page.waitForFunction((n) => window.distlab.counts().frames > n + 1, { timeout: 10000 }, frames);
+  const frames = (await counts(page)).frames;
+  await page.waitForFunction((n) => window.distlab.counts().frames > n, { timeout: 10000 }, frames);
   await page.keyboard.up(key);
   const after = (await counts(page)).frames;
   await page.waitForFunction((n) => window.distlab.counts().frames > n + 1, { timeout: 10000 }, after);

@@ -29,6 +29,7 @@
 
 #include "app.hpp"
 #include "colors.hpp"
+#include "controls.hpp"
 #include "options.hpp"
 #include "url_query.hpp"
 
@@ -137,6 +138,7 @@ void frame() {
   glfwPollEvents();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  cap_frame_time();
   ImGui::NewFrame();
   page.app->frame();
   ImGui::Render();
