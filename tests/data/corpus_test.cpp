@@ -13,6 +13,7 @@
 #include "data/batching.hpp"
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
+#include "data/wikitext.hpp"
 #include "reference.hpp"
 #include "support/required_tool.hpp"
 
@@ -59,6 +60,14 @@ TEST(BundledCorpus, SizeAndSplits) {
   EXPECT_GT(s.vocab_size, 1000);
   EXPECT_EQ(bundled().vocab.itos()[0], kUnkToken);
   EXPECT_LT(s.valid_unigram_loss, std::log(static_cast<double>(s.vocab_size)));  // better than uniform
+}
+
+// The corpus tokenizes the train split once for the vocabulary and its
+// ids; the tutorial's data_process tokenizes the lines again: the same ids.
+TEST(BundledCorpus, TrainIdsAreTheTutorialsDataProcess) {
+  const WikiTextLines lines = read_wikitext(kBundled);
+  EXPECT_TRUE(bundled().train.equal(data_process(lines.train, bundled().vocab)));
+  EXPECT_TRUE(bundled().valid.equal(data_process(lines.valid, bundled().vocab)));
 }
 
 TEST(BundledCorpus, TutorialBatchesOfTheTrainSplit) {

@@ -26,6 +26,7 @@
 #include "common/lesson.hpp"
 #include "run_program.hpp"
 #include "terminal_process.hpp"
+#include "trace_files.hpp"
 #include "trace/reader.hpp"
 
 namespace {
@@ -33,7 +34,10 @@ namespace {
 using namespace std::chrono_literals;
 using distlab::launcher::testing::TerminalProcess;
 
+using distlab::lessons::testing::expect_nested;
+using distlab::lessons::testing::fresh_trace_folder;
 using distlab::lessons::testing::lines_of;
+using distlab::lessons::testing::traces_in;
 using distlab::lessons::testing::Outcome;
 
 // `command` with stdin from /dev/null: no terminal, as under CI.
@@ -45,6 +49,7 @@ struct Lesson {
   std::vector<std::string> titles;  // in order
   std::string quick_flags;          // a short run
   bool headings;                    // prints "N. Title ..." headings (09 and 11 print log lines only)
+  size_t min_events = 4;            // in its --trace files: a run that traced nothing would prove nothing
 };
 
 std::vector<Lesson> lessons() {
@@ -98,7 +103,8 @@ std::vector<Lesson> lessons() {
        {"Routing by hand", "The balancing loss at work", "Expert parallelism", "Bytes per step"},
        "--backend threads --ranks 2 --tokens 16 --steps 5", true},
       {LESSON_17, 1, {"The anatomy", "Recomputation", "Mixed precision", "MFU"},
-       "--backend threads --ranks 1 --layers 1 --seq 8 --batch 2 --hidden 16 --heads 2 --ffn 32 --repeats 1", true},
+       "--backend threads --ranks 1 --layers 1 --seq 8 --batch 2 --hidden 16 --heads 2 --ffn 32 --repeats 1", true,
+       0},  // its trace holds memory counters, no slices,
   };
 }
 
@@ -138,11 +144,15 @@ TEST(LessonParts, APartOutOfOrderNamesBothParts) {
 }
 
 // Without a terminal --step does not wait: the titles come out in order,
-// each before its part's heading, the same as --list-parts prints them.
+// each before its part's heading, the same as --list-parts prints them. The
+// run writes a trace too, which must open right in Perfetto: this is where
+// every lesson's trace on thread ranks is checked (perfetto_test.cpp holds
+// the processes' files).
 TEST(LessonParts, StepWithoutATerminalPrintsEveryTitleInOrderAndGoesOn) {
   static const std::regex step_line(R"(^--step: (.*) \(part (\d+) of (\d+)\)$)");
   for (const Lesson& lesson : lessons()) {
-    const std::string command = lesson.program + " --step " + lesson.quick_flags;
+    const std::string dir = fresh_trace_folder(std::filesystem::path(lesson.program).filename().string());
+    const std::string command = lesson.program + " --step " + lesson.quick_flags + " --trace " + dir + "/trace.json";
     const auto start = std::chrono::steady_clock::now();
     const Outcome r = run(command);
     ASSERT_EQ(r.status, 0) << command << "\n" << r.output;
@@ -166,6 +176,10 @@ TEST(LessonParts, StepWithoutATerminalPrintsEveryTitleInOrderAndGoesOn) {
     std::vector<std::string> listed;  // what --list-parts prints (ListPartsPrintsTheTitlesAndStartsNoJob)
     for (size_t i = 0; i < lesson.titles.size(); ++i) listed.push_back(numbered(lesson, i));
     EXPECT_EQ(stepped, listed) << command << "\n" << r.output;
+    // The run's trace opens right in Perfetto (trace_files.hpp).
+    size_t events = 0;
+    for (const std::string& file : traces_in(dir)) events += expect_nested(file);
+    EXPECT_GE(events, lesson.min_events) << command;
     if (!lesson.headings || stepped.size() != lesson.titles.size()) continue;
     // Part i's heading starts with "N. Title" and comes after its --step
     // line, before the next one.
