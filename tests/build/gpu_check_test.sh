@@ -50,12 +50,15 @@ rule broken
 build tool_ok: tool
 build tool_broken: broken
 EOF
-"$kit" --cpu --reuse-build --build-dir "$fake" --out "$work/report" --deadline 15 --only passes,fails,hangs,unbuilt,slow,late \
+# No check starts with under 10 s left: "slow" starts well before 10 s in
+# (the ones before it take about 4 s, twice that on a busy machine), "late"
+# only after slow's 11 s.
+"$kit" --cpu --reuse-build --build-dir "$fake" --out "$work/report" --deadline 20 --only passes,fails,hangs,unbuilt,slow,late \
   --also 'passes|20|tool_ok|./tool_ok hello' \
   --also 'fails|20|tool_ok|./tool_ok; exit 3' \
   --also 'hangs|2|tool_ok|sleep 60' \
   --also 'unbuilt|20|tool_broken|./tool_broken' \
-  --also 'slow|20|tool_ok|sleep 6' \
+  --also 'slow|20|tool_ok|sleep 11' \
   --also 'late|20|tool_ok|./tool_ok' >"$work/run.out" 2>&1
 rc=$?
 ((rc != 0)) || fail "the kit exited 0 with failing checks"
@@ -66,7 +69,7 @@ expect_line "$report" '^\| fails \| failed \(exit 3\) \|' "a check that exits 3"
 expect_line "$report" '^\| hangs \| timed out after 2s \| [2-7] \|' "a check past its box, stopped within it"
 expect_line "$report" '^\| unbuilt \| not built \(tool_broken\) \|' "a check whose target failed to compile"
 expect_line "$report" '^\| slow \| passed \|' "the run goes on after a failure, a time-out and a missing target"
-expect_line "$report" '^\| late \| not run: past the 15s deadline \|' "no check starts past the deadline"
+expect_line "$report" '^\| late \| not run: past the 20s deadline \|' "no check starts past the deadline"
 expect_line "$report" '^- targets built: tool_ok \(of ' "the targets that built"
 expect_line "$report" '^    tool ran: hello$' "the output's tail of each check"
 expect_line "$work/report/logs/build_errors.log" 'broken.cpp:3:5: error' "the compiler's error kept"
