@@ -157,13 +157,16 @@ void ChromeJsonSink::write(const Event& e, int64_t arrival_us) {
     put_line(event_to_json(e, 0));
     return;
   }
-  const int tid = track_tid(e.rank, e.lane, levels_.place(e.rank, e.lane, e.begin_us, e.end_us));
+  // The arrow leaves the send where it starts and lands when the data
+  // arrived: the recv's end ("bp":"e" binds it to the enclosing slice).
+  const bool arrow = e.flow != 0 && (e.category == "send" || e.category == "recv");
+  const bool is_send = e.category == "send";
+  const int64_t ts = is_send ? e.begin_us : arrival_us;
+  const int tid = track_tid(e.rank, e.lane,
+                            levels_.place(e.rank, e.lane, e.begin_us, e.end_us,
+                                          arrow ? std::optional<int64_t>(ts) : std::nullopt));
   put_line(event_to_json(e, tid));
-  if (e.flow != 0 && (e.category == "send" || e.category == "recv")) {
-    // The arrow leaves the send where it starts and lands when the data
-    // arrived: the recv's end ("bp":"e" binds it to the enclosing slice).
-    const bool is_send = e.category == "send";
-    int64_t ts = is_send ? e.begin_us : arrival_us;
+  if (arrow) {
     std::string flow = std::string("{\"ph\":\"") + (is_send ? "s" : "f") + "\"" +
                        (is_send ? "" : ",\"bp\":\"e\"") + ",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":\"" +
                        hex_id(e.flow) + "\",\"pid\":" + std::to_string(e.rank) +

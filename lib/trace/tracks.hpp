@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,12 +38,23 @@ class TrackLevels {
   // apart from every event placed there before, and places it there. Any
   // order of events works; in order of their ends (how a recorder sees
   // them) a call looks only at the events inside the new one.
-  int place(int rank, const std::string& lane, int64_t begin_us, int64_t end_us);
+  //
+  // `anchor_us`: where the event's arrow attaches (a send's begin, a recv's
+  // arrival), if it has one. Perfetto binds an arrow to the innermost slice
+  // around its time, so two events that nest where one's arrow time falls
+  // inside the other nested in it (two sends begun in the same microsecond)
+  // do not share a level: the arrow would land on the wrong send.
+  int place(int rank, const std::string& lane, int64_t begin_us, int64_t end_us,
+            std::optional<int64_t> anchor_us = std::nullopt);
 
  private:
-  // One level's events as (end, begin), in order of their ends.
-  using Level = std::vector<std::pair<int64_t, int64_t>>;
-  static bool fits(const Level& level, int64_t begin_us, int64_t end_us);
+  struct Placed {
+    int64_t end_us = 0, begin_us = 0;
+    std::optional<int64_t> anchor_us;
+  };
+  // One level's events in order of their ends.
+  using Level = std::vector<Placed>;
+  static bool fits(const Level& level, const Placed& event);
   std::map<std::pair<int, std::string>, std::vector<Level>> lanes_;
 };
 

@@ -124,6 +124,31 @@ TEST(PerfettoTracks, PartlyOverlappingEventsOfALaneGoOnTracksOfTheirOwn) {
   std::remove(path.c_str());
 }
 
+// Lesson 15's ring sends a K block and a V block to the next rank in the
+// same microsecond: the one that ends first nests in the other, over the
+// other's arrow. Each send keeps its arrow on a track of its own, and so do
+// two recvs whose data arrived in the same microsecond.
+TEST(PerfettoTracks, TwoSendsBegunInOneMicrosecondEachKeepTheirArrow) {
+  const std::string path = temp_path("same_begin.json");
+  Event send_k = span(0, kLaneComm, "send", 339, 405), send_v = span(0, kLaneComm, "send", 339, 420);
+  send_k.peer = send_v.peer = 1;
+  send_k.flow = flow_id(0, 1, 90, 0);
+  send_v.flow = flow_id(0, 1, 91, 0);
+  Event recv_k = span(1, kLaneComm, "recv", 300, 430), recv_v = span(1, kLaneComm, "recv", 350, 430);
+  recv_k.peer = recv_v.peer = 0;
+  recv_k.flow = send_k.flow;
+  recv_v.flow = send_v.flow;
+  write_and_read({send_k, send_v, recv_v, recv_k}, path);
+  const auto report = check_tracks(path);
+  EXPECT_EQ(report.complete, 4u);
+  EXPECT_EQ(report.flows, 4u);
+  EXPECT_EQ(report.partial_overlaps, 0u) << report.first_problem;
+  EXPECT_EQ(report.misplaced_flows, 0u) << report.first_problem;
+  EXPECT_EQ(thread_names(path, 0).size(), 2u);
+  EXPECT_EQ(thread_names(path, 1).size(), 2u);
+  std::remove(path.c_str());
+}
+
 TEST(PerfettoTracks, MergedFilesNestToo) {
   // Two per-rank files, merged: the merge writes in begin order, not end order.
   const std::string a = temp_path("m.rank0.json"), b = temp_path("m.rank1.json"), out = temp_path("m.json");
