@@ -10,7 +10,8 @@
 // after it, on two threads of one rank. So a lane is written as a stack of
 // tracks: level 0 named as the lane ("comm"), and an event that would
 // overlap an event of level k partly goes one level down ("comm
-// (concurrent 1)", ...), where it nests or stays clear. distlab-viz stacks
+// (concurrent 1)", ...), where it nests or stays clear; so does an event
+// whose arrow another event nested in it would catch. distlab-viz stacks
 // a lane's events the same way on screen, and reads every level back into
 // the one lane (each event carries its lane in args).
 #pragma once

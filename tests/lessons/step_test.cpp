@@ -104,7 +104,7 @@ std::vector<Lesson> lessons() {
        "--backend threads --ranks 2 --tokens 16 --steps 5", true},
       {LESSON_17, 1, {"The anatomy", "Recomputation", "Mixed precision", "MFU"},
        "--backend threads --ranks 1 --layers 1 --seq 8 --batch 2 --hidden 16 --heads 2 --ffn 32 --repeats 1", true,
-       0},  // its trace holds memory counters, no slices,
+       0},  // its trace holds memory counters, no slices
   };
 }
 
