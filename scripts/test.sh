@@ -7,6 +7,9 @@ scripts/setup.sh
 # a test that needs one of them fails rather than skips when it is missing
 # (tests/support/required_tool.hpp). Only the GPU tests skip without a GPU.
 export CI="${CI:-true}"
+# A failing GoogleTest case prints its failure and nothing of the cases that
+# passed: the failure leads what --output-on-failure shows.
+export GTEST_BRIEF="${GTEST_BRIEF:-1}"
 cd "${BUILD_DIR:-build}"
 # Three at once on two cores: the failover, hang and elastic tests spend most
 # of their time waiting for a peer's timeout, and a third test fills those

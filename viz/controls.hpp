@@ -30,23 +30,23 @@ inline bool link_inputs(collectives::LinkParams& link, float width_em) {
   return changed;
 }
 
-// ImGui repeats a key held longer than 0.275 s, and a frame's time is what
-// it counts: one frame stalled that long (a busy machine, a page in the
-// background) would turn one press of an arrow into two steps, and make
-// playback jump. Called between the backend's NewFrame and ImGui's, it lets
-// a frame count as at most a tenth of a second.
+// A frame stalled for seconds (a busy machine, a page in the background)
+// would make playback jump. Called between the backend's NewFrame and
+// ImGui's, it lets a frame count as at most a tenth of a second.
 inline void cap_frame_time() {
   ImGuiIO& io = ImGui::GetIO();
   io.DeltaTime = std::min(io.DeltaTime, 0.1f);
 }
 
 // For a presenter: the right arrow steps forward, the left one back, unless
-// a text field has the keyboard.
+// a text field has the keyboard. One press is one step however long the key
+// is held: ImGui's repeat counts frame times, and on a busy machine a few
+// slow frames would turn a press into two steps.
 template <typename Back, typename Forward>
 void step_with_arrow_keys(Back&& back, Forward&& forward) {
   if (ImGui::GetIO().WantTextInput) return;
-  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) forward();
-  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) back();
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow), false)) forward();
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow), false)) back();
 }
 
 // Runs a panel's rebuild after a change; a bad setting becomes the message

@@ -208,15 +208,18 @@ async function check_panels(browser, base) {
   }
 }
 
-// A key pressed on the page as a presenter would: held down until a frame
-// has begun and ended since (the page counts a frame at its end), then
-// released; the page's counts a frame after. A frame that stalls while the
-// key is down counts as a tenth of a second at most, short of ImGui's
-// repeat (viz/controls.hpp).
+// A key pressed on the page as a presenter would, and held: down for 400 ms
+// (past ImGui's repeat delay of 275 ms) and until a frame has begun and ended
+// since (the page counts a frame at its end), then released; the page's
+// counts a frame after. A press is one step however long it is held
+// (viz/controls.hpp), so the hold shows a repeat if one came back.
 async function press(page, key) {
   await page.keyboard.down(key);
   const frames = (await counts(page)).frames;
-  await page.waitForFunction((n) => window.distlab.counts().frames > n, { timeout: 10000 }, frames);
+  await Promise.all([
+    page.waitForFunction((n) => window.distlab.counts().frames > n, { timeout: 10000 }, frames),
+    new Promise((done) => setTimeout(done, 400)),
+  ]);
   await page.keyboard.up(key);
   const after = (await counts(page)).frames;
   await page.waitForFunction((n) => window.distlab.counts().frames > n + 1, { timeout: 10000 }, after);
