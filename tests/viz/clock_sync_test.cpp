@@ -7,10 +7,9 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sys/socket.h>
-#include <netinet/in.h>
 
 #include "live_feed.hpp"
+#include "support/free_port.hpp"
 #include "trace/reader.hpp"
 #include "trace_loader.hpp"
 #include "trace_model.hpp"
@@ -20,21 +19,10 @@ namespace distlab::viz {
 namespace {
 
 using namespace testing_util;
+using test_support::free_port;
 
 constexpr int64_t kShiftUs = -7'000'000;
 constexpr int kWaitMs = 120000;
-
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Node `node` of two (distlab-run, one rank each) running lesson 05 on gloo.
 std::vector<std::string> node_of_lesson_05(int node, const std::string& port, const std::vector<std::string>& extra) {
