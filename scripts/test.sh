@@ -7,6 +7,13 @@ scripts/setup.sh
 # a test that needs one of them fails rather than skips when it is missing
 # (tests/support/required_tool.hpp). Only the GPU tests skip without a GPU.
 export CI="${CI:-true}"
+# Three tests share two cores. LibTorch's OpenMP threads spin after each
+# parallel region waiting for the next, and a spinning thread holds a core
+# another test's thread needs: lesson 17 on a machine busy building took
+# 80 CPU-seconds with spinning threads and 8 with sleeping ones
+# (OMP_WAIT_POLICY=PASSIVE: they wait on a futex; what is computed is the
+# same, only the waiting changes).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 # A failing GoogleTest case prints its failure and nothing of the cases that
 # passed: the failure leads what --output-on-failure shows.
 export GTEST_BRIEF="${GTEST_BRIEF:-1}"
