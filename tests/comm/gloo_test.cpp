@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "launcher_process.hpp"
+#include "support/free_port.hpp"
 #include "worker_runs.hpp"
 
 namespace {
@@ -121,7 +122,7 @@ std::pair<int, std::string> run_alone(const std::string& env) {
 }
 
 TEST(GlooFailures, UnreachableMasterGivesOneClearLine) {
-  const int port = distlab::launcher::testing::free_port();  // nobody listens there
+  const int port = distlab::test_support::free_port();  // nobody listens there
   auto [code, out] = run_alone("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
                                " DISTLAB_CONNECT_TIMEOUT_MS=1500");
   EXPECT_EQ(code, 1) << out;

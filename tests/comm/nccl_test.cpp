@@ -6,6 +6,7 @@
 
 #include "comm/nccl_backend.hpp"
 #include "launcher_process.hpp"
+#include "support/free_port.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 TEST(NcclBackend, WithoutAGpuSaysSoAndPointsElsewhere) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has a GPU";
   WorldInfo world;
-  world.master_port = launcher::testing::free_port();
+  world.master_port = test_support::free_port();
   try {
     make_nccl_communicator(world, CommOptions{});
     FAIL() << "expected a SetupError";

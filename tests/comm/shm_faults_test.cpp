@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "launcher_process.hpp"
+#include "support/free_port.hpp"
 #include "worker_runs.hpp"
 
 extern char** environ;
@@ -57,7 +58,7 @@ struct Ranks {
 Ranks run_ranks(int ranks, const std::vector<std::string>& args, const std::vector<std::string>& env,
                 std::chrono::milliseconds limit = 60s) {
   const std::string dir = distlab::launcher::testing::fresh_dir("shm_faults");
-  const std::string port = std::to_string(distlab::launcher::testing::free_port());
+  const std::string port = std::to_string(distlab::test_support::free_port());
   Ranks r;
   r.out.resize(ranks);
   r.exit_code.assign(ranks, -1);

@@ -1,12 +1,8 @@
 #include "launcher_process.hpp"
 
-#include "support/free_port.hpp"
-
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,7 +112,5 @@ bool process_gone(pid_t pid) {
   auto paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
-
-int free_port() { return test_support::free_port(); }
 
 }  // namespace distlab::launcher::testing

@@ -47,7 +47,5 @@ bool wait_for_file(const std::string& path, std::chrono::milliseconds limit);
 // True when `pid` is gone (or a zombie nobody can be blamed for any more:
 // an orphan waiting for init to reap it).
 bool process_gone(pid_t pid);
-// A port nothing listens on now (tests/support/free_port.hpp).
-int free_port();
 
 }  // namespace distlab::launcher::testing

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "launcher_process.hpp"
+#include "support/free_port.hpp"
 #include "terminal_process.hpp"
 
 namespace distlab::launcher::testing {
@@ -21,6 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Vars = std::map<std::string, std::string>;
+using test_support::free_port;
 
 // distlab-run <launcher_flags> -- test_worker <worker_flags>
 std::vector<std::string> job(std::vector<std::string> launcher_flags, const std::vector<std::string>& worker_flags) {

@@ -10,11 +10,12 @@
 
 #include "launcher_process.hpp"
 #include "run_program.hpp"
+#include "support/free_port.hpp"
 
 namespace {
 
 using distlab::launcher::testing::fresh_dir;
-using distlab::launcher::testing::free_port;
+using distlab::test_support::free_port;
 using distlab::lessons::testing::Outcome;
 using distlab::lessons::testing::run;
 

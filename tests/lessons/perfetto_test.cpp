@@ -1,10 +1,10 @@
 // Every trace a lesson (with step_test.cpp's runs), the capstone and the
 // benchmarks write opens right in Perfetto: on each thread track the
 // complete events nest or stay apart (Perfetto draws partly overlapping ones
-// wrong), and each send->recv arrow lands on its own send and recv. Processes under distlab-run write one file
-// each; those are checked one by one and merged by distlab-trace, whose
-// output is checked too. The check reads the files' JSON itself
-// (tests/support/perfetto_tracks.hpp).
+// wrong), and each send->recv arrow lands on its own send and recv.
+// Processes under distlab-run write one file each; those are checked one by
+// one and merged by distlab-trace, whose output is checked too. The check
+// reads the files' JSON itself (tests/support/perfetto_tracks.hpp).
 #include <gtest/gtest.h>
 
 #include <ostream>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "free_port.hpp"
+#include "support/free_port.hpp"
 
 namespace distlab::train::testing {
 
@@ -44,7 +44,7 @@ template <typename Make>
 Outcome run_on_free_port(Make make, int seconds) {
   Outcome result;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    result = run_command(make(std::to_string(free_port())), seconds);
+    result = run_command(make(std::to_string(test_support::free_port())), seconds);
     if (result.output.find("Address already in use") == std::string::npos &&
         result.output.find("EADDRINUSE") == std::string::npos)
       break;

@@ -9,14 +9,14 @@
 
 #include <regex>
 
-#include "free_port.hpp"
 #include "run_command.hpp"
+#include "support/free_port.hpp"
 
 namespace distlab::train {
 namespace {
 
 using testing::contains;
-using testing::free_port;
+using test_support::free_port;
 using testing::run_command;
 using testing::run_on_free_port;
 
