@@ -41,11 +41,18 @@ App::Tab App::first_tab_of(const std::string& panel) {
   return Tab::kCollectives;
 }
 
-App::App(const Options& options)
+bool App::reads_trace_files(const std::string& panel) {
+  return panel == "pipeline" || panel == "ddp" || panel == "experts" || panel == "wire";
+}
+
+App::App(const Options& options, std::unique_ptr<OpenedTraces> downloaded)
     : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options),
       context_(options), experts_(options), wire_(options) {
   // The Trace panel holds the trace; the Memory panel draws its memory samples.
-  if (!options.trace_files.empty()) trace_.open_files(options.trace_files);
+  if (downloaded != nullptr && downloaded->paths == options.trace_files)
+    trace_.open(std::move(*downloaded));
+  else if (!options.trace_files.empty())
+    trace_.open_files(options.trace_files);
   // Flight-recorder files: those asked for, else any beside the trace.
   if (!options.flight_paths.empty()) {
     trace_.open_flight(options.flight_paths);
@@ -63,8 +70,7 @@ App::App(const Options& options)
     messages_.push_back("no memory samples in the trace (counters named \"memory STAGE\" or \"accounting STAGE\")");
   // The Pipeline, DDP, Experts and Wire panels read the same files for what
   // they show: the executor's stages, the reducer's buckets, the counters.
-  if (!options.trace_files.empty() && (options.panel == "pipeline" || options.panel == "ddp" ||
-                                       options.panel == "experts" || options.panel == "wire")) {
+  if (!options.trace_files.empty() && reads_trace_files(options.panel)) {
     std::vector<trace::Event> events;
     for (const std::string& path : options.trace_files) {
       LoadedTrace loaded = load_trace_file(path);

@@ -27,10 +27,16 @@ class App {
  public:
   // Applies the options: loads trace files, starts the live listener, sets
   // up the collectives. Throws (trace::TraceFormatError, std::runtime_error,
-  // std::invalid_argument) with a message for the user.
-  explicit App(const Options& options);
+  // std::invalid_argument) with a message for the user. `downloaded`: the
+  // trace files already read as they downloaded (viz/web), when they are
+  // options.trace_files.
+  explicit App(const Options& options, std::unique_ptr<OpenedTraces> downloaded = nullptr);
 
   void frame();
+
+  // Whether `panel` reads the trace files again for what it shows (the
+  // Pipeline, DDP, Experts and Wire panels), beside the Trace panel's model.
+  static bool reads_trace_files(const std::string& panel);
 
   TracePanel& trace_panel() { return trace_; }
   CollectivesPanel& collectives_panel() { return collectives_; }

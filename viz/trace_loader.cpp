@@ -168,6 +168,79 @@ LoadReport load_trace_into(const std::string& path, TraceModel& model, const tra
   }
 }
 
+OpenedTraces open_traces(const std::vector<std::string>& paths, const trace::ReadLimits& limits) {
+  // Straight from the files into the model: no events vector in between.
+  OpenedTraces opened;
+  opened.paths = paths;
+  for (const std::string& path : paths) {
+    LoadReport report = load_trace_into(path, opened.model, limits);
+    opened.warnings.insert(opened.warnings.end(), report.warnings.begin(), report.warnings.end());
+    opened.clock_offsets.insert(report.info.clock_offsets.begin(), report.info.clock_offsets.end());
+  }
+  opened.model.finalize();
+  return opened;
+}
+
+TraceDownload::TraceDownload(std::vector<std::string> paths, const trace::ReadLimits& limits)
+    : limits_(limits), opened_(std::make_unique<OpenedTraces>()) {
+  opened_->paths = std::move(paths);
+}
+
+TraceDownload::~TraceDownload() = default;
+
+void TraceDownload::begin_file(int64_t expected_bytes) {
+  reader_.reset();
+  if (failed_ || files_ >= opened_->paths.size()) {
+    failed_ = true;
+    return;
+  }
+  TraceModel& model = opened_->model;
+  if (expected_bytes > 0) model.reserve(static_cast<size_t>(std::min<int64_t>(expected_bytes / 256, limits_.max_events)));
+  mark_ = model.checkpoint();
+  reader_ = std::make_unique<trace::ChromePushReader>(limits_, [&model](trace::Event& e) { model.add(e); });
+}
+
+char* TraceDownload::space(size_t n) {
+  // A file given up is still received (into a scratch buffer) until it ends.
+  if (reader_ == nullptr) {
+    scratch_.resize(n);
+    return scratch_.data();
+  }
+  return reader_->space(n);
+}
+
+void TraceDownload::commit(size_t n) {
+  if (reader_ == nullptr) return;
+  reader_->commit(n);
+  if (reader_->failed()) give_up();
+}
+
+void TraceDownload::end_file() {
+  ++files_;
+  if (reader_ == nullptr) return;
+  // As load_trace_into: a file read whole with events; its clock offsets applied.
+  if (!reader_->finish() || reader_->info().events == 0) {
+    give_up();
+    return;
+  }
+  for (const auto& [rank, offset] : reader_->info().clock_offsets)
+    if (offset.offset_us != 0) opened_->model.shift_rank(mark_, rank, offset.offset_us);
+  opened_->clock_offsets.insert(reader_->info().clock_offsets.begin(), reader_->info().clock_offsets.end());
+  reader_.reset();
+}
+
+void TraceDownload::give_up() {
+  reader_.reset();
+  failed_ = true;
+  opened_->model = TraceModel();  // its memory back before the files are read again
+}
+
+std::unique_ptr<OpenedTraces> TraceDownload::opened() {
+  if (opened_ == nullptr || failed_ || reader_ != nullptr || files_ != opened_->paths.size()) return nullptr;
+  opened_->model.finalize();
+  return std::move(opened_);
+}
+
 LoadedTrace load_trace_text(const std::string& text, const trace::ReadLimits& limits) {
   LoadedTrace loaded;
   LoadReport report = load([&](const trace::EventHandler& h) { return trace::stream_chrome_text(text, limits, h); },

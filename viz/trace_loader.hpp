@@ -14,10 +14,13 @@
 //   failure, whatever its kind, becomes one TraceFormatError naming the file.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "trace/event.hpp"
+#include "trace/push_reader.hpp"
 #include "trace/reader.hpp"
 #include "trace_model.hpp"
 
@@ -42,6 +45,46 @@ struct LoadReport {
 // Appends the file's events to `model` (not finalized). On failure the model
 // is left as it was. Throws trace::TraceFormatError when nothing can be read.
 LoadReport load_trace_into(const std::string& path, TraceModel& model, const trace::ReadLimits& limits = kViewerLimits);
+
+// Files opened together (a job's rank files): one model, finalized.
+struct OpenedTraces {
+  std::vector<std::string> paths;
+  TraceModel model;
+  std::vector<std::string> warnings;
+  std::map<int, trace::ClockOffset> clock_offsets;
+};
+// Each of `paths` into one model (load_trace_into), then finalized. Throws
+// trace::TraceFormatError as load_trace_into does.
+OpenedTraces open_traces(const std::vector<std::string>& paths, const trace::ReadLimits& limits = kViewerLimits);
+
+// The same files read while their bytes arrive (the page's fetch, viz/web):
+// each file's events go into the model as its pieces come, so reading
+// overlaps the download. Only the fast path: when every file was a trace
+// read whole, opened() is what open_traces(paths) would give; when one was
+// not (cut short, bad bytes, no events), opened() is null and the caller
+// opens the files the usual way once they are written, with its recovery
+// and messages.
+class TraceDownload {
+ public:
+  explicit TraceDownload(std::vector<std::string> paths, const trace::ReadLimits& limits = kViewerLimits);
+  ~TraceDownload();
+  void begin_file(int64_t expected_bytes = 0);  // the next of `paths` (its size, when known)
+  char* space(size_t n);             // room for its next n bytes
+  void commit(size_t n);             // written there: read what they complete
+  void end_file();
+  std::unique_ptr<OpenedTraces> opened();  // after the last end_file()
+
+ private:
+  void give_up();
+
+  trace::ReadLimits limits_;
+  std::unique_ptr<OpenedTraces> opened_;
+  std::unique_ptr<trace::ChromePushReader> reader_;
+  TraceModel::Checkpoint mark_{};
+  size_t files_ = 0;
+  bool failed_ = false;
+  std::string scratch_;
+};
 
 // The same, collected (tests, small files).
 LoadedTrace load_trace_text(const std::string& text, const trace::ReadLimits& limits = kViewerLimits);

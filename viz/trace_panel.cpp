@@ -167,19 +167,11 @@ Color TracePanel::color_of(uint32_t category) {
   return category_colors_[category] = category_color(model_.text(category));
 }
 
-void TracePanel::open_files(const std::vector<std::string>& paths) {
-  // Straight from the files into the model: no events vector in between.
-  TraceModel model;
-  std::vector<std::string> warnings;
-  std::map<int, trace::ClockOffset> offsets;
-  for (const std::string& path : paths) {
-    LoadReport report = load_trace_into(path, model);
-    warnings.insert(warnings.end(), report.warnings.begin(), report.warnings.end());
-    offsets.insert(report.info.clock_offsets.begin(), report.info.clock_offsets.end());
-  }
-  model.finalize();
-  model_ = std::move(model);
-  clock_offsets_ = std::move(offsets);
+void TracePanel::open_files(const std::vector<std::string>& paths) { open(open_traces(paths)); }
+
+void TracePanel::open(OpenedTraces opened) {
+  model_ = std::move(opened.model);
+  clock_offsets_ = std::move(opened.clock_offsets);
   flight_.model().set_clock_offsets(clock_offsets_);
   memory_.clear();
   memory_seen_ = 0;
@@ -188,13 +180,13 @@ void TracePanel::open_files(const std::vector<std::string>& paths) {
   selected_.reset();
   cursor_s_.reset();
   fitted_ = false;
-  for (const std::string& w : warnings) messages_.push_back("warning: " + w);
+  for (const std::string& w : opened.warnings) messages_.push_back("warning: " + w);
   if (model_.clamped_flow_count() > 0)
     messages_.push_back("warning: " + std::to_string(model_.clamped_flow_count()) +
                         " recv(s) ended before their send began (clocks of different machines without a measured "
                         "offset?); their arrows end at the send");
   std::string names;
-  for (const std::string& path : paths) names += (names.empty() ? "" : ", ") + path;
+  for (const std::string& path : opened.paths) names += (names.empty() ? "" : ", ") + path;
   messages_.push_back("opened " + names + ": " + std::to_string(model_.size()) + " events" +
                       (model_.counter_count() > 0
                            ? ", " + std::to_string(model_.counter_count()) + " counter samples (" +

@@ -33,6 +33,7 @@
 #include "memory_model.hpp"
 #include "timeline.hpp"
 #include "trace_layout.hpp"
+#include "trace_loader.hpp"
 #include "trace_model.hpp"
 
 namespace distlab::viz {
@@ -90,6 +91,8 @@ class TracePanel {
   // Throws trace::TraceFormatError naming the file when one cannot be read;
   // warnings (a truncated file) are kept and shown.
   void open_files(const std::vector<std::string>& paths);
+  // Files already read (open_traces, or a TraceDownload in the page).
+  void open(OpenedTraces opened);
   // Shows these events (tests, the benchmark).
   void set_events(const std::vector<trace::Event>& events);
   // Reads flight-recorder files (files, or directories of flight.rank*.json)

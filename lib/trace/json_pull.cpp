@@ -17,8 +17,18 @@ ByteSource::ByteSource(std::FILE* file, size_t chunk_bytes) : file_(file), buffe
   begin_ = pos_ = end_ = buffer_.data();
 }
 
+ByteSource::ByteSource(std::string_view arrived, int64_t offset, bool last)
+    : more_to_come_(!last),
+      begin_(arrived.data()),
+      pos_(arrived.data()),
+      end_(arrived.data() + arrived.size()),
+      consumed_(offset) {}
+
 bool ByteSource::refill() {
-  if (file_ == nullptr) return false;
+  if (file_ == nullptr) {
+    if (more_to_come_) throw NeedMoreBytes{};
+    return false;
+  }
   consumed_ += end_ - begin_;
   const size_t n = std::fread(buffer_.data(), 1, buffer_.size(), file_);
   begin_ = pos_ = buffer_.data();

@@ -18,11 +18,19 @@
 
 namespace distlab::trace {
 
+// Thrown by a ByteSource of bytes still arriving (push_reader.hpp) when a
+// read reaches the end of what has come: not an error, a "try again later".
+struct NeedMoreBytes {};
+
 // Where bytes come from: a file read in chunks, or a string in memory.
 class ByteSource {
  public:
   explicit ByteSource(const std::string& text);  // not copied: must outlive the source
   explicit ByteSource(std::FILE* file, size_t chunk_bytes = size_t{1} << 20);
+  // The part of an input that has arrived so far, from byte `offset` on
+  // (not copied); reading past its end throws NeedMoreBytes unless `last`
+  // says nothing more will come.
+  ByteSource(std::string_view arrived, int64_t offset, bool last);
   ByteSource(const ByteSource&) = delete;
   ByteSource& operator=(const ByteSource&) = delete;
 
@@ -45,6 +53,7 @@ class ByteSource {
   bool refill();
 
   std::FILE* file_ = nullptr;
+  bool more_to_come_ = false;
   std::vector<char> buffer_;
   const char* begin_ = nullptr;
   const char* pos_ = nullptr;

@@ -5,6 +5,7 @@ list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/live_stream.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_pull.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/push_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dom_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/merge.cpp

@@ -7,11 +7,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "trace/chrome_json.hpp"
 #include "trace/dom_reader.hpp"
 #include "trace/json_pull.hpp"
+#include "trace/push_reader.hpp"
 #include "trace/reader.hpp"
 
 namespace distlab::trace {
@@ -99,6 +101,38 @@ bool agree(const std::string& text, const std::string& where, const ReadLimits& 
   return dom_ok && stream_ok;
 }
 
+// Foreign and odd JSON that both readers take.
+std::vector<std::string> odd_accepted() {
+  return {
+      R"([])",
+      R"({})",
+      "\xEF\xBB\xBF[]",
+      R"({"traceEvents":[],"displayTimeUnit":"ms","otherData":{"x":[1,{"ph":"X"}]}})",
+      // Events in any array at the top level, as the DOM reader takes them.
+      R"({"a":[{"ph":"X","ts":1,"dur":2}],"traceEvents":[{"ph":"X","ts":5}]})",
+      R"([{"ph":"X","ts":1.9,"dur":2e2,"pid":"0x10","tid":-3,"name":7,"cat":null}])",
+      R"([{"ph":"X","pid":1,"pid":2,"ts":1,"ts":4,"args":{"b":1,"a":{"z":[1,2.5,"\u00e9"],"y":true},"b":"last"}}])",
+      R"([{"ph":"X","args":{"lane":3,"peer":"2","bytes":1.5,"flow":12,"x":-0.0,"y":1e300,"z":123456789012345678901}}])",
+      R"([{"ph":"X","args":"not an object"},{"ph":"X","args":[1]},{"ph":"B"},{"ph":5},1,"s",[{"ph":"X"}],null])",
+      R"([{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"stage\n0"}},{"ph":"X","pid":1,"tid":2}])",
+      R"([{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":{"k":1}}},{"ph":"X","pid":1,"tid":2}])",
+      "  [ {\"ph\" : \"X\" , \"name\" : \"\\ud83d\\ude00 \\/ \\b\\f\\r\\t\" } ]  \n",
+      R"([{"ph":"X","ts":-4611686018427387903,"dur":0,"args":{"flow":"-1"}}])",
+      // A NUL byte ends the input (found by the fuzzer: the DOM reader stops there).
+      std::string("[{\"ph\":\"X\"}] \0 garbage", 22),
+  };
+}
+
+// What both readers refuse.
+std::vector<std::string> odd_refused() {
+  return {
+      "", "42", "\"x\"", "[", "[{]", "[1,]", "{\"a\":1,}", "[01]", "[1.]", "[.5]", "[-]", "[+1]", "[1e]", "[tru]",
+      "[nul]", "[] []", "[\"\\ud800\"]", "[\"\\udc00\"]", "[\"\\x\"]", "[\"a\x01\"]", "[\"\xc3\"]", "[\"\xc0\x80\"]",
+      "[\"\xed\xa0\x80\"]", "[\"\xf4\x90\x80\x80\"]", "\xEF\xBB[]", "[1e400]", "{\"a\" 1}", "{1:2}", "[{\"ph\":\"X\"}",
+      R"([{"ph":"X","ts":4e54}])", R"([{"ph":"X","pid":true}])", R"([{"ph":"X","args":{"flow":"x"}}])",
+      R"([{"ph":"M","name":"thread_name","args":{"name":"a"},"pid":"zz"}])", "[/* comment */]", std::string("[\0]", 3), std::string("[\"a\0\"]", 6)};
+}
+
 TEST(StreamReader, WrittenFilesReadBackAsTheirEventsAndAsTheDomReaderReadsThem) {
   const auto events = varied_events(3000, 1);
   const std::string path = write_file("varied.json", events);
@@ -138,31 +172,9 @@ TEST(StreamReader, EveryChunkSizeGivesTheSameEvents) {
 }
 
 TEST(StreamReader, ForeignAndOddJsonReadsAsTheDomReaderReadsIt) {
-  const std::vector<std::string> accepted = {
-      R"([])",
-      R"({})",
-      "\xEF\xBB\xBF[]",
-      R"({"traceEvents":[],"displayTimeUnit":"ms","otherData":{"x":[1,{"ph":"X"}]}})",
-      // Events in any array at the top level, as the DOM reader takes them.
-      R"({"a":[{"ph":"X","ts":1,"dur":2}],"traceEvents":[{"ph":"X","ts":5}]})",
-      R"([{"ph":"X","ts":1.9,"dur":2e2,"pid":"0x10","tid":-3,"name":7,"cat":null}])",
-      R"([{"ph":"X","pid":1,"pid":2,"ts":1,"ts":4,"args":{"b":1,"a":{"z":[1,2.5,"\u00e9"],"y":true},"b":"last"}}])",
-      R"([{"ph":"X","args":{"lane":3,"peer":"2","bytes":1.5,"flow":12,"x":-0.0,"y":1e300,"z":123456789012345678901}}])",
-      R"([{"ph":"X","args":"not an object"},{"ph":"X","args":[1]},{"ph":"B"},{"ph":5},1,"s",[{"ph":"X"}],null])",
-      R"([{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"stage\n0"}},{"ph":"X","pid":1,"tid":2}])",
-      R"([{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":{"k":1}}},{"ph":"X","pid":1,"tid":2}])",
-      "  [ {\"ph\" : \"X\" , \"name\" : \"\\ud83d\\ude00 \\/ \\b\\f\\r\\t\" } ]  \n",
-      R"([{"ph":"X","ts":-4611686018427387903,"dur":0,"args":{"flow":"-1"}}])",
-      // A NUL byte ends the input (found by the fuzzer: the DOM reader stops there).
-      std::string("[{\"ph\":\"X\"}] \0 garbage", 22),
-  };
+  const std::vector<std::string> accepted = odd_accepted();
   for (const std::string& text : accepted) EXPECT_TRUE(agree(text, "accepted")) << text;
-  const std::vector<std::string> refused = {
-      "", "42", "\"x\"", "[", "[{]", "[1,]", "{\"a\":1,}", "[01]", "[1.]", "[.5]", "[-]", "[+1]", "[1e]", "[tru]",
-      "[nul]", "[] []", "[\"\\ud800\"]", "[\"\\udc00\"]", "[\"\\x\"]", "[\"a\x01\"]", "[\"\xc3\"]", "[\"\xc0\x80\"]",
-      "[\"\xed\xa0\x80\"]", "[\"\xf4\x90\x80\x80\"]", "\xEF\xBB[]", "[1e400]", "{\"a\" 1}", "{1:2}", "[{\"ph\":\"X\"}",
-      R"([{"ph":"X","ts":4e54}])", R"([{"ph":"X","pid":true}])", R"([{"ph":"X","args":{"flow":"x"}}])",
-      R"([{"ph":"M","name":"thread_name","args":{"name":"a"},"pid":"zz"}])", "[/* comment */]", std::string("[\0]", 3), std::string("[\"a\0\"]", 6)};
+  const std::vector<std::string> refused = odd_refused();
   for (const std::string& text : refused) EXPECT_FALSE(agree(text, "refused")) << text;
 }
 
@@ -239,6 +251,120 @@ TEST(StreamReader, ClockOffsetMetadataIsReadAndCheckedButNotApplied) {
   EXPECT_EQ(info.clock_offsets[1].uncertainty_us, 42);
   EXPECT_THROW(parse_chrome_trace(R"([{"ph":"M","name":"clock_offset","pid":1,"args":{"offset_us":"x","uncertainty_us":1}}])"),
                TraceFormatError);
+  std::remove(path.c_str());
+}
+
+// The push reader (push_reader.hpp) on `text` given in pieces of `piece`
+// bytes (the last ones shorter): its events, or nothing when it failed.
+std::optional<std::vector<Event>> pushed(const std::string& text, size_t piece, const ReadLimits& limits = {},
+                                         TraceInfo* info = nullptr) {
+  std::vector<Event> got;
+  ChromePushReader reader(limits, [&](Event& e) { got.push_back(e); });
+  for (size_t at = 0; at < text.size(); at += piece) reader.push(text.data() + at, std::min(piece, text.size() - at));
+  if (!reader.finish()) return std::nullopt;
+  if (info != nullptr) *info = reader.info();
+  EXPECT_EQ(reader.info().events, static_cast<int64_t>(got.size()));
+  return got;
+}
+
+TEST(PushReader, AFileInPiecesOfAnySizeGivesTheDomReadersEvents) {
+  const std::string path = write_file("push.json", varied_events(3000, 6));
+  const std::string text = read_text(path);
+  const auto reference = parse_chrome_trace_dom(text);
+  for (size_t piece : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{64}, size_t{4093}, size_t{1} << 20, text.size()}) {
+    const auto got = pushed(text, piece);
+    ASSERT_TRUE(got.has_value()) << "pieces of " << piece;
+    expect_same(reference, *got, "pieces of " + std::to_string(piece));
+  }
+  std::remove(path.c_str());
+}
+
+TEST(PushReader, OddJsonSplitAnywhereIsReadOrRefusedAsTheDomReaderDoes) {
+  for (const std::string& text : odd_accepted()) {
+    const auto reference = parse_chrome_trace_dom(text);
+    for (size_t piece = 1; piece <= text.size(); ++piece) {
+      const auto got = pushed(text, piece);
+      ASSERT_TRUE(got.has_value()) << text << " in pieces of " << piece;
+      expect_same(reference, *got, text + " in pieces of " + std::to_string(piece));
+    }
+  }
+  for (const std::string& text : odd_refused()) {
+    EXPECT_THROW(parse_chrome_trace_dom(text), TraceFormatError) << text;
+    for (size_t piece : {size_t{1}, size_t{3}, text.size() + 1}) EXPECT_FALSE(pushed(text, piece).has_value()) << text;
+  }
+}
+
+TEST(PushReader, DamagedVariantsAreReadOrRefusedAsTheDomReaderDoes) {
+  const std::string base = read_text(write_file("push_base.json", varied_events(12, 7)));
+  std::mt19937 rng(8);
+  int accepted = 0;
+  const int kVariants = 1000;
+  for (int i = 0; i < kVariants; ++i) {
+    std::string text = base;
+    const size_t at = rng() % (text.size() + 1);
+    switch (rng() % 3) {
+      case 0: text.resize(at); break;
+      case 1:
+        if (at < text.size()) text[at] = static_cast<char>(rng());
+        break;
+      case 2: text.erase(at, rng() % 8); break;
+    }
+    std::optional<std::vector<Event>> reference;
+    try {
+      reference = parse_chrome_trace_dom(text);
+    } catch (const TraceFormatError&) {
+    }
+    const auto got = pushed(text, 1 + rng() % 97);
+    ASSERT_EQ(reference.has_value(), got.has_value()) << "variant " << i << ": " << text;
+    if (got) {
+      expect_same(*reference, *got, "variant " + std::to_string(i));
+      ++accepted;
+    }
+  }
+  EXPECT_GT(accepted, kVariants / 20);
+  EXPECT_LT(accepted, kVariants * 19 / 20);
+}
+
+TEST(PushReader, EventsComeAsTheirBytesArriveNotAtTheEnd) {
+  const std::string text = read_text(write_file("push_half.json", varied_events(1000, 9)));
+  int64_t seen = 0;
+  ChromePushReader reader(ReadLimits{}, [&](Event&) { ++seen; });
+  reader.push(text.data(), text.size() / 2);
+  // About half the events are in the first half of the bytes.
+  EXPECT_GT(seen, 400);
+  EXPECT_LT(seen, 600);
+  // The rest written into more room than it needs (as fread fills a
+  // buffer): only the bytes committed count.
+  const size_t rest = text.size() - text.size() / 2;
+  std::copy(text.data() + text.size() / 2, text.data() + text.size(), reader.space(rest + 4096));
+  reader.commit(rest);
+  EXPECT_EQ(seen, 1000);
+  EXPECT_TRUE(reader.finish()) << reader.failure();
+}
+
+TEST(PushReader, HugeValuesLimitsAndMetadataAsTheStreamingReader) {
+  // An 8 MB value before the events, in 1 KB pieces: read (retried only when
+  // its bytes have doubled, so this takes milliseconds, not minutes).
+  const std::string big = "{\"otherData\":\"" + std::string(8 << 20, 'x') + "\",\"traceEvents\":[{\"ph\":\"X\"}]}";
+  const auto got = pushed(big, 1024);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->size(), 1u);
+  const std::string three = "[{\"ph\":\"X\"},{\"ph\":\"X\"},{\"ph\":\"X\"}]";
+  EXPECT_FALSE(pushed(three, 5, ReadLimits{1 << 20, 2}).has_value());
+  EXPECT_FALSE(pushed(three, 5, ReadLimits{20, 10}).has_value());
+  EXPECT_TRUE(pushed(three, 5, ReadLimits{static_cast<int64_t>(three.size()), 3}).has_value());
+  // Clock offsets, as the streaming reader reports them.
+  const std::string path = temp_path("push_offset.json");
+  {
+    ChromeJsonSink sink(path);
+    sink.write_clock_offset(1, ClockOffset{-5000123, 42});
+    sink.write(Event{1, kLaneComm, "recv", "recv", 100, 150, 8, 0, 7, {}});
+  }
+  TraceInfo info;
+  ASSERT_TRUE(pushed(read_text(path), 10, ReadLimits{}, &info).has_value());
+  ASSERT_EQ(info.clock_offsets.count(1), 1u);
+  EXPECT_EQ(info.clock_offsets[1].offset_us, -5000123);
+  EXPECT_EQ(info.clock_offsets[1].uncertainty_us, 42);
   std::remove(path.c_str());
 }
 

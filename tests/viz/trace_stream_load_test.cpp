@@ -1,10 +1,15 @@
 // Opening files straight into the model (load_trace_into, what the panel
 // does): the same events as reading them into a vector first; a file that
 // fails half-way, or is over the limits, leaves the model as it was; clock
-// offsets move their rank; arrows never end before they start.
+// offsets move their rank; arrows never end before they start. Files read
+// as they download (TraceDownload, the page's fetch): the model open_traces
+// makes from the same files, or nothing when a file was not read whole.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <random>
 #include <string>
 
 #include "synthetic_trace.hpp"
@@ -127,6 +132,77 @@ TEST(StreamLoad, ClockOffsetsMoveTheirRankAndArrowsNeverGoBackwards) {
   EXPECT_EQ(model.arrival_us(model.flow_bundles()[0].links[0]), 1900);
   const LoadedTrace loaded = load_trace_file(path);
   EXPECT_EQ(loaded.events[1].begin_us, 1500);
+}
+
+// `paths` downloaded into a TraceDownload in pieces of random sizes (up to
+// `largest` bytes), each file's bytes read from disk.
+std::unique_ptr<OpenedTraces> download(const std::vector<std::string>& paths, size_t largest, unsigned seed) {
+  TraceDownload download(paths);
+  std::mt19937 rng(seed);
+  for (const std::string& path : paths) {
+    const std::string text = read_text(path);
+    download.begin_file(static_cast<int64_t>(text.size()));
+    for (size_t at = 0; at < text.size();) {
+      const size_t n = std::min<size_t>(1 + rng() % largest, text.size() - at);
+      std::copy(text.data() + at, text.data() + at + n, download.space(n));
+      download.commit(n);
+      at += n;
+    }
+    download.end_file();
+  }
+  return download.opened();
+}
+
+TEST(TraceDownload, FilesReadAsTheyArriveAreTheModelOpenTracesMakes) {
+  // Two ranks' files, rank 1's clock 1000 us behind: offsets and arrows
+  // across the files as open_traces gives them.
+  SyntheticTraceOptions o;
+  o.events = 3000;
+  const std::vector<trace::Event> events = make_synthetic_trace(o);
+  const std::vector<std::string> paths = {temp_path("dl.rank0.json"), temp_path("dl.rank1.json")};
+  {
+    trace::ChromeJsonSink rank0(paths[0]);
+    trace::ChromeJsonSink rank1(paths[1]);
+    rank1.write_clock_offset(1, trace::ClockOffset{1000, 3});
+    for (const trace::Event& e : events) (e.rank == 1 ? rank1 : rank0).write(e);
+  }
+  const OpenedTraces reference = open_traces(paths);
+  ASSERT_GT(reference.model.flow_count(), 0u);
+  for (size_t largest : {size_t{1}, size_t{100}, size_t{1} << 16}) {
+    const std::unique_ptr<OpenedTraces> got = download(paths, largest, 11);
+    ASSERT_NE(got, nullptr) << "pieces up to " << largest;
+    EXPECT_EQ(got->paths, paths);
+    expect_same_model(got->model, reference.model);
+    EXPECT_EQ(got->model.clamped_flow_count(), reference.model.clamped_flow_count());
+    ASSERT_EQ(got->clock_offsets.size(), 1u);
+    EXPECT_EQ(got->clock_offsets.at(1).offset_us, 1000);
+    EXPECT_TRUE(got->warnings.empty());
+  }
+}
+
+TEST(TraceDownload, AFileNotReadWholeLeavesItToTheUsualOpen) {
+  const std::string whole = sample_file("dl_whole.json", 500);
+  const std::string text = read_text(whole);
+  const std::string cut = temp_path("dl_cut.json");
+  write_text(cut, text.substr(0, text.size() / 2));
+  const std::string empty = temp_path("dl_empty.json");
+  write_text(empty, "{\"traceEvents\":[]}");
+  const std::string bad = temp_path("dl_bad.json");
+  write_text(bad, "[{\"ph\":\"X\",\"pid\":\"abc\"}]");
+  // Cut short (the usual open recovers its complete lines, with a warning),
+  // no events (a warning), a bad field (an error): each its own message.
+  for (const std::string& other : {cut, empty, bad}) {
+    EXPECT_EQ(download({whole, other}, 4096, 12), nullptr) << other;
+    EXPECT_EQ(download({other, whole}, 4096, 13), nullptr) << other;
+  }
+  EXPECT_NE(download({whole}, 4096, 14), nullptr);
+  // Fewer files than paths: not the set asked for.
+  TraceDownload short_set({whole, whole});
+  short_set.begin_file();
+  std::copy(text.begin(), text.end(), short_set.space(text.size()));
+  short_set.commit(text.size());
+  short_set.end_file();
+  EXPECT_EQ(short_set.opened(), nullptr);
 }
 
 // The largest offset the reader takes (under 2^62) moves an event exactly

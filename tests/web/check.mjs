@@ -288,6 +288,20 @@ async function check_traces(browser, base, dir) {
   for (const e of dropped.errors) problem(`dropped: ${e}`);
   await dropped.close();
 
+  // The Pipeline panel reads its trace's file again (App::reads_trace_files):
+  // the page, which read the trace as it downloaded, still writes the file.
+  const pipe = path.join(dir, 'check', 'pipe.json');
+  run(path.join(build_dir, 'tests', 'viz', 'viz_pipeline_trace_emitter'),
+      ['--out', pipe, '--schedule', '1f1b', '--ranks', '2', '--microbatches', '4', '--steps', '1']);
+  const pipe_page = await open_page(browser, base, '?panel=pipeline&trace=check/pipe.json');
+  same_counts('pipeline by URL', page_row_counts(await counts(pipe_page)), json_counts(pipe));
+  const pipe_said = await page_messages(pipe_page);
+  if (pipe_said.some((m) => /no pipeline run|could not be opened/.test(m.text)))
+    problem(`pipeline by URL: the panel did not read its trace: ${JSON.stringify(pipe_said)}`);
+  else note('pipeline by URL: the Pipeline panel read the trace file the page wrote');
+  for (const e of pipe_page.errors) problem(`pipeline by URL: ${e}`);
+  await pipe_page.close();
+
   // A hang's flight-recorder files beside its trace, by URL and dropped
   // together: the trace as counted from the JSON, and every flight file read.
   const hang = path.join(dir, 'check', 'hang');

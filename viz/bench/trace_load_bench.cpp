@@ -9,6 +9,8 @@
 //           sorted, stacked and flows paired (finalize)
 //   dom     the reference DOM reader (dom_reader.hpp) over the whole text:
 //           what opening cost before the streaming reader
+//   pieces  what the page does while a trace downloads (TraceDownload):
+//           the file handed over in pieces of --piece bytes, then finalized
 // Prints wall time and the process's peak resident memory (ru_maxrss), the
 // same number /usr/bin/time -v reports as "Maximum resident set size".
 #include <CLI/CLI.hpp>
@@ -44,9 +46,12 @@ int main(int argc, char** argv) {
   using namespace distlab;
   std::string path;
   std::string mode = "viewer";
+  size_t piece = size_t{1} << 20;
   CLI::App cli{"Time and peak memory of opening a trace file"};
   cli.add_option("file", path, "Chrome trace JSON (distlab-viz-make-trace writes one)")->required();
-  cli.add_option("--mode", mode, "stream, viewer or dom")->check(CLI::IsMember({"stream", "viewer", "dom"}));
+  cli.add_option("--mode", mode, "stream, viewer, pieces or dom")
+      ->check(CLI::IsMember({"stream", "viewer", "pieces", "dom"}));
+  cli.add_option("--piece", piece, "bytes per piece in --mode pieces")->check(CLI::Range(size_t{1}, size_t{1} << 30));
   CLI11_PARSE(cli, argc, argv);
   try {
     const auto start = Clock::now();
@@ -69,6 +74,18 @@ int main(int argc, char** argv) {
                std::to_string(static_cast<int>(ms_since(start) - read_ms)) + " ms; " +
                std::to_string(model.rows().size()) + " rows, " + std::to_string(model.flow_count()) + " arrows" +
                (report.warnings.empty() ? "" : "; " + report.warnings.front());
+    } else if (mode == "pieces") {
+      viz::TraceDownload download({path});
+      std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+      if (!file) throw std::runtime_error("cannot open " + path);
+      std::fseek(file.get(), 0, SEEK_END);
+      download.begin_file(std::ftell(file.get()));
+      std::rewind(file.get());
+      for (size_t n = 0; (n = std::fread(download.space(piece), 1, piece, file.get())) > 0;) download.commit(n);
+      download.end_file();
+      const std::unique_ptr<viz::OpenedTraces> opened = download.opened();
+      if (opened == nullptr) throw std::runtime_error("the pieces were not read whole");
+      events = opened->model.size();
     } else {
       std::ifstream in(path, std::ios::binary);
       std::stringstream text;

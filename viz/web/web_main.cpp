@@ -45,6 +45,9 @@ void page_app_messages(const App& app) {
     page_message(message.rfind("warning", 0) == 0 ? "warning" : "info", message.c_str());
 }
 EM_JS(void, page_first_frame, (), { Module.distlabFirstFrame(); });
+// The trace files read as they downloaded, written into the file system
+// (until then their paths hold empty files).
+EM_JS(void, page_write_downloaded_files, (), { Module.distlabWriteDownloadedFiles(); });
 EM_JS(int, page_width, (), { return window.innerWidth; });
 EM_JS(int, page_height, (), { return window.innerHeight; });
 EM_JS(double, page_pixel_ratio, (), { return window.devicePixelRatio || 1; });
@@ -58,14 +61,33 @@ struct Page {
   double last_frame_ms = 0.0;  // building and submitting the last frame
   std::string counts;          // distlab_counts' answer, kept alive for the page
   double pixel_ratio = 0.0;    // the device pixels per CSS pixel the fonts and sizes were made for
+  std::unique_ptr<TraceDownload> download;  // traces being fetched or dropped, read as they arrive
+  bool downloading = false;                 // the file arriving now is one of them
 };
 Page page;
 
 // The panels take their sizes from the scale they are built with: an App
-// for this page is built at the address's scale times the ratio.
+// for this page is built at the address's scale times the ratio. It takes
+// the traces read as they downloaded, when they are the ones it opens; the
+// page writes their files when they were not read whole (the usual open
+// recovers what it can, with its messages) or the panel reads them again.
 std::unique_ptr<App> app_for_page(Options options) {
   options.scale *= static_cast<float>(page.pixel_ratio);
-  return std::make_unique<App>(options);
+  std::unique_ptr<OpenedTraces> downloaded = page.download != nullptr ? page.download->opened() : nullptr;
+  page.download.reset();
+  if (downloaded == nullptr || App::reads_trace_files(options.panel)) page_write_downloaded_files();
+  return std::make_unique<App>(options, std::move(downloaded));
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
 }
 
 // Builds the App; on failure says why in the page and falls back: first
@@ -172,14 +194,7 @@ EMSCRIPTEN_KEEPALIVE const char* distlab_fetched_urls(const char* query) {
 // would have: the panel of the address if it shows traces, else the Trace
 // panel.
 EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
-  std::vector<std::string> paths;
-  std::string text = paths_text;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) paths.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+  const std::vector<std::string> paths = split_lines(paths_text);
   Options options = page.options;
   options.trace_files.clear();
   options.flight_paths.clear();
@@ -195,6 +210,39 @@ EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
     page_message("error", e.what());
     return 0;
   }
+}
+
+// Traces read while the page fetches them (or reads dropped files): the
+// paths their files will have ('\n'-separated), then per file its path and
+// size (0 when not known), its pieces written into space(n) and committed,
+// and its end. The App built next (main, distlab_open_traces) takes the
+// events already read when every trace was read whole (app_for_page).
+EMSCRIPTEN_KEEPALIVE void distlab_download_begin(const char* paths_text) {
+  std::vector<std::string> traces;
+  for (const std::string& path : split_lines(paths_text))
+    if (!is_flight_file(path)) traces.push_back(path);
+  page.download = std::make_unique<TraceDownload>(traces);
+  page.downloading = false;
+}
+// 1 when the file is one of the traces read as it arrives, 0 when the page
+// must write it (a flight-recorder file).
+EMSCRIPTEN_KEEPALIVE int distlab_download_file(const char* path, double expected_bytes) {
+  page.downloading = page.download != nullptr && !is_flight_file(path);
+  if (page.downloading) page.download->begin_file(static_cast<int64_t>(expected_bytes));
+  return page.downloading ? 1 : 0;
+}
+EMSCRIPTEN_KEEPALIVE char* distlab_download_space(int bytes) {
+  if (page.downloading) return page.download->space(static_cast<size_t>(bytes));
+  static std::string nowhere;  // not a trace being read: the bytes are dropped
+  nowhere.resize(static_cast<size_t>(bytes));
+  return nowhere.data();
+}
+EMSCRIPTEN_KEEPALIVE void distlab_download_commit(int bytes) {
+  if (page.downloading) page.download->commit(static_cast<size_t>(bytes));
+}
+EMSCRIPTEN_KEEPALIVE void distlab_download_end_file() {
+  if (page.downloading) page.download->end_file();
+  page.downloading = false;
 }
 
 // What the Trace panel holds, for the tests and the measurements, and where
