@@ -25,6 +25,30 @@ size_t search(const std::vector<int64_t>& v, size_t from, double t, bool after) 
   return static_cast<size_t>(it - v.begin());
 }
 
+// From event j of a merged group (which has taken every event before j):
+// the first event at or after j that could end the group, as far as one
+// can tell without the group loop. Each event of [j, result) is shorter
+// than `small_us` and starts less than `small_us` after the one before it
+// ends (`small_us` is under min_px whatever the float rounding), so the
+// group loop would take all of them; none ends past `end_us`. Looks at the
+// events up to the end of j's block one by one, then at whole blocks.
+size_t skip_merged(const Track& t, size_t j, double small_us, double end_us) {
+  constexpr size_t B = Track::kBlock;
+  const size_t n = t.begin_us.size();
+  auto small = [small_us](int64_t us) { return static_cast<double>(us) < small_us; };
+  size_t m = j;
+  for (const size_t stop = std::min(n, (j / B + 1) * B); m < stop; ++m)
+    if (!small(t.end_us[m] - t.begin_us[m]) || !small(t.begin_us[m] - t.end_us[m - 1]) ||
+        static_cast<double>(t.end_us[m]) > end_us)
+      return m;
+  for (size_t b = m / B; b < t.block_max_us.size() && small(t.block_max_us[b]); ++b) {
+    const size_t last = std::min(n, (b + 1) * B) - 1;
+    if (static_cast<double>(t.end_us[last]) > end_us) break;
+    m = last + 1;
+  }
+  return m;
+}
+
 }  // namespace
 
 void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, float min_px,
@@ -34,6 +58,10 @@ void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, f
   const std::vector<int64_t>& end = track.end_us;
   const size_t n = begin.size();
   const double view_end = a.end_us();
+  // With the track's block index: durations and gaps under this many us are
+  // narrower than min_px on screen, with room for the rounding of x_at.
+  const bool indexed = n > 0 && track.block_max_us.size() == (n + Track::kBlock - 1) / Track::kBlock;
+  const double small_us = min_px * axis.seconds_per_pixel() * 1e6 * 0.999;
   // Events of a level do not overlap, so their ends are sorted too.
   size_t i = search(end, 0, a.begin_us(), /*after=*/false);
   while (i < n && static_cast<double>(begin[i]) <= view_end) {
@@ -61,6 +89,14 @@ void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, f
       }
       group_x1 = std::max(group_x1, a.x_at(end[k - 1]));
       j = k;
+      // Step over the events the group takes anyway, whole blocks at a time,
+      // up to the right edge: zoomed out, a group runs across the view and
+      // the search above would take it min_px at a time.
+      if (indexed) {
+        const size_t m = skip_merged(track, k, small_us, view_end);
+        if (m > k) group_x1 = std::max(group_x1, a.x_at(end[m - 1]));
+        j = m;
+      }
     }
     out.push_back(BoxSpan{x0, std::max(group_x1, x0 + 1.0f), track.events[i], static_cast<uint32_t>(j - i)});
     i = j;
@@ -70,6 +106,9 @@ void layout_track(const Track& track, int64_t origin_us, const TimeAxis& axis, f
 void layout_flows(const TraceModel& model, const FlowBundle& bundle, const TimeAxis& axis, float spacing_px,
                   std::vector<FlowLink>& out) {
   const UsAxis a{axis, static_cast<double>(model.origin_us())};
+  // Every send and recv of the bundle narrower than kMergePx (with room for
+  // the rounding of x_at): none is visible, so no arrow is drawn.
+  if (static_cast<double>(bundle.widest_end_us) < kMergePx * axis.seconds_per_pixel() * 1e6 * 0.999) return;
   auto visible = [&](uint32_t event) {
     const EventRecord& r = model.record(event);
     return a.x_at(r.end_us) - a.x_at(r.begin_us) >= kMergePx;

@@ -402,9 +402,20 @@ void TraceModel::rebuild_row(TraceRowData& row) {
     t.end_us.push_back(k.end_us);
     t.events.push_back(k.index);
   }
+  for (Track& t : row.levels) t.index_blocks();
   if (s.count == 0) s.min_us = 0;
   row.stats = s;
   row.dirty = false;
+}
+
+void Track::index_blocks() {
+  const size_t n = begin_us.size();
+  block_max_us.assign((n + kBlock - 1) / kBlock, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t gap = i == 0 ? 0 : begin_us[i] - end_us[i - 1];
+    int64_t& m = block_max_us[i / kBlock];
+    m = std::max({m, end_us[i] - begin_us[i], gap});
+  }
 }
 
 void TraceModel::rebuild_flows() {
@@ -492,9 +503,13 @@ void TraceModel::rebuild_flows() {
     b.right_us.reserve(keyed.size());
     b.right_max_us.reserve(keyed.size());
     int64_t running = std::numeric_limits<int64_t>::min();
+    b.widest_end_us = 0;
     for (size_t i = 0; i < keyed.size(); ++i) {
       const FlowLink& l = keyed[i].link;
       b.links[i] = l;
+      const EventRecord& send = records_[l.send];
+      const EventRecord& recv = records_[l.recv];
+      b.widest_end_us = std::max({b.widest_end_us, send.end_us - send.begin_us, recv.end_us - recv.begin_us});
       const int64_t right = arrival_us(l);
       running = std::max(running, right);
       b.left_us.push_back(keyed[i].left);

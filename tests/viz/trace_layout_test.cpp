@@ -92,6 +92,28 @@ TEST(LayoutTrack, SameBoxesAsWalkingEveryEventAtEveryZoom) {
   }
 }
 
+// The same with the track's block index (as TraceModel::finalize leaves
+// it): runs of events merged anyway are stepped over a block at a time.
+TEST(LayoutTrack, IndexedTrackSameBoxesAsWalkingEveryEvent) {
+  // Dense runs, sparse runs, and wide events among them.
+  for (const auto& [gap, length] : {std::pair<int64_t, int64_t>{30, 40}, {3, 3}, {0, 1}, {2000, 50}}) {
+    Track t = random_track(50000, 7, gap, length);
+    for (size_t i = 5000; i < t.begin_us.size(); i += 7919) t.end_us[i] = t.begin_us[i];  // stays ordered
+    t.index_blocks();
+    const int64_t origin = t.begin_us.front();
+    const double span_s = (t.end_us.back() - origin) * 1e-6;
+    for (double fraction : {1.0, 0.3, 0.05, 0.01, 0.001}) {
+      for (double start : {0.0, 0.37, 0.9}) {
+        const double begin = span_s * start * (1.0 - fraction);
+        const TimeAxis axis{begin, begin + span_s * fraction, 150.0f, 1450.0f};
+        std::vector<BoxSpan> got;
+        layout_track(t, origin, axis, kMergePx, got);
+        expect_same_boxes(got, naive_layout(t, origin, axis, kMergePx), axis.x1);
+      }
+    }
+  }
+}
+
 TEST(LayoutTrack, MixedWideAndNarrowEventsAreEachShown) {
   // Wide events between bursts of tiny ones: every wide one is its own box.
   Track t;
@@ -108,20 +130,24 @@ TEST(LayoutTrack, MixedWideAndNarrowEventsAreEachShown) {
     at += 5000;
   }
   const TimeAxis axis{0.0, at * 1e-6, 0.0f, 1000.0f};
-  std::vector<BoxSpan> got;
-  layout_track(t, 0, axis, kMergePx, got);
-  expect_same_boxes(got, naive_layout(t, 0, axis, kMergePx), axis.x1);
-  ASSERT_EQ(got.size(), 100u);  // a merged burst, then the wide event, 50 times
-  uint32_t counted = 0;
-  for (size_t k = 0; k < got.size(); ++k) {
-    EXPECT_EQ(got[k].count, k % 2 == 0 ? 200u : 1u);
-    counted += got[k].count;
+  for (bool indexed : {false, true}) {
+    if (indexed) t.index_blocks();
+    std::vector<BoxSpan> got;
+    layout_track(t, 0, axis, kMergePx, got);
+    expect_same_boxes(got, naive_layout(t, 0, axis, kMergePx), axis.x1);
+    ASSERT_EQ(got.size(), 100u);  // a merged burst, then the wide event, 50 times
+    uint32_t counted = 0;
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].count, k % 2 == 0 ? 200u : 1u);
+      counted += got[k].count;
+    }
+    EXPECT_EQ(counted, t.events.size());
   }
-  EXPECT_EQ(counted, t.events.size());
 }
 
 TEST(LayoutTrack, AFrameDrawsAboutOneBoxPerTwoPixelsWhateverTheTraceSize) {
-  const Track t = random_track(1'000'000, 9, 3, 3);
+  Track t = random_track(1'000'000, 9, 3, 3);
+  t.index_blocks();
   const int64_t origin = t.begin_us.front();
   const TimeAxis axis{0.0, (t.end_us.back() - origin) * 1e-6, 0.0f, 1800.0f};
   std::vector<BoxSpan> got;

@@ -13,6 +13,7 @@
 //             opening and drawing it (distlab-viz --screenshot, /usr/bin/time)
 //   frame     the trace panel at that size: the page's own time to build and
 //             submit a frame (median of 60), and the interval between frames
+//             (the browser paces them to the display: 16.7 ms at 60 Hz)
 //   live      an event a fake rank sends through the server to one page while
 //             --clients - 1 other WebSocket clients of this script follow the
 //             relay: sent -> received by the page, and sent -> in a drawn frame
@@ -142,7 +143,7 @@ async function main() {
     }));
     row('  trace panel frame: build + submit (median)', median(frames.cpu), 'ms', 16);
     const gaps = frames.at.slice(1).map((t, i) => t - frames.at[i]);
-    row('  trace panel frame: interval (median)', median(gaps), 'ms', 16);
+    row('  trace panel frame: interval (median)', median(gaps), 'ms', 16.7);
     await page.close();
   }
   if (!page) browser = await launch();

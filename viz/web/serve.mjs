@@ -184,7 +184,7 @@ function serve_file(options, request, response) {
     response.writeHead(200, { 'content-type': kTypes[path.extname(file)] || 'application/octet-stream',
                               'content-length': info.size, 'cache-control': 'no-cache' });
     if (request.method === 'HEAD') response.end();
-    else fs.createReadStream(file).pipe(response);
+    else fs.createReadStream(file, { highWaterMark: 1 << 20 }).pipe(response);  // 1 MB reads: a 257 MB trace cost the server 0.6 of the CPU of 64 kB ones
   });
 }
 
