@@ -119,6 +119,13 @@ std::function<std::function<bool(std::string&)>()> file_lines(const std::string&
   };
 }
 
+// The events a file added to `model` since `mark`, each rank's moved by
+// the clock offset the file gives it.
+void shift_ranks(TraceModel& model, const TraceModel::Checkpoint& mark, const trace::TraceInfo& info) {
+  for (const auto& [rank, offset] : info.clock_offsets)
+    if (offset.offset_us != 0) model.shift_rank(mark, rank, offset.offset_us);
+}
+
 int64_t check_file(const std::string& path, const trace::ReadLimits& limits) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) throw trace::TraceFormatError("cannot open trace file '" + path + "'");
@@ -156,8 +163,7 @@ LoadReport load_trace_into(const std::string& path, TraceModel& model, const tra
   try {
     LoadReport report = load([&](const trace::EventHandler& h) { return trace::stream_chrome_file(path, limits, h); },
                              file_lines(path), limits, target);
-    for (const auto& [rank, offset] : report.info.clock_offsets)
-      if (offset.offset_us != 0) model.shift_rank(mark, rank, offset.offset_us);
+    shift_ranks(model, mark, report.info);
     for (std::string& w : report.warnings) w = "'" + path + "': " + w;
     return report;
   } catch (const trace::TraceFormatError& e) {
@@ -223,8 +229,7 @@ void TraceDownload::end_file() {
     give_up();
     return;
   }
-  for (const auto& [rank, offset] : reader_->info().clock_offsets)
-    if (offset.offset_us != 0) opened_->model.shift_rank(mark_, rank, offset.offset_us);
+  shift_ranks(opened_->model, mark_, reader_->info());
   opened_->clock_offsets.insert(reader_->info().clock_offsets.begin(), reader_->info().clock_offsets.end());
   reader_.reset();
 }

@@ -178,27 +178,33 @@ TEST(StreamReader, ForeignAndOddJsonReadsAsTheDomReaderReadsIt) {
   for (const std::string& text : refused) EXPECT_FALSE(agree(text, "refused")) << text;
 }
 
-TEST(StreamReader, DamagedVariantsOfAFileAreReadOrRefusedAsTheDomReaderDoes) {
-  // A small differential fuzzer: cuts, flipped bytes, inserted tokens.
-  const std::string base = read_text(write_file("base.json", varied_events(12, 3)));
+// `base` with one to three edits: cut, a flipped byte, a token inserted,
+// bytes erased. A small differential fuzzer's mutations.
+std::string damaged(const std::string& base, std::mt19937& rng) {
   const char* tokens[] = {"{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "0", "-", "1e9", "null", "\"ph\":\"X\"",
                           "\"args\":{", "\xc3", "\xff", " ", "\n", "\"lane\":", "\"ts\":", "9999999999999999999999"};
+  std::string text = base;
+  for (int m = 0, edits = 1 + static_cast<int>(rng() % 3); m < edits; ++m) {
+    const size_t at = rng() % (text.size() + 1);
+    switch (rng() % 4) {
+      case 0: text.resize(at); break;
+      case 1:
+        if (at < text.size()) text[at] = static_cast<char>(rng());
+        break;
+      case 2: text.insert(at, tokens[rng() % (sizeof tokens / sizeof *tokens)]); break;
+      case 3: text.erase(at, rng() % 8); break;
+    }
+  }
+  return text;
+}
+
+TEST(StreamReader, DamagedVariantsOfAFileAreReadOrRefusedAsTheDomReaderDoes) {
+  const std::string base = read_text(write_file("base.json", varied_events(12, 3)));
   std::mt19937 rng(4);
   int accepted = 0;
   const int kVariants = 3000;
   for (int i = 0; i < kVariants; ++i) {
-    std::string text = base;
-    for (int m = 0, edits = 1 + static_cast<int>(rng() % 3); m < edits; ++m) {
-      const size_t at = rng() % (text.size() + 1);
-      switch (rng() % 4) {
-        case 0: text.resize(at); break;
-        case 1:
-          if (at < text.size()) text[at] = static_cast<char>(rng());
-          break;
-        case 2: text.insert(at, tokens[rng() % (sizeof tokens / sizeof *tokens)]); break;
-        case 3: text.erase(at, rng() % 8); break;
-      }
-    }
+    const std::string text = damaged(base, rng);
     accepted += agree(text, "variant " + std::to_string(i)) ? 1 : 0;
     if (HasFailure()) break;
   }
@@ -300,15 +306,7 @@ TEST(PushReader, DamagedVariantsAreReadOrRefusedAsTheDomReaderDoes) {
   int accepted = 0;
   const int kVariants = 1000;
   for (int i = 0; i < kVariants; ++i) {
-    std::string text = base;
-    const size_t at = rng() % (text.size() + 1);
-    switch (rng() % 3) {
-      case 0: text.resize(at); break;
-      case 1:
-        if (at < text.size()) text[at] = static_cast<char>(rng());
-        break;
-      case 2: text.erase(at, rng() % 8); break;
-    }
+    const std::string text = damaged(base, rng);
     std::optional<std::vector<Event>> reference;
     try {
       reference = parse_chrome_trace_dom(text);
