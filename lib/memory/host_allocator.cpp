@@ -19,7 +19,8 @@ std::string choose_host_allocator(const char* distlab_host_allocator, const char
   if (glibc_tunables != nullptr) {
     const std::string tunables = glibc_tunables;
     if (tunables.find("glibc.malloc.mmap_threshold") != std::string::npos ||
-        tunables.find("glibc.malloc.trim_threshold") != std::string::npos)
+        tunables.find("glibc.malloc.trim_threshold") != std::string::npos ||
+        tunables.find("glibc.malloc.arena_max") != std::string::npos)
       return "tunables";
   }
   return "kept";
@@ -40,7 +41,8 @@ std::string apply_choice() {
   if (choice == "tunables") return "GLIBC_TUNABLES's";
   mallopt(M_MMAP_THRESHOLD, static_cast<int>(kKeptMmapThreshold));
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeptTrimThreshold));
-  return "kept (mmap threshold 32 MiB, trim threshold 1 GiB)";
+  mallopt(M_ARENA_MAX, kKeptArenas);
+  return "kept (mmap threshold 32 MiB, trim threshold 1 GiB, one arena)";
 }
 
 // Made when libdistlab is loaded, before any tensor is allocated.
