@@ -185,6 +185,10 @@ class RecomputeNode : public Node {
 
 }  // namespace
 
+bool recomputes_parameters(Recompute policy) {
+  return policy == Recompute::kFull || policy == Recompute::kMatmuls;
+}
+
 const char* to_string(Recompute policy) {
   switch (policy) {
     case Recompute::kNone: return "none";

@@ -53,6 +53,12 @@ namespace distlab::memory {
 enum class Recompute { kNone, kFull, kSelective, kMatmuls };
 const char* to_string(Recompute policy);  // "none", "full", "selective", "matmuls"
 Recompute recompute_from(const std::string& text);  // throws std::invalid_argument naming the choices
+// Whether the policy's recomputed regions hold parameters (full: the whole
+// layer; matmuls: the norms): their gradients then come out of the
+// region's own backward, together with its input's, so a backward cannot
+// be split into the input's part and the parameters' part (the
+// zero-bubble schedules' B and W) for them.
+bool recomputes_parameters(Recompute policy);
 
 using Tensors = std::vector<at::Tensor>;
 // A region of the forward: the same inputs must give the same outputs, up

@@ -77,11 +77,17 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
   if (has_last) result.microbatch_losses.assign(m, 0.0);
   auto tag = [&](Channel ch, int sending_stage, int mb) { return options_.tag_base + (ch * S + sending_stage) * m + mb; };
   const std::string step_text = std::to_string(options_.step);
-  // Weight-gradient actions per local stage, to tell before_backward which is the last.
+  // Weight-gradient actions per local stage, to tell before_backward which
+  // is the last: B and W, or B alone where the stage does not split its backward.
+  auto computes_weights = [&](const Action& a) {
+    const bool splits = stages_[sch.local_index(a.stage)].splits_backward;
+    return a.type == ActionType::kBackward || (a.type == ActionType::kBackwardWeight && splits) ||
+           (a.type == ActionType::kBackwardInput && !splits);
+  };
   std::vector<int> weight_actions(sch.stages_per_rank, 0), weight_done(sch.stages_per_rank, 0);
   for (const Action& action : sch.programs[me])
     for (const Action& a : parts(action))
-      if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) ++weight_actions[sch.local_index(a.stage)];
+      if (computes_weights(a)) ++weight_actions[sch.local_index(a.stage)];
 
   // One simple action (F, B, I, W, or a message) of this rank's program.
   auto run = [&](const Action& a) {
@@ -111,7 +117,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
       else
         st.grad_input[c][i] = grad;
     };
-    if (options_.before_backward && (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight))
+    if (options_.before_backward && computes_weights(a))
       options_.before_backward(s, i, ++weight_done[c] == weight_actions[c]);
     try {
       switch (a.type) {
@@ -140,10 +146,15 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();
           break;
         case ActionType::kBackwardInput:  // the input's gradient only; the graph stays for W
+          if (!stages_[c].splits_backward) {  // the parameters' gradients come with it: all of it now
+            torch::autograd::backward({root()}, seed());
+            if (s > 0) hand_back(st.input[c][i].grad());
+            break;
+          }
           if (s > 0) hand_back(torch::autograd::grad({root()}, {st.input[c][i]}, seed(), /*retain_graph=*/true)[0]);
           break;
         case ActionType::kBackwardWeight:  // the parameters' gradients, into .grad
-          if (!stages_[c].parameters.empty())
+          if (stages_[c].splits_backward && !stages_[c].parameters.empty())
             torch::autograd::backward({root()}, seed(), /*retain_graph=*/false, /*create_graph=*/false,
                                       stages_[c].parameters);
           st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();

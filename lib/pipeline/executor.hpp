@@ -69,7 +69,8 @@ struct ExecutorOptions {
   int tag_base = 0;
   int64_t step = 0;  // shown in trace events' args; step() counts it up
   // Called just before each action that accumulates weight gradients into
-  // .grad (B, or W of a split backward) with its stage, microbatch and
+  // .grad (B, or W of a split backward, or I where the stage does not split
+  // its backward: StageModule::splits_backward) with its stage, microbatch and
   // whether it is that stage's last one in this step. A DDP-wrapped stage
   // turns synchronization on before the last (train/data_parallel.hpp),
   // so gradients are all-reduced once per step, not once per microbatch.

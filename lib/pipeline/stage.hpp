@@ -19,6 +19,11 @@ struct StageModule {
   // Every parameter that requires a gradient (W passes of split backwards
   // differentiate with respect to exactly these).
   std::vector<at::Tensor> parameters;
+  // False when the stage's graph computes its parameters' gradients inside
+  // its input's (a recomputed region holding parameters runs a backward of
+  // its own, memory::recomputes_parameters): then B runs the whole
+  // backward and W has nothing left to do.
+  bool splits_backward = true;
 };
 
 // A module holder (Linear, Sequential, models::Gpt, ...) as a stage.

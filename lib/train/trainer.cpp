@@ -14,6 +14,7 @@
 
 #include "comm/env.hpp"
 #include "data/batching.hpp"
+#include "memory/recompute.hpp"
 #include "models/parameter_count.hpp"
 #include "train/batches.hpp"
 #include "train/model_digest.hpp"
@@ -72,6 +73,7 @@ void set_up(Run& run, const data::Corpus& corpus, const ParallelPlan& plan, cons
   for (auto& dp : run.rank.data_parallel) {
     forwards.push_back(dp->stage());
     forwards.back().forward = in_precision(std::move(forwards.back().forward), run);
+    forwards.back().splits_backward = !memory::recomputes_parameters(o.plan.memory.recompute);
   }
   const pipeline::Schedule schedule =
       pipeline::make_schedule(o.plan.pipeline.schedule, o.plan.layout.pipeline, static_cast<int>(chunks), o.plan.pipeline.stages_per_rank);

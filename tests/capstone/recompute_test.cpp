@@ -43,5 +43,39 @@ TEST(Recomputation, EveryDimensionEndsWithThePlainRunsParameters) {
   }
 }
 
+// The zero-bubble schedules split a backward into the input's gradient (B)
+// and the parameters' (W). A layer recomputed whole (or all but its
+// products) computes its parameters' gradients inside its own backward,
+// with its input's: its stage runs the whole backward in B. Each run ends
+// with the parameters of the same schedule's run that keeps everything,
+// under DDP, ZeRO-2 and ZeRO-3 (whose hooks are armed for the stage's last
+// backward), zb_h1 on 2 stages and zbv on 2 ranks x 2 stages.
+TEST(Recomputation, SplitBackwardSchedulesRecomputingParametersEndWithThePlainRunsParameters) {
+  struct Case {
+    pipeline::ScheduleKind kind;
+    int stages_per_rank;
+  };
+  for (const Case& k : {Case{pipeline::ScheduleKind::kZeroBubbleH1, 1}, Case{pipeline::ScheduleKind::kZeroBubbleV, 2}})
+    for (const int zero : {0, 2, 3}) {
+      train::TrainerOptions o = tests::tiny_options(2, 2);
+      o.loop.batches_per_epoch = 2;
+      o.model.layers = 4;
+      o.plan.pipeline.schedule = k.kind;
+      o.plan.pipeline.stages_per_rank = k.stages_per_rank;
+      o.plan.pipeline.microbatches = 2;
+      o.plan.data.zero = zero;
+      const std::string name = pipeline::kind_name(k.kind) + (zero ? " zero" + std::to_string(zero) : std::string(" ddp"));
+      const std::string plain = tests::run_threads(o)[0].digest;
+      ASSERT_FALSE(plain.empty()) << name;
+      for (const Recompute policy : {Recompute::kFull, Recompute::kMatmuls}) {
+        o.plan.memory.recompute = policy;
+        const int64_t before = memory::regions_recomputed();
+        const std::string digest = tests::run_threads(o)[0].digest;
+        EXPECT_GT(memory::regions_recomputed(), before) << name << " " << memory::to_string(policy);
+        EXPECT_EQ(digest, plain) << name << " recompute " << memory::to_string(policy);
+      }
+    }
+}
+
 }  // namespace
 }  // namespace distlab
