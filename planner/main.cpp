@@ -22,6 +22,7 @@
 #include "memory/precision.hpp"
 #include "planner/calibrate.hpp"
 #include "planner/enumerate.hpp"
+#include "planner/pieces.hpp"
 #include "planner/profile.hpp"
 #include "table.hpp"
 
@@ -124,6 +125,14 @@ int plan_main(const Options& o) {
               e.accepted.size(), e.refused_total,
               cap > 0 ? (", " + std::to_string(e.over_cap) + " over " + bytes_text(cap) + " per rank").c_str() : "",
               seconds);
+  if (profile.pieces.empty())
+    std::printf("compute: added up from the products (the profile measured no pieces of a model)\n");
+  else if (profile.pieces_model != pieces_model(model))
+    std::printf("compute: added up from the products (the profile's pieces are of another model: %s; distlab-plan "
+                "calibrate --preset %s measures this one's)\n",
+                profile.pieces_model.c_str(), o.preset.c_str());
+  else
+    std::printf("compute: the profile's pieces of this model, measured as the capstone runs them\n");
   print_ranked(stdout, model, ranked, o.top);
   std::printf("refused, by the plan's rule:\n");
   print_refusals(stdout, e);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include "collectives/calibrate.hpp"
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
+#include "planner/pieces.hpp"
 
 namespace distlab::planner {
 
@@ -78,10 +80,36 @@ collectives::LinkParams fit(double small_s, int64_t small_bytes, double large_s,
   return link;
 }
 
+// `count` threads each running small products on one intra-op thread
+// until destroyed: the other ranks of a layout, computing.
+class Busy {
+ public:
+  explicit Busy(int count) {
+    for (int i = 0; i < count; ++i)
+      threads_.emplace_back([this] {
+        at::set_num_threads(1);
+        const at::Tensor a = at::randn({140, 128}), b = at::randn({128, 256});
+        while (!stop_.load()) (void)at::mm(a, b);
+      });
+  }
+  ~Busy() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::function<void(const std::string&)>& say) {
   std::vector<LinkPoint> out;
   constexpr int64_t kSmall = 64, kLarge = 1 << 20;  // floats
-  for (int ranks = 2; ranks <= o.max_ranks; ranks *= 2) {
+  for (int ranks = 2; ranks <= o.max_ranks; ranks *= 2)
+    for (int among = ranks; among <= o.max_ranks; among *= 2) {
+    // among - ranks others computing meanwhile, as the other ranks of a
+    // layout do while a group talks.
+    Busy busy(among - ranks);
     comm::JobOptions job;
     job.ranks = ranks;
     std::mutex mutex;
@@ -119,30 +147,34 @@ std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::fun
       std::vector<LinkPoint> points;
       for (const auto& [name, op] : std::vector<std::pair<std::string, std::function<void(int64_t)>>>{
                {"all_reduce", all_reduce}, {"all_gather", all_gather}, {"reduce_scatter", reduce_scatter}}) {
+        // Per byte of the whole tensor, as the predictions count it: an
+        // all-gather's output is every rank's piece.
         const double small = timed(op, kSmall), large = timed(op, kLarge);
-        points.push_back({"threads", name, ranks, fit(small, kSmall * 4, large, kLarge * 4)});
+        const int64_t whole = name == "all_gather" ? ranks : 1;
+        points.push_back({"threads", name, ranks, fit(small, kSmall * 4 * whole, large, kLarge * 4 * whole), among});
       }
       if (world.rank() != 0) return;
       std::lock_guard<std::mutex> lock(mutex);
-      if (ranks == 2) out.push_back({"threads", "p2p", 2, p2p});
+      if (ranks == 2) out.push_back({"threads", "p2p", 2, p2p, among});
       out.insert(out.end(), points.begin(), points.end());
     });
-    say("  threads, " + std::to_string(ranks) + " ranks: all-reduce, all-gather, reduce-scatter" +
-        (ranks == 2 ? ", ping-pong" : ""));
+    say("  threads, " + std::to_string(ranks) + " ranks" +
+        (among > ranks ? " among " + std::to_string(among) + " busy" : std::string()) +
+        ": all-reduce, all-gather, reduce-scatter" + (ranks == 2 ? ", ping-pong" : ""));
   }
   return out;
 }
 
-// k threads, each its own products at once: the wall time over one alone.
-std::vector<SharingPoint> measure_sharing(const CalibrationOptions& o) {
-  const at::Tensor a = at::randn({140, 128}), b = at::randn({128, 256});
+// k threads, each a rank's work at once (a layer's forward and backward):
+// the wall time over one alone.
+std::vector<SharingPoint> measure_sharing(const ModelShape& m, const CalibrationOptions& o) {
   auto work = [&] {
     at::set_num_threads(1);
-    for (int i = 0; i < 400; ++i) (void)at::mm(a, b);
+    run_layer_steps(m, 5, 20);
   };
   auto wall = [&](int k) {
     double best = 1e30;
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < 3; ++round) {
       std::vector<std::thread> threads;
       const auto t0 = Clock::now();
       for (int i = 0; i < k; ++i) threads.emplace_back(work);
@@ -202,11 +234,21 @@ Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
                 p.elementwise_bytes_per_second / 1e9, p.op_seconds * 1e6, since(t0));
   say(line);
   t0 = Clock::now();
+  PieceOptions pieces;
+  pieces.seconds_per_point = o.seconds_per_point * 5;
+  if (!o.bf16) pieces.precisions = {"fp32"};
+  if (p.cores > 1) pieces.threads.push_back(p.cores);  // one rank alone takes every core
+  say("the model's pieces as the capstone runs them:");
+  measure_pieces(model, pieces, p, say);
+  at::set_num_threads(1);
+  std::snprintf(line, sizeof line, "pieces: %zu measured (%.1f s)", p.pieces.size(), since(t0));
+  say(line);
+  t0 = Clock::now();
   p.links = measure_links(o, say);
   std::snprintf(line, sizeof line, "links: %zu measured (%.1f s)", p.links.size(), since(t0));
   say(line);
   t0 = Clock::now();
-  p.sharing = measure_sharing(o);
+  p.sharing = measure_sharing(model, o);
   std::string sharing = "ranks sharing " + std::to_string(p.cores) + " cores, each slower by:";
   for (const SharingPoint& s : p.sharing) {
     std::snprintf(line, sizeof line, " %d: %.2fx", s.ranks, s.slowdown);

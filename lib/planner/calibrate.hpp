@@ -12,13 +12,19 @@
 //   elementwise  an add of two 4 MB tensors: 12 MB moved
 //   op           an add of two 16-element tensors: what an operation costs
 //                whatever its size
+//   pieces       the model's embedding, one layer per recomputation
+//                policy, and decoder with its loss, forward and backward,
+//                as the capstone runs them (pieces.hpp), on one thread and
+//                on every core; each piece's clipping and SGD step
 //   links        thread ranks: ping-pong (collectives/calibrate.hpp) and
 //                the backend's all-reduce, all-gather and reduce-scatter at
-//                a small and a large size over 2, 4 and 8 ranks: alpha, beta
-//   sharing      k threads each running the same products at once, k = 1,
-//                2, 4, 8: how much slower each runs than one alone (on 2
-//                cores, 8 ranks share them: about 4; a rank that waits gives
-//                its core to the others)
+//                a small and a large size over 2, 4 and 8 ranks, each also
+//                while other threads compute (the rest of a world of up to
+//                8 ranks): alpha, beta
+//   sharing      k threads each running a layer's forward and backward at
+//                once, k = 1, 2, 4, 8: how much slower each runs than one
+//                alone (on 2 cores, 8 ranks share them: about 4; a rank that
+//                waits gives its core to the others)
 #pragma once
 
 #include <functional>

@@ -60,6 +60,14 @@ struct Reader {
            std::to_string(largest));
     return v.get<int64_t>();
   }
+  std::string one_of(const json& object, const std::string& key, const std::string& where,
+                     const std::vector<std::string>& choices) const {
+    const std::string v = text(object, key, where);
+    if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+    std::string names;
+    for (const std::string& c : choices) names += (names.empty() ? "" : ", ") + c;
+    fail("\"" + key + "\" in " + where + " is \"" + v + "\", not one of " + names);
+  }
   const json& array(const json& object, const std::string& key, const std::string& where) const {
     const json& v = field(object, key, where);
     if (!v.is_array() || v.empty()) fail("\"" + key + "\" in " + where + " is not a list of at least one entry");
@@ -100,11 +108,15 @@ double Profile::matmul_flops(int64_t m, int64_t k, int64_t n, const std::string&
   return best->flops_per_second;
 }
 
-collectives::LinkParams Profile::link(const std::string& backend, const std::string& collective, int ranks) const {
+collectives::LinkParams Profile::link(const std::string& backend, const std::string& collective, int ranks,
+                                      int world) const {
+  if (world <= 0) world = ranks;
   const LinkPoint* best = nullptr;
+  auto distance = [&](const LinkPoint& p) {
+    return std::make_pair(std::abs(p.ranks - ranks), std::abs(p.measured_world() - world));
+  };
   for (const LinkPoint& p : links)
-    if (p.backend == backend && p.collective == collective &&
-        (best == nullptr || std::abs(p.ranks - ranks) < std::abs(best->ranks - ranks)))
+    if (p.backend == backend && p.collective == collective && (best == nullptr || distance(p) < distance(*best)))
       best = &p;
   if (best == nullptr)
     throw ProfileError("the profile measured no " + collective + " on the " + backend +
@@ -112,8 +124,8 @@ collectives::LinkParams Profile::link(const std::string& backend, const std::str
   return best->link;
 }
 
-double Profile::slowdown(int ranks) const {
-  if (sharing.empty()) return ranks <= cores ? 1.0 : double(ranks) / cores;
+double Profile::slowdown(double ranks) const {
+  if (sharing.empty()) return ranks <= cores ? 1.0 : ranks / cores;
   const SharingPoint* below = nullptr;
   const SharingPoint* above = nullptr;
   for (const SharingPoint& p : sharing) {
@@ -121,10 +133,77 @@ double Profile::slowdown(int ranks) const {
     if (p.ranks >= ranks && (above == nullptr || p.ranks < above->ranks)) above = &p;
   }
   if (below == nullptr) return above->slowdown;
-  if (above == nullptr) return below->slowdown * double(ranks) / below->ranks;  // past the last: linear in the ranks
+  if (above == nullptr) return below->slowdown * ranks / below->ranks;  // past the last: linear in the ranks
   if (above->ranks == below->ranks) return below->slowdown;
-  const double t = double(ranks - below->ranks) / double(above->ranks - below->ranks);
+  const double t = (ranks - below->ranks) / double(above->ranks - below->ranks);
   return below->slowdown + t * (above->slowdown - below->slowdown);
+}
+
+bool Profile::has_pieces(const std::string& precision, const std::string& recompute) const {
+  bool layer = false, ends = false;
+  for (const PiecePoint& p : pieces)
+    if (p.precision == precision) {
+      layer = layer || (p.piece == "layer" && p.recompute == recompute);
+      ends = ends || p.piece == "decoder";
+    }
+  return layer && ends;
+}
+
+namespace {
+
+// The thread count measured nearest `threads` among `measured`.
+int nearest_threads(const std::vector<int>& measured, int threads) {
+  int best = measured.front();
+  for (const int t : measured)
+    if (std::abs(t - threads) < std::abs(best - threads)) best = t;
+  return best;
+}
+
+}  // namespace
+
+PieceSeconds Profile::piece_seconds(const std::string& piece, const std::string& precision,
+                                    const std::string& recompute, int threads, double tokens) const {
+  std::vector<int> measured;
+  for (const PiecePoint& p : pieces)
+    if (p.piece == piece && p.precision == precision && p.recompute == recompute) measured.push_back(p.threads);
+  if (measured.empty())
+    throw ProfileError("the profile measured no " + piece + " in " + precision +
+                       (piece == "layer" ? " with recompute " + recompute : std::string()) +
+                       " (distlab-plan calibrate measures them)");
+  const int t = nearest_threads(measured, threads);
+  std::vector<const PiecePoint*> points;
+  for (const PiecePoint& p : pieces)
+    if (p.piece == piece && p.precision == precision && p.recompute == recompute && p.threads == t)
+      points.push_back(&p);
+  std::sort(points.begin(), points.end(), [](auto* a, auto* b) { return a->tokens < b->tokens; });
+  if (points.size() == 1) {  // one size: proportional to the tokens
+    const double scale = tokens / double(points[0]->tokens);
+    return {points[0]->forward_s * scale, points[0]->backward_s * scale};
+  }
+  // The segment holding `tokens`, or the first or last one extended.
+  size_t i = 1;
+  while (i + 1 < points.size() && tokens > double(points[i]->tokens)) ++i;
+  const PiecePoint& a = *points[i - 1];
+  const PiecePoint& b = *points[i];
+  const double u = (tokens - double(a.tokens)) / double(b.tokens - a.tokens);
+  auto along = [&](double ya, double yb) {
+    const double y = ya + u * (yb - ya);
+    // Below the smallest size: never under its share per token.
+    const double floor = tokens < double(a.tokens) ? ya * tokens / double(a.tokens) : 0;
+    return std::max(y, floor);
+  };
+  return {along(a.forward_s, b.forward_s), along(a.backward_s, b.backward_s)};
+}
+
+double Profile::update_seconds(const std::string& piece, int threads) const {
+  std::vector<int> measured;
+  for (const UpdatePoint& u : updates)
+    if (u.piece == piece) measured.push_back(u.threads);
+  if (measured.empty()) return 0;
+  const int t = nearest_threads(measured, threads);
+  for (const UpdatePoint& u : updates)
+    if (u.piece == piece && u.threads == t) return u.seconds;
+  return 0;
 }
 
 std::string profile_json(const Profile& p) {
@@ -143,12 +222,22 @@ std::string profile_json(const Profile& p) {
   j["elementwise_bytes_per_second"] = p.elementwise_bytes_per_second;
   j["op_seconds"] = p.op_seconds;
   j["links"] = json::array();
-  for (const LinkPoint& l : p.links)
-    j["links"].push_back({{"backend", l.backend}, {"collective", l.collective}, {"ranks", l.ranks},
-                          {"alpha_s", l.link.alpha_s}, {"beta_s_per_byte", l.link.beta_s_per_byte}});
+  for (const LinkPoint& l : p.links) {
+    json link = {{"backend", l.backend}, {"collective", l.collective}, {"ranks", l.ranks},
+                 {"alpha_s", l.link.alpha_s}, {"beta_s_per_byte", l.link.beta_s_per_byte}};
+    if (l.world > 0) link["world"] = l.world;
+    j["links"].push_back(link);
+  }
   // Optional, and a list of at least one entry when present (the reader's
   // rule): a profile without it is written without it.
   for (const SharingPoint& s : p.sharing) j["sharing"].push_back({{"ranks", s.ranks}, {"slowdown", s.slowdown}});
+  if (!p.pieces.empty()) j["pieces_model"] = p.pieces_model;
+  for (const PiecePoint& q : p.pieces)
+    j["pieces"].push_back({{"piece", q.piece}, {"precision", q.precision}, {"recompute", q.recompute},
+                           {"threads", q.threads}, {"tokens", q.tokens}, {"forward_s", q.forward_s},
+                           {"backward_s", q.backward_s}});
+  for (const UpdatePoint& u : p.updates)
+    j["updates"].push_back({{"piece", u.piece}, {"threads", u.threads}, {"seconds", u.seconds}});
   return j.dump(1) + "\n";
 }
 
@@ -196,6 +285,10 @@ Profile parse_profile(const std::string& text, const std::string& what) {
     l.backend = r.text(links[i], "backend", where);
     l.collective = r.text(links[i], "collective", where);
     l.ranks = static_cast<int>(r.count(links[i], "ranks", where, kMaxRanks));
+    l.world = links[i].contains("world") ? static_cast<int>(r.count(links[i], "world", where, kMaxRanks)) : 0;
+    if (l.world > 0 && l.world < l.ranks)
+      r.fail("\"world\" in " + where + " is " + std::to_string(l.world) + ", fewer than its " +
+             std::to_string(l.ranks) + " ranks");
     l.link.alpha_s = r.non_negative(links[i], "alpha_s", where);
     l.link.beta_s_per_byte = r.non_negative(links[i], "beta_s_per_byte", where);
     p.links.push_back(l);
@@ -206,6 +299,36 @@ Profile parse_profile(const std::string& text, const std::string& what) {
       const std::string where = "sharing[" + std::to_string(i) + "]";
       p.sharing.push_back(
           {static_cast<int>(r.count(sharing[i], "ranks", where, kMaxRanks)), r.positive(sharing[i], "slowdown", where)});
+    }
+  }
+  if (j.contains("pieces")) {
+    p.pieces_model = r.text(j, "pieces_model", "the profile (whose pieces are they?)");
+    const json& pieces = r.array(j, "pieces", "the profile");
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const std::string where = "pieces[" + std::to_string(i) + "]";
+      PiecePoint q;
+      q.piece = r.one_of(pieces[i], "piece", where, {"embedding", "layer", "decoder"});
+      q.precision = r.one_of(pieces[i], "precision", where, {"fp32", "bf16", "fp16"});
+      q.recompute = r.one_of(pieces[i], "recompute", where, {"none", "full", "selective", "matmuls"});
+      q.threads = static_cast<int>(r.count(pieces[i], "threads", where, kMaxRanks));
+      q.tokens = r.count(pieces[i], "tokens", where);
+      q.forward_s = r.positive(pieces[i], "forward_s", where);
+      q.backward_s = r.positive(pieces[i], "backward_s", where);
+      for (const PiecePoint& other : p.pieces)
+        if (other.piece == q.piece && other.precision == q.precision && other.recompute == q.recompute &&
+            other.threads == q.threads && other.tokens == q.tokens)
+          r.fail(where + " measures again what an earlier entry measured (" + q.piece + ", " + q.precision + ", " +
+                 q.recompute + ", " + std::to_string(q.threads) + " threads, " + std::to_string(q.tokens) + " tokens)");
+      p.pieces.push_back(q);
+    }
+  }
+  if (j.contains("updates")) {
+    const json& updates = r.array(j, "updates", "the profile");
+    for (size_t i = 0; i < updates.size(); ++i) {
+      const std::string where = "updates[" + std::to_string(i) + "]";
+      p.updates.push_back({r.one_of(updates[i], "piece", where, {"embedding", "layer", "decoder"}),
+                           static_cast<int>(r.count(updates[i], "threads", where, kMaxRanks)),
+                           r.positive(updates[i], "seconds", where)});
     }
   }
   return p;

@@ -8,8 +8,12 @@
 //    "matmul": [{"m": 35, "k": 128, "n": 384, "precision": "fp32", "flops_per_second": 2.1e9}, ...],
 //    "elementwise_bytes_per_second": 4.0e9,
 //    "op_seconds": 4e-6,
-//    "links": [{"backend": "threads", "collective": "p2p", "ranks": 2, "alpha_s": 1e-5, "beta_s_per_byte": 1e-10}, ...],
-//    "sharing": [{"ranks": 1, "slowdown": 1.0}, {"ranks": 8, "slowdown": 4.1}]}
+//    "links": [{"backend": "threads", "collective": "p2p", "ranks": 2, "world": 8, "alpha_s": 1e-5, "beta_s_per_byte": 1e-10}, ...],
+//    "sharing": [{"ranks": 1, "slowdown": 1.0}, {"ranks": 8, "slowdown": 4.1}],
+//    "pieces_model": "d 128, ffn 256, 4 heads, ...",
+//    "pieces": [{"piece": "layer", "precision": "fp32", "recompute": "none", "threads": 1,
+//                "tokens": 35, "forward_s": 1.1e-3, "backward_s": 2.3e-3}, ...],
+//    "updates": [{"piece": "layer", "threads": 1, "seconds": 2e-4}, ...]}
 //
 //   matmul       FLOP/s of (m x k) by (k x n) products on one rank's
 //                threads, the shapes the layers use, by precision
@@ -17,8 +21,11 @@
 //   op_seconds   what one small operation costs whatever its size (the
 //                dispatch): at the capstone's sizes most of a step
 //   links        alpha-beta (collectives/cost_model.hpp) per backend, per
-//                operation (p2p, all_reduce, all_gather, reduce_scatter)
-//                and group size
+//                operation (p2p, all_reduce, all_gather, reduce_scatter),
+//                group size and world (the ranks running meanwhile;
+//                optional, the group size when absent); beta per byte of
+//                the whole tensor (an all-gather's output, a
+//                reduce-scatter's input)
 //   sharing      how much slower each of k busy ranks runs than one alone
 //                (8 thread ranks on 2 cores: about 4); 1 up to the cores
 //
@@ -36,7 +43,7 @@
 
 namespace distlab::planner {
 
-inline constexpr int kProfileVersion = 1;
+inline constexpr int kProfileVersion = 2;
 
 struct MatmulPoint {
   int64_t m = 0, k = 0, n = 0;
@@ -49,11 +56,37 @@ struct LinkPoint {
   std::string collective = "p2p";  // p2p, all_reduce, all_gather, reduce_scatter
   int ranks = 2;
   collectives::LinkParams link;
+  // Thread ranks running in the process while it was measured: the group
+  // and world - ranks others busy computing (on a CPU whose cores they
+  // outnumber, a message waits for its peer's turn on a core); 0: the
+  // group alone.
+  int world = 0;
+  int measured_world() const { return world > 0 ? world : ranks; }
 };
 
 struct SharingPoint {
   int ranks = 1;
   double slowdown = 1;
+};
+
+struct PiecePoint {
+  std::string piece;                // embedding, layer, decoder
+  std::string precision = "fp32";
+  std::string recompute = "none";   // the layer's policy; none for the others
+  int threads = 1;                  // intra-op threads it ran on
+  int64_t tokens = 0;               // a microbatch's: sequence x columns
+  double forward_s = 0, backward_s = 0;
+};
+
+struct UpdatePoint {
+  std::string piece;
+  int threads = 1;
+  double seconds = 0;
+};
+
+// A piece's measured seconds, interpolated.
+struct PieceSeconds {
+  double forward = 0, backward = 0;
 };
 
 struct Profile {
@@ -64,17 +97,34 @@ struct Profile {
   double op_seconds = 0;
   std::vector<LinkPoint> links;
   std::vector<SharingPoint> sharing;
+  std::vector<PiecePoint> pieces;
+  std::vector<UpdatePoint> updates;
+  std::string pieces_model;  // whose pieces they are (pieces.hpp's pieces_model); "" without pieces
 
   // FLOP/s for (m x k)(k x n): the measured shape with this k and n
   // interpolated in log m, else the nearest measured size; throws
   // ProfileError when the precision was never measured.
   double matmul_flops(int64_t m, int64_t k, int64_t n, const std::string& precision) const;
-  // alpha-beta of `collective` over `ranks` on `backend`: that group size,
-  // else the nearest measured one; throws ProfileError when none.
-  collectives::LinkParams link(const std::string& backend, const std::string& collective, int ranks) const;
+  // alpha-beta of `collective` over `ranks` on `backend` among `world`
+  // busy ranks (0: the group alone): that group size, else the nearest
+  // measured one, then the nearest world; throws ProfileError when none.
+  collectives::LinkParams link(const std::string& backend, const std::string& collective, int ranks,
+                               int world = 0) const;
   // The slowdown of each of `ranks` busy ranks, interpolated; 1 at or below
   // the cores when not measured.
-  double slowdown(int ranks) const;
+  // (a fraction of a rank: ranks busy part of the time on average).
+  double slowdown(double ranks) const;
+  // Whether the pieces were measured in this precision and policy.
+  bool has_pieces(const std::string& precision, const std::string& recompute) const;
+  // `piece`'s seconds for a microbatch of `tokens`, on the measured thread
+  // count nearest `threads`: linear in the tokens between the measured
+  // sizes and past them along the last two (never below the smallest
+  // size's share of it); throws ProfileError when not measured.
+  PieceSeconds piece_seconds(const std::string& piece, const std::string& precision, const std::string& recompute,
+                             int threads, double tokens) const;
+  // `piece`'s update seconds on the thread count nearest `threads`; 0 when
+  // not measured.
+  double update_seconds(const std::string& piece, int threads) const;
 };
 
 class ProfileError : public std::runtime_error {

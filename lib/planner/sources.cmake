@@ -9,6 +9,9 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/step_time.cpp
   ${CMAKE_CURRENT_LIST_DIR}/calibrate.cpp
 )
+list(APPEND DISTLAB_NN_SOURCES  # builds the model's pieces (torch::nn) and SGD
+  ${CMAKE_CURRENT_LIST_DIR}/pieces.cpp
+)
 # The profile's reader and writer and the scores need no LibTorch.
 list(APPEND DISTLAB_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/profile.cpp

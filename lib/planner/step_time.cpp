@@ -4,10 +4,12 @@
 #include <cmath>
 
 #include "memory/flops.hpp"
+#include "memory/recompute.hpp"
 #include "models/encoder_layer.hpp"
 #include "models/split.hpp"
 #include "pipeline/simulator.hpp"
 #include "planner/memory_model.hpp"
+#include "planner/pieces.hpp"
 
 namespace distlab::planner {
 
@@ -29,27 +31,41 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 double collective_seconds(const Profile& profile, const std::string& backend, collectives::Collective collective,
-                          int ranks, int64_t bytes) {
+                          int ranks, int64_t bytes, int world) {
   if (ranks <= 1 || bytes <= 0) return 0;
   const char* name = collective == collectives::Collective::kAllReduce       ? "all_reduce"
                      : collective == collectives::Collective::kAllGather     ? "all_gather"
                      : collective == collectives::Collective::kReduceScatter ? "reduce_scatter"
                                                                               : "";
-  for (const LinkPoint& p : profile.links)
-    if (p.backend == backend && p.collective == name && p.ranks == ranks)
-      return p.link.alpha_s + double(bytes) * p.link.beta_s_per_byte;
-  const collectives::LinkParams link = profile.link(backend, "p2p", 2);
+  bool measured = false;
+  for (const LinkPoint& p : profile.links) measured = measured || (p.backend == backend && p.collective == name && p.ranks == ranks);
+  if (measured) {
+    const collectives::LinkParams link = profile.link(backend, name, ranks, world);
+    return link.alpha_s + double(bytes) * link.beta_s_per_byte;
+  }
+  const collectives::LinkParams link = profile.link(backend, "p2p", 2, world);
   const int64_t count = std::max<int64_t>(1, bytes / kFloat);
   const collectives::Plan plan = collectives::make_plan(collective, collectives::Algorithm::kRing, ranks, count);
   return collectives::predict(plan, link).total_seconds;
 }
 
-StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
-                           int stage, int64_t columns) {
-  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
-  const auto ranges = models::split_layers(m.lm.nlayers, stages);
-  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
-  const int T = c.layout.tensor, C = c.layout.context;
+namespace {
+
+// One layer's forward on one rank added up from its parts: every product's
+// FLOPs over the profile's throughput at its shape, the element-wise bytes
+// over the bandwidth, the operations' fixed cost; what it waits for
+// inside (tensor-parallel all-reduces, the context ring, the experts'
+// all-to-alls); and what its recomputation runs again.
+struct LayerParts {
+  double compute = 0;     // the forward's products, bytes and operations
+  double products = 0;    // of which the products
+  double elementwise = 0; // and the rest
+  double comm = 0;        // what it waits for, each way
+  double again = 0;       // the recomputed part, run again in the backward
+};
+
+LayerParts layer_added_up(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
+                          int T, int C, int64_t columns) {
   const std::string precision = memory::to_string(c.memory.precision);
   const int64_t s = ceil_div(m.bptt, C);
   const int64_t tokens = s * columns, d = m.lm.emsize, f = m.lm.nhid;
@@ -57,9 +73,7 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
     return 2.0 * double(rows) * double(k) * double(n) / profile.matmul_flops(rows, k, n, precision);
   };
   auto elementwise = [&](double bytes) { return bytes / profile.elementwise_bytes_per_second; };
-
-  // One layer's forward on one rank.
-  double projections = product(tokens, d, 3 * d / T) + product(tokens, d / T, d);
+  const double projections = product(tokens, d, 3 * d / T) + product(tokens, d / T, d);
   // The attention core: per column and head of this rank, q k^T and the
   // weights times v, this rank's s tokens attending the whole sequence.
   const double core = 2 * product(s, d / m.lm.nhead, m.bptt) * double(columns * std::max<int64_t>(1, m.lm.nhead / T));
@@ -69,43 +83,113 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
   } else {
     feed_forward = product(tokens, d, f / T) + product(tokens, f / T, d);
   }
+  const int world = c.layout.world_size();
   const tensor_parallel::LayerShape shape{s, columns, d, m.lm.nhead, f};
   const double kept =
       double(models::activation_bytes(shape, memory::Recompute::kNone, m.lm.dropout > 0, 0, c.memory.precision)) / T;
   const double casts = c.memory.precision == memory::Precision::kFp32 ? 0 : 12;  // each product's inputs cast
-  const double layer_elementwise = elementwise(2 * kept) + (kLayerForwardOps + casts) * profile.op_seconds;
-  const double layer_forward = projections + core + feed_forward + layer_elementwise;
-  // What a layer waits for inside: tensor-parallel all-reduces (two each
-  // way), the context ring's K and V blocks (C - 1 steps each way), the
-  // experts' all-to-alls (dispatch and combine, over N ranks).
-  double layer_comm = 0;
-  if (T > 1) layer_comm += 2 * collective_seconds(profile, backend, collectives::Collective::kAllReduce, T, tokens * d * kFloat);
+  LayerParts out;
+  out.products = projections + core + feed_forward;
+  out.elementwise = elementwise(2 * kept) + (kLayerForwardOps + casts) * profile.op_seconds;
+  out.compute = out.products + out.elementwise;
+  if (T > 1) out.comm += 2 * collective_seconds(profile, backend, collectives::Collective::kAllReduce, T, tokens * d * kFloat, world);
   if (C > 1) {
-    const collectives::LinkParams link = profile.link(backend, "p2p", 2);
-    layer_comm += double(C - 1) * (link.alpha_s + double(2 * tokens * d * kFloat) * link.beta_s_per_byte);
+    const collectives::LinkParams link = profile.link(backend, "p2p", 2, world);
+    out.comm += double(C - 1) * (link.alpha_s + double(2 * tokens * d * kFloat) * link.beta_s_per_byte);
   }
   if (c.experts.parallel > 1) {
-    const collectives::LinkParams link = profile.link(backend, "p2p", 2);
+    const collectives::LinkParams link = profile.link(backend, "p2p", 2, world);
     const int N = c.experts.parallel;
-    layer_comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.lm.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
+    out.comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.lm.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
   }
-  // The recomputed part of the forward, run again in the backward.
-  double again = 0;
-  if (c.memory.recompute == memory::Recompute::kFull) again = layer_forward + layer_comm;
-  if (c.memory.recompute == memory::Recompute::kSelective) again = core + 6 * profile.op_seconds;
-  if (c.memory.recompute == memory::Recompute::kMatmuls) again = layer_elementwise;
+  if (c.memory.recompute == memory::Recompute::kFull) out.again = out.compute + out.comm;
+  if (c.memory.recompute == memory::Recompute::kSelective) out.again = core + 6 * profile.op_seconds;
+  if (c.memory.recompute == memory::Recompute::kMatmuls) out.again = out.elementwise;
+  return out;
+}
 
+// The clipping's norm and SGD's step over stage `st`'s parameters on one
+// rank (`bytes` of them): the measured pieces' updates (a cut layer's
+// share of its parameters, ZeRO's shard of them), else their bytes read
+// and written and a few operations per tensor.
+double update_seconds(const ModelShape& m, const Choice& c, const Profile& profile, int st, int64_t bytes) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const auto [first, end] = models::split_layers(m.lm.nlayers, stages).at(static_cast<size_t>(st));
+  const double shard = c.data.zero >= 1 ? 1.0 / double(c.layout.replicas * c.layout.context) : 1.0;
+  if (profile.updates.empty())
+    return shard * double(3 * bytes) / profile.elementwise_bytes_per_second +
+           2 * profile.op_seconds * double(1 + 12 * (end - first));
+  const int threads = threads_per_rank(profile, c.layout.world_size());
+  double seconds = double(end - first) * profile.update_seconds("layer", threads) / c.layout.tensor;
+  if (st == 0) seconds += profile.update_seconds("embedding", threads);
+  if (st == stages - 1) seconds += profile.update_seconds("decoder", threads);
+  return shard * seconds;
+}
+
+}  // namespace
+
+bool uses_pieces(const Profile& profile, const ModelShape& model, const Choice& choice) {
+  return profile.pieces_model == pieces_model(model) &&
+         profile.has_pieces(memory::to_string(choice.memory.precision), memory::to_string(choice.memory.recompute));
+}
+
+int threads_per_rank(const Profile& profile, int world) { return std::max(1, profile.cores / std::max(1, world)); }
+
+StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
+                           int stage, int64_t columns) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const auto ranges = models::split_layers(m.lm.nlayers, stages);
+  const auto [first, end] = ranges.at(static_cast<size_t>(stage));
+  const int T = c.layout.tensor, C = c.layout.context;
+  const std::string precision = memory::to_string(c.memory.precision);
+  const std::string recompute = memory::to_string(c.memory.recompute);
+  const int64_t s = ceil_div(m.bptt, C);
+  const int64_t tokens = s * columns, d = m.lm.emsize;
   const double layers = double(end - first);
+  const LayerParts parts = layer_added_up(m, c, profile, backend, T, C, columns);
   StageSeconds out;
-  out.forward = layers * (layer_forward + layer_comm);
-  out.backward = layers * (2 * (projections + core + feed_forward) + 2 * layer_elementwise + layer_comm + again);
+
+  if (uses_pieces(profile, m, c)) {
+    // Measured: the pieces at this rank's tokens. A layer cut over T
+    // tensor ranks or holding 1/C of each sequence runs the measured
+    // whole layer's time scaled as its added-up compute is to a whole
+    // layer's at the same tokens.
+    const int threads = threads_per_rank(profile, c.layout.world_size());
+    const PieceSeconds layer = profile.piece_seconds("layer", precision, recompute, threads, double(tokens));
+    ModelShape local = m;
+    local.bptt = s;
+    Choice whole = c;
+    whole.layout.tensor = whole.layout.context = 1;
+    whole.experts.parallel = 1;
+    const double scale = parts.compute / layer_added_up(local, whole, profile, backend, 1, 1, columns).compute;
+    out.forward = layers * (scale * layer.forward + parts.comm);
+    out.backward = layers * (scale * layer.backward + parts.comm * (c.memory.recompute == memory::Recompute::kFull ? 2 : 1));
+    if (stage == 0) {
+      const PieceSeconds e = profile.piece_seconds("embedding", precision, "none", threads, double(tokens));
+      out.forward += e.forward;
+      out.backward += e.backward;
+    }
+    if (stage == stages - 1) {
+      const PieceSeconds e = profile.piece_seconds("decoder", precision, "none", threads, double(tokens));
+      out.forward += e.forward;
+      out.backward += e.backward;
+    }
+    return out;
+  }
+
+  // Added up from the parts: the backward twice the forward's products
+  // and element-wise work, the recomputed part once more.
+  out.forward = layers * (parts.compute + parts.comm);
+  out.backward = layers * (2 * parts.compute + parts.comm + parts.again);
+  auto elementwise = [&](double bytes) { return bytes / profile.elementwise_bytes_per_second; };
   if (stage == 0) {
     const double e = elementwise(double(4 * tokens * d * kFloat)) + kEmbeddingOps * profile.op_seconds;
     out.forward += e;
     out.backward += 2 * e;
   }
   if (stage == stages - 1) {
-    const double logits = product(tokens, d, m.lm.ntokens);
+    const double logits = 2.0 * double(tokens) * double(d) * double(m.lm.ntokens) /
+                          profile.matmul_flops(tokens, d, m.lm.ntokens, precision);
     const double softmax = elementwise(double(3 * tokens * m.lm.ntokens * kFloat)) + kDecoderOps * profile.op_seconds;
     out.forward += logits + softmax;
     out.backward += 2 * logits + 2 * softmax;
@@ -122,7 +206,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   const int64_t columns = microbatch_columns(m, l.replicas, mb);
   const int64_t s = ceil_div(m.bptt, l.context);
   const int64_t activation_bytes = s * columns * m.lm.emsize * kFloat;  // what crosses a stage boundary
-  const collectives::LinkParams p2p = profile.link(backend, "p2p", 2);
+  const collectives::LinkParams p2p = profile.link(backend, "p2p", 2, world);
 
   // Each stage's actions, and ZeRO-3's gathers added to them.
   pipeline::ActionCosts costs;
@@ -132,15 +216,18 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     const int64_t psi = stage_parameters(m, st, stages, l.tensor, c.experts.parallel);
     stage_psi[static_cast<size_t>(st)] = psi;
     if (c.data.zero == 3) {
-      const double gather = collective_seconds(profile, backend, collectives::Collective::kAllGather, averaging, psi * kFloat);
+      const double gather = collective_seconds(profile, backend, collectives::Collective::kAllGather, averaging, psi * kFloat, world);
       sec.forward += gather;
       sec.backward += gather;
     }
     pipeline::StageCosts sc;
     sc.forward = sec.forward;
     sc.backward = sec.backward;
-    sc.backward_input = sec.backward / 2;
-    sc.backward_weight = sec.backward / 2;
+    // A split backward's halves; a layer that recomputes its parameters
+    // computes their gradients in B (memory::recomputes_parameters): W is empty.
+    const bool splits = !memory::recomputes_parameters(c.memory.recompute);
+    sc.backward_input = splits ? sec.backward / 2 : sec.backward;
+    sc.backward_weight = splits ? sec.backward / 2 : 0;
     costs.per_stage.push_back(sc);
   }
   costs.message_s = p2p.alpha_s + double(activation_bytes) * p2p.beta_s_per_byte;
@@ -159,7 +246,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     const int64_t bytes = stage_psi[static_cast<size_t>(st)] * kFloat;
     double sync = 0;
     if (averaging > 1) {
-      const double all_reduce = collective_seconds(profile, backend, collectives::Collective::kAllReduce, averaging, bytes);
+      const double all_reduce = collective_seconds(profile, backend, collectives::Collective::kAllReduce, averaging, bytes, world);
       const int64_t buckets = std::max<int64_t>(1, ceil_div(bytes, kBucketBytes));
       if (c.data.zero == 0 || c.data.zero == 2) {
         // Buckets launched in the last backward: all but the last hidden behind it.
@@ -171,8 +258,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
       sent[static_cast<size_t>(r)] += 2 * bytes * (averaging - 1) / averaging;
       if (c.data.zero == 3) sent[static_cast<size_t>(r)] += 2 * mb * bytes * (averaging - 1) / averaging;
     }
-    const double optimizer = double(3 * bytes) / profile.elementwise_bytes_per_second +
-                             2 * profile.op_seconds * double(1 + 12 * (m.lm.nlayers / stages));
+    const double optimizer = update_seconds(m, c, profile, st, bytes);
     after[static_cast<size_t>(r)] += sync + optimizer;
   }
   // The gradient norm: one scalar all-reduced over the pipeline and the averaging groups.
@@ -182,8 +268,13 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     worst_after = std::max(worst_after, after[static_cast<size_t>(r)]);
     mean_work += (sim.busy[static_cast<size_t>(r)] + after[static_cast<size_t>(r)]) / P;
   }
+  // On shared cores the critical path runs slower too, as much as the
+  // ranks busy on average (those not waiting in the bubble) share them;
+  // what follows the backward runs on every rank at once.
+  const double busy_ranks = std::max(1.0, double(world) * (1 - sim.bubble));
   out.pipeline_s = sim.makespan;
-  out.critical_s = sim.makespan + worst_after + clip;
+  out.after_s = worst_after * profile.slowdown(world) + clip;
+  out.critical_s = sim.makespan * profile.slowdown(busy_ranks) + out.after_s;
   out.packed_s = mean_work * profile.slowdown(world);
   out.step_s = std::max(out.critical_s, out.packed_s);
 

@@ -23,10 +23,17 @@
 //             does, ZeRO-3 also gathers each unit twice per microbatch
 //   cores     ranks that outnumber the cores share them: a rank waiting in
 //             a bubble gives its core to another rank, so the bubble is
-//             not idle time. The step is at least the critical path and
-//             at least all ranks' work packed onto the cores (each rank's
-//             busy seconds x the profile's slowdown for that many ranks /
-//             the ranks)
+//             not idle time. The step is at least the critical path, its
+//             actions slowed as the ranks busy on average (world x (1 -
+//             bubble)) share the cores, and at least all ranks' work
+//             packed onto the cores (each rank's busy seconds x the
+//             profile's slowdown for that many ranks); the messages and
+//             collectives as measured among that many busy ranks
+//   compute   with the profile's pieces (pieces.hpp): each stage's
+//             embedding, layers and decoder as measured at the rank's
+//             tokens on its intra-op threads; a cut layer (T tensor ranks,
+//             1/C of each sequence) as the measured whole one scaled by
+//             their added-up compute's ratio; without pieces, added up
 #pragma once
 
 #include <cstdint>
@@ -41,7 +48,8 @@ namespace distlab::planner {
 struct StepPrediction {
   double step_s = 0;        // the prediction
   double pipeline_s = 0;    // the simulated pipeline's makespan
-  double critical_s = 0;    // that, plus what averaging, the norm and the optimizer add after it
+  double critical_s = 0;    // that (on shared cores, slowed), plus after_s
+  double after_s = 0;       // what averaging, the norm and the optimizer add after it (the slowest pipeline rank's)
   double packed_s = 0;      // every rank's work over the cores
   double bubble = 0;        // the schedule's idle fraction (simulated), as on ranks of their own
   double busy_s = 0;        // one pipeline's busiest rank's compute
@@ -56,9 +64,18 @@ StepPrediction predict_time(const ModelShape& model, const Choice& choice, const
 
 // Seconds of `collective` over `ranks` ranks of `bytes` bytes each: the
 // profile's own measurement of it when it has one, else the ring algorithm
-// (collectives/plan.hpp) over its point-to-point link, by the cost model.
+// (collectives/plan.hpp) over its point-to-point link, by the cost model;
+// as measured among `world` busy ranks (0: the group alone).
 double collective_seconds(const Profile& profile, const std::string& backend, collectives::Collective collective,
-                          int ranks, int64_t bytes);
+                          int ranks, int64_t bytes, int world = 0);
+
+// Whether the step's compute comes from the profile's measured pieces:
+// they were measured on this model, in this precision and policy.
+bool uses_pieces(const Profile& profile, const ModelShape& model, const Choice& choice);
+
+// The intra-op threads each rank runs on, as lesson 11 chooses them for
+// `world` thread ranks (comm/intra_op_threads.hpp): the cores shared out.
+int threads_per_rank(const Profile& profile, int world);
 
 // Seconds of one forward of stage `stage` on one rank for one microbatch
 // of `columns` columns, and of its backward (recomputation included).

@@ -134,8 +134,14 @@ void profile_seeds() {
   p.matmul = {{35, 128, 384, "fp32", 2.1e9}, {700, 128, 384, "fp32", 9.5e9}, {35, 128, 384, "bf16", 1.2e9}};
   p.elementwise_bytes_per_second = 4.0e9;
   p.op_seconds = 4e-6;
-  p.links = {{"threads", "p2p", 2, {1e-5, 1e-10}}, {"gloo", "all_reduce", 4, {4e-5, 3e-10}}};
+  p.links = {{"threads", "p2p", 2, {1e-5, 1e-10}}, {"gloo", "all_reduce", 4, {4e-5, 3e-10}},
+             {"threads", "p2p", 2, {7e-5, 2e-10}, 8}};
   p.sharing = {{1, 1.0}, {8, 4.1}};
+  p.pieces = {{"layer", "fp32", "none", 1, 35, 8e-4, 9e-4}, {"layer", "fp32", "none", 1, 700, 7e-3, 6e-3},
+              {"embedding", "fp32", "none", 1, 35, 8e-5, 1.5e-4}, {"decoder", "bf16", "none", 2, 35, 1e-3, 2e-3},
+              {"layer", "bf16", "full", 2, 35, 9e-4, 2.2e-3}};
+  p.updates = {{"layer", 1, 2e-4}, {"decoder", 2, 4e-4}};
+  p.pieces_model = "d 128, ffn 256, 4 heads, vocabulary 6949, 35 tokens a column, dropout 0.2";
   seed("planner_profile", "profile.json", planner::profile_json(p));
   seed("json_pull", "profile.json", planner::profile_json(p));
 }

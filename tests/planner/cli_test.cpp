@@ -63,7 +63,7 @@ TEST(PlanCli, BadInputIsOneLineNamingWhatIsWrong) {
   const auto outcome = run_command(std::string(DISTLAB_PLAN) + " --profile " + broken + " --vocab 100 2>&1", 60);
   EXPECT_NE(outcome.status, 0);
   EXPECT_EQ(outcome.output, "distlab-plan: profile " + broken +
-                                ": profile version 7, this distlab-plan reads version 1 (run distlab-plan calibrate "
+                                ": profile version 7, this distlab-plan reads version 2 (run distlab-plan calibrate "
                                 "again)\n");
 }
 

@@ -2,6 +2,7 @@
 // with one line naming what is wrong, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "planner/profile.hpp"
@@ -18,8 +19,16 @@ Profile hand_profile() {
   p.matmul = {{35, 128, 384, "fp32", 2e9}, {140, 128, 384, "fp32", 4e9}, {35, 128, 384, "bf16", 1e9}};
   p.elementwise_bytes_per_second = 5e9;
   p.op_seconds = 3e-6;
-  p.links = {{"threads", "p2p", 2, {1e-5, 1e-9}}, {"threads", "all_reduce", 4, {4e-5, 3e-9}}};
+  p.links = {{"threads", "p2p", 2, {1e-5, 1e-9}}, {"threads", "all_reduce", 4, {4e-5, 3e-9}},
+             {"threads", "p2p", 2, {9e-5, 2e-9}, 8}};
   p.sharing = {{1, 1.0}, {2, 1.1}, {8, 4.2}};
+  // A layer at 35, 70 and 350 tokens on one thread, at 35 on two; a decoder.
+  p.pieces = {{"layer", "fp32", "none", 1, 35, 1e-3, 2e-3},     {"layer", "fp32", "none", 1, 70, 1.5e-3, 3e-3},
+              {"layer", "fp32", "none", 1, 350, 5.5e-3, 11e-3}, {"layer", "fp32", "none", 2, 35, 0.8e-3, 1.6e-3},
+              {"decoder", "fp32", "none", 1, 35, 2e-3, 5e-3},   {"embedding", "fp32", "none", 1, 35, 1e-4, 1e-4},
+              {"embedding", "fp32", "none", 1, 70, 1e-3, 1e-3}};
+  p.updates = {{"layer", 1, 3e-4}, {"layer", 2, 2e-4}};
+  p.pieces_model = "d 128, ffn 256";
   return p;
 }
 
@@ -47,9 +56,19 @@ TEST(Profile, WhatItWritesItReadsBack) {
   ASSERT_EQ(q.matmul.size(), 3u);
   EXPECT_EQ(q.matmul[1].m, 140);
   EXPECT_DOUBLE_EQ(q.matmul[1].flops_per_second, 4e9);
-  ASSERT_EQ(q.links.size(), 2u);
+  ASSERT_EQ(q.links.size(), 3u);
   EXPECT_DOUBLE_EQ(q.links[1].link.beta_s_per_byte, 3e-9);
+  EXPECT_EQ(q.links[1].world, 0);
+  EXPECT_EQ(q.links[2].world, 8);
   EXPECT_DOUBLE_EQ(q.slowdown(8), 4.2);
+  ASSERT_EQ(q.pieces.size(), 7u);
+  EXPECT_EQ(q.pieces[3].threads, 2);
+  EXPECT_EQ(q.pieces[2].tokens, 350);
+  EXPECT_DOUBLE_EQ(q.pieces[2].backward_s, 11e-3);
+  ASSERT_EQ(q.updates.size(), 2u);
+  EXPECT_DOUBLE_EQ(q.updates[1].seconds, 2e-4);
+  EXPECT_EQ(q.pieces_model, "d 128, ffn 256");
+  EXPECT_EQ(profile_json(q), profile_json(p));
 }
 
 TEST(Profile, LooksUpByShapeGroupAndRanks) {
@@ -62,6 +81,41 @@ TEST(Profile, LooksUpByShapeGroupAndRanks) {
   EXPECT_DOUBLE_EQ(p.link("threads", "all_reduce", 8).alpha_s, 4e-5);  // the nearest group measured
   EXPECT_THROW(p.link("gloo", "p2p", 2), ProfileError);
   EXPECT_NEAR(p.slowdown(5), 1.1 + (5.0 - 2) / 6 * 3.1, 1e-12);
+  EXPECT_NEAR(p.slowdown(1.5), 1.05, 1e-12);  // ranks busy part of the time
+  // Among 8 busy ranks: the point measured so; among 4: the group alone's (2) is nearer.
+  EXPECT_DOUBLE_EQ(p.link("threads", "p2p", 2, 8).alpha_s, 9e-5);
+  EXPECT_DOUBLE_EQ(p.link("threads", "p2p", 2, 4).alpha_s, 1e-5);
+  EXPECT_DOUBLE_EQ(p.link("threads", "p2p", 2).alpha_s, 1e-5);
+}
+
+TEST(Profile, PiecesAreLinearInTheTokensBetweenAndPastTheMeasuredSizes) {
+  const Profile p = hand_profile();
+  auto forward = [&](double tokens, int threads = 1) {
+    return p.piece_seconds("layer", "fp32", "none", threads, tokens).forward;
+  };
+  EXPECT_DOUBLE_EQ(forward(35), 1e-3);
+  EXPECT_DOUBLE_EQ(forward(350), 5.5e-3);
+  EXPECT_NEAR(forward(52.5), 1.25e-3, 1e-15);              // halfway between 35 and 70
+  EXPECT_NEAR(forward(210), 1.5e-3 + 0.5 * 4e-3, 1e-15);   // halfway between 70 and 350
+  EXPECT_NEAR(forward(700), 5.5e-3 + 4e-3 * 350 / 280, 1e-15);  // along the last two
+  // Below the smallest: along the first two, never under the smallest's share a token.
+  EXPECT_NEAR(forward(28), std::max(1e-3 - 0.5e-3 * 7 / 35, 1e-3 * 28 / 35), 1e-15);
+  EXPECT_NEAR(forward(1), 1e-3 - 0.5e-3 * 34 / 35, 1e-15);  // a fixed part: above 1/35 of 35 tokens
+  EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 52.5).backward, 2.5e-3, 1e-15);
+  // A steep first segment would go below 0 there: the smallest's share a token.
+  EXPECT_NEAR(p.piece_seconds("embedding", "fp32", "none", 1, 28).forward, 1e-4 * 28 / 35, 1e-15);
+  // The thread count measured nearest; one size measured: proportional.
+  EXPECT_DOUBLE_EQ(forward(35, 2), 0.8e-3);
+  EXPECT_DOUBLE_EQ(forward(70, 4), 1.6e-3);
+  EXPECT_DOUBLE_EQ(p.piece_seconds("decoder", "fp32", "none", 1, 70).backward, 10e-3);
+  EXPECT_THROW(p.piece_seconds("layer", "bf16", "none", 1, 35), ProfileError);
+  EXPECT_THROW(p.piece_seconds("layer", "fp32", "full", 1, 35), ProfileError);
+  EXPECT_TRUE(p.has_pieces("fp32", "none"));
+  EXPECT_FALSE(p.has_pieces("fp32", "full"));
+  EXPECT_FALSE(p.has_pieces("bf16", "none"));
+  EXPECT_DOUBLE_EQ(p.update_seconds("layer", 1), 3e-4);
+  EXPECT_DOUBLE_EQ(p.update_seconds("layer", 3), 2e-4);
+  EXPECT_EQ(p.update_seconds("decoder", 1), 0);
 }
 
 TEST(Profile, RefusesBadBytesInOneLineNamingWhatIsWrong) {
@@ -71,13 +125,22 @@ TEST(Profile, RefusesBadBytesInOneLineNamingWhatIsWrong) {
       {good.substr(0, good.size() / 2), "not JSON"},
       {"[1, 2]", "not a profile"},
       {replaced(good, "distlab-profile", "other"), "not a DistLab profile"},
-      {replaced(good, "\"version\": 1", "\"version\": 2"), "profile version 2, this distlab-plan reads version 1"},
+      {replaced(good, "\"version\": 2", "\"version\": 1"), "profile version 1, this distlab-plan reads version 2"},
       {replaced(good, "\"cores\": 2", "\"cores\": 0"), "\"cores\" in the profile is 0"},
       {replaced(good, "\"elementwise_bytes_per_second\"", "\"elementwise\""), "no \"elementwise_bytes_per_second\""},
       {replaced(good, "\"flops_per_second\": 4000000000.0", "\"flops_per_second\": -1"),
        "\"flops_per_second\" in matmul[1] is -1"},
       {replaced(good, "\"precision\": \"bf16\"", "\"precision\": \"int8\""), "\"precision\" in matmul[2] is \"int8\""},
       {replaced(good, "\"backend\": \"threads\"", "\"backend\": 3"), "\"backend\" in links[0] is not a string"},
+      {replaced(good, "\"world\": 8", "\"world\": 1"), "\"world\" in links[2] is 1, fewer than its 2 ranks"},
+      {replaced(good, "\"piece\": \"decoder\"", "\"piece\": \"head\""),
+       "\"piece\" in pieces[4] is \"head\", not one of embedding, layer, decoder"},
+      {replaced(good, "\"recompute\": \"none\"", "\"recompute\": \"most\""), "\"recompute\" in pieces[0] is \"most\""},
+      {replaced(good, "\"tokens\": 70", "\"tokens\": 35"), "pieces[1] measures again what an earlier entry measured"},
+      {replaced(good, "\"backward_s\": 0.011", "\"backward_s\": 0"), "\"backward_s\" in pieces[2] is 0"},
+      {replaced(good, "\"pieces\": [", "\"pieces\": 3, \"x\": ["), "\"pieces\" in the profile is not a list"},
+      {replaced(good, "\"seconds\": 0.0003", "\"seconds\": \"fast\""), "\"seconds\" in updates[0] is not a number"},
+      {replaced(good, "\"pieces_model\"", "\"model\""), "no \"pieces_model\" in the profile (whose pieces are they?)"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string why = refusal(text);

@@ -9,6 +9,7 @@
 
 #include "collectives/cost_model.hpp"
 #include "pipeline/simulator.hpp"
+#include "planner/pieces.hpp"
 #include "planner/step_time.hpp"
 
 namespace distlab::planner {
@@ -82,12 +83,92 @@ TEST(StepTime, RanksThatOutnumberTheCoresShareThem) {
   EXPECT_DOUBLE_EQ(own.step_s, own.critical_s);
   // On 2 cores each of 8 busy ranks runs 4.3 times slower: the pipeline's
   // mean work (its busy seconds and what follows the backward) x 4.3.
-  EXPECT_DOUBLE_EQ(shared.critical_s, own.critical_s);
   EXPECT_NEAR(shared.packed_s, 4.3 * own.packed_s, 1e-12 * shared.packed_s);
+  // The critical path: the schedule's actions slowed as much as the ranks
+  // busy on average (8 x (1 - bubble)) share the 2 cores (the measured
+  // points joined by straight lines), what follows the backward as all 8
+  // do; the norm's two scalar all-reduces (over 2 stages, 4 replicas: 1 + 2
+  // steps of 2 alpha) are not slowed.
+  auto slowdown = [](double ranks) {  // hand_profile(2)'s points: 2 -> 1, 4 -> 2.1, 8 -> 4.3
+    return ranks <= 2 ? 1.0 : ranks <= 4 ? 1.0 + (ranks - 2) / 2 * 1.1 : 2.1 + (ranks - 4) / 4 * 2.2;
+  };
+  const double clip = 2 * 2e-5 * (1 + 2);
+  EXPECT_DOUBLE_EQ(shared.pipeline_s, own.pipeline_s);
+  EXPECT_NEAR(shared.after_s - clip, 4.3 * (own.after_s - clip), 1e-12);
+  EXPECT_NEAR(shared.critical_s, own.pipeline_s * slowdown(8 * (1 - own.bubble)) + shared.after_s, 1e-12);
+  EXPECT_DOUBLE_EQ(own.critical_s, own.pipeline_s + own.after_s);
   EXPECT_DOUBLE_EQ(shared.step_s, std::max(shared.critical_s, shared.packed_s));
   EXPECT_GT(shared.step_s, 2 * own.step_s);
   // The bubble is the schedule's either way: on shared cores it costs less than it says.
   EXPECT_DOUBLE_EQ(shared.bubble, own.bubble);
+}
+
+// A profile with the model's pieces measured (pieces.hpp), by hand: a
+// layer (kept and recomputed whole), the embedding and the decoder at 175
+// and 700 tokens on one thread.
+Profile pieces_profile() {
+  Profile p = hand_profile(2);
+  p.pieces_model = pieces_model(model_shape("cpu", 1000));
+  for (const char* recompute : {"none", "full"}) {
+    const double again = std::string(recompute) == "full" ? 1.5 : 1.0;
+    p.pieces.push_back({"layer", "fp32", recompute, 1, 175, 2e-3, 3e-3 * again});
+    p.pieces.push_back({"layer", "fp32", recompute, 1, 700, 7e-3, 9e-3 * again});
+  }
+  p.pieces.push_back({"embedding", "fp32", "none", 1, 175, 3e-4, 1e-4});
+  p.pieces.push_back({"embedding", "fp32", "none", 1, 700, 9e-4, 3e-4});
+  p.pieces.push_back({"decoder", "fp32", "none", 1, 175, 4e-3, 1e-2});
+  p.pieces.push_back({"decoder", "fp32", "none", 1, 700, 1.5e-2, 4e-2});
+  return p;
+}
+
+TEST(StepTime, AStagesSecondsAreItsMeasuredPiecesAtTheRanksTokens) {
+  const Profile p = pieces_profile();
+  const ModelShape model = model_shape("cpu", 1000);  // 4 layers, 20 columns of 35 tokens
+  Choice c;
+  c.layout = train::Layout{2, 1, 1, 1};
+  c.pipeline.microbatches = 2;  // 10 columns: 350 tokens a microbatch
+  // 350 tokens: (350 - 175) / (700 - 175) = 1/3 of the way from 175 to 700.
+  auto at350 = [](double y175, double y700) { return y175 + (y700 - y175) / 3; };
+  const StageSeconds first = stage_seconds(model, c, p, "threads", 0, 10);
+  const StageSeconds last = stage_seconds(model, c, p, "threads", 1, 10);
+  EXPECT_NEAR(first.forward, 2 * at350(2e-3, 7e-3) + at350(3e-4, 9e-4), 1e-15);
+  EXPECT_NEAR(first.backward, 2 * at350(3e-3, 9e-3) + at350(1e-4, 3e-4), 1e-15);
+  EXPECT_NEAR(last.forward, 2 * at350(2e-3, 7e-3) + at350(4e-3, 1.5e-2), 1e-15);
+  EXPECT_NEAR(last.backward, 2 * at350(3e-3, 9e-3) + at350(1e-2, 4e-2), 1e-15);
+
+  // Recomputed whole: the measured recomputing layer; a zero-bubble
+  // schedule cannot split its backward (its parameters' gradients come
+  // with its input's), so its simulated W is empty and B the whole backward.
+  c.memory.recompute = memory::Recompute::kFull;
+  c.pipeline.schedule = pipeline::ScheduleKind::kZeroBubbleH1;
+  const StageSeconds recomputed = stage_seconds(model, c, p, "threads", 0, 10);
+  EXPECT_NEAR(recomputed.backward, 2 * at350(4.5e-3, 13.5e-3) + at350(1e-4, 3e-4), 1e-15);
+  pipeline::ActionCosts costs;
+  for (int s = 0; s < 2; ++s) {
+    const StageSeconds sec = stage_seconds(model, c, p, "threads", s, 10);
+    costs.per_stage.push_back({sec.forward, sec.backward, sec.backward, 0});
+  }
+  costs.message_s = p.links[0].link.alpha_s + double(35 * 10 * model.lm.emsize * 4) * p.links[0].link.beta_s_per_byte;
+  const pipeline::Simulation sim = pipeline::simulate(pipeline::make_schedule(c.pipeline.schedule, 2, 2, 1), costs);
+  const StepPrediction prediction = predict_time(model, c, p);
+  EXPECT_DOUBLE_EQ(prediction.pipeline_s, sim.makespan);
+  EXPECT_DOUBLE_EQ(prediction.bubble, sim.bubble);
+
+  // A policy or a precision the profile did not measure: added up from the products.
+  c.memory.recompute = memory::Recompute::kSelective;
+  EXPECT_NO_THROW(stage_seconds(model, c, p, "threads", 0, 10));
+  c.memory.recompute = memory::Recompute::kNone;
+  EXPECT_TRUE(uses_pieces(p, model, c));
+  c.memory.precision = memory::Precision::kBf16;
+  EXPECT_FALSE(uses_pieces(p, model, c));
+  Profile q = p;
+  q.matmul.push_back({35, 128, 384, "bf16", 4e9});
+  EXPECT_NO_THROW(stage_seconds(model, c, q, "threads", 0, 10));
+  // Pieces of another model (the tiny preset's sizes differ) are not used for this one.
+  c.memory.precision = memory::Precision::kFp32;
+  q.pieces_model = pieces_model(model_shape("tiny", 1000));
+  EXPECT_FALSE(uses_pieces(q, model, c));
+  EXPECT_NE(stage_seconds(model, c, q, "threads", 0, 10).forward, first.forward);
 }
 
 }  // namespace
