@@ -99,6 +99,17 @@ App::App(const Options& options, std::unique_ptr<OpenedTraces> downloaded)
   trace_.set_scale(options.scale);
 }
 
+void App::set_scale(float scale) {
+  collectives_.set_scale(scale);
+  trace_.set_scale(scale);
+  pipeline_.set_scale(scale);
+  ddp_.set_scale(scale);
+  memory_.set_scale(scale);
+  context_.set_scale(scale);
+  experts_.set_scale(scale);
+  wire_.set_scale(scale);
+}
+
 void App::set_wire_trace(const std::vector<trace::Event>& events, const Options& options) {
   const bool found = wire_.set_trace(events);
   const WireModel& model = wire_.model();

@@ -33,6 +33,9 @@ class App {
   explicit App(const Options& options, std::unique_ptr<OpenedTraces> downloaded = nullptr);
 
   void frame();
+  // Every panel's drawing at `scale` from the next frame on, what they hold
+  // kept (the page's pixel ratio changed: the view does not start over).
+  void set_scale(float scale);
 
   // Whether `panel` reads the trace files again for what it shows (the
   // Pipeline, DDP, Experts and Wire panels), beside the Trace panel's model.

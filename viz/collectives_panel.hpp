@@ -45,6 +45,9 @@ inline constexpr float kPlanRowHeight = 20.0f;  // at scale 1 (--scale multiplie
 
 class CollectivesPanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   // Throws std::invalid_argument for an unknown collective or algorithm, an
   // algorithm that does not implement the collective, or more than three.
   explicit CollectivesPanel(const Options& options);

@@ -47,6 +47,9 @@ struct ContextFrameLayout {
 
 class ContextPanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   // Takes --cp-ranks, --cp-length and --cp-step. Throws
   // std::invalid_argument when the plan cannot be made.
   explicit ContextPanel(const Options& options);

@@ -62,6 +62,9 @@ struct DdpFrameLayout {
 
 class DdpPanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   // Throws std::invalid_argument for an unknown model or a bad --layers.
   explicit DdpPanel(const Options& options);
 

@@ -52,6 +52,9 @@ struct ExpertsFrameLayout {
 
 class ExpertsPanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   explicit ExpertsPanel(const Options& options) : scale_(options.scale) {}
 
   // Reads the experts counters of `events`; false when there are none.

@@ -60,6 +60,9 @@ struct MemoryFrameLayout {
 
 class MemoryPanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   explicit MemoryPanel(const Options& options) : scale_(options.scale) {}
 
   // One frame of the panel for these samples; times in tooltips are from

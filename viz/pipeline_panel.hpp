@@ -55,6 +55,9 @@ struct PipelineFrameLayout {
 
 class PipelinePanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   // Throws std::invalid_argument for an unknown schedule or more than four,
   // pipeline::ScheduleError for a (p, m, v) the schedules cannot take.
   explicit PipelinePanel(const Options& options);

@@ -53,6 +53,9 @@ struct WireFrameLayout {
 
 class WirePanel {
  public:
+  // The size of its text and drawing (the page's pixel ratio changed):
+  // what it draws next is at this scale.
+  void set_scale(float scale) { scale_ = scale; }
   explicit WirePanel(const Options& options) : scale_(options.scale) {}
 
   // Reads the ring counters of `events`; false when there are none.

@@ -103,6 +103,15 @@ async function still_drawing(page) {
   await page.waitForFunction((n) => window.distlab.counts().frames > n + 2, { timeout: 10000 }, before);
 }
 
+// The page at another devicePixelRatio (zoomed, or moved to another
+// screen), once it has drawn a few frames at it.
+async function rescaled(page, ratio) {
+  await page.bringToFront();  // a page behind another draws no frame
+  await page.setViewport({ width: kWidth / ratio, height: kHeight / ratio, deviceScaleFactor: ratio });
+  await page.waitForFunction((r) => window.distlab.counts().ratio === r, { timeout: 10000 }, ratio);
+  await still_drawing(page);
+}
+
 // Events per "rank/lane" counted straight from the JSON (X events; the lane
 // is the event's args.lane, as the library's sink writes it).
 function json_counts(file) {
@@ -278,6 +287,11 @@ async function check_traces(browser, base, dir) {
   const want = json_counts(file);
   const by_url = await open_page(browser, base, '?trace=check/l5.json');
   same_counts('by URL', page_row_counts(await counts(by_url)), want);
+  // The page zoomed (its pixel ratio 1 -> 2): the panels draw at the new
+  // size with the trace they hold, whose file was read once and is gone.
+  await rescaled(by_url, 2);
+  same_counts('by URL, the page zoomed', page_row_counts(await counts(by_url)), want);
+  for (const e of by_url.errors) problem(`by URL, the page zoomed: ${e}`);
   await by_url.close();
   const dropped = await open_page(browser, base, '?panel=collectives');
   await drop(dropped, [{ name: 'l5.json', url: 'check/l5.json' }]);
@@ -295,6 +309,8 @@ async function check_traces(browser, base, dir) {
       ['--out', pipe, '--schedule', '1f1b', '--ranks', '2', '--microbatches', '4', '--steps', '1']);
   const pipe_page = await open_page(browser, base, '?panel=pipeline&trace=check/pipe.json');
   same_counts('pipeline by URL', page_row_counts(await counts(pipe_page)), json_counts(pipe));
+  await rescaled(pipe_page, 2);
+  same_counts('pipeline by URL, the page zoomed', page_row_counts(await counts(pipe_page)), json_counts(pipe));
   const pipe_said = await page_messages(pipe_page);
   if (pipe_said.some((m) => /no pipeline run|could not be opened/.test(m.text)))
     problem(`pipeline by URL: the panel did not read its trace: ${JSON.stringify(pipe_said)}`);
@@ -313,7 +329,8 @@ async function check_traces(browser, base, dir) {
   const dropped_flight = await open_page(browser, base, '?panel=collectives');
   await drop(dropped_flight, ['trace.json', ...flights].map((f) => ({ name: f, url: `check/hang/${f}` })));
   await dropped_flight.waitForFunction(() => window.distlab.counts().events > 0, { timeout: 10000 }).catch(() => {});
-  for (const [what, page] of [['flight by URL', by_url_flight], ['flight dropped', dropped_flight]]) {
+  await rescaled(by_url_flight, 2);
+  for (const [what, page] of [['flight by URL, the page zoomed', by_url_flight], ['flight dropped', dropped_flight]]) {
     const c = await counts(page);
     same_counts(`${what}: the trace`, page_row_counts(c), hang_want);
     if (c.flight_files !== flights.length) problem(`${what}: ${c.flight_files} flight files read of ${flights.length}`);

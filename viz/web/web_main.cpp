@@ -117,15 +117,16 @@ void start_app(Options options) {
 // page's), and the text and widgets are scaled by the ratio, as the native
 // program's --scale does: crisp at any devicePixelRatio. Emscripten scales
 // the mouse into the canvas's pixels. A ratio that changes (the page
-// zoomed, the window moved to another screen) makes the fonts and the
-// panels again.
+// zoomed, the window moved to another screen) makes the fonts again and
+// draws the panels at the new size, with what they hold: the trace files
+// were read once and are gone from the file system.
 void scale_to(double ratio) {
   ImGui::GetStyle() = ImGuiStyle();
   ImGui::GetIO().Fonts->Clear();
   setup_imgui(page.options.scale * static_cast<float>(ratio));
   if (page.pixel_ratio > 0) ImGui_ImplOpenGL3_DestroyDeviceObjects();  // the font texture, made again by NewFrame
   page.pixel_ratio = ratio;
-  if (page.app) start_app(page.options);  // its panels again, at the new size (the view starts over)
+  if (page.app) page.app->set_scale(page.options.scale * static_cast<float>(ratio));
 }
 
 Options options_of_query(const std::string& query, const std::vector<std::string>& trace_paths) {
@@ -251,7 +252,7 @@ EMSCRIPTEN_KEEPALIVE void distlab_download_end_file() {
 //  "counters":C,"live":L,"flight_files":F,"rows":[{"rank":R,"lane":"...","events":K},...]}
 EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
   std::string out = "{\"frames\":" + std::to_string(page.frames) + ",\"frame_ms\":" + std::to_string(page.last_frame_ms) +
-                    ",\"panel\":\"" + page.options.panel + "\"";
+                    ",\"ratio\":" + std::to_string(page.pixel_ratio) + ",\"panel\":\"" + page.options.panel + "\"";
   if (page.app) {
     const TimeCursor& cursor = page.app->collectives_panel().cursor();
     char time[32];
