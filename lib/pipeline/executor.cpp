@@ -140,18 +140,16 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           }
           break;
         }
+        case ActionType::kBackwardInput:  // the input's gradient only; the graph stays for W
+          if (stages_[c].splits_backward) {
+            if (s > 0) hand_back(torch::autograd::grad({root()}, {st.input[c][i]}, seed(), /*retain_graph=*/true)[0]);
+            break;
+          }
+          [[fallthrough]];  // its parameters' gradients come with the input's (a recomputed layer): all of B now
         case ActionType::kBackward:
           torch::autograd::backward({root()}, seed());
           if (s > 0) hand_back(st.input[c][i].grad());
           st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();
-          break;
-        case ActionType::kBackwardInput:  // the input's gradient only; the graph stays for W
-          if (!stages_[c].splits_backward) {  // the parameters' gradients come with it: all of it now
-            torch::autograd::backward({root()}, seed());
-            if (s > 0) hand_back(st.input[c][i].grad());
-            break;
-          }
-          if (s > 0) hand_back(torch::autograd::grad({root()}, {st.input[c][i]}, seed(), /*retain_graph=*/true)[0]);
           break;
         case ActionType::kBackwardWeight:  // the parameters' gradients, into .grad
           if (stages_[c].splits_backward && !stages_[c].parameters.empty())

@@ -72,7 +72,7 @@ Timed time_piece(torch::nn::AnyModule& piece, const at::Tensor& input, memory::P
   return {median(forwards), median(backwards)};
 }
 
-// The clipping's norm and SGD's step over `lm`'s parameters, as a step ends.
+// The clipping's norm and SGD's step over the piece's parameters, as a step ends.
 double time_update(torch::nn::AnyModule& piece, double seconds) {
   std::vector<at::Tensor> params = piece.ptr()->parameters();
   for (auto& p : params) p.mutable_grad() = at::randn_like(p);
