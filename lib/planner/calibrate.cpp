@@ -19,14 +19,11 @@
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
 #include "planner/pieces.hpp"
+#include "planner/timing.hpp"
 
 namespace distlab::planner {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The best time of one call of `fn` over a few rounds, each repeating it
 // for at least `seconds` (after one untimed call: first touches, caches).
@@ -129,8 +126,7 @@ std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::fun
           op(count);
           times.push_back(since(t0));
         }
-        std::sort(times.begin(), times.end());
-        return times[times.size() / 2];
+        return median(times);
       };
       auto all_reduce = [&](int64_t count) {
         at::Tensor t = at::ones({count});

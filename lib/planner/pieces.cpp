@@ -4,22 +4,18 @@
 #include <ATen/Parallel.h>
 #include <torch/optim/sgd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
 #include "collectives/grad_norm.hpp"
 #include "memory/precision.hpp"
+#include "planner/timing.hpp"
 #include "train/batches.hpp"
 #include "train/context_split.hpp"
 
 namespace distlab::planner {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr int64_t kColumns[] = {1, 2, 4, 10, 20};
 
@@ -65,10 +61,6 @@ Timed time_piece(torch::nn::AnyModule& piece, const at::Tensor& input, memory::P
     forwards.push_back(forward);
     backwards.push_back(backward);
   }
-  auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   return {median(forwards), median(backwards)};
 }
 
@@ -87,8 +79,7 @@ double time_update(torch::nn::AnyModule& piece, double seconds) {
     spent += s;
     if (round > 0) times.push_back(s);
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median(times);
 }
 
 }  // namespace
@@ -109,6 +100,12 @@ void measure_pieces(const ModelShape& m, const PieceOptions& o, Profile& profile
   profile.pieces_model = pieces_model(m);
   const int64_t s = m.bptt, d = m.lm.emsize, V = m.lm.ntokens;
   const train::ContextSplit whole;  // one rank holds every token: the loss is the mean
+  // One model per recomputation policy (matmuls is refused with experts),
+  // timed at every size, thread count and precision.
+  std::vector<std::pair<memory::Recompute, torch::nn::Sequential>> models;
+  for (const memory::Recompute policy : {memory::Recompute::kNone, memory::Recompute::kFull,
+                                         memory::Recompute::kSelective, memory::Recompute::kMatmuls})
+    if (policy != memory::Recompute::kMatmuls || !m.lm.moe.enabled()) models.emplace_back(policy, piece_units(m, policy));
   for (const int threads : o.threads) {
     at::set_num_threads(threads);
     for (const std::string& name : o.precisions) {
@@ -124,10 +121,7 @@ void measure_pieces(const ModelShape& m, const PieceOptions& o, Profile& profile
         };
         auto into_grad = [&](const at::Tensor& out) { return (out.to(at::kFloat) * grad).sum(); };
         auto into_loss = [&](const at::Tensor& out) { return train::lm_loss(whole, out, tokens, s); };
-        for (const memory::Recompute policy : {memory::Recompute::kNone, memory::Recompute::kFull,
-                                               memory::Recompute::kSelective, memory::Recompute::kMatmuls}) {
-          if (policy == memory::Recompute::kMatmuls && m.lm.moe.enabled()) continue;  // refused with experts
-          torch::nn::Sequential units = piece_units(m, policy);
+        for (auto& [policy, units] : models) {
           push("layer", policy, time_piece(unit(units, 1), hidden, precision, into_grad, o.seconds_per_point));
           if (policy != memory::Recompute::kNone) continue;
           push("embedding", policy, time_piece(unit(units, 0), tokens, precision, into_grad, o.seconds_per_point));
@@ -139,7 +133,7 @@ void measure_pieces(const ModelShape& m, const PieceOptions& o, Profile& profile
                     name.c_str(), threads, since(t0));
       say(line);
     }
-    torch::nn::Sequential units = piece_units(m, memory::Recompute::kNone);
+    torch::nn::Sequential& units = models.front().second;  // no recomputation
     const char* names[] = {"embedding", "layer", "decoder"};
     for (size_t i = 0; i < 3; ++i)
       profile.updates.push_back({names[i], threads, time_update(unit(units, i), o.seconds_per_point)});
