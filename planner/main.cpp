@@ -14,11 +14,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <set>
 
 #include "data/corpus.hpp"
 #include "measure.hpp"
+#include "record.hpp"
+#include "runs.hpp"
 #include "memory/precision.hpp"
 #include "planner/calibrate.hpp"
 #include "planner/enumerate.hpp"
@@ -46,24 +47,14 @@ struct Options {
   std::vector<int64_t> microbatches = {1, 2, 4, 8};
   std::vector<std::string> recompute = {"none", "full", "selective"};
   std::vector<std::string> precision = {"fp32", "bf16"};
+  std::string record;  // --record: the plan as a file (record.hpp)
   std::string output = "distlab-profile.json";  // calibrate
   double seconds_per_point = 0.01;
 };
 
-// The preset's shape on the corpus's vocabulary (or --vocab) with the
-// corpus's split sizes; --vocab without --data reads no corpus, and the
-// data the ranks hold is not counted.
-ModelShape shape_of(const Options& o) {
-  if (o.vocab > 0 && o.data.empty()) return model_shape(o.preset, o.vocab);
-  const data::Corpus corpus = data::load_corpus(o.data.empty() ? data::default_corpus_folder() : o.data);
-  ModelShape shape = model_shape(o.preset, o.vocab > 0 ? o.vocab : static_cast<int64_t>(corpus.vocab.size()));
-  shape.train_tokens = corpus.train.numel();
-  shape.valid_tokens = corpus.valid.numel();
-  shape.test_tokens = corpus.test.numel();
-  return shape;
-}
+ModelShape shape_of(const Options& o) { return model_on_corpus(o.preset, o.vocab, o.data); }
 
-SearchSpace space_of(const Options& o) {
+SearchSpace space_of(const Options& o, const std::string& device) {
   SearchSpace space;
   space.world = o.ranks;
   space.microbatches = o.microbatches;
@@ -72,7 +63,11 @@ SearchSpace space_of(const Options& o) {
   space.precision.clear();
   for (const std::string& p : o.precision) {
     const memory::Precision precision = memory::precision_from(p);
-    memory::check_precision(precision, c10::DeviceType::CPU);  // the runs are thread ranks on the CPU
+    memory::check_precision(precision, device == "cuda" ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
+    if (precision == memory::Precision::kFp16)
+      throw std::invalid_argument("--precision fp16: its activations' bytes are not derived (autocast on a GPU keeps "
+                                  "the softmax in float32, not measured here): plan bf16, which keeps the same "
+                                  "2-byte products");
     space.precision.push_back(precision);
   }
   return space;
@@ -98,10 +93,14 @@ int calibrate_main(const Options& o) {
 
 int plan_main(const Options& o) {
   const Profile profile = read_profile(o.profile);
+  const bool gpus = profile.device == "cuda";
+  if (gpus && o.measure > 0)
+    throw std::runtime_error("--measure runs thread ranks on this machine's cores; the profile " + o.profile +
+                             " is of GPUs: run the commands it ranks on them (scripts/gpu_check.sh on one GPU)");
   const ModelShape model = shape_of(o);
   const int64_t cap = o.memory_per_rank.empty() ? 0 : parse_bytes(o.memory_per_rank);
   const auto t0 = std::chrono::steady_clock::now();
-  const Enumeration e = enumerate(model, space_of(o), cap);
+  const Enumeration e = enumerate(model, space_of(o, profile.device), cap);
   if (e.accepted.empty() && e.over_cap == 0) {
     std::string most;
     int most_count = 0;
@@ -117,10 +116,11 @@ int plan_main(const Options& o) {
   const std::vector<Ranked> ranked = rank_layouts(model, e.accepted, profile);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s preset (d %lld, ffn %lld, %lld layers, %lld heads, vocabulary %lld; %lld x %lld tokens a step) on "
-              "%d thread ranks; profile %s (%s, %s, %d cores)\n",
+              "%d %s; profile %s (%s, %s, %d %s)\n",
               o.preset.c_str(), (long long)model.lm.emsize, (long long)model.lm.nhid, (long long)model.lm.nlayers,
               (long long)model.lm.nhead, (long long)model.lm.ntokens, (long long)model.batch, (long long)model.bptt, o.ranks,
-              o.profile.c_str(), profile.machine.c_str(), profile.date.c_str(), profile.cores);
+              gpus ? "GPUs (a process each, NCCL)" : "thread ranks", o.profile.c_str(), profile.machine.c_str(),
+              profile.date.c_str(), profile.cores, gpus ? "GPUs" : "cores");
   std::printf("%zu layouts accepted, %d refused by the plan%s; enumerated and predicted in %.2f s\n",
               e.accepted.size(), e.refused_total,
               cap > 0 ? (", " + std::to_string(e.over_cap) + " over " + bytes_text(cap) + " per rank").c_str() : "",
@@ -136,38 +136,33 @@ int plan_main(const Options& o) {
   print_ranked(stdout, model, ranked, o.top);
   std::printf("refused, by the plan's rule:\n");
   print_refusals(stdout, e);
-  std::printf("step ms: the larger of the simulated critical path and every rank's work over the cores (ranks that "
-              "outnumber the cores share them: a rank waiting in a bubble lends its core); bubble: the schedule's "
-              "idle fraction on ranks of their own\n");
-  if (o.measure <= 0) return 0;
+  if (gpus)
+    std::printf("step ms: the schedule with each rank on its own GPU, then averaging and the optimizer; bubble: the "
+                "schedule's idle fraction\n");
+  else
+    std::printf("step ms: the schedule played with every rank that has work sharing the cores (a rank waiting in a "
+                "bubble lends its core), then averaging and the optimizer; bubble: the schedule's idle fraction on "
+                "ranks of their own\n");
+  const PlanHeader header{o.profile, o.ranks, static_cast<int>(e.accepted.size()), e.refused_total, seconds};
+  const auto record = [&](const std::vector<MeasuredRow>& rows) {
+    if (o.record.empty()) return;
+    write_plan_record(o.record, model, profile, header, ranked, o.top, rows);
+  };
+  record({});
+  if (o.measure <= 0) {
+    if (!o.record.empty()) std::printf("wrote %s\n", o.record.c_str());
+    return 0;
+  }
 
-  // The top K, then K others drawn at random from the rest.
-  std::vector<size_t> chosen;
-  for (size_t i = 0; i < std::min<size_t>(size_t(o.measure), ranked.size()); ++i) chosen.push_back(i);
-  std::vector<size_t> rest;
-  for (size_t i = chosen.size(); i < ranked.size(); ++i) rest.push_back(i);
-  std::mt19937 random(o.seed);
-  std::shuffle(rest.begin(), rest.end(), random);
-  for (size_t i = 0; i < std::min<size_t>(size_t(o.measure), rest.size()); ++i) chosen.push_back(rest[i]);
-  std::sort(chosen.begin(), chosen.end());
+  const std::vector<size_t> chosen = choose_to_measure(ranked.size(), o.measure, o.seed);
   std::printf("measuring %zu layouts (%d warm-up steps, %d timed, thread ranks)%s\n", chosen.size(), o.run.warmup,
               o.run.steps, o.fail_one ? ", and one made to fail on purpose (--chunks 0)" : "");
   std::fflush(stdout);
-  std::vector<MeasuredRow> rows;
-  for (const size_t i : chosen) {
-    const Ranked& r = ranked[i];
-    rows.push_back({i + 1, r, measure(capstone_command(model, r.choice), o.run)});
-    std::printf("  %zu/%zu %s: %s\n", rows.size(), chosen.size() + (o.fail_one ? 1 : 0), choice_name(r.choice).c_str(),
-                rows.back().measured.ok ? "ran" : ("failed: " + rows.back().measured.error).c_str());
-    std::fflush(stdout);
-    if (o.fail_one && rows.size() == 1) {  // lesson 11 refuses --chunks 0: the run must go on past it
-      rows.push_back({i + 1, r, measure(capstone_command(model, r.choice) + " --chunks 0", o.run)});
-      std::printf("  %zu/%zu %s --chunks 0 (on purpose): %s\n", rows.size(), chosen.size() + 1,
-                  choice_name(r.choice).c_str(), rows.back().measured.ok ? "ran" : "failed, as it should");
-      std::fflush(stdout);
-    }
-  }
+  // After each layout the record is written again: a viewer opening it sees the runs so far.
+  const std::vector<MeasuredRow> rows = measure_layouts(ranked, chosen, o.run, o.fail_one, print_each(stdout, record));
   print_measured(stdout, model, rows);
+  record(rows);
+  if (!o.record.empty()) std::printf("wrote %s\n", o.record.c_str());
   return 0;
 }
 
@@ -198,6 +193,8 @@ int main(int argc, char** argv) {
   app.add_option("--top", o.top, "rows of the ranked table")->capture_default_str();
   app.add_option("--measure", o.measure, "run the top K and K others drawn at random, print predicted vs measured")
       ->check(CLI::Range(0, 1000));
+  app.add_option("--record", o.record, "write the plan (the top rows, every measured one, the scores) as JSON: the "
+                 "visualizer's Plan view opens it");
   app.add_flag("--fail-one", o.fail_one, "with --measure: also run one layout made to fail (--chunks 0), to show the run goes on");
   app.add_option("--seed", o.seed, "the random draw of --measure")->capture_default_str();
   app.add_option("--warmup", o.run.warmup, "steps run before the timed ones")->check(CLI::Range(0, 1000))->capture_default_str();

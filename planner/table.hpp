@@ -18,6 +18,7 @@ struct Ranked {
   Choice choice;
   StepPrediction time;
   MemoryPrediction memory;
+  std::string command;  // lesson 11's, on the profile's device (capstone_command)
 };
 
 // Every accepted layout predicted, fastest first (ties: less memory first).
@@ -31,6 +32,17 @@ struct MeasuredRow {
   Ranked predicted;
   Measured measured;
 };
+// The whole job's predicted memory: every rank's peak added up (thread
+// ranks share one process, whose allocator meter the measurement reads).
+int64_t job_bytes(const Ranked& r);
+
+// The scores of the rows that ran: step time and the job's memory; empty
+// (layouts 0) when fewer than 2 ran.
+struct RowScores {
+  Scores time, memory;
+};
+RowScores score_rows(const std::vector<MeasuredRow>& rows);
+
 // The rows, then the scores of those that ran (when at least 2 did).
 void print_measured(std::FILE* out, const ModelShape& model, const std::vector<MeasuredRow>& rows);
 

@@ -30,7 +30,7 @@ while (($#)); do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(json_pull trace_events trace_dom trace_merge live_stream flight_why planner_profile
+all=(json_pull trace_events trace_dom trace_merge live_stream flight_why planner_profile plan_record
      options checkpoint shape_header sharded_checkpoint gloo_header)
 ((${#targets[@]})) || targets=("${all[@]}")
 torch_targets=" options checkpoint sharded_checkpoint shape_header gloo_header "

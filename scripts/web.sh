@@ -9,7 +9,8 @@
 #
 # The site: index.html, distlab-viz.{js,wasm,data} (the .data holds the font),
 # and traces/: the lessons' traces and flight-recorder files the slides recorded (build/slides/work/),
-# when they were built. Serve it with `node viz/web/serve.mjs` (a class:
+# when they were built; plans/: the plan records in planner/records/, when there
+# are any. Serve it with `node viz/web/serve.mjs` (a class:
 # the page on the local network and a running lesson's live stream), or any
 # web server: a page opened as a file:// cannot load its WebAssembly.
 set -euo pipefail
@@ -58,5 +59,12 @@ if [ -d "$build_dir/slides/work" ]; then
   rm -rf "$site/traces"
   (cd "$build_dir/slides/work" && find . -name '*.json' -print0 |
      while IFS= read -r -d '' f; do mkdir -p "$site/traces/$(dirname "$f")"; cp "$f" "$site/traces/$f"; done)
+fi
+# Plan records (distlab-plan --record) kept in planner/records/, for
+# ?panel=plan&plan=plans/NAME.json.
+if [ -d planner/records ]; then
+  rm -rf "$site/plans"
+  mkdir -p "$site/plans"
+  find planner/records -maxdepth 1 -name '*.json' -exec cp {} "$site/plans/" \;
 fi
 echo "web: the site is in $site/ ($(du -sh --exclude=traces "$site" | cut -f1) without traces)"

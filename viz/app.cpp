@@ -38,6 +38,7 @@ App::Tab App::first_tab_of(const std::string& panel) {
   if (panel == "context") return Tab::kContext;
   if (panel == "experts") return Tab::kExperts;
   if (panel == "wire") return Tab::kWire;
+  if (panel == "plan") return Tab::kPlan;
   return Tab::kCollectives;
 }
 
@@ -47,7 +48,9 @@ bool App::reads_trace_files(const std::string& panel) {
 
 App::App(const Options& options, std::unique_ptr<OpenedTraces> downloaded)
     : first_tab_(first_tab_of(options.panel)), collectives_(options), pipeline_(options), ddp_(options), memory_(options),
-      context_(options), experts_(options), wire_(options) {
+      context_(options), experts_(options), wire_(options), plan_(options) {
+  // A plan first: a record that cannot be read stops before any trace is.
+  if (!options.plan_file.empty()) read_plan(options.plan_file);
   // The Trace panel holds the trace; the Memory panel draws its memory samples.
   if (downloaded != nullptr && downloaded->paths == options.trace_files)
     trace_.open(std::move(*downloaded));
@@ -99,6 +102,17 @@ App::App(const Options& options, std::unique_ptr<OpenedTraces> downloaded)
   trace_.set_scale(options.scale);
 }
 
+void App::read_plan(const std::string& path) {
+  plan_.open(path);
+  messages_.push_back("opened " + path + ": a plan of " + plan_.plan().summary());
+}
+
+void App::open_plan(const std::string& path) {
+  read_plan(path);
+  first_tab_ = Tab::kPlan;
+  first_frame_ = true;
+}
+
 void App::set_scale(float scale) {
   collectives_.set_scale(scale);
   trace_.set_scale(scale);
@@ -108,6 +122,7 @@ void App::set_scale(float scale) {
   context_.set_scale(scale);
   experts_.set_scale(scale);
   wire_.set_scale(scale);
+  plan_.set_scale(scale);
 }
 
 void App::set_wire_trace(const std::vector<trace::Event>& events, const Options& options) {
@@ -184,6 +199,10 @@ void App::frame() {
     }
     if (ImGui::BeginTabItem("Wire", nullptr, tab_flags(Tab::kWire))) {
       wire_.draw();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Plan", nullptr, tab_flags(Tab::kPlan))) {
+      plan_.draw();
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

@@ -14,6 +14,7 @@
 #include "memory_panel.hpp"
 #include "options.hpp"
 #include "pipeline_panel.hpp"
+#include "plan_panel.hpp"
 #include "trace_panel.hpp"
 #include "wire_panel.hpp"
 
@@ -25,9 +26,10 @@ void setup_imgui(float scale);
 
 class App {
  public:
-  // Applies the options: loads trace files, starts the live listener, sets
-  // up the collectives. Throws (trace::TraceFormatError, std::runtime_error,
-  // std::invalid_argument) with a message for the user. `downloaded`: the
+  // Applies the options: loads trace files and the plan, starts the live
+  // listener, sets up the collectives. Throws (trace::TraceFormatError,
+  // PlanFormatError, std::runtime_error, std::invalid_argument) with a
+  // message for the user. `downloaded`: the
   // trace files already read as they downloaded (viz/web), when they are
   // options.trace_files.
   explicit App(const Options& options, std::unique_ptr<OpenedTraces> downloaded = nullptr);
@@ -41,6 +43,11 @@ class App {
   // Pipeline, DDP, Experts and Wire panels), beside the Trace panel's model.
   static bool reads_trace_files(const std::string& panel);
 
+  // Opens a plan record in the Plan panel (a file dropped on the page) and
+  // shows that tab from the next frame; throws PlanFormatError, and the
+  // panel keeps what it held.
+  void open_plan(const std::string& path);
+
   TracePanel& trace_panel() { return trace_; }
   CollectivesPanel& collectives_panel() { return collectives_; }
   PipelinePanel& pipeline_panel() { return pipeline_; }
@@ -49,17 +56,19 @@ class App {
   ContextPanel& context_panel() { return context_; }
   ExpertsPanel& experts_panel() { return experts_; }
   WirePanel& wire_panel() { return wire_; }
+  PlanPanel& plan_panel() { return plan_; }
   // What the panels said while starting (files opened, a truncated trace,
   // the port listened on), worth printing on the terminal too.
   std::vector<std::string> messages() const;
 
  private:
-  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext, kExperts, kWire };
+  enum class Tab { kCollectives, kTrace, kPipeline, kDdp, kMemory, kContext, kExperts, kWire, kPlan };
   static Tab first_tab_of(const std::string& panel);
+  void read_plan(const std::string& path);  // into the Plan panel, with a line in messages()
   // Gives the Wire panel the trace's rings, then --wire-ring and --wire-sample.
   void set_wire_trace(const std::vector<trace::Event>& events, const Options& options);
-  Tab first_tab_;
-  bool first_frame_ = true;
+  Tab first_tab_;            // the tab selected by the next frame ...
+  bool first_frame_ = true;  // ... when this is set: the first frame, or after open_plan
   CollectivesPanel collectives_;
   TracePanel trace_;
   PipelinePanel pipeline_;
@@ -68,6 +77,7 @@ class App {
   ContextPanel context_;
   ExpertsPanel experts_;  // tokens per expert, from the trace files' experts counters
   WirePanel wire_;        // the same-host rings, from the trace files' "shm ring S->D" counters
+  PlanPanel plan_;        // a record of distlab-plan --record
   std::vector<std::string> messages_;  // the pipeline and DDP panels' words about the trace
 };
 

@@ -62,15 +62,17 @@ std::pair<double, double> parse_range(const std::string& text) {
 std::optional<int> parse_options(int argc, const char* const* argv, Options& o) {
   CLI::App app{"distlab-viz: collectives animated from the cost model, trace timelines (file or live) with "
                "flight-recorder files, pipeline schedules, DDP buckets, memory per rank under DDP and ZeRO, "
-               "ring attention's blocks per rank, tokens per expert step by step, and the same-host transport's "
-               "ring"};
+               "ring attention's blocks per rank, tokens per expert step by step, the same-host transport's "
+               "ring, and distlab-plan's layouts predicted against measured"};
   CLI::Option* panel = app.add_option("--panel", o.panel, "Panel to show; memory: each rank's measured peak beside the ZeRO accounting, from --trace or --listen; "
                                           "context: ring attention's blocks, contiguous and zigzag; "
                                           "experts: tokens per expert per step and those dropped, from --trace; "
-                                          "wire: the same-host ring's head and tail, from --trace "
-                                          "(default: trace with --trace, --flight or --listen, else collectives)")
-                           ->check(CLI::IsMember(
-                               {"collectives", "trace", "pipeline", "ddp", "context", "experts", "wire", "memory"}));
+                                          "wire: the same-host ring's head and tail, from --trace; "
+                                          "plan: distlab-plan's layouts, predicted against measured, from --plan "
+                                          "(default: trace with --trace, --flight or --listen, plan with --plan, "
+                                          "else collectives)")
+                           ->check(CLI::IsMember({"collectives", "trace", "pipeline", "ddp", "context", "experts",
+                                                  "wire", "plan", "memory"}));
   app.add_option("--trace", o.trace_files, "Chrome trace JSON file(s) written by DistLab (one per rank, or one)");
   app.add_option("--flight", o.flight_paths,
                  "Flight-recorder files, or directories of flight.rank*.json: each rank's last operations on the "
@@ -126,6 +128,9 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
                  "Wire: the sample shown first (1-based; past the last: the last; 0: the one with the most bytes in "
                  "flight)")
       ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--plan", o.plan_file,
+                 "Plan: a record of `distlab-plan --record FILE`: each measured layout's step time against the "
+                 "prediction, a layout's predicted memory per pipeline rank");
   app.add_option("--screenshot", o.screenshot, "Render headless (no display needed) to this PNG and exit");
   app.add_option("--width", o.width, "Screenshot width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "Screenshot height")->check(CLI::Range(240, 8192));
@@ -138,6 +143,9 @@ std::optional<int> parse_options(int argc, const char* const* argv, Options& o) 
     // Opening a trace means looking at it: the Trace panel, unless told.
     if (panel->count() == 0 && (!o.trace_files.empty() || !o.flight_paths.empty() || o.listen_port >= 0))
       o.panel = "trace";
+    // And opening a plan, at the plan.
+    else if (panel->count() == 0 && !o.plan_file.empty())
+      o.panel = "plan";
     apply_preset(o);
     if (!o.view_ms.empty()) parse_range(o.view_ms);
     if (!o.wire_ring.empty() && !parse_ring_id(o.wire_ring))

@@ -1,6 +1,6 @@
 // The command line of distlab-viz (one struct, parsed by CLI11).
 //
-//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context|experts|wire] [--trace FILE...]
+//   distlab-viz [--panel collectives|trace|pipeline|ddp|memory|context|experts|wire|plan] [--trace FILE...]
 //     [--flight PATH...] [--listen PORT] [--bind ADDR] [--collective all_reduce] [--algorithms ring,tree,...]
 //     [--uneven]
 //     [--ranks N] [--bytes N] [--alpha S] [--beta S] [--step K] [--time S]
@@ -10,7 +10,7 @@
 //     [--model mlp|reordered --layers N,N,... --bucket-mb MB --first-bucket-mb MB
 //      --backward-gbps G --no-sync K]
 //     [--cp-ranks C --cp-length S --cp-step K] [--experts-label LABEL --experts-step N]
-//     [--wire-ring S->D --wire-sample N]
+//     [--wire-ring S->D --wire-sample N] [--plan FILE]
 //     [--screenshot FILE.png --width W --height H] [--scale F]
 #pragma once
 
@@ -22,7 +22,8 @@
 namespace distlab::viz {
 
 struct Options {
-  std::string panel = "collectives";  // "trace" when --trace, --flight or --listen is given without --panel
+  std::string panel = "collectives";  // "trace" when --trace, --flight or --listen is given without --panel,
+                                      // "plan" when --plan is
 
   // Trace panel.
   std::vector<std::string> trace_files;  // one per rank, or one for all
@@ -76,6 +77,9 @@ struct Options {
   // Wire panel.
   std::string wire_ring;  // "S->D" or "S->D (LABEL)", the ring shown first; empty: the first in the trace
   int wire_sample = 1;    // 1-based; past the last: the last; 0: the most bytes in flight
+
+  // Plan panel.
+  std::string plan_file;  // a record of distlab-plan --record (plan_model.hpp)
 
   // Output.
   std::string screenshot;  // render one frame headless to this PNG and exit

@@ -22,6 +22,8 @@ set(DISTLAB_VIZ_PANEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pipeline_panel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline_plots.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pipeline_scene.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/plan_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/plan_panel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ring_scene.cpp
   ${CMAKE_CURRENT_LIST_DIR}/synthetic_trace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/timeline.cpp

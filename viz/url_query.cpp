@@ -76,9 +76,18 @@ std::vector<std::string> fetched_urls_of_query(const std::string& query) {
   return urls;
 }
 
-std::vector<std::string> arguments_from_query(const std::string& query, const std::vector<std::string>& fetched_paths) {
+std::string plan_url_of_query(const std::string& query) {
+  std::string url;
+  for (const auto& [key, value] : pairs_of(query))
+    if (key == "plan") url = value;
+  return url;
+}
+
+std::vector<std::string> arguments_from_query(const std::string& query, const std::vector<std::string>& fetched_paths,
+                                              const std::string& plan_path) {
   std::vector<std::string> args;
   bool files_given = false;
+  bool plan_given = false;
   for (auto [key, value] : pairs_of(query)) {
     for (char& c : key)
       if (c == '_') c = '-';
@@ -88,6 +97,11 @@ std::vector<std::string> arguments_from_query(const std::string& query, const st
         for (const std::string& path : fetched_paths)
           args.insert(args.end(), {is_flight_file(path) ? "--flight" : "--trace", path});
       files_given = true;
+      continue;
+    }
+    if (key == "plan") {
+      if (!plan_given && !plan_path.empty()) args.insert(args.end(), {"--plan", plan_path});
+      plan_given = true;
       continue;
     }
     if (key == "live") {

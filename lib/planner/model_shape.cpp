@@ -28,9 +28,12 @@ train::ParallelPlan plan_of(const ModelShape& model, const Choice& c) {
   return train::ParallelPlan(c, train::model_facts(model.lm, model.batch));
 }
 
-std::string capstone_command(const ModelShape& model, const Choice& c) {
+std::string capstone_command(const ModelShape& model, const Choice& c, const std::string& device) {
   const train::Layout& l = c.layout;
-  std::string line = "lesson_11_capstone --preset " + model.preset + " --pipeline " + std::to_string(l.pipeline) +
+  const std::string launch = device == "cuda" ? "distlab-run --nproc-per-node " + std::to_string(l.world_size()) +
+                                                    " -- lesson_11_capstone --backend nccl"
+                                              : "lesson_11_capstone";
+  std::string line = launch + " --preset " + model.preset + " --pipeline " + std::to_string(l.pipeline) +
                      " --replicas " + std::to_string(l.replicas);
   if (l.tensor > 1) line += " --tensor " + std::to_string(l.tensor);
   if (l.context > 1) line += " --context " + std::to_string(l.context);

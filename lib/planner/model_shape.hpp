@@ -44,8 +44,10 @@ train::ParallelPlan plan_of(const ModelShape& model, const Choice& choice);
 int64_t replica_columns(const ModelShape& model, int replicas);
 int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microbatches);
 
-// The command line of lesson 11 that runs `choice` on thread ranks.
-std::string capstone_command(const ModelShape& model, const Choice& choice);
+// The command line of lesson 11 that runs `choice`: on thread ranks on
+// the CPU ("cpu"), or one process per GPU under distlab-run with NCCL
+// ("cuda").
+std::string capstone_command(const ModelShape& model, const Choice& choice, const std::string& device = "cpu");
 
 // "2x2x1x2 1f1b m8 ddp none fp32": one line naming a choice, for tables.
 std::string choice_name(const Choice& choice);

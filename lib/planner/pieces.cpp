@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/sgd.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 
 #include "collectives/grad_norm.hpp"
 #include "memory/precision.hpp"
+#include "memory/recompute.hpp"
 #include "planner/timing.hpp"
 #include "train/batches.hpp"
 #include "train/context_split.hpp"
@@ -38,9 +40,14 @@ torch::nn::AnyModule& unit(torch::nn::Sequential& units, size_t i) { return *(un
 // when the piece is not the last).
 struct Timed {
   double forward = 0, backward = 0;
+  double input = 0, weight = 0;  // with `split`
 };
+// With `split`, the backward also as a zero-bubble schedule's I and W
+// (pipeline/executor.cpp): the input's gradient keeping the graph, then
+// the parameters' gradients through it again (no I for an integer input:
+// the first stage returns no gradient).
 Timed time_piece(torch::nn::AnyModule& piece, const at::Tensor& input, memory::Precision precision,
-                 const std::function<at::Tensor(const at::Tensor&)>& loss, double seconds) {
+                 const std::function<at::Tensor(const at::Tensor&)>& loss, double seconds, bool split) {
   std::vector<double> forwards, backwards;
   double spent = 0;
   for (int round = 0; round < 64 && (round < 6 || spent < seconds); ++round) {
@@ -61,7 +68,34 @@ Timed time_piece(torch::nn::AnyModule& piece, const at::Tensor& input, memory::P
     forwards.push_back(forward);
     backwards.push_back(backward);
   }
-  return {median(forwards), median(backwards)};
+  Timed out{median(forwards), median(backwards)};
+  if (!split) return out;
+  const std::vector<at::Tensor> parameters = piece.ptr()->parameters();
+  std::vector<double> inputs, weights;
+  spent = 0;
+  for (int round = 0; round < 64 && (round < 6 || spent < seconds); ++round) {
+    for (auto& p : parameters) p.mutable_grad().reset();
+    at::Tensor x = input.is_floating_point() ? input.detach().requires_grad_(true) : input;
+    at::Tensor out_x;
+    {
+      memory::ComputeIn guard(precision, x.device().type());
+      out_x = piece.forward(x);
+    }
+    const at::Tensor root = loss(out_x);
+    const auto t0 = Clock::now();
+    if (x.requires_grad()) (void)torch::autograd::grad({root}, {x}, {}, /*retain_graph=*/true);
+    const double i = since(t0);
+    const auto t1 = Clock::now();
+    torch::autograd::backward({root}, {}, /*retain_graph=*/false, /*create_graph=*/false, parameters);
+    const double w = since(t1);
+    spent += i + w;
+    if (round == 0) continue;
+    inputs.push_back(i);
+    weights.push_back(w);
+  }
+  out.input = median(inputs);
+  out.weight = median(weights);
+  return out;
 }
 
 // The clipping's norm and SGD's step over the piece's parameters, as a step ends.
@@ -117,15 +151,16 @@ void measure_pieces(const ModelShape& m, const PieceOptions& o, Profile& profile
         const at::Tensor grad = at::randn({s, columns, d});
         auto push = [&](const std::string& piece, memory::Recompute policy, const Timed& t) {
           profile.pieces.push_back(
-              {piece, name, memory::to_string(policy), threads, s * columns, t.forward, t.backward});
+              {piece, name, memory::to_string(policy), threads, s * columns, t.forward, t.backward, t.input, t.weight});
         };
         auto into_grad = [&](const at::Tensor& out) { return (out.to(at::kFloat) * grad).sum(); };
         auto into_loss = [&](const at::Tensor& out) { return train::lm_loss(whole, out, tokens, s); };
         for (auto& [policy, units] : models) {
-          push("layer", policy, time_piece(unit(units, 1), hidden, precision, into_grad, o.seconds_per_point));
+          const bool split = !memory::recomputes_parameters(policy);  // the executor's rule (StageModule::splits_backward)
+          push("layer", policy, time_piece(unit(units, 1), hidden, precision, into_grad, o.seconds_per_point, split));
           if (policy != memory::Recompute::kNone) continue;
-          push("embedding", policy, time_piece(unit(units, 0), tokens, precision, into_grad, o.seconds_per_point));
-          push("decoder", policy, time_piece(unit(units, 2), hidden, precision, into_loss, o.seconds_per_point));
+          push("embedding", policy, time_piece(unit(units, 0), tokens, precision, into_grad, o.seconds_per_point, true));
+          push("decoder", policy, time_piece(unit(units, 2), hidden, precision, into_loss, o.seconds_per_point, true));
         }
       }
       char line[160];

@@ -178,7 +178,8 @@ PieceSeconds Profile::piece_seconds(const std::string& piece, const std::string&
   std::sort(points.begin(), points.end(), [](auto* a, auto* b) { return a->tokens < b->tokens; });
   if (points.size() == 1) {  // one size: proportional to the tokens
     const double scale = tokens / double(points[0]->tokens);
-    return {points[0]->forward_s * scale, points[0]->backward_s * scale};
+    return {points[0]->forward_s * scale, points[0]->backward_s * scale, points[0]->input_s * scale,
+            points[0]->weight_s * scale};
   }
   // The segment holding `tokens`, or the first or last one extended.
   size_t i = 1;
@@ -192,7 +193,9 @@ PieceSeconds Profile::piece_seconds(const std::string& piece, const std::string&
     const double floor = tokens < double(a.tokens) ? ya * tokens / double(a.tokens) : 0;
     return std::max(y, floor);
   };
-  return {along(a.forward_s, b.forward_s), along(a.backward_s, b.backward_s)};
+  const bool split = a.weight_s > 0 && b.weight_s > 0;
+  return {along(a.forward_s, b.forward_s), along(a.backward_s, b.backward_s),
+          split ? along(a.input_s, b.input_s) : 0.0, split ? along(a.weight_s, b.weight_s) : 0.0};
 }
 
 double Profile::update_seconds(const std::string& piece, int threads) const {
@@ -232,10 +235,13 @@ std::string profile_json(const Profile& p) {
   // rule): a profile without it is written without it.
   for (const SharingPoint& s : p.sharing) j["sharing"].push_back({{"ranks", s.ranks}, {"slowdown", s.slowdown}});
   if (!p.pieces.empty()) j["pieces_model"] = p.pieces_model;
-  for (const PiecePoint& q : p.pieces)
-    j["pieces"].push_back({{"piece", q.piece}, {"precision", q.precision}, {"recompute", q.recompute},
-                           {"threads", q.threads}, {"tokens", q.tokens}, {"forward_s", q.forward_s},
-                           {"backward_s", q.backward_s}});
+  for (const PiecePoint& q : p.pieces) {
+    json piece = {{"piece", q.piece},   {"precision", q.precision}, {"recompute", q.recompute},
+                  {"threads", q.threads}, {"tokens", q.tokens},       {"forward_s", q.forward_s},
+                  {"backward_s", q.backward_s}};
+    if (q.weight_s > 0) piece["input_s"] = q.input_s, piece["weight_s"] = q.weight_s;
+    j["pieces"].push_back(piece);
+  }
   for (const UpdatePoint& u : p.updates)
     j["updates"].push_back({{"piece", u.piece}, {"threads", u.threads}, {"seconds", u.seconds}});
   return j.dump(1) + "\n";
@@ -261,7 +267,7 @@ Profile parse_profile(const std::string& text, const std::string& what) {
   p.date = r.text(j, "date", "the profile");
   p.machine = r.text(j, "machine", "the profile");
   p.libtorch = r.text(j, "libtorch", "the profile");
-  p.device = r.text(j, "device", "the profile");
+  p.device = r.one_of(j, "device", "the profile", {"cpu", "cuda"});
   p.cores = static_cast<int>(r.count(j, "cores", "the profile", kMaxRanks));
   const json& matmul = r.array(j, "matmul", "the profile");
   for (size_t i = 0; i < matmul.size(); ++i) {
@@ -314,6 +320,10 @@ Profile parse_profile(const std::string& text, const std::string& what) {
       q.tokens = r.count(pieces[i], "tokens", where);
       q.forward_s = r.positive(pieces[i], "forward_s", where);
       q.backward_s = r.positive(pieces[i], "backward_s", where);
+      if (pieces[i].contains("weight_s") || pieces[i].contains("input_s")) {
+        q.input_s = r.non_negative(pieces[i], "input_s", where);  // 0: the first stage's I has no input to return
+        q.weight_s = r.positive(pieces[i], "weight_s", where);
+      }
       for (const PiecePoint& other : p.pieces)
         if (other.piece == q.piece && other.precision == q.precision && other.recompute == q.recompute &&
             other.threads == q.threads && other.tokens == q.tokens)

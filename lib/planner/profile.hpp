@@ -12,7 +12,8 @@
 //    "sharing": [{"ranks": 1, "slowdown": 1.0}, {"ranks": 8, "slowdown": 4.1}],
 //    "pieces_model": "d 128, ffn 256, 4 heads, ...",
 //    "pieces": [{"piece": "layer", "precision": "fp32", "recompute": "none", "threads": 1,
-//                "tokens": 35, "forward_s": 1.1e-3, "backward_s": 2.3e-3}, ...],
+//                "tokens": 35, "forward_s": 1.1e-3, "backward_s": 2.3e-3,
+//                "input_s": 1.4e-3, "weight_s": 1.9e-3}, ...],
 //    "updates": [{"piece": "layer", "threads": 1, "seconds": 2e-4}, ...]}
 //
 //   matmul       FLOP/s of (m x k) by (k x n) products on one rank's
@@ -76,6 +77,10 @@ struct PiecePoint {
   int threads = 1;                  // intra-op threads it ran on
   int64_t tokens = 0;               // a microbatch's: sequence x columns
   double forward_s = 0, backward_s = 0;
+  // The backward split as zero-bubble schedules run it (pipeline/executor.hpp):
+  // the input's gradient (I), then the parameters' (W), which walks the
+  // graph again; 0 when not measured (optional in the file).
+  double input_s = 0, weight_s = 0;
 };
 
 struct UpdatePoint {
@@ -87,6 +92,7 @@ struct UpdatePoint {
 // A piece's measured seconds, interpolated.
 struct PieceSeconds {
   double forward = 0, backward = 0;
+  double input = 0, weight = 0;  // I and W; both 0 when the profile did not split it
 };
 
 struct Profile {

@@ -6,6 +6,7 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/enumerate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/schedule_shape.cpp
   ${CMAKE_CURRENT_LIST_DIR}/memory_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shared_cores.cpp
   ${CMAKE_CURRENT_LIST_DIR}/step_time.cpp
   ${CMAKE_CURRENT_LIST_DIR}/calibrate.cpp
 )

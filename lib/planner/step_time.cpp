@@ -10,6 +10,7 @@
 #include "pipeline/simulator.hpp"
 #include "planner/memory_model.hpp"
 #include "planner/pieces.hpp"
+#include "planner/shared_cores.hpp"
 
 namespace distlab::planner {
 
@@ -128,6 +129,25 @@ double update_seconds(const ModelShape& m, const Choice& c, const Profile& profi
 
 }  // namespace
 
+namespace {
+
+// I and W of a stage: the first returns no gradient (the executor skips
+// its I; W runs the whole backward); the others `input` and `weight` when
+// measured, else half the backward each.
+void split_backward(StageSeconds& out, int stage, double input, double weight) {
+  if (stage == 0) {
+    out.backward_input = 0;
+    out.backward_weight = out.backward;
+  } else if (weight > 0) {
+    out.backward_input = input;
+    out.backward_weight = weight;
+  } else {
+    out.backward_input = out.backward_weight = out.backward / 2;
+  }
+}
+
+}  // namespace
+
 bool uses_pieces(const Profile& profile, const ModelShape& model, const Choice& choice) {
   return profile.pieces_model == pieces_model(model) &&
          profile.has_pieces(memory::to_string(choice.memory.precision), memory::to_string(choice.memory.recompute));
@@ -164,6 +184,9 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
     const double scale = parts.compute / layer_added_up(local, whole, profile, backend, 1, 1, columns).compute;
     out.forward = layers * (scale * layer.forward + parts.comm);
     out.backward = layers * (scale * layer.backward + parts.comm * (c.memory.recompute == memory::Recompute::kFull ? 2 : 1));
+    // I and W: each layer's measured halves (W walks the graph again), the comm in I.
+    double split_input = layers * (scale * layer.input + parts.comm), split_weight = layers * scale * layer.weight;
+    bool measured = layer.weight > 0;
     if (stage == 0) {
       const PieceSeconds e = profile.piece_seconds("embedding", precision, "none", threads, double(tokens));
       out.forward += e.forward;
@@ -173,7 +196,11 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
       const PieceSeconds e = profile.piece_seconds("decoder", precision, "none", threads, double(tokens));
       out.forward += e.forward;
       out.backward += e.backward;
+      split_input += e.input;
+      split_weight += e.weight;
+      measured = measured && e.weight > 0;
     }
+    split_backward(out, stage, split_input, measured ? split_weight : 0);  // not measured: halves
     return out;
   }
 
@@ -194,31 +221,48 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
     out.forward += logits + softmax;
     out.backward += 2 * logits + 2 * softmax;
   }
+  split_backward(out, stage, 0, 0);
   return out;
 }
 
-StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend) {
+std::string ranks_backend(const Profile& profile) { return profile.device == "cuda" ? "nccl" : "threads"; }
+
+StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& given) {
+  const std::string backend = given.empty() ? ranks_backend(profile) : given;
   const train::Layout& l = c.layout;
   const int P = l.pipeline, v = c.pipeline.stages_per_rank, stages = P * v;
   const int averaging = l.replicas * l.context;
   const int world = l.world_size();
   const int64_t mb = std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas);
-  const int64_t columns = microbatch_columns(m, l.replicas, mb);
+  // The replica's columns split as tensor_split does (the first columns %
+  // m microbatches one column more): each action timed as the mean
+  // microbatch (the pieces are linear in the tokens between their sizes);
+  // memory peaks on the largest (memory_model.hpp).
+  const int64_t replica = replica_columns(m, l.replicas);
+  const int64_t small = replica / mb;
+  const double larger = double(replica % mb) / double(mb);  // the share one column more
   const int64_t s = ceil_div(m.bptt, l.context);
-  const int64_t activation_bytes = s * columns * m.lm.emsize * kFloat;  // what crosses a stage boundary
+  // What crosses a stage boundary, a microbatch on average.
+  const int64_t activation_bytes = std::llround(double(s * replica * m.lm.emsize * kFloat) / double(mb));
   const collectives::LinkParams p2p = profile.link(backend, "p2p", 2, world);
 
   // Each stage's actions, and ZeRO-3's gathers added to them.
   pipeline::ActionCosts costs;
   std::vector<int64_t> stage_psi(static_cast<size_t>(stages));
   for (int st = 0; st < stages; ++st) {
-    StageSeconds sec = stage_seconds(m, c, profile, backend, st, columns);
+    StageSeconds sec = stage_seconds(m, c, profile, backend, st, small);
+    if (larger > 0) {
+      const StageSeconds more = stage_seconds(m, c, profile, backend, st, small + 1);
+      sec.forward += larger * (more.forward - sec.forward);
+      sec.backward += larger * (more.backward - sec.backward);
+    }
     const int64_t psi = stage_parameters(m, st, stages, l.tensor, c.experts.parallel);
     stage_psi[static_cast<size_t>(st)] = psi;
     if (c.data.zero == 3) {
       const double gather = collective_seconds(profile, backend, collectives::Collective::kAllGather, averaging, psi * kFloat, world);
       sec.forward += gather;
       sec.backward += gather;
+      sec.backward_weight += gather;  // gathered for the action that computes the weights' gradients
     }
     pipeline::StageCosts sc;
     sc.forward = sec.forward;
@@ -226,8 +270,8 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     // A split backward's halves; a layer that recomputes its parameters
     // computes their gradients in B (memory::recomputes_parameters): W is empty.
     const bool splits = !memory::recomputes_parameters(c.memory.recompute);
-    sc.backward_input = splits ? sec.backward / 2 : sec.backward;
-    sc.backward_weight = splits ? sec.backward / 2 : 0;
+    sc.backward_input = splits ? sec.backward_input : sec.backward;
+    sc.backward_weight = splits ? sec.backward_weight : 0;
     costs.per_stage.push_back(sc);
   }
   costs.message_s = p2p.alpha_s + double(activation_bytes) * p2p.beta_s_per_byte;
@@ -268,15 +312,21 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
     worst_after = std::max(worst_after, after[static_cast<size_t>(r)]);
     mean_work += (sim.busy[static_cast<size_t>(r)] + after[static_cast<size_t>(r)]) / P;
   }
-  // On shared cores the critical path runs slower too, as much as the
-  // ranks busy on average (those not waiting in the bubble) share them;
+  // On shared cores (shared_cores.hpp): the R x C x T pipelines step
+  // together, every rank with work runs at the speed the machine gives
+  // that many busy ranks, a rank waiting in the bubble lends its share;
   // what follows the backward runs on every rank at once.
-  const double busy_ranks = std::max(1.0, double(world) * (1 - sim.bubble));
+  SharedCosts shared;
+  shared.seconds = [&](const pipeline::Action& a) { return costs.seconds(a); };
+  shared.message_s = costs.message_s;
+  shared.copies = world / P;
+  shared.slowdown = [&](double ranks) { return profile.slowdown(ranks); };
+  const SharedRun run = run_on_shared_cores(schedule, shared);
   out.pipeline_s = sim.makespan;
   out.after_s = worst_after * profile.slowdown(world) + clip;
-  out.critical_s = sim.makespan * profile.slowdown(busy_ranks) + out.after_s;
+  out.critical_s = run.makespan + out.after_s;
   out.packed_s = mean_work * profile.slowdown(world);
-  out.step_s = std::max(out.critical_s, out.packed_s);
+  out.step_s = out.critical_s;
 
   // Bytes on the wire: stage boundaries both ways, every microbatch, on
   // every replica, context and tensor rank; the layers' collectives; the averaging.

@@ -21,14 +21,14 @@
 //             ZeRO-1 reduce-scatters and all-gathers after the step
 //             (nothing hidden), ZeRO-2 reduce-scatters during it as DDP
 //             does, ZeRO-3 also gathers each unit twice per microbatch
-//   cores     ranks that outnumber the cores share them: a rank waiting in
-//             a bubble gives its core to another rank, so the bubble is
-//             not idle time. The step is at least the critical path, its
-//             actions slowed as the ranks busy on average (world x (1 -
-//             bubble)) share the cores, and at least all ranks' work
-//             packed onto the cores (each rank's busy seconds x the
-//             profile's slowdown for that many ranks); the messages and
-//             collectives as measured among that many busy ranks
+//   cores     ranks that outnumber the cores share them (shared_cores.hpp):
+//             the schedule played again with every rank that has work
+//             running at the speed the profile measured for that many
+//             busy ranks (the R x C x T pipelines step together), so a
+//             rank waiting in a bubble lends its core and the bubble is
+//             not idle time; what follows the backward on every rank at
+//             once; the messages and collectives as measured among that
+//             many busy ranks
 //   compute   with the profile's pieces (pieces.hpp): each stage's
 //             embedding, layers and decoder as measured at the rank's
 //             tokens on its intra-op threads; a cut layer (T tensor ranks,
@@ -48,9 +48,9 @@ namespace distlab::planner {
 struct StepPrediction {
   double step_s = 0;        // the prediction
   double pipeline_s = 0;    // the simulated pipeline's makespan
-  double critical_s = 0;    // that (on shared cores, slowed), plus after_s
+  double critical_s = 0;    // the schedule on shared cores, plus after_s: the prediction
   double after_s = 0;       // what averaging, the norm and the optimizer add after it (the slowest pipeline rank's)
-  double packed_s = 0;      // every rank's work over the cores
+  double packed_s = 0;      // every rank's work over the cores (a bound, shown beside it)
   double bubble = 0;        // the schedule's idle fraction (simulated), as on ranks of their own
   double busy_s = 0;        // one pipeline's busiest rank's compute
   int64_t wire_bytes = 0;   // bytes every rank together sends in a step
@@ -58,9 +58,13 @@ struct StepPrediction {
   double mfu = 0;           // model FLOPs / step_s over the cores' (or device's) peak matmul rate
 };
 
-// The backend's name in the profile's links: "threads" (thread ranks).
+// The backend the profile's ranks talk through: "threads" (thread ranks)
+// on a CPU, "nccl" on GPUs.
+std::string ranks_backend(const Profile& profile);
+
+// `backend`: the name in the profile's links ("": ranks_backend's).
 StepPrediction predict_time(const ModelShape& model, const Choice& choice, const Profile& profile,
-                            const std::string& backend = "threads");
+                            const std::string& backend = "");
 
 // Seconds of `collective` over `ranks` ranks of `bytes` bytes each: the
 // profile's own measurement of it when it has one, else the ring algorithm
@@ -81,6 +85,10 @@ int threads_per_rank(const Profile& profile, int world);
 // of `columns` columns, and of its backward (recomputation included).
 struct StageSeconds {
   double forward = 0, backward = 0;
+  // The backward split as zero-bubble schedules run it: the first stage
+  // returns no gradient (I empty, W the whole backward); the others the
+  // pieces' measured I and W, or half the backward each without them.
+  double backward_input = 0, backward_weight = 0;
 };
 StageSeconds stage_seconds(const ModelShape& model, const Choice& choice, const Profile& profile,
                            const std::string& backend, int stage, int64_t columns);

@@ -297,7 +297,8 @@ async function check_html() {
 const help_cache = new Map();
 
 // The flags a built program's --help lists (a subcommand's own --help for
-// `program SUBCOMMAND`), and the subcommands it lists.
+// `program SUBCOMMAND`), the subcommands it lists, and whether one may be
+// left out (CLI11's usage line says "[SUBCOMMAND]" then: distlab-plan).
 function help_of(program, sub) {
   const key = `${program} ${sub ?? ''}`;
   if (!help_cache.has(key)) {
@@ -305,7 +306,8 @@ function help_of(program, sub) {
     const text = `${r.stdout}${r.stderr}`;
     const flags = new Set([...text.matchAll(/(?:^|[\s,[|])(--?[A-Za-z][\w-]*)/gm)].map((x) => x[1]));
     const subs = new Set([...(text.split(/^Subcommands:$/m)[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)\s/gm)].map((x) => x[1]));
-    help_cache.set(key, r.status === 0 ? { flags, subs } : null);
+    const optional = /\[SUBCOMMAND\]/.test(text);
+    help_cache.set(key, r.status === 0 ? { flags, subs, optional } : null);
   }
   return help_cache.get(key);
 }
@@ -326,7 +328,7 @@ function check_command(deck, slide, line) {
     let help = help_of(program);
     if (!help) return problem(`${deck} slide ${slide}: ${word} --help failed`);
     let first = index + 1;
-    if (help.subs.size) {
+    if (help.subs.size && !(help.optional && !help.subs.has(words[first]))) {
       const sub = words[first];
       if (!help.subs.has(sub)) return problem(`${deck} slide ${slide}: ${word} has no subcommand ${sub}`);
       help = help_of(program, sub);

@@ -7,11 +7,11 @@
 //
 // Left out: what only makes a still (its size, the file, the instant or
 // step it shows: the page animates from the start and its controls step).
-// A trace the figure opens (--trace F, --flight F) is fetched from the
+// A file the figure opens (--trace F, --flight F, --plan F) is fetched from the
 // site's traces/DECK/F, where scripts/web.sh copies the files the slides'
 // runs wrote.
 const kStillOnly = new Set(['--width', '--height', '--scale', '--screenshot', '--time', '--step']);
-const kFetched = new Set(['--trace', '--flight']);
+const kFetched = new Set(['--trace', '--flight', '--plan']);
 
 export class PageQueryError extends Error {}
 

@@ -146,6 +146,8 @@ test("a live figure's address holds the view's options and leaves out the still'
   // A trace is fetched from where scripts/web.sh copies the deck's runs' files.
   assert.equal(page_query('05_all_reduce', words('--panel trace --trace l5.json --width 1600')),
                '?panel=trace&trace=traces/05_all_reduce/l5.json');
+  assert.equal(page_query('18_plan', words('--panel plan --plan plan18.json --width 1100')),
+               '?panel=plan&plan=traces/18_plan/plan18.json');
   assert.equal(page_query('05', words('')), '');
   assert.throws(() => page_query('05', words('--trace')), PageQueryError);
   assert.throws(() => page_query('05', words('ring --ranks 4')), /not a long option/);

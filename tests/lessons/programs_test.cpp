@@ -530,6 +530,8 @@ TEST(Lessons, BadFlagsExitNonZeroWithAMessage) {
   const std::vector<Case> cases = {
       {LESSON_01, "--ranks 0", "--ranks"},
       {LESSON_17, "--backend threads --ranks 2", "thread ranks share one allocator"},
+      {LESSON_18, "--profile /nonexistent/profile.json", "cannot be opened (make one with distlab-plan calibrate"},
+      {LESSON_18, "--ranks 0", "--ranks"},
       {LESSON_01, "--accumulate 0", "--accumulate"},
       {LESSON_02, "--backend mpi", "--backend"},
       {LESSON_02, "--backend threads --ranks 1", "at least 2 ranks"},

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "data/corpus.hpp"
@@ -68,9 +69,11 @@ TEST(PlanCli, BadInputIsOneLineNamingWhatIsWrong) {
 }
 
 TEST(PlanCli, MeasureRunsEachLayoutSurvivesAFailureAndPrintsTheErrors) {
+  const std::string record = (std::filesystem::temp_directory_path() / "planner_cli_record.json").string();
+  std::filesystem::remove(record);
   const auto outcome = run_command(
       plan("--preset tiny --ranks 2 --microbatches 2 --recompute none --precision fp32 --top 3 --measure 1 "
-           "--fail-one --warmup 1 --steps 2 --timeout 120 --capstone " LESSON_11,
+           "--fail-one --warmup 1 --steps 2 --timeout 120 --record " + record + " --capstone " LESSON_11,
            "--data " DISTLAB_SOURCE_DIR "/datasets/austen"),
       600);
   ASSERT_EQ(outcome.status, 0) << outcome.output;
@@ -84,6 +87,70 @@ TEST(PlanCli, MeasureRunsEachLayoutSurvivesAFailureAndPrintsTheErrors) {
                                                 "Spearman -?[0-9.]+; regret [0-9.]+%")))
       << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("memory error mean [0-9.]+%, worst [0-9.]+%"))) << out;
+
+  // The record (--record): the top 3 and the one drawn at random, the two
+  // that ran with their steps, and scores that are the steps' own.
+  std::ifstream file(record);
+  ASSERT_TRUE(file) << record;
+  const nlohmann::json plan = nlohmann::json::parse(file);
+  EXPECT_EQ(plan.at("format"), "distlab-plan");
+  EXPECT_EQ(plan.at("ranks"), 2);
+  std::vector<double> errors;
+  int places_in_order = 0, last_place = 0;
+  for (const auto& layout : plan.at("layouts")) {
+    places_in_order += layout.at("place").get<int>() > last_place ? 1 : 0;
+    last_place = layout.at("place").get<int>();
+    ASSERT_FALSE(layout.at("memory").empty());
+    int64_t job = 0;
+    for (const auto& rank : layout.at("memory")) job += rank.at("total").get<int64_t>();
+    EXPECT_EQ(layout.at("predicted").at("job_bytes").get<int64_t>(), job * 2 / layout.at("pipeline").get<int64_t>());
+    if (!layout.contains("measured")) continue;
+    const auto& m = layout.at("measured");
+    ASSERT_TRUE(m.at("ok").get<bool>()) << m.dump() << " (the one made to fail is not the layout's own run)";
+    std::vector<double> steps = m.at("steps_ms").get<std::vector<double>>();
+    ASSERT_EQ(steps.size(), 2u);
+    std::sort(steps.begin(), steps.end());
+    EXPECT_DOUBLE_EQ(m.at("median_ms").get<double>(), steps[1]);  // the upper middle of two
+    // The printed row shows the same measurement.
+    EXPECT_NE(out.find(layout.at("name").get<std::string>()), std::string::npos);
+    const double predicted = layout.at("predicted").at("step_ms"), measured = m.at("median_ms");
+    errors.push_back(std::abs(predicted - measured) / measured);
+  }
+  EXPECT_EQ(places_in_order, int(plan.at("layouts").size()));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NEAR(plan.at("scores").at("mean_abs_error").get<double>(), (errors[0] + errors[1]) / 2, 1e-9);
+  EXPECT_NEAR(plan.at("scores").at("worst_abs_error").get<double>(), std::max(errors[0], errors[1]), 1e-9);
+}
+
+// A profile of GPUs from their datasheet (planner/profiles): the tutorial
+// preset on 4 GPUs, each layout a distlab-run command with NCCL; fp16 is a
+// GPU's precision, but its activations' bytes are not derived: refused, as
+// measuring is (it runs thread ranks here).
+TEST(PlanCli, ADatasheetProfilePredictsGpusAndPrintsTheirCommands) {
+  const std::string profile = DISTLAB_SOURCE_DIR "/planner/profiles/h200-datasheet.json";
+  const auto outcome = run_command(std::string(DISTLAB_PLAN) + " --profile " + profile +
+                                       " --preset tutorial --ranks 4 --vocab 1000 --precision bf16 --top 3 2>&1",
+                                   120);
+  ASSERT_EQ(outcome.status, 0) << outcome.output;
+  const std::string& out = outcome.output;
+  EXPECT_NE(out.find("on 4 GPUs (a process each, NCCL)"), std::string::npos) << out;
+  EXPECT_NE(out.find("distlab-run --nproc-per-node 4 -- lesson_11_capstone --backend nccl --preset tutorial"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(" bf16 +[0-9.]+ "))) << out;
+  const auto fp16 = run_command(std::string(DISTLAB_PLAN) + " --profile " + profile +
+                                    " --preset tutorial --ranks 4 --vocab 1000 --precision fp16 2>&1 >/dev/null",
+                                60);
+  EXPECT_NE(fp16.status, 0);
+  EXPECT_NE(fp16.output.find("--precision fp16: its activations' bytes are not derived"), std::string::npos)
+      << fp16.output;
+  const auto measured = run_command(std::string(DISTLAB_PLAN) + " --profile " + profile +
+                                        " --preset tutorial --ranks 4 --vocab 1000 --measure 1 2>&1 >/dev/null",
+                                    60);
+  EXPECT_NE(measured.status, 0);
+  EXPECT_EQ(std::count(measured.output.begin(), measured.output.end(), '\n'), 1) << measured.output;
+  EXPECT_NE(measured.output.find("is of GPUs: run the commands it ranks on them"), std::string::npos)
+      << measured.output;
 }
 
 // The capstone's --meter-memory line: one for the process's thread ranks,

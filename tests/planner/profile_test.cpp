@@ -22,9 +22,12 @@ Profile hand_profile() {
   p.links = {{"threads", "p2p", 2, {1e-5, 1e-9}}, {"threads", "all_reduce", 4, {4e-5, 3e-9}},
              {"threads", "p2p", 2, {9e-5, 2e-9}, 8}};
   p.sharing = {{1, 1.0}, {2, 1.1}, {8, 4.2}};
-  // A layer at 35, 70 and 350 tokens on one thread, at 35 on two; a decoder.
-  p.pieces = {{"layer", "fp32", "none", 1, 35, 1e-3, 2e-3},     {"layer", "fp32", "none", 1, 70, 1.5e-3, 3e-3},
-              {"layer", "fp32", "none", 1, 350, 5.5e-3, 11e-3}, {"layer", "fp32", "none", 2, 35, 0.8e-3, 1.6e-3},
+  // A layer at 35, 70 and 350 tokens on one thread (its backward also
+  // split into I and W), at 35 on two; a decoder.
+  p.pieces = {{"layer", "fp32", "none", 1, 35, 1e-3, 2e-3, 0.8e-3, 1.7e-3},
+              {"layer", "fp32", "none", 1, 70, 1.5e-3, 3e-3, 1.2e-3, 2.6e-3},
+              {"layer", "fp32", "none", 1, 350, 5.5e-3, 11e-3, 4e-3, 9e-3},
+              {"layer", "fp32", "none", 2, 35, 0.8e-3, 1.6e-3},
               {"decoder", "fp32", "none", 1, 35, 2e-3, 5e-3},   {"embedding", "fp32", "none", 1, 35, 1e-4, 1e-4},
               {"embedding", "fp32", "none", 1, 70, 1e-3, 1e-3}};
   p.updates = {{"layer", 1, 3e-4}, {"layer", 2, 2e-4}};
@@ -65,6 +68,9 @@ TEST(Profile, WhatItWritesItReadsBack) {
   EXPECT_EQ(q.pieces[3].threads, 2);
   EXPECT_EQ(q.pieces[2].tokens, 350);
   EXPECT_DOUBLE_EQ(q.pieces[2].backward_s, 11e-3);
+  EXPECT_DOUBLE_EQ(q.pieces[2].input_s, 4e-3);
+  EXPECT_DOUBLE_EQ(q.pieces[2].weight_s, 9e-3);
+  EXPECT_DOUBLE_EQ(q.pieces[3].weight_s, 0);  // not split: absent from the file
   ASSERT_EQ(q.updates.size(), 2u);
   EXPECT_DOUBLE_EQ(q.updates[1].seconds, 2e-4);
   EXPECT_EQ(q.pieces_model, "d 128, ffn 256");
@@ -102,6 +108,10 @@ TEST(Profile, PiecesAreLinearInTheTokensBetweenAndPastTheMeasuredSizes) {
   EXPECT_NEAR(forward(28), std::max(1e-3 - 0.5e-3 * 7 / 35, 1e-3 * 28 / 35), 1e-15);
   EXPECT_NEAR(forward(1), 1e-3 - 0.5e-3 * 34 / 35, 1e-15);  // a fixed part: above 1/35 of 35 tokens
   EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 52.5).backward, 2.5e-3, 1e-15);
+  // I and W along the same segments: 210 tokens, halfway from 70 to 350.
+  EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 210).input, 2.6e-3, 1e-15);
+  EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 210).weight, 5.8e-3, 1e-15);
+  EXPECT_EQ(p.piece_seconds("layer", "fp32", "none", 2, 35).weight, 0);  // two threads: not split
   // A steep first segment would go below 0 there: the smallest's share a token.
   EXPECT_NEAR(p.piece_seconds("embedding", "fp32", "none", 1, 28).forward, 1e-4 * 28 / 35, 1e-15);
   // The thread count measured nearest; one size measured: proportional.
@@ -138,6 +148,8 @@ TEST(Profile, RefusesBadBytesInOneLineNamingWhatIsWrong) {
       {replaced(good, "\"recompute\": \"none\"", "\"recompute\": \"most\""), "\"recompute\" in pieces[0] is \"most\""},
       {replaced(good, "\"tokens\": 70", "\"tokens\": 35"), "pieces[1] measures again what an earlier entry measured"},
       {replaced(good, "\"backward_s\": 0.011", "\"backward_s\": 0"), "\"backward_s\" in pieces[2] is 0"},
+      {replaced(good, "\"weight_s\": 0.009", "\"weight_s\": 0"), "\"weight_s\" in pieces[2] is 0"},
+      {replaced(good, "\"input_s\": 0.004", "\"input_s\": -1"), "\"input_s\" in pieces[2] is -1"},
       {replaced(good, "\"pieces\": [", "\"pieces\": 3, \"x\": ["), "\"pieces\" in the profile is not a list"},
       {replaced(good, "\"seconds\": 0.0003", "\"seconds\": \"fast\""), "\"seconds\" in updates[0] is not a number"},
       {replaced(good, "\"pieces_model\"", "\"model\""), "no \"pieces_model\" in the profile (whose pieces are they?)"},

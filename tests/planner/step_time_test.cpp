@@ -75,49 +75,78 @@ TEST(StepTime, APipelineIsTheSimulatorsMakespanWithTheStagesSeconds) {
 
 TEST(StepTime, RanksThatOutnumberTheCoresShareThem) {
   const ModelShape model = model_shape("cpu", 1000);
+  {
+    // 8 replicas of one stage: every rank busy all the time, each 4.3
+    // times slower than alone.
+    Choice c;
+    c.layout = train::Layout{1, 8, 1, 1};
+    const StepPrediction own = predict_time(model, c, hand_profile(8));
+    const StepPrediction shared = predict_time(model, c, hand_profile(2));
+    EXPECT_DOUBLE_EQ(own.step_s, own.pipeline_s + own.after_s);
+    EXPECT_NEAR(shared.step_s - shared.after_s, 4.3 * own.pipeline_s, 1e-12);
+    const double clip = 2 * 2e-5 * 3;  // the norm's scalar all-reduce over 8: 3 steps of 2 alpha, not slowed
+    EXPECT_NEAR(shared.after_s - clip, 4.3 * (own.after_s - clip), 1e-12);
+  }
+  {
+    // 2 stages x 4 replicas, one microbatch: F0 F1 B1 B0 one after the
+    // other in each pipeline, so 4 ranks are busy at any time (2.1 times
+    // slower each); the two messages between are not slowed.
+    Choice c;
+    c.layout = train::Layout{2, 4, 1, 1};
+    c.pipeline.schedule = pipeline::ScheduleKind::kGPipe;
+    c.pipeline.microbatches = 1;
+    const Profile p = hand_profile(2);
+    const StepPrediction own = predict_time(model, c, hand_profile(8));
+    const StepPrediction shared = predict_time(model, c, p);
+    const int64_t columns = microbatch_columns(model, 4, 1);
+    const double message = 2e-5 + double(model.bptt * columns * model.lm.emsize * 4) * 2e-10;
+    double compute = 0;
+    for (int s = 0; s < 2; ++s) {
+      const StageSeconds sec = stage_seconds(model, c, p, "threads", s, columns);
+      compute += sec.forward + sec.backward;
+    }
+    EXPECT_NEAR(own.pipeline_s, compute + 2 * message, 1e-12);
+    EXPECT_NEAR(shared.step_s - shared.after_s, 2.1 * compute + 2 * message, 1e-12);
+    EXPECT_GT(shared.step_s, 2 * own.step_s);
+    // The bubble is the schedule's on ranks of their own: on shared cores it costs less than it says.
+    EXPECT_DOUBLE_EQ(shared.bubble, own.bubble);
+  }
+}
+
+TEST(StepTime, AGpuProfilesRanksTalkThroughNccl) {
+  Profile p = hand_profile(8);
+  p.device = "cuda";
+  p.cores = 4;
+  p.links = {{"nccl", "p2p", 2, {1e-5, 2e-12}}};
+  EXPECT_EQ(ranks_backend(p), "nccl");
+  EXPECT_EQ(ranks_backend(hand_profile(8)), "threads");
   Choice c;
-  c.layout = train::Layout{2, 4, 1, 1};  // 8 ranks
-  c.pipeline.microbatches = 4;
-  const StepPrediction own = predict_time(model, c, hand_profile(8));
-  const StepPrediction shared = predict_time(model, c, hand_profile(2));
-  EXPECT_DOUBLE_EQ(own.step_s, own.critical_s);
-  // On 2 cores each of 8 busy ranks runs 4.3 times slower: the pipeline's
-  // mean work (its busy seconds and what follows the backward) x 4.3.
-  EXPECT_NEAR(shared.packed_s, 4.3 * own.packed_s, 1e-12 * shared.packed_s);
-  // The critical path: the schedule's actions slowed as much as the ranks
-  // busy on average (8 x (1 - bubble)) share the 2 cores (the measured
-  // points joined by straight lines), what follows the backward as all 8
-  // do; the norm's two scalar all-reduces (over 2 stages, 4 replicas: 1 + 2
-  // steps of 2 alpha) are not slowed.
-  auto slowdown = [](double ranks) {  // hand_profile(2)'s points: 2 -> 1, 4 -> 2.1, 8 -> 4.3
-    return ranks <= 2 ? 1.0 : ranks <= 4 ? 1.0 + (ranks - 2) / 2 * 1.1 : 2.1 + (ranks - 4) / 4 * 2.2;
-  };
-  const double clip = 2 * 2e-5 * (1 + 2);
-  EXPECT_DOUBLE_EQ(shared.pipeline_s, own.pipeline_s);
-  EXPECT_NEAR(shared.after_s - clip, 4.3 * (own.after_s - clip), 1e-12);
-  EXPECT_NEAR(shared.critical_s, own.pipeline_s * slowdown(8 * (1 - own.bubble)) + shared.after_s, 1e-12);
-  EXPECT_DOUBLE_EQ(own.critical_s, own.pipeline_s + own.after_s);
-  EXPECT_DOUBLE_EQ(shared.step_s, std::max(shared.critical_s, shared.packed_s));
-  EXPECT_GT(shared.step_s, 2 * own.step_s);
-  // The bubble is the schedule's either way: on shared cores it costs less than it says.
-  EXPECT_DOUBLE_EQ(shared.bubble, own.bubble);
+  c.layout = train::Layout{2, 2, 1, 1};
+  const ModelShape model = model_shape("cpu", 1000);
+  const StepPrediction nccl = predict_time(model, c, p);
+  EXPECT_GT(nccl.step_s, nccl.pipeline_s);
+  // The profile has no thread ranks' link: asked for them, it says so.
+  EXPECT_THROW(predict_time(model, c, p, "threads"), ProfileError);
+  // Each rank its own GPU: nothing shared, and MFU over the 4 devices.
+  EXPECT_DOUBLE_EQ(nccl.step_s, nccl.critical_s);
+  EXPECT_NEAR(nccl.mfu, nccl.model_flops / nccl.step_s / (6e9 * 4), 1e-12);
 }
 
 // A profile with the model's pieces measured (pieces.hpp), by hand: a
 // layer (kept and recomputed whole), the embedding and the decoder at 175
-// and 700 tokens on one thread.
+// and 700 tokens on one thread; the backward also split into I and W where
+// the executor can split it (not the layer recomputed whole).
 Profile pieces_profile() {
   Profile p = hand_profile(2);
   p.pieces_model = pieces_model(model_shape("cpu", 1000));
-  for (const char* recompute : {"none", "full"}) {
-    const double again = std::string(recompute) == "full" ? 1.5 : 1.0;
-    p.pieces.push_back({"layer", "fp32", recompute, 1, 175, 2e-3, 3e-3 * again});
-    p.pieces.push_back({"layer", "fp32", recompute, 1, 700, 7e-3, 9e-3 * again});
-  }
-  p.pieces.push_back({"embedding", "fp32", "none", 1, 175, 3e-4, 1e-4});
-  p.pieces.push_back({"embedding", "fp32", "none", 1, 700, 9e-4, 3e-4});
-  p.pieces.push_back({"decoder", "fp32", "none", 1, 175, 4e-3, 1e-2});
-  p.pieces.push_back({"decoder", "fp32", "none", 1, 700, 1.5e-2, 4e-2});
+  p.pieces.push_back({"layer", "fp32", "none", 1, 175, 2e-3, 3e-3, 1e-3, 2.5e-3});
+  p.pieces.push_back({"layer", "fp32", "none", 1, 700, 7e-3, 9e-3, 4e-3, 7e-3});
+  p.pieces.push_back({"layer", "fp32", "full", 1, 175, 2e-3, 4.5e-3});
+  p.pieces.push_back({"layer", "fp32", "full", 1, 700, 7e-3, 13.5e-3});
+  p.pieces.push_back({"embedding", "fp32", "none", 1, 175, 3e-4, 1e-4, 0, 1e-4});
+  p.pieces.push_back({"embedding", "fp32", "none", 1, 700, 9e-4, 3e-4, 0, 3e-4});
+  p.pieces.push_back({"decoder", "fp32", "none", 1, 175, 4e-3, 1e-2, 3e-3, 8e-3});
+  p.pieces.push_back({"decoder", "fp32", "none", 1, 700, 1.5e-2, 4e-2, 1.1e-2, 3.2e-2});
   return p;
 }
 
@@ -135,6 +164,13 @@ TEST(StepTime, AStagesSecondsAreItsMeasuredPiecesAtTheRanksTokens) {
   EXPECT_NEAR(first.backward, 2 * at350(3e-3, 9e-3) + at350(1e-4, 3e-4), 1e-15);
   EXPECT_NEAR(last.forward, 2 * at350(2e-3, 7e-3) + at350(4e-3, 1.5e-2), 1e-15);
   EXPECT_NEAR(last.backward, 2 * at350(3e-3, 9e-3) + at350(1e-2, 4e-2), 1e-15);
+  // The backward split as zero-bubble schedules run it: the first stage
+  // returns no gradient (I empty, W the whole backward); the last one its
+  // pieces' measured I and W (W walks the graph again: I + W > B).
+  EXPECT_EQ(first.backward_input, 0);
+  EXPECT_DOUBLE_EQ(first.backward_weight, first.backward);
+  EXPECT_NEAR(last.backward_input, 2 * at350(1e-3, 4e-3) + at350(3e-3, 1.1e-2), 1e-15);
+  EXPECT_NEAR(last.backward_weight, 2 * at350(2.5e-3, 7e-3) + at350(8e-3, 3.2e-2), 1e-15);
 
   // Recomputed whole: the measured recomputing layer; a zero-bubble
   // schedule cannot split its backward (its parameters' gradients come

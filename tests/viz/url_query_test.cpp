@@ -39,6 +39,20 @@ TEST(UrlQuery, TracesAreTheFilesThePageFetched) {
   EXPECT_EQ(arguments_from_query("live", {}), (Args{"--listen", "0"}));
 }
 
+TEST(UrlQuery, APlanIsTheRecordThePageFetched) {
+  EXPECT_EQ(plan_url_of_query("panel=plan&plan=plans/cpu%204.json"), "plans/cpu 4.json");
+  EXPECT_EQ(plan_url_of_query("plan=a.json&plan=b.json"), "b.json");
+  EXPECT_EQ(plan_url_of_query("trace=t.json"), "");
+  // The plan is not among the traces the page fetches.
+  EXPECT_EQ(fetched_urls_of_query("plan=p.json&trace=t.json"), Args{"t.json"});
+  EXPECT_EQ(arguments_from_query("panel=plan&plan=p.json", {}, "/t/2/p.json"),
+            (Args{"--panel", "plan", "--plan", "/t/2/p.json"}));
+  EXPECT_EQ(arguments_from_query("plan=p.json&trace=t.json", {"/t/1/t.json"}, "/t/2/p.json"),
+            (Args{"--plan", "/t/2/p.json", "--trace", "/t/1/t.json"}));
+  // Not fetched (a 404, said by the page): no --plan.
+  EXPECT_EQ(arguments_from_query("panel=plan&plan=p.json", {}), (Args{"--panel", "plan"}));
+}
+
 TEST(UrlQuery, WhatNoAddressMayAskIsRefused) {
   EXPECT_THROW(arguments_from_query("screenshot=/tmp/x.png", {}), std::invalid_argument);
   EXPECT_THROW(arguments_from_query("listen=29400", {}), std::invalid_argument);

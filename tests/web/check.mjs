@@ -3,7 +3,9 @@
 //
 //   node tests/web/check.mjs CHECK --build-dir build
 //     load     the page draws its first frame with no error in the console
-//     panels   every panel draws (frames go on, no error in the page); then the
+//     panels   every panel draws (frames go on, no error in the page); a plan
+//              record by ?panel=plan&plan=URL, dropped on a page, and each one
+//              the site holds (plans/): the Plan panel holds its layouts; then the
 //              keys a presenter uses, pressed on the page: on the collectives
 //              panel the right arrow steps the ring all-reduce's time cursor to
 //              the next step boundary (its steps take equal times), the left one
@@ -15,7 +17,8 @@
 //              and lane the page holds equal those counted here from the JSON;
 //              a hang's trace and flight-recorder files, by URL and dropped
 //              together: the trace likewise, and every flight file read
-//     bad      a truncated trace, a file that is not JSON, an unknown panel: a
+//     bad      a truncated trace, a file that is not JSON, an unknown panel, a
+//              plan record of another version, one cut short, one not found: a
 //              message in the page, and the page still draws
 //     live     lesson 05 run with --live into the server while two pages watch,
 //              a third closes mid-run and a WebSocket client never reads: each
@@ -66,6 +69,7 @@ function served_folder() {
   fs.mkdirSync(path.join(dir, 'check'), { recursive: true });
   for (const f of ['index.html', 'distlab-viz.js', 'distlab-viz.wasm', 'distlab-viz.data'])
     fs.symlinkSync(path.join(site, f), path.join(dir, f));
+  if (fs.existsSync(path.join(site, 'plans'))) fs.symlinkSync(path.join(site, 'plans'), path.join(dir, 'plans'));
   return dir;
 }
 
@@ -201,9 +205,33 @@ async function check_pixels(browser, base, dir) {
   }
 }
 
-const kPanels = ['collectives', 'trace', 'pipeline', 'ddp', 'memory', 'context', 'experts', 'wire'];
+const kPanels = ['collectives', 'trace', 'pipeline', 'ddp', 'memory', 'context', 'experts', 'wire', 'plan'];
 
-async function check_panels(browser, base) {
+// A plan record as distlab-plan --record writes one (planner/record.hpp):
+// three layouts, two measured (one failed), one not run.
+function plan_record() {
+  const rank = (r, scale) => ({ pipeline_rank: r, parameters: 20e6 * scale, gradients: 20e6 * scale, gradient_shard: 0,
+                                optimizer_state: 0, buffers: 20e6 * scale, activations: 9e6, loss_gradient: 2e6,
+                                data: 5e6, data_setup: 7e6, total: 60e6 * scale + 16e6 });
+  const layout = (place, name, pipeline, step_ms, measured) => ({
+    place, name, command: `lesson_11_capstone --preset cpu --ranks 4 (${name})`, pipeline, replicas: 4 / pipeline,
+    context: 1, tensor: 1,
+    predicted: { step_ms, critical_ms: step_ms, packed_ms: step_ms, bubble: 0.1, wire_bytes: 1e7, mfu: 0.03, job_bytes: 3e8 },
+    memory: [...Array(pipeline).keys()].map((r) => rank(r, 1 / pipeline)),
+    ...(measured ? { measured } : {}),
+  });
+  return { format: 'distlab-plan', version: 1, preset: 'cpu', ranks: 4, batch: 20, bptt: 35,
+           profile: { path: 'planner/profiles/vm.json', machine: 'vm (2 cores)', date: '2026-11-30', cores: 2, device: 'cpu' },
+           accepted: 412, refused: 96, predict_seconds: 0.08,
+           layouts: [
+             layout(1, '1x4x1x1 1f1b m1 ddp none bf16', 1, 61, { ok: true, median_ms: 70.2, low_ms: 68, high_ms: 75.1,
+                                                               steps_ms: [68, 70.2, 75.1], metered_bytes: 5.2e8, peak_rss_bytes: 9e8 }),
+             layout(2, '2x2x1x1 1f1b m4 ddp none fp32', 2, 66.1, null),
+             layout(7, '4x1x1x1 gpipe m8 none none fp32', 4, 70, { ok: false, error: 'rank 2: out of memory' }),
+           ] };
+}
+
+async function check_panels(browser, base, dir) {
   for (const panel of kPanels) {
     const page = await open_page(browser, base, `?panel=${panel}`);
     await still_drawing(page);
@@ -213,6 +241,33 @@ async function check_panels(browser, base) {
     for (const m of errors) problem(`${panel}: the page says: ${m.text}`);
     for (const e of page.errors) problem(`${panel}: ${e}`);
     if (c.panel === panel && !errors.length && !page.errors.length) note(`${panel}: drawn (${c.frames} frames)`);
+    await page.close();
+  }
+  // Plan records: one by URL, the same dropped on a page, and those the site
+  // holds; each opens in the Plan panel with every layout of its JSON.
+  const record = plan_record();
+  fs.writeFileSync(path.join(dir, 'check', 'plan.json'), JSON.stringify(record, null, 1));
+  const plans = [{ what: 'plan by URL', query: '?panel=plan&plan=check/plan.json', json: record },
+                 { what: 'plan dropped', query: '?panel=collectives', drop: 'plan.json', json: record }];
+  const kept = path.join(site, 'plans');
+  if (fs.existsSync(kept))
+    for (const f of fs.readdirSync(kept).filter((f) => f.endsWith('.json')).sort())
+      plans.push({ what: `plans/${f}`, query: `?plan=plans/${encodeURIComponent(f)}`,
+                   json: JSON.parse(fs.readFileSync(path.join(kept, f), 'utf8')) });
+  for (const p of plans) {
+    const page = await open_page(browser, base, p.query);
+    if (p.drop) await drop(page, [{ name: p.drop, url: `check/${p.drop}` }]);
+    const want = p.json.layouts.length;
+    await page.waitForFunction((n) => window.distlab.counts().plan_layouts === n, { timeout: 10000 }, want).catch(() => {});
+    await still_drawing(page);
+    const c = await counts(page);
+    const errors = (await page_messages(page)).filter((m) => m.kind === 'error');
+    if (c.panel !== 'plan') problem(`${p.what}: the page shows ${c.panel}, not the plan`);
+    if (c.plan_layouts !== want) problem(`${p.what}: the Plan panel holds ${c.plan_layouts} layouts, the JSON ${want}`);
+    for (const m of errors) problem(`${p.what}: the page says: ${m.text}`);
+    for (const e of page.errors) problem(`${p.what}: ${e}`);
+    if (c.panel === 'plan' && c.plan_layouts === want && !errors.length && !page.errors.length)
+      note(`${p.what}: the Plan panel holds its ${want} layouts (${c.plan_measured} measured)`);
     await page.close();
   }
 }
@@ -371,6 +426,21 @@ async function check_bad(browser, base, dir) {
   await page.close();
   page = await open_page(browser, base, '?trace=check/absent.json');
   await expect_message(page, 'absent trace', /404|cannot fetch/);
+  await page.close();
+  // Plan records it cannot read: the Plan panel without them.
+  const record = plan_record();
+  fs.writeFileSync(path.join(dir, 'check', 'plan_v9.json'), JSON.stringify({ ...record, version: 9 }));
+  const whole = JSON.stringify(record, null, 1);
+  fs.writeFileSync(path.join(dir, 'check', 'plan_cut.json'), whole.slice(0, Math.floor(whole.length / 2)));
+  page = await open_page(browser, base, '?panel=plan&plan=check/plan_v9.json');
+  await expect_message(page, 'plan of another version by URL', /version 9 of the plan record/);
+  await page.close();
+  page = await open_page(browser, base, '?panel=collectives');
+  await drop(page, [{ name: 'plan_cut.json', url: 'check/plan_cut.json' }]);
+  await expect_message(page, 'plan cut short dropped', /plan_cut\.json: cut short/);
+  await page.close();
+  page = await open_page(browser, base, '?panel=plan&plan=check/absent_plan.json');
+  await expect_message(page, 'absent plan', /cannot fetch the plan .*404/);
   await page.close();
 }
 
@@ -534,7 +604,7 @@ async function main() {
   }, kCheckLimitMs);
   try {
     if (check === 'load') await check_load(browser, base);
-    else if (check === 'panels') { await check_panels(browser, base); await check_keys(browser, base); }
+    else if (check === 'panels') { await check_panels(browser, base, dir); await check_keys(browser, base); }
     else if (check === 'pixels') await check_pixels(browser, base, dir);
     else if (check === 'traces') await check_traces(browser, base, dir);
     else if (check === 'bad') await check_bad(browser, base, dir);

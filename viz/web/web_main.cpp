@@ -9,7 +9,9 @@
 //     into a WebGL 2 canvas the size of the page, a device pixel per
 //     pixel (scale_to: crisp at any devicePixelRatio);
 //   - traces dropped on the page or picked with its button are written to
-//     the in-memory file system and opened as --trace would open them;
+//     the in-memory file system and opened as --trace would open them; a
+//     plan record among them (its JSON says "format": "distlab-plan") opens
+//     in the Plan panel instead, as --plan would;
 //   - what the native program prints or dies of becomes a message in the
 //     page (Module.distlabMessage), and the tab stays alive: bad options,
 //     an unreadable trace or an unknown panel leave the default view.
@@ -31,6 +33,7 @@
 #include "colors.hpp"
 #include "controls.hpp"
 #include "options.hpp"
+#include "plan_model.hpp"
 #include "url_query.hpp"
 
 namespace {
@@ -91,18 +94,24 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 // Builds the App; on failure says why in the page and falls back: first
-// without the traces, then to the default view.
+// without the plan when it was the plan, without the traces, then to the
+// default view.
 void start_app(Options options) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
     try {
       page.app = app_for_page(options);
       page.options = options;
       page_app_messages(*page.app);
       return;
+    } catch (const PlanFormatError& e) {
+      page_message("error", e.what());
+      options.plan_file.clear();
+      page_message("error", "the plan could not be opened: showing the panel without it");
+      continue;
     } catch (const std::exception& e) {
       page_message("error", e.what());
     }
-    if (attempt == 0 && !options.trace_files.empty()) {
+    if (attempt < 2 && !options.trace_files.empty()) {
       options.trace_files.clear();
       page_message("error", "the trace could not be opened: showing the panel without it");
     } else {
@@ -129,11 +138,12 @@ void scale_to(double ratio) {
   if (page.app) page.app->set_scale(page.options.scale * static_cast<float>(ratio));
 }
 
-Options options_of_query(const std::string& query, const std::vector<std::string>& trace_paths) {
+Options options_of_query(const std::string& query, const std::vector<std::string>& trace_paths,
+                         const std::string& plan_path) {
   Options options;
   std::vector<std::string> args;
   try {
-    args = arguments_from_query(query, trace_paths);
+    args = arguments_from_query(query, trace_paths, plan_path);
   } catch (const std::exception& e) {
     page_message("error", e.what());
     return Options{};
@@ -181,13 +191,42 @@ void frame() {
 // The page's calls (index.html).
 extern "C" {
 
-// The trace and flight-recorder URLs the address names ('\n'-separated), for the page to fetch
-// before it calls main().
+// The trace and flight-recorder URLs the address names ('\n'-separated), and
+// its plan record's (distlab_plan_url), for the page to fetch before it calls
+// main().
 EMSCRIPTEN_KEEPALIVE const char* distlab_fetched_urls(const char* query) {
   static std::string urls;
   urls.clear();
   for (const std::string& url : fetched_urls_of_query(query)) urls += url + "\n";
   return urls.c_str();
+}
+
+// The plan record's URL the address names (`plan=`; empty when none).
+EMSCRIPTEN_KEEPALIVE const char* distlab_plan_url(const char* query) {
+  static std::string url;
+  url = plan_url_of_query(query);
+  return url.c_str();
+}
+
+// 1 when `bytes` (a dropped file, or its beginning) is a plan record.
+EMSCRIPTEN_KEEPALIVE int distlab_is_plan(const char* bytes, int size) {
+  return looks_like_plan_record(std::string_view(bytes, static_cast<size_t>(std::max(size, 0)))) ? 1 : 0;
+}
+
+// Opens a plan record the page wrote into its file system in the Plan
+// panel, as --plan would, keeping the traces the page shows. 0 when it
+// cannot be read (the page says why; the panel keeps what it held).
+EMSCRIPTEN_KEEPALIVE int distlab_open_plan(const char* path) {
+  if (!page.app) return 0;
+  try {
+    page.app->open_plan(path);
+    page.options.panel = "plan";
+    page_message("info", page.app->messages().back().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    page_message("error", e.what());
+    return 0;
+  }
 }
 
 // Opens trace files the page wrote into its file system ('\n'-separated
@@ -200,9 +239,13 @@ EMSCRIPTEN_KEEPALIVE int distlab_open_traces(const char* paths_text) {
   options.trace_files.clear();
   options.flight_paths.clear();
   for (const std::string& path : paths) (is_flight_file(path) ? options.flight_paths : options.trace_files).push_back(path);
-  if (options.panel == "collectives" || options.panel == "context") options.panel = "trace";
+  if (options.panel == "collectives" || options.panel == "context" || options.panel == "plan")
+    options.panel = "trace";
+  options.plan_file.clear();  // its file is gone: the plan shown is handed over below
   try {
     auto app = app_for_page(options);
+    if (page.app && page.app->plan_panel().opened())
+      app->plan_panel().set_plan(page.app->plan_panel().plan(), page.app->plan_panel().path());
     page.app = std::move(app);  // the old view stays when the new trace cannot be read
     page.options = options;
     page_app_messages(*page.app);
@@ -249,7 +292,8 @@ EMSCRIPTEN_KEEPALIVE void distlab_download_end_file() {
 // What the Trace panel holds, for the tests and the measurements, and where
 // the Collectives panel's time cursor stands (the keys move it):
 // {"frames":F,"frame_ms":T,"panel":"...","cursor_s":S,"playing":0|1,"events":N,
-//  "counters":C,"live":L,"flight_files":F,"rows":[{"rank":R,"lane":"...","events":K},...]}
+//  "counters":C,"live":L,"flight_files":F,"plan_layouts":P,"plan_measured":M,
+//  "rows":[{"rank":R,"lane":"...","events":K},...]}
 EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
   std::string out = "{\"frames\":" + std::to_string(page.frames) + ",\"frame_ms\":" + std::to_string(page.last_frame_ms) +
                     ",\"ratio\":" + std::to_string(page.pixel_ratio) + ",\"panel\":\"" + page.options.panel + "\"";
@@ -260,9 +304,12 @@ EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
     out += ",\"cursor_s\":" + std::string(time) + ",\"playing\":" + (cursor.playing ? "1" : "0");
     const TraceModel& model = page.app->trace_panel().model();
     const LiveFeed* live = page.app->trace_panel().live();
+    const PlanRecord& plan = page.app->plan_panel().plan();
     out += ",\"events\":" + std::to_string(model.size()) + ",\"counters\":" + std::to_string(model.counter_count()) +
            ",\"live\":" + std::to_string(live != nullptr ? live->total() : 0) +
-           ",\"flight_files\":" + std::to_string(page.app->trace_panel().flight().model().file_count()) + ",\"rows\":[";
+           ",\"flight_files\":" + std::to_string(page.app->trace_panel().flight().model().file_count()) +
+           ",\"plan_layouts\":" + std::to_string(plan.layouts.size()) +
+           ",\"plan_measured\":" + std::to_string(plan.measured_count()) + ",\"rows\":[";
     bool first = true;
     for (const TraceRowData& row : model.rows()) {
       std::string lane;
@@ -280,11 +327,13 @@ EMSCRIPTEN_KEEPALIVE const char* distlab_counts() {
 
 }  // extern "C"
 
-// argv[1]: the address's query; argv[2...]: the traces it named, fetched.
+// argv[1]: the address's query; argv[2]: the plan record it named, fetched
+// (empty when none); argv[3...]: the traces it named, fetched.
 int main(int argc, char** argv) {
   page.query = argc > 1 ? argv[1] : "";
-  std::vector<std::string> trace_paths(argv + std::min(argc, 2), argv + argc);
-  Options options = options_of_query(page.query, trace_paths);
+  const std::string plan_path = argc > 2 ? argv[2] : "";
+  std::vector<std::string> trace_paths(argv + std::min(argc, 3), argv + argc);
+  Options options = options_of_query(page.query, trace_paths, plan_path);
 
   if (!glfwInit()) {
     page_message("error", "no WebGL: this browser cannot draw the visualizer");

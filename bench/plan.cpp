@@ -1,0 +1,152 @@
+// distlab-bench plan: how far distlab-plan's predictions are from the runs,
+// over many layouts, beside the targets, in one run.
+//
+//   distlab-bench plan                         calibrate, then 16 layouts on 4 ranks and 16 on 8
+//   distlab-bench plan --profile planner/profiles/vm-2026-11-30.json --ranks 4 --layouts 8
+//
+// For each world size: every layout of the preset enumerated and predicted
+// (timed: the target is 2 s for 8 ranks), half of --layouts the predicted
+// best and half drawn at random from the rest, each run for real (lesson 11
+// on thread ranks: --warmup steps, then the median of --steps and their
+// spread), its table as distlab-plan --measure prints it; then, over all
+// of them, each figure beside its target and their ratio:
+//
+//   step time error   |predicted - measured| / measured: mean, worst   8 %, 20 %
+//   Spearman          per world size (the order of its layouts)        0.9
+//   regret            per world size                                   5 %
+//   memory error      the job's predicted bytes against the meter's    1 %
+//   enumeration       seconds to enumerate and predict, largest world  2 s
+//
+// A profile made minutes before the runs predicts this machine as it is
+// now (the VM's speed drifts within the hour): without --profile the
+// benchmark calibrates first (about 20 s).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_registry.hpp"
+#include "planner/calibrate.hpp"
+#include "planner/enumerate.hpp"
+#include "planner/profile.hpp"
+#include "planner/scores.hpp"
+#include "record.hpp"
+#include "runs.hpp"
+
+namespace distlab::bench {
+namespace {
+
+using namespace distlab::planner;
+
+struct PlanBenchOptions {
+  std::string preset = "cpu";
+  std::vector<int> ranks = {4, 8};
+  int layouts = 16;
+  std::string profile;
+  std::string data;
+  unsigned seed = 1;
+  std::string record_prefix;
+  MeasureOptions run;
+};
+
+void target_line(const char* what, double value, const char* unit, double target, bool higher_is_better) {
+  const double scale = std::string(unit) == "%" ? 100 : 1;
+  std::printf("%-44s %8.2f %-2s target %6.2f %-2s ratio %.2f%s\n", what, value * scale, unit, target * scale, unit,
+              value / target, (higher_is_better ? value >= target : value <= target) ? "  met" : "  not met");
+}
+
+int run(const PlanBenchOptions& o) {
+  const ModelShape model = model_on_corpus(o.preset, 0, o.data);
+  Profile profile;
+  if (o.profile.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CalibrationOptions c;
+    c.max_ranks = *std::max_element(o.ranks.begin(), o.ranks.end());
+    std::printf("calibrating %s for the %s preset (about 20 s)\n", machine_name().c_str(), o.preset.c_str());
+    std::fflush(stdout);
+    profile = calibrate(model, c, [](const std::string&) {});
+    std::printf("calibrated in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  } else {
+    profile = read_profile(o.profile);
+    std::printf("profile %s (%s, %s)\n", o.profile.c_str(), profile.machine.c_str(), profile.date.c_str());
+  }
+  std::vector<MeasuredRow> all;
+  std::vector<Scores> per_world;
+  double enumeration_s = 0;
+  int largest = 0;
+  for (const int world : o.ranks) {
+    SearchSpace space;
+    space.world = world;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Enumeration e = enumerate(model, space);
+    const std::vector<Ranked> ranked = rank_layouts(model, e.accepted, profile);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (world >= largest) largest = world, enumeration_s = seconds;
+    const std::vector<size_t> chosen = choose_to_measure(ranked.size(), o.layouts / 2, o.seed);
+    std::printf("\n%s preset on %d thread ranks: %zu layouts accepted, predicted in %.2f s; running %zu (%d warm-up "
+                "steps, %d timed)\n",
+                o.preset.c_str(), world, ranked.size(), seconds, chosen.size(), o.run.warmup, o.run.steps);
+    std::fflush(stdout);
+    const std::vector<MeasuredRow> rows = measure_layouts(ranked, chosen, o.run, false, print_each(stdout));
+    print_measured(stdout, model, rows);
+    if (!o.record_prefix.empty()) {
+      const std::string path = o.record_prefix + "-" + std::to_string(world) + "-ranks.json";
+      write_plan_record(path, model, profile, {o.profile.empty() ? "calibrated by this run" : o.profile, world, int(e.accepted.size()), e.refused_total, seconds},
+                        ranked, 0, rows);
+      std::printf("wrote %s\n", path.c_str());
+    }
+    const RowScores scores = score_rows(rows);
+    if (scores.time.layouts >= 2) per_world.push_back(scores.time);
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+
+  const RowScores pooled = score_rows(all);
+  std::printf("\n");
+  if (pooled.time.layouts < 2) {
+    std::printf("fewer than 2 layouts ran: no error figures\n");
+    return 1;
+  }
+  std::printf("%d layouts ran (%zu failed)\n", pooled.time.layouts, all.size() - size_t(pooled.time.layouts));
+  target_line("step time error, mean", pooled.time.mean_abs_error, "%", 0.08, false);
+  target_line("step time error, worst", pooled.time.worst_abs_error, "%", 0.20, false);
+  for (size_t i = 0; i < per_world.size(); ++i) {
+    const std::string at = " (" + std::to_string(o.ranks[i]) + " ranks)";
+    target_line(("Spearman" + at).c_str(), per_world[i].spearman, "", 0.9, true);
+    target_line(("regret" + at).c_str(), per_world[i].regret, "%", 0.05, false);
+  }
+  target_line("memory error, mean", pooled.memory.mean_abs_error, "%", 0.01, false);
+  target_line("memory error, worst", pooled.memory.worst_abs_error, "%", 0.01, false);
+  target_line(("enumerate and predict, " + std::to_string(largest) + " ranks (s)").c_str(), enumeration_s, "", 2.0,
+              false);
+  return 0;
+}
+
+Registration reg("plan", "distlab-plan's predictions against runs of many layouts: error, Spearman, regret",
+                 [](CLI::App& cmd) {
+  auto o = std::make_shared<PlanBenchOptions>();
+  o->run.capstone = default_capstone("distlab-bench");
+  cmd.add_option("--preset", o->preset, "model: tiny, cpu, tutorial")
+      ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
+  cmd.add_option("--ranks", o->ranks, "world sizes")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd.add_option("--layouts", o->layouts, "layouts run per world size: half the predicted best, half at random")
+      ->check(CLI::Range(2, 1000))->capture_default_str();
+  cmd.add_option("--profile", o->profile, "a profile (distlab-plan calibrate); default: calibrate now");
+  cmd.add_option("--data", o->data, "corpus folder (default: the bundled one)");
+  cmd.add_option("--seed", o->seed, "the random draw")->capture_default_str();
+  cmd.add_option("--warmup", o->run.warmup, "steps before the timed ones")->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd.add_option("--steps", o->run.steps, "timed steps per layout (the median is compared)")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  cmd.add_option("--timeout", o->run.timeout_s, "seconds before a layout's run is stopped")->capture_default_str();
+  cmd.add_option("--record", o->record_prefix, "write PREFIX-N-ranks.json per world size (the Plan view opens them)");
+  cmd.add_option("--capstone", o->run.capstone, "lesson_11_capstone to run (default: the build's)");
+  return [o] {
+    o->run.data = o->data;
+    return run(*o);
+  };
+});
+
+}  // namespace
+}  // namespace distlab::bench
