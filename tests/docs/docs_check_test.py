@@ -107,6 +107,14 @@ class DocsCheck(unittest.TestCase):
         md = f"{FENCE}\n$ echo 'error at 2026-11-26_20:47:48'\nerror at 2025-01-02_03:04:05\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)
 
+    def test_a_rounding_residue_is_masked_and_zero_or_a_larger_number_kept(self):
+        md = f"{FENCE}\n$ echo 'largest difference 2.98e-08, 8.2e-10'\nlargest difference 1.49e-08, 9.1e-12\n{FENCE}\n"
+        self.assertEqual(check(md)[0], 0)
+        zero = f"{FENCE}\n$ echo 'largest difference 0.00e+00'\nlargest difference 1.49e-08\n{FENCE}\n"
+        self.assertEqual(check(zero)[0], 1)
+        large = f"{FENCE}\n$ echo 'loss 2.5e-03'\nloss 2.6e-03\n{FENCE}\n"
+        self.assertEqual(check(large)[0], 1)
+
     def test_a_signed_time_is_masked_whole(self):
         md = f"{FENCE}\n$ echo 'rank 1 clock -57 us'\nrank 1 clock +12 us\n{FENCE}\n"
         self.assertEqual(check(md)[0], 0)
