@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_registry.hpp"
@@ -73,7 +74,7 @@ int run(const PlanBenchOptions& o) {
     std::printf("profile %s (%s, %s)\n", o.profile.c_str(), profile.machine.c_str(), profile.date.c_str());
   }
   std::vector<MeasuredRow> all;
-  std::vector<Scores> per_world;
+  std::vector<std::pair<int, Scores>> per_world;  // world size, its scores (when 2 or more ran)
   double enumeration_s = 0;
   int largest = 0;
   for (const int world : o.ranks) {
@@ -98,7 +99,7 @@ int run(const PlanBenchOptions& o) {
       std::printf("wrote %s\n", path.c_str());
     }
     const RowScores scores = score_rows(rows);
-    if (scores.time.layouts >= 2) per_world.push_back(scores.time);
+    if (scores.time.layouts >= 2) per_world.push_back({world, scores.time});
     all.insert(all.end(), rows.begin(), rows.end());
   }
 
@@ -111,10 +112,10 @@ int run(const PlanBenchOptions& o) {
   std::printf("%d layouts ran (%zu failed)\n", pooled.time.layouts, all.size() - size_t(pooled.time.layouts));
   target_line("step time error, mean", pooled.time.mean_abs_error, "%", 0.08, false);
   target_line("step time error, worst", pooled.time.worst_abs_error, "%", 0.20, false);
-  for (size_t i = 0; i < per_world.size(); ++i) {
-    const std::string at = " (" + std::to_string(o.ranks[i]) + " ranks)";
-    target_line(("Spearman" + at).c_str(), per_world[i].spearman, "", 0.9, true);
-    target_line(("regret" + at).c_str(), per_world[i].regret, "%", 0.05, false);
+  for (const auto& [world, scores] : per_world) {
+    const std::string at = " (" + std::to_string(world) + " ranks)";
+    target_line(("Spearman" + at).c_str(), scores.spearman, "", 0.9, true);
+    target_line(("regret" + at).c_str(), scores.regret, "%", 0.05, false);
   }
   target_line("memory error, mean", pooled.memory.mean_abs_error, "%", 0.01, false);
   target_line("memory error, worst", pooled.memory.worst_abs_error, "%", 0.01, false);

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <set>
 
-#include "data/corpus.hpp"
 #include "measure.hpp"
 #include "record.hpp"
 #include "runs.hpp"

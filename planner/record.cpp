@@ -38,7 +38,7 @@ json measured_json(const Measured& m) {
           {"peak_rss_bytes", m.peak_rss_bytes}};
 }
 
-json layout_json(const ModelShape& model, size_t place, const Ranked& r) {
+json layout_json(size_t place, const Ranked& r) {
   const train::Layout& l = r.choice.layout;
   return {{"place", place},
           {"name", choice_name(r.choice)},
@@ -64,10 +64,10 @@ void write_plan_record(const std::string& path, const ModelShape& model, const P
                        const PlanHeader& header, const std::vector<Ranked>& ranked, size_t top,
                        const std::vector<MeasuredRow>& measured) {
   std::map<size_t, json> by_place;  // place -> layout, each once
-  for (size_t i = 0; i < std::min(top, ranked.size()); ++i) by_place[i + 1] = layout_json(model, i + 1, ranked[i]);
+  for (size_t i = 0; i < std::min(top, ranked.size()); ++i) by_place[i + 1] = layout_json(i + 1, ranked[i]);
   for (const MeasuredRow& row : measured) {
     json& layout = by_place[row.rank];
-    if (layout.is_null()) layout = layout_json(model, row.rank, row.predicted);
+    if (layout.is_null()) layout = layout_json(row.rank, row.predicted);
     // --fail-one runs one layout twice (the second made to fail): the first run is the layout's.
     if (!layout.contains("measured")) layout["measured"] = measured_json(row.measured);
   }

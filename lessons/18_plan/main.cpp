@@ -143,11 +143,13 @@ void run(const Options& o, lessons::Parts& parts) {
   print_parts(best, profile);
 
   parts.begin_after_job(0, "Measured", true);
+  // The best and the worst, and the draw of choose_to_measure (its places
+  // past its first --measure, which are the predicted best ones).
   std::vector<size_t> chosen = {0, ranked.size() - 1};
   for (const size_t i : choose_to_measure(ranked.size(), o.measure, o.seed))
-    if (i != 0 && i != ranked.size() - 1 && chosen.size() < size_t(2 + o.measure)) chosen.push_back(i);
+    if (i >= size_t(o.measure) && i != ranked.size() - 1) chosen.push_back(i);
   std::sort(chosen.begin(), chosen.end());
-  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());  // one layout: the best is the worst
   std::printf("\n4. Measured: the predicted best, the predicted worst and %d drawn at random, each %d steps after %d\n",
               o.measure, o.run.steps, o.run.warmup);
   std::fflush(stdout);

@@ -35,6 +35,34 @@ torch::nn::Sequential piece_units(const ModelShape& m, memory::Recompute policy)
 
 torch::nn::AnyModule& unit(torch::nn::Sequential& units, size_t i) { return *(units->begin() + static_cast<long>(i)); }
 
+// Calls `once(first)` (which returns the seconds it timed) at least 6
+// times and until `seconds` are timed, at most 64; `first` is true of the
+// first call, whose times are not kept (first touches, the allocator's caches).
+template <typename Once>
+void timed_rounds(double seconds, Once once) {
+  double spent = 0;
+  for (int round = 0; round < 64 && (round < 6 || spent < seconds); ++round) spent += once(round == 0);
+}
+
+// `piece`'s forward on `input` (a fresh leaf when it is a float tensor)
+// under the precision's autocast, its gradients cleared first, timed.
+struct Forwarded {
+  at::Tensor x, out;
+  double seconds = 0;
+};
+Forwarded forward_of(torch::nn::AnyModule& piece, const at::Tensor& input, memory::Precision precision) {
+  for (auto& p : piece.ptr()->parameters()) p.mutable_grad().reset();
+  Forwarded f;
+  f.x = input.is_floating_point() ? input.detach().requires_grad_(true) : input;
+  const auto t0 = Clock::now();
+  {
+    memory::ComputeIn guard(precision, f.x.device().type());
+    f.out = piece.forward(f.x);
+  }
+  f.seconds = since(t0);
+  return f;
+}
+
 // The median forward and backward seconds of `piece` on `input`, the
 // backward from `loss` of its output (a gradient of the output's shape
 // when the piece is not the last).
@@ -49,50 +77,30 @@ struct Timed {
 Timed time_piece(torch::nn::AnyModule& piece, const at::Tensor& input, memory::Precision precision,
                  const std::function<at::Tensor(const at::Tensor&)>& loss, double seconds, bool split) {
   std::vector<double> forwards, backwards;
-  double spent = 0;
-  for (int round = 0; round < 64 && (round < 6 || spent < seconds); ++round) {
-    for (auto& p : piece.ptr()->parameters()) p.mutable_grad().reset();
-    at::Tensor x = input.is_floating_point() ? input.detach().requires_grad_(true) : input;
+  timed_rounds(seconds, [&](bool first) {
+    const Forwarded f = forward_of(piece, input, precision);
     const auto t0 = Clock::now();
-    at::Tensor out;
-    {
-      memory::ComputeIn guard(precision, x.device().type());
-      out = piece.forward(x);
-    }
-    const double forward = since(t0);
-    const auto t1 = Clock::now();
-    loss(out).backward();
-    const double backward = since(t1);
-    spent += forward + backward;
-    if (round == 0) continue;  // first touches, the allocator's caches
-    forwards.push_back(forward);
-    backwards.push_back(backward);
-  }
+    loss(f.out).backward();
+    const double backward = since(t0);
+    if (!first) forwards.push_back(f.seconds), backwards.push_back(backward);
+    return f.seconds + backward;
+  });
   Timed out{median(forwards), median(backwards)};
   if (!split) return out;
   const std::vector<at::Tensor> parameters = piece.ptr()->parameters();
   std::vector<double> inputs, weights;
-  spent = 0;
-  for (int round = 0; round < 64 && (round < 6 || spent < seconds); ++round) {
-    for (auto& p : parameters) p.mutable_grad().reset();
-    at::Tensor x = input.is_floating_point() ? input.detach().requires_grad_(true) : input;
-    at::Tensor out_x;
-    {
-      memory::ComputeIn guard(precision, x.device().type());
-      out_x = piece.forward(x);
-    }
-    const at::Tensor root = loss(out_x);
+  timed_rounds(seconds, [&](bool first) {
+    const Forwarded f = forward_of(piece, input, precision);
+    const at::Tensor root = loss(f.out);
     const auto t0 = Clock::now();
-    if (x.requires_grad()) (void)torch::autograd::grad({root}, {x}, {}, /*retain_graph=*/true);
+    if (f.x.requires_grad()) (void)torch::autograd::grad({root}, {f.x}, {}, /*retain_graph=*/true);
     const double i = since(t0);
     const auto t1 = Clock::now();
     torch::autograd::backward({root}, {}, /*retain_graph=*/false, /*create_graph=*/false, parameters);
     const double w = since(t1);
-    spent += i + w;
-    if (round == 0) continue;
-    inputs.push_back(i);
-    weights.push_back(w);
-  }
+    if (!first) inputs.push_back(i), weights.push_back(w);
+    return i + w;
+  });
   out.input = median(inputs);
   out.weight = median(weights);
   return out;
@@ -104,15 +112,14 @@ double time_update(torch::nn::AnyModule& piece, double seconds) {
   for (auto& p : params) p.mutable_grad() = at::randn_like(p);
   torch::optim::SGD sgd(params, torch::optim::SGDOptions(1e-6));
   std::vector<double> times;
-  double spent = 0;
-  for (int round = 0; round < 64 && (round < 6 || spent < seconds); ++round) {
+  timed_rounds(seconds, [&](bool first) {
     const auto t0 = Clock::now();
     (void)collectives::clip_grad_norm({{params, {}}}, 1e9);
     sgd.step();
     const double s = since(t0);
-    spent += s;
-    if (round > 0) times.push_back(s);
-  }
+    if (!first) times.push_back(s);
+    return s;
+  });
   return median(times);
 }
 

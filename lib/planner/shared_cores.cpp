@@ -23,43 +23,39 @@ SharedRun run_on_shared_cores(const pipeline::Schedule& schedule, const SharedCo
   out.busy.assign(static_cast<size_t>(p), 0);
   out.compute.resize(static_cast<size_t>(p));
   double now = 0;
-  for (;;) {
-    // Every rank not computing moves on as far as it can at `now`: sends
-    // post, arrived messages are taken, a compute action starts; again
-    // while one rank's send lets another's receive through.
-    for (bool moved = true; moved;) {
-     moved = false;
-     for (int r = 0; r < p; ++r) {
-      const size_t ri = static_cast<size_t>(r);
-      const auto& program = schedule.programs[ri];
-      while (!running[ri] && pos[ri] < program.size() && free_at[ri] <= now) {
-        const Action& a = program[pos[ri]];
-        if (pipeline::is_send(a.type)) {
-          arrival[pipeline::message_of(a)] = now + costs.message_s;
-        } else if (pipeline::is_recv(a.type)) {
-          const auto it = arrival.find(pipeline::message_of(a));
-          if (it == arrival.end() || it->second > now) {
-            waited[ri] = true;
-            break;
-          }
-          arrival.erase(it);
-          const bool wakes = waited[ri];
-          waited[ri] = false;
-          if (wakes && costs.wake_s > 0) {
-            free_at[ri] = now + costs.wake_s;
-            ++pos[ri];
-            moved = true;
-            break;
-          }
-        } else {
-          running[ri] = true;
-          left[ri] = costs.seconds(a);
-          start[ri] = now;
+  // Rank `ri`, not computing, moves on as far as it can at `now`: sends
+  // post, an arrived message is taken, a compute action starts. Whether it moved.
+  const auto advance = [&](size_t ri) {
+    const auto& program = schedule.programs[ri];
+    bool moved = false;
+    while (!running[ri] && pos[ri] < program.size() && free_at[ri] <= now) {
+      const Action& a = program[pos[ri]];
+      if (pipeline::is_send(a.type)) {
+        arrival[pipeline::message_of(a)] = now + costs.message_s;
+      } else if (pipeline::is_recv(a.type)) {
+        const auto it = arrival.find(pipeline::message_of(a));
+        if (it == arrival.end() || it->second > now) {
+          waited[ri] = true;
+          break;
         }
-        ++pos[ri];
-        moved = true;
+        arrival.erase(it);
+        if (waited[ri] && costs.wake_s > 0) free_at[ri] = now + costs.wake_s;  // asleep: it goes a little later
+        waited[ri] = false;
+      } else {
+        running[ri] = true;
+        left[ri] = costs.seconds(a);
+        start[ri] = now;
       }
-     }
+      ++pos[ri];
+      moved = true;
+    }
+    return moved;
+  };
+  for (;;) {
+    // Again while one rank's send lets another's receive through.
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t ri = 0; ri < static_cast<size_t>(p); ++ri) moved = advance(ri) || moved;
     }
     int busy = 0;
     for (int r = 0; r < p; ++r) busy += running[static_cast<size_t>(r)] ? 1 : 0;

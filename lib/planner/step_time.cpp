@@ -127,10 +127,6 @@ double update_seconds(const ModelShape& m, const Choice& c, const Profile& profi
   return shard * seconds;
 }
 
-}  // namespace
-
-namespace {
-
 // I and W of a stage: the first returns no gradient (the executor skips
 // its I; W runs the whole backward); the others `input` and `weight` when
 // measured, else half the backward each.
