@@ -2,7 +2,7 @@
 // over many layouts, beside the targets, in one run.
 //
 //   distlab-bench plan                         calibrate, then 16 layouts on 4 ranks and 16 on 8
-//   distlab-bench plan --profile planner/profiles/vm-2026-11-30.json --ranks 4 --layouts 8
+//   distlab-bench plan --profile planner/profiles/vm-2026-12-01.json --ranks 4 --layouts 8
 //
 // For each world size: every layout of the preset enumerated and predicted
 // (timed: the target is 2 s for 8 ranks), half of --layouts the predicted
@@ -19,7 +19,7 @@
 //
 // A profile made minutes before the runs predicts this machine as it is
 // now (the VM's speed drifts within the hour): without --profile the
-// benchmark calibrates first (about 20 s).
+// benchmark calibrates first (about a minute).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -65,7 +65,7 @@ int run(const PlanBenchOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     CalibrationOptions c;
     c.max_ranks = *std::max_element(o.ranks.begin(), o.ranks.end());
-    std::printf("calibrating %s for the %s preset (about 20 s)\n", machine_name().c_str(), o.preset.c_str());
+    std::printf("calibrating %s for the %s preset (about a minute)\n", machine_name().c_str(), o.preset.c_str());
     std::fflush(stdout);
     profile = calibrate(model, c, [](const std::string&) {});
     std::printf("calibrated in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

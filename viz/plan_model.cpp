@@ -204,6 +204,8 @@ json parse_json(const std::string& text) {
     const size_t column = at - (line_start == std::string::npos || line == 1 ? 0 : line_start + 1) + 1;
     throw PlanFormatError("not JSON: a syntax error at line " + std::to_string(line) + ", column " +
                           std::to_string(column));
+  } catch (const json::out_of_range& e) {  // a number past a double's (1e400)
+    throw PlanFormatError(std::string("not JSON: ") + e.what());
   }
 }
 

@@ -90,7 +90,7 @@ void PlanPanel::draw() {
     ImGui::TextColored(kNoteColor,
                        "No plan. distlab-plan writes one, with the layouts it ran:\n"
                        "  build/planner/distlab-plan --preset cpu --ranks 4 --profile "
-                       "planner/profiles/vm-2026-11-30.json --measure 2 --record plan.json\n"
+                       "planner/profiles/vm-2026-12-01.json --measure 2 --record plan.json\n"
                        "  build/viz/distlab-viz --plan plan.json");
     return;
   }

@@ -8,7 +8,7 @@
 // and explains the largest gap from the prediction's parts.
 //
 //   lesson_18_plan                                   the cpu preset on 4 ranks, calibrating first
-//   lesson_18_plan --ranks 8 --profile planner/profiles/vm-2026-11-30.json --measure 3
+//   lesson_18_plan --ranks 8 --profile planner/profiles/vm-2026-12-01.json --measure 3
 //
 // The step-time model (lib/planner/step_time.hpp): each stage's forward
 // and backward from the model's own pieces as calibrated on this machine,
@@ -69,15 +69,13 @@ void print_parts(const Ranked& r, const Profile& profile) {
 std::string likely_cause(const Ranked& r, double error) {
   const train::Layout& l = r.choice.layout;
   if (error > 0) return "predicted slower than it ran: the pieces were timed on a busier or slower machine";
-  if (l.context > 1)
-    return "context parallelism: ring attention's many small steps (a block, a softmax merge, a send) each cost "
-           "more than the layer's share the model scales from a whole layer";
+  if (l.context > 1 || l.tensor > 1)
+    return "a cut layer: each ring step or all-reduce waits for the slowest rank of its group, and how long "
+           "depends on which ranks hold the cores then; the profile timed the cut layer beside copies of "
+           "itself, not beside this layout's other stages";
   if (l.pipeline > 1 && r.time.bubble > 0.3)
-    return "a deep bubble: every handoff wakes a sleeping thread, which waits for a core; the model counts the "
-           "message, not the wait to be scheduled";
-  if (l.tensor > 1)
-    return "tensor parallelism: four all-reduces a layer, each a handoff between the group's thread ranks that "
-           "waits for the slowest of them; the model counts each at the link's alpha and beta among busy ranks";
+    return "a deep bubble: its ranks run in bursts, waking at each handoff, and share the cores otherwise than "
+           "the calibration's ranks that were busy all the time";
   if (r.choice.data.zero == 3) return "ZeRO-3 gathers each unit twice a microbatch: many small all-gathers, each its latency";
   if (r.choice.layout.world_size() > 1)
     return "inside a step each action runs slower than it did alone in the calibration (the ranks' caches and "
@@ -125,9 +123,17 @@ void run(const Options& o, lessons::Parts& parts) {
   const collectives::LinkParams p2p = profile.link("threads", "p2p", 2);
   std::printf("  %d cores; a message between thread ranks: %.1f us + %.2f GB/s\n", profile.cores, p2p.alpha_s * 1e6,
               1e-9 / p2p.beta_s_per_byte);
-  std::printf("  busy ranks sharing the cores, each one's slowdown:");
-  for (const SharingPoint& s : profile.sharing) std::printf("  %d: %.2fx", s.ranks, s.slowdown);
-  std::printf("\n  Look: past %d busy ranks each runs slower; a rank that waits gives its core to the others.\n",
+  for (const std::string precision : {"fp32", "bf16"}) {
+    bool any = false;
+    for (const SharingPoint& s : profile.sharing)
+      if (s.precision == precision) {
+        if (!any) std::printf("  busy ranks sharing the cores, each one's slowdown (%s):", precision.c_str());
+        std::printf("  %d: %.2fx", s.ranks, s.slowdown);
+        any = true;
+      }
+    if (any) std::printf("\n");
+  }
+  std::printf("  Look: past %d busy ranks each runs slower; a rank that waits gives its core to the others.\n",
               profile.cores);
 
   parts.begin_after_job(0, "The prediction", true);

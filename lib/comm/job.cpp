@@ -79,7 +79,7 @@ void run_job_unrecorded(const JobOptions& options, const std::shared_ptr<flight:
     }
     comm_options.recorder = trace::make_recorder(options.trace, 0, /*several_processes=*/false);
     const IntraOpThreads threads = choose_intra_op_threads(options.ranks);
-    announce(threads, options.ranks);
+    if (options.announce) announce(threads, options.ranks);
     run_thread_ranks(
         options.ranks,
         [&](Communicator& comm) {
@@ -94,7 +94,7 @@ void run_job_unrecorded(const JobOptions& options, const std::shared_ptr<flight:
   announce_alone(world, options.backend);
   const IntraOpThreads threads = choose_intra_op_threads(world.local_world_size);
   set_intra_op_threads(threads);
-  if (world.local_rank == 0) announce(threads, world.local_world_size);
+  if (world.local_rank == 0 && options.announce) announce(threads, world.local_world_size);
   // No sinks yet: start_tracing adds them once the clock offset is measured.
   comm_options.recorder = std::make_shared<trace::Recorder>();
   std::unique_ptr<Communicator> comm;

@@ -29,6 +29,7 @@ struct JobOptions {
   bool timeout_given = false;       // set by --timeout-ms: DISTLAB_TIMEOUT_MS then leaves it alone
   Milliseconds connect_timeout = kDefaultConnectTimeout;
   trace::Config trace;              // --trace FILE, --live HOST:PORT
+  bool announce = true;             // say the intra-op threads on stderr (a program running many jobs says it once)
 };
 
 // Reads DISTLAB_TIMEOUT_MS, DISTLAB_CONNECT_TIMEOUT_MS, DISTLAB_TRACE and DISTLAB_TRACE_LIVE into what

@@ -18,6 +18,7 @@
 #include "collectives/calibrate.hpp"
 #include "collectives/collectives.hpp"
 #include "comm/job.hpp"
+#include "planner/cut_pieces.hpp"
 #include "planner/pieces.hpp"
 #include "planner/timing.hpp"
 
@@ -109,6 +110,7 @@ std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::fun
     Busy busy(among - ranks);
     comm::JobOptions job;
     job.ranks = ranks;
+    job.announce = false;
     std::mutex mutex;
     comm::run_job(job, [&](comm::Communicator& world) {
       at::set_num_threads(1);
@@ -161,27 +163,33 @@ std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::fun
   return out;
 }
 
-// k threads, each a rank's work at once (a layer's forward and backward):
-// the wall time over one alone.
+// k threads, each a rank's work at once (a layer's forward and backward
+// in each precision): the wall time over one alone, the median of 5 runs.
 std::vector<SharingPoint> measure_sharing(const ModelShape& m, const CalibrationOptions& o) {
-  auto work = [&] {
-    at::set_num_threads(1);
-    run_layer_steps(m, 5, 20);
-  };
-  auto wall = [&](int k) {
-    double best = 1e30;
-    for (int round = 0; round < 3; ++round) {
-      std::vector<std::thread> threads;
-      const auto t0 = Clock::now();
-      for (int i = 0; i < k; ++i) threads.emplace_back(work);
-      for (auto& t : threads) t.join();
-      best = std::min(best, since(t0));
-    }
-    return best;
-  };
-  const double alone = wall(1);
-  std::vector<SharingPoint> out{{1, 1.0}};
-  for (int k = 2; k <= o.max_ranks; k *= 2) out.push_back({k, wall(k) / alone});
+  std::vector<SharingPoint> out;
+  for (const memory::Precision precision :
+       o.bf16 ? std::vector<memory::Precision>{memory::Precision::kFp32, memory::Precision::kBf16}
+              : std::vector<memory::Precision>{memory::Precision::kFp32}) {
+    auto work = [&] {
+      at::set_num_threads(1);
+      run_layer_steps(m, precision, 5, 20);
+    };
+    auto wall = [&](int k) {
+      std::vector<double> times;
+      for (int round = 0; round < 5; ++round) {
+        std::vector<std::thread> threads;
+        const auto t0 = Clock::now();
+        for (int i = 0; i < k; ++i) threads.emplace_back(work);
+        for (auto& t : threads) t.join();
+        times.push_back(since(t0));
+      }
+      return median(times);
+    };
+    const std::string name = memory::to_string(precision);
+    const double alone = wall(1);
+    out.push_back({1, 1.0, name});
+    for (int k = 2; k <= o.max_ranks; k *= 2) out.push_back({k, wall(k) / alone, name});
+  }
   return out;
 }
 
@@ -237,6 +245,7 @@ Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
   say("the model's pieces as the capstone runs them:");
   measure_pieces(model, pieces, p, say);
   at::set_num_threads(1);
+  measure_cut_pieces(model, o.max_ranks, p, say);
   std::snprintf(line, sizeof line, "pieces: %zu measured (%.1f s)", p.pieces.size(), since(t0));
   say(line);
   t0 = Clock::now();
@@ -245,13 +254,18 @@ Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
   say(line);
   t0 = Clock::now();
   p.sharing = measure_sharing(model, o);
-  std::string sharing = "ranks sharing " + std::to_string(p.cores) + " cores, each slower by:";
   for (const SharingPoint& s : p.sharing) {
-    std::snprintf(line, sizeof line, " %d: %.2fx", s.ranks, s.slowdown);
-    sharing += line;
+    if (s.ranks != 1) continue;
+    std::string sharing = "ranks sharing " + std::to_string(p.cores) + " cores (" + s.precision + "), each slower by:";
+    for (const SharingPoint& k : p.sharing)
+      if (k.precision == s.precision) {
+        std::snprintf(line, sizeof line, " %d: %.2fx", k.ranks, k.slowdown);
+        sharing += line;
+      }
+    say(sharing);
   }
-  std::snprintf(line, sizeof line, " (%.1f s)", since(t0));
-  say(sharing + line);
+  std::snprintf(line, sizeof line, "sharing measured (%.1f s)", since(t0));
+  say(line);
   at::set_num_threads(threads);
   return p;
 }

@@ -1,5 +1,5 @@
 // Measures this machine into a profile (profile.hpp): what `distlab-plan
-// calibrate` runs. Short by default (well under a minute on 2 cores), with
+// calibrate` runs. Short by default (about a minute on 2 cores), with
 // a line of progress per part.
 //
 //   matmul       (m x k)(k x n) products on one thread (a thread rank's
@@ -16,15 +16,17 @@
 //                policy, and decoder with its loss, forward and backward,
 //                as the capstone runs them (pieces.hpp), on one thread and
 //                on every core; each piece's clipping and SGD step
+//   cut layers   a layer cut over T tensor x C context thread ranks, every
+//                cut up to 8 ranks, run on them at once (cut_pieces.hpp)
 //   links        thread ranks: ping-pong (collectives/calibrate.hpp) and
 //                the backend's all-reduce, all-gather and reduce-scatter at
 //                a small and a large size over 2, 4 and 8 ranks, each also
 //                while other threads compute (the rest of a world of up to
 //                8 ranks): alpha, beta
 //   sharing      k threads each running a layer's forward and backward at
-//                once, k = 1, 2, 4, 8: how much slower each runs than one
-//                alone (on 2 cores, 8 ranks share them: about 4; a rank that
-//                waits gives its core to the others)
+//                once, k = 1, 2, 4, 8, in fp32 and in bf16: how much slower
+//                each runs than one alone (on 2 cores, 8 ranks share them:
+//                about 5; a rank that waits gives its core to the others)
 #pragma once
 
 #include <functional>

@@ -66,14 +66,14 @@ namespace {
 // One s b V float32 tensor of the last stage, for a microbatch of
 // `columns`: the logits, their log-softmax, or the log-probabilities' gradient.
 int64_t vocabulary_tensor_bytes(const ModelShape& m, const Choice& c, int64_t columns) {
-  return kFloat * ceil_div(m.bptt, c.layout.context) * columns * m.lm.ntokens;
+  return kFloat * sequence_tokens(m, c.layout.context) * columns * m.lm.ntokens;
 }
 }  // namespace
 
 int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
   const auto [first, end] = stage_layers(m, stage, stages);
-  const int64_t s = ceil_div(m.bptt, c.layout.context);  // this rank's tokens of each column
+  const int64_t s = sequence_tokens(m, c.layout.context);  // this rank's tokens of each column
   const int64_t U = s * columns * m.lm.emsize;
   const bool dropout = m.lm.dropout > 0;
   const tensor_parallel::LayerShape layer{s, columns, m.lm.emsize, m.lm.nhead, m.lm.nhid};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "context_parallel/ring_plan.hpp"
 #include "memory/precision.hpp"
 #include "memory/recompute.hpp"
 
@@ -26,6 +27,12 @@ int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microb
 
 train::ParallelPlan plan_of(const ModelShape& model, const Choice& c) {
   return train::ParallelPlan(c, train::model_facts(model.lm, model.batch));
+}
+
+int64_t sequence_tokens(const ModelShape& m, int context) {
+  if (context <= 1) return m.bptt;
+  const int64_t chunks = context_parallel::chunk_count(context_parallel::Layout::kZigzag, context);
+  return (m.bptt + chunks - 1) / chunks * chunks / context;
 }
 
 std::string capstone_command(const ModelShape& model, const Choice& c, const std::string& device) {

@@ -39,6 +39,11 @@ using Choice = train::PlanOptions;
 // replica's columns, as the trainer runs it).
 train::ParallelPlan plan_of(const ModelShape& model, const Choice& choice);
 
+// The tokens of each sequence one rank of a context group of `context`
+// holds: the sequence padded to the zigzag layout's 2C chunks, as the
+// capstone pads it (train/batches.hpp); the whole sequence for 1.
+int64_t sequence_tokens(const ModelShape& model, int context);
+
 // The columns each microbatch of replica 0 carries: ceil over the split
 // of a replica's columns into m (the largest microbatch, what memory peaks on).
 int64_t replica_columns(const ModelShape& model, int replicas);

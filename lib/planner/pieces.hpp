@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/precision.hpp"
 #include "planner/model_shape.hpp"
 #include "planner/profile.hpp"
 
@@ -48,10 +49,10 @@ std::string pieces_model(const ModelShape& model);
 void measure_pieces(const ModelShape& model, const PieceOptions& options, Profile& profile,
                     const std::function<void(const std::string&)>& say);
 
-// One encoder layer of the model (float32, no recomputation), its forward
-// and backward run `steps` times on `columns` columns, on the calling
-// thread's intra-op threads: a rank's work, for measuring how ranks share
-// the cores (calibrate.hpp's sharing).
-void run_layer_steps(const ModelShape& model, int64_t columns, int steps);
+// One encoder layer of the model (no recomputation), its forward under the
+// precision's autocast and backward run `steps` times on `columns`
+// columns, on the calling thread's intra-op threads: a rank's work, for
+// measuring how ranks share the cores (calibrate.hpp's sharing).
+void run_layer_steps(const ModelShape& model, memory::Precision precision, int64_t columns, int steps);
 
 }  // namespace distlab::planner

@@ -124,11 +124,16 @@ collectives::LinkParams Profile::link(const std::string& backend, const std::str
   return best->link;
 }
 
-double Profile::slowdown(double ranks) const {
+double Profile::slowdown(double ranks, const std::string& precision) const {
   if (sharing.empty()) return ranks <= cores ? 1.0 : ranks / cores;
+  auto has = [&](const std::string& name) {
+    return std::any_of(sharing.begin(), sharing.end(), [&](const SharingPoint& p) { return p.precision == name; });
+  };
+  const std::string as = has(precision) ? precision : has("fp32") ? std::string("fp32") : sharing.front().precision;
   const SharingPoint* below = nullptr;
   const SharingPoint* above = nullptr;
   for (const SharingPoint& p : sharing) {
+    if (p.precision != as) continue;
     if (p.ranks <= ranks && (below == nullptr || p.ranks > below->ranks)) below = &p;
     if (p.ranks >= ranks && (above == nullptr || p.ranks < above->ranks)) above = &p;
   }
@@ -143,7 +148,7 @@ bool Profile::has_pieces(const std::string& precision, const std::string& recomp
   bool layer = false, ends = false;
   for (const PiecePoint& p : pieces)
     if (p.precision == precision) {
-      layer = layer || (p.piece == "layer" && p.recompute == recompute);
+      layer = layer || (p.piece == "layer" && p.recompute == recompute && !p.cut());
       ends = ends || p.piece == "decoder";
     }
   return layer && ends;
@@ -161,20 +166,50 @@ int nearest_threads(const std::vector<int>& measured, int threads) {
 
 }  // namespace
 
+bool Profile::has_cut(const std::string& precision, const std::string& recompute, Cut cut) const {
+  for (const PiecePoint& p : pieces)
+    if (p.piece == "layer" && p.precision == precision && p.recompute == recompute && p.tensor == cut.tensor &&
+        p.context == cut.context)
+      return true;
+  return false;
+}
+
+int Profile::cut_world(const std::string& precision, const std::string& recompute, Cut cut, int world) const {
+  int best = 0;
+  for (const PiecePoint& p : pieces) {
+    if (p.piece != "layer" || p.precision != precision || p.recompute != recompute || p.tensor != cut.tensor ||
+        p.context != cut.context)
+      continue;
+    const int w = p.measured_world();
+    // The largest measured world up to `world`, else the smallest above it.
+    const bool better = best == 0 || (w <= world ? (best > world || w > best) : (best > world && w < best));
+    if (better) best = w;
+  }
+  return best;
+}
+
 PieceSeconds Profile::piece_seconds(const std::string& piece, const std::string& precision,
-                                    const std::string& recompute, int threads, double tokens) const {
+                                    const std::string& recompute, int threads, double tokens, Cut cut,
+                                    int world) const {
+  const int among = cut.tensor * cut.context > 1 ? cut_world(precision, recompute, cut, world) : 0;
+  auto is = [&](const PiecePoint& p) {
+    return p.piece == piece && p.precision == precision && p.recompute == recompute && p.tensor == cut.tensor &&
+           p.context == cut.context && (among == 0 || p.measured_world() == among);
+  };
   std::vector<int> measured;
   for (const PiecePoint& p : pieces)
-    if (p.piece == piece && p.precision == precision && p.recompute == recompute) measured.push_back(p.threads);
+    if (is(p)) measured.push_back(p.threads);
   if (measured.empty())
     throw ProfileError("the profile measured no " + piece + " in " + precision +
                        (piece == "layer" ? " with recompute " + recompute : std::string()) +
+                       (cut.tensor * cut.context > 1 ? " cut over " + std::to_string(cut.tensor) + " tensor x " +
+                                                           std::to_string(cut.context) + " context ranks"
+                                                     : std::string()) +
                        " (distlab-plan calibrate measures them)");
   const int t = nearest_threads(measured, threads);
   std::vector<const PiecePoint*> points;
   for (const PiecePoint& p : pieces)
-    if (p.piece == piece && p.precision == precision && p.recompute == recompute && p.threads == t)
-      points.push_back(&p);
+    if (is(p) && p.threads == t) points.push_back(&p);
   std::sort(points.begin(), points.end(), [](auto* a, auto* b) { return a->tokens < b->tokens; });
   if (points.size() == 1) {  // one size: proportional to the tokens
     const double scale = tokens / double(points[0]->tokens);
@@ -233,13 +268,20 @@ std::string profile_json(const Profile& p) {
   }
   // Optional, and a list of at least one entry when present (the reader's
   // rule): a profile without it is written without it.
-  for (const SharingPoint& s : p.sharing) j["sharing"].push_back({{"ranks", s.ranks}, {"slowdown", s.slowdown}});
+  for (const SharingPoint& s : p.sharing) {
+    json point = {{"ranks", s.ranks}, {"slowdown", s.slowdown}};
+    if (s.precision != "fp32") point["precision"] = s.precision;
+    j["sharing"].push_back(point);
+  }
   if (!p.pieces.empty()) j["pieces_model"] = p.pieces_model;
   for (const PiecePoint& q : p.pieces) {
     json piece = {{"piece", q.piece},   {"precision", q.precision}, {"recompute", q.recompute},
                   {"threads", q.threads}, {"tokens", q.tokens},       {"forward_s", q.forward_s},
                   {"backward_s", q.backward_s}};
     if (q.weight_s > 0) piece["input_s"] = q.input_s, piece["weight_s"] = q.weight_s;
+    if (q.tensor > 1) piece["tensor"] = q.tensor;
+    if (q.context > 1) piece["context"] = q.context;
+    if (q.world > 0) piece["world"] = q.world;
     j["pieces"].push_back(piece);
   }
   for (const UpdatePoint& u : p.updates)
@@ -303,8 +345,10 @@ Profile parse_profile(const std::string& text, const std::string& what) {
     const json& sharing = r.array(j, "sharing", "the profile");
     for (size_t i = 0; i < sharing.size(); ++i) {
       const std::string where = "sharing[" + std::to_string(i) + "]";
-      p.sharing.push_back(
-          {static_cast<int>(r.count(sharing[i], "ranks", where, kMaxRanks)), r.positive(sharing[i], "slowdown", where)});
+      SharingPoint s{static_cast<int>(r.count(sharing[i], "ranks", where, kMaxRanks)),
+                     r.positive(sharing[i], "slowdown", where)};
+      if (sharing[i].contains("precision")) s.precision = r.one_of(sharing[i], "precision", where, {"fp32", "bf16", "fp16"});
+      p.sharing.push_back(s);
     }
   }
   if (j.contains("pieces")) {
@@ -324,11 +368,23 @@ Profile parse_profile(const std::string& text, const std::string& what) {
         q.input_s = r.non_negative(pieces[i], "input_s", where);  // 0: the first stage's I has no input to return
         q.weight_s = r.positive(pieces[i], "weight_s", where);
       }
+      for (const char* key : {"tensor", "context"})
+        if (pieces[i].contains(key)) {
+          const int n = static_cast<int>(r.count(pieces[i], key, where, kMaxRanks));
+          (std::string(key) == "tensor" ? q.tensor : q.context) = n;
+        }
+      if (pieces[i].contains("world")) q.world = static_cast<int>(r.count(pieces[i], "world", where, kMaxRanks));
+      if (q.cut() && q.piece != "layer") r.fail(where + " cuts a " + q.piece + ": only a layer is cut");
+      if (q.world > 0 && q.world % (q.tensor * q.context) != 0)
+        r.fail(where + " was measured among " + std::to_string(q.world) + " ranks, not a multiple of its " +
+               std::to_string(q.tensor * q.context));
       for (const PiecePoint& other : p.pieces)
         if (other.piece == q.piece && other.precision == q.precision && other.recompute == q.recompute &&
-            other.threads == q.threads && other.tokens == q.tokens)
+            other.threads == q.threads && other.tokens == q.tokens && other.tensor == q.tensor &&
+            other.context == q.context && other.measured_world() == q.measured_world())
           r.fail(where + " measures again what an earlier entry measured (" + q.piece + ", " + q.precision + ", " +
-                 q.recompute + ", " + std::to_string(q.threads) + " threads, " + std::to_string(q.tokens) + " tokens)");
+                 q.recompute + ", " + std::to_string(q.threads) + " threads, " + std::to_string(q.tokens) + " tokens" +
+                 (q.cut() ? ", " + std::to_string(q.tensor) + " x " + std::to_string(q.context) + " cut" : "") + ")");
       p.pieces.push_back(q);
     }
   }

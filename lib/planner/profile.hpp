@@ -9,11 +9,12 @@
 //    "elementwise_bytes_per_second": 4.0e9,
 //    "op_seconds": 4e-6,
 //    "links": [{"backend": "threads", "collective": "p2p", "ranks": 2, "world": 8, "alpha_s": 1e-5, "beta_s_per_byte": 1e-10}, ...],
-//    "sharing": [{"ranks": 1, "slowdown": 1.0}, {"ranks": 8, "slowdown": 4.1}],
+//    "sharing": [{"ranks": 1, "slowdown": 1.0}, {"ranks": 8, "slowdown": 4.1, "precision": "bf16"}],
 //    "pieces_model": "d 128, ffn 256, 4 heads, ...",
 //    "pieces": [{"piece": "layer", "precision": "fp32", "recompute": "none", "threads": 1,
 //                "tokens": 35, "forward_s": 1.1e-3, "backward_s": 2.3e-3,
-//                "input_s": 1.4e-3, "weight_s": 1.9e-3}, ...],
+//                "input_s": 1.4e-3, "weight_s": 1.9e-3},
+//               {"piece": "layer", ..., "context": 4, ...}, ...],
 //    "updates": [{"piece": "layer", "threads": 1, "seconds": 2e-4}, ...]}
 //
 //   matmul       FLOP/s of (m x k) by (k x n) products on one rank's
@@ -68,6 +69,9 @@ struct LinkPoint {
 struct SharingPoint {
   int ranks = 1;
   double slowdown = 1;
+  // The precision of the work the ranks ran (optional in the file: fp32):
+  // bf16 products share the cores worse than fp32 ones here.
+  std::string precision = "fp32";
 };
 
 struct PiecePoint {
@@ -81,6 +85,21 @@ struct PiecePoint {
   // the input's gradient (I), then the parameters' (W), which walks the
   // graph again; 0 when not measured (optional in the file).
   double input_s = 0, weight_s = 0;
+  // A layer cut over a tensor group or holding 1/context of each sequence
+  // (cut_pieces.hpp), run on tensor x context thread ranks at once, its
+  // messages included: a rank's seconds, tokens its own (optional in the
+  // file, 1 when absent; only the layer is cut).
+  int tensor = 1, context = 1;
+  // Ranks running at once while it was measured (copies of the cut side
+  // by side; optional, 0 when absent: the cut's own ranks).
+  int world = 0;
+  bool cut() const { return tensor * context > 1; }
+  int measured_world() const { return world > 0 ? world : tensor * context; }
+};
+
+// Which cut of a layer: tensor ranks and context ranks (1 x 1: the whole layer).
+struct Cut {
+  int tensor = 1, context = 1;
 };
 
 struct UpdatePoint {
@@ -116,18 +135,25 @@ struct Profile {
   // measured one, then the nearest world; throws ProfileError when none.
   collectives::LinkParams link(const std::string& backend, const std::string& collective, int ranks,
                                int world = 0) const;
-  // The slowdown of each of `ranks` busy ranks, interpolated; 1 at or below
-  // the cores when not measured.
+  // The slowdown of each of `ranks` busy ranks running work in
+  // `precision` (fp32's when that one was not measured), interpolated; 1
+  // at or below the cores when not measured
   // (a fraction of a rank: ranks busy part of the time on average).
-  double slowdown(double ranks) const;
+  double slowdown(double ranks, const std::string& precision = "fp32") const;
   // Whether the pieces were measured in this precision and policy.
   bool has_pieces(const std::string& precision, const std::string& recompute) const;
-  // `piece`'s seconds for a microbatch of `tokens`, on the measured thread
-  // count nearest `threads`: linear in the tokens between the measured
-  // sizes and past them along the last two (never below the smallest
-  // size's share of it); throws ProfileError when not measured.
+  // Whether a layer cut as `cut` was measured in this precision and policy.
+  bool has_cut(const std::string& precision, const std::string& recompute, Cut cut) const;
+  // The world a cut layer was measured in nearest `world` (at most it when
+  // one was); 0 when the cut was never measured.
+  int cut_world(const std::string& precision, const std::string& recompute, Cut cut, int world) const;
+  // `piece`'s seconds for a microbatch of `tokens` (a cut layer's: one
+  // rank's, measured among `world` ranks: cut_world's), on the measured
+  // thread count nearest `threads`: linear in the tokens between the
+  // measured sizes and past them along the last two (never below the
+  // smallest size's share of it); throws ProfileError when not measured.
   PieceSeconds piece_seconds(const std::string& piece, const std::string& precision, const std::string& recompute,
-                             int threads, double tokens) const;
+                             int threads, double tokens, Cut cut = {}, int world = 0) const;
   // `piece`'s update seconds on the thread count nearest `threads`; 0 when
   // not measured.
   double update_seconds(const std::string& piece, int threads) const;

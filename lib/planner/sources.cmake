@@ -11,7 +11,9 @@ list(APPEND DISTLAB_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/calibrate.cpp
 )
 list(APPEND DISTLAB_NN_SOURCES  # builds the model's pieces (torch::nn) and SGD
+  ${CMAKE_CURRENT_LIST_DIR}/piece_timing.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pieces.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cut_pieces.cpp
 )
 # The profile's reader and writer and the scores need no LibTorch.
 list(APPEND DISTLAB_BASE_SOURCES

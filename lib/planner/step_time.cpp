@@ -61,14 +61,16 @@ struct LayerParts {
   double compute = 0;     // the forward's products, bytes and operations
   double products = 0;    // of which the products
   double elementwise = 0; // and the rest
-  double comm = 0;        // what it waits for, each way
+  double comm = 0;        // what it waits for, each way: cut_comm + expert_comm
+  double cut_comm = 0;    // of which the tensor all-reduces and the context exchanges
+  double expert_comm = 0; // and the experts' all-to-alls
   double again = 0;       // the recomputed part, run again in the backward
 };
 
 LayerParts layer_added_up(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
                           int T, int C, int64_t columns) {
   const std::string precision = memory::to_string(c.memory.precision);
-  const int64_t s = ceil_div(m.bptt, C);
+  const int64_t s = sequence_tokens(m, C);
   const int64_t tokens = s * columns, d = m.lm.emsize, f = m.lm.nhid;
   auto product = [&](int64_t rows, int64_t k, int64_t n) {
     return 2.0 * double(rows) * double(k) * double(n) / profile.matmul_flops(rows, k, n, precision);
@@ -93,16 +95,19 @@ LayerParts layer_added_up(const ModelShape& m, const Choice& c, const Profile& p
   out.products = projections + core + feed_forward;
   out.elementwise = elementwise(2 * kept) + (kLayerForwardOps + casts) * profile.op_seconds;
   out.compute = out.products + out.elementwise;
-  if (T > 1) out.comm += 2 * collective_seconds(profile, backend, collectives::Collective::kAllReduce, T, tokens * d * kFloat, world);
+  if (T > 1)
+    out.cut_comm += 2 * collective_seconds(profile, backend, collectives::Collective::kAllReduce, T, tokens * d * kFloat, world);
   if (C > 1) {
     const collectives::LinkParams link = profile.link(backend, "p2p", 2, world);
-    out.comm += double(C - 1) * (link.alpha_s + double(2 * tokens * d * kFloat) * link.beta_s_per_byte);
+    out.cut_comm += double(C - 1) * (link.alpha_s + double(2 * tokens * d * kFloat) * link.beta_s_per_byte);
   }
   if (c.experts.parallel > 1) {
     const collectives::LinkParams link = profile.link(backend, "p2p", 2, world);
     const int N = c.experts.parallel;
-    out.comm += 2 * double(N - 1) * (link.alpha_s + double(tokens * m.lm.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
+    out.expert_comm =
+        2 * double(N - 1) * (link.alpha_s + double(tokens * m.lm.moe.top_k * d * kFloat / N) * link.beta_s_per_byte);
   }
+  out.comm = out.cut_comm + out.expert_comm;
   if (c.memory.recompute == memory::Recompute::kFull) out.again = out.compute + out.comm;
   if (c.memory.recompute == memory::Recompute::kSelective) out.again = core + 6 * profile.op_seconds;
   if (c.memory.recompute == memory::Recompute::kMatmuls) out.again = out.elementwise;
@@ -125,6 +130,53 @@ double update_seconds(const ModelShape& m, const Choice& c, const Profile& profi
   if (st == 0) seconds += profile.update_seconds("embedding", threads);
   if (st == stages - 1) seconds += profile.update_seconds("decoder", threads);
   return shard * seconds;
+}
+
+// One layer on this rank from the profile's pieces, its messages included:
+// the whole layer's measured seconds at the rank's tokens; a layer cut over
+// T tensor ranks and holding 1/C of each sequence times the measured cut
+// layer's ratio to the whole one at the same tokens (both fp32 on one
+// thread; the cut measured on its T x C ranks with copies beside it up to
+// the layout's world, their sharing of the cores then taken out: the
+// replay on shared cores puts back the sharing of the ranks busy at each
+// moment). A cut the profile did not measure (one of 3, 5, 6 or 7 ranks):
+// the whole layer scaled as the added-up compute of the cut layer is to
+// the whole one's, plus the cost model's messages. The experts'
+// all-to-alls from the cost model either way.
+PieceSeconds layer_seconds(const ModelShape& m, const Choice& c, const Profile& profile, const std::string& backend,
+                           int64_t columns, const LayerParts& parts) {
+  const int T = c.layout.tensor, C = c.layout.context;
+  const std::string precision = memory::to_string(c.memory.precision);
+  const std::string recompute = memory::to_string(c.memory.recompute);
+  const double tokens = double(sequence_tokens(m, C) * columns);
+  PieceSeconds out =
+      profile.piece_seconds("layer", precision, recompute, threads_per_rank(profile, c.layout.world_size()), tokens);
+  const double twice = c.memory.recompute == memory::Recompute::kFull ? 2 : 1;  // a recomputed layer talks again
+  const Cut cut{T, C};
+  if (T * C > 1 && profile.has_cut("fp32", recompute, cut)) {
+    const int world = profile.cut_world("fp32", recompute, cut, c.layout.world_size());
+    const PieceSeconds whole = profile.piece_seconds("layer", "fp32", recompute, 1, tokens);
+    const PieceSeconds measured = profile.piece_seconds("layer", "fp32", recompute, 1, tokens, cut, world);
+    const double shared = profile.slowdown(world, "fp32");  // the cut was measured in fp32
+    auto ratio = [&](double a, double w) { return w > 0 ? a / shared / w : 1.0; };
+    out.forward *= ratio(measured.forward, whole.forward);
+    out.backward *= ratio(measured.backward, whole.backward);
+    out.input *= ratio(measured.input, whole.input);
+    out.weight *= ratio(measured.weight, whole.weight);
+  } else if (T * C > 1) {
+    ModelShape local = m;
+    local.bptt = sequence_tokens(m, C);
+    Choice whole = c;
+    whole.layout.tensor = whole.layout.context = 1;
+    whole.experts.parallel = 1;
+    const double scale = parts.compute / layer_added_up(local, whole, profile, backend, 1, 1, columns).compute;
+    out = {scale * out.forward + parts.cut_comm, scale * out.backward + twice * parts.cut_comm,
+           scale * out.input + parts.cut_comm, scale * out.weight};
+  }
+  out.forward += parts.expert_comm;
+  out.backward += twice * parts.expert_comm;
+  out.input += parts.expert_comm;
+  return out;
 }
 
 // I and W of a stage: the first returns no gradient (the executor skips
@@ -159,29 +211,19 @@ StageSeconds stage_seconds(const ModelShape& m, const Choice& c, const Profile& 
   const int T = c.layout.tensor, C = c.layout.context;
   const std::string precision = memory::to_string(c.memory.precision);
   const std::string recompute = memory::to_string(c.memory.recompute);
-  const int64_t s = ceil_div(m.bptt, C);
-  const int64_t tokens = s * columns, d = m.lm.emsize;
+  const int64_t tokens = sequence_tokens(m, C) * columns, d = m.lm.emsize;
   const double layers = double(end - first);
   const LayerParts parts = layer_added_up(m, c, profile, backend, T, C, columns);
   StageSeconds out;
 
   if (uses_pieces(profile, m, c)) {
-    // Measured: the pieces at this rank's tokens. A layer cut over T
-    // tensor ranks or holding 1/C of each sequence runs the measured
-    // whole layer's time scaled as its added-up compute is to a whole
-    // layer's at the same tokens.
+    // Measured: the pieces at this rank's tokens, a layer as layer_seconds says.
     const int threads = threads_per_rank(profile, c.layout.world_size());
-    const PieceSeconds layer = profile.piece_seconds("layer", precision, recompute, threads, double(tokens));
-    ModelShape local = m;
-    local.bptt = s;
-    Choice whole = c;
-    whole.layout.tensor = whole.layout.context = 1;
-    whole.experts.parallel = 1;
-    const double scale = parts.compute / layer_added_up(local, whole, profile, backend, 1, 1, columns).compute;
-    out.forward = layers * (scale * layer.forward + parts.comm);
-    out.backward = layers * (scale * layer.backward + parts.comm * (c.memory.recompute == memory::Recompute::kFull ? 2 : 1));
-    // I and W: each layer's measured halves (W walks the graph again), the comm in I.
-    double split_input = layers * (scale * layer.input + parts.comm), split_weight = layers * scale * layer.weight;
+    const PieceSeconds layer = layer_seconds(m, c, profile, backend, columns, parts);
+    out.forward = layers * layer.forward;
+    out.backward = layers * layer.backward;
+    // I and W: each layer's measured halves (W walks the graph again).
+    double split_input = layers * layer.input, split_weight = layers * layer.weight;
     bool measured = layer.weight > 0;
     if (stage == 0) {
       const PieceSeconds e = profile.piece_seconds("embedding", precision, "none", threads, double(tokens));
@@ -237,7 +279,7 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   const int64_t replica = replica_columns(m, l.replicas);
   const int64_t small = replica / mb;
   const double larger = double(replica % mb) / double(mb);  // the share one column more
-  const int64_t s = ceil_div(m.bptt, l.context);
+  const int64_t s = sequence_tokens(m, l.context);
   // What crosses a stage boundary, a microbatch on average.
   const int64_t activation_bytes = std::llround(double(s * replica * m.lm.emsize * kFloat) / double(mb));
   const collectives::LinkParams p2p = profile.link(backend, "p2p", 2, world);
@@ -251,6 +293,8 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
       const StageSeconds more = stage_seconds(m, c, profile, backend, st, small + 1);
       sec.forward += larger * (more.forward - sec.forward);
       sec.backward += larger * (more.backward - sec.backward);
+      sec.backward_input += larger * (more.backward_input - sec.backward_input);
+      sec.backward_weight += larger * (more.backward_weight - sec.backward_weight);
     }
     const int64_t psi = stage_parameters(m, st, stages, l.tensor, c.experts.parallel);
     stage_psi[static_cast<size_t>(st)] = psi;
@@ -316,12 +360,13 @@ StepPrediction predict_time(const ModelShape& m, const Choice& c, const Profile&
   shared.seconds = [&](const pipeline::Action& a) { return costs.seconds(a); };
   shared.message_s = costs.message_s;
   shared.copies = world / P;
-  shared.slowdown = [&](double ranks) { return profile.slowdown(ranks); };
+  const std::string precision = memory::to_string(c.memory.precision);
+  shared.slowdown = [&](double ranks) { return profile.slowdown(ranks, precision); };
   const SharedRun run = run_on_shared_cores(schedule, shared);
   out.pipeline_s = sim.makespan;
-  out.after_s = worst_after * profile.slowdown(world) + clip;
+  out.after_s = worst_after * profile.slowdown(world, precision) + clip;
   out.critical_s = run.makespan + out.after_s;
-  out.packed_s = mean_work * profile.slowdown(world);
+  out.packed_s = mean_work * profile.slowdown(world, precision);
   out.step_s = out.critical_s;
 
   // Bytes on the wire: stage boundaries both ways, every microbatch, on

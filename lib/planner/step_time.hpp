@@ -10,8 +10,8 @@
 //             part of the forward once more (memory/flops.hpp's HFU)
 //   messages  each activation and gradient between stages, and each
 //             tensor-parallel all-reduce and context exchange inside a
-//             layer (added to the action that waits for it), from the
-//             alpha-beta cost model (collectives/cost_model.hpp) with the
+//             layer not measured cut (added to the action that waits for
+//             it), from the alpha-beta cost model (collectives/cost_model.hpp) with the
 //             profile's link
 //   schedule  the pipeline simulator (pipeline/simulator.hpp) composes
 //             the actions: its makespan is the critical path, its idle
@@ -32,8 +32,9 @@
 //   compute   with the profile's pieces (pieces.hpp): each stage's
 //             embedding, layers and decoder as measured at the rank's
 //             tokens on its intra-op threads; a cut layer (T tensor ranks,
-//             1/C of each sequence) as the measured whole one scaled by
-//             their added-up compute's ratio; without pieces, added up
+//             1/C of each sequence) as measured on its own thread ranks
+//             (cut_pieces.hpp), its messages and waits in it; without
+//             pieces, added up
 #pragma once
 
 #include <cstdint>

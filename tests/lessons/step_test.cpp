@@ -107,7 +107,7 @@ std::vector<Lesson> lessons() {
        "--backend threads --ranks 1 --layers 1 --seq 8 --batch 2 --hidden 16 --heads 2 --ffn 32 --repeats 1", true,
        0},  // its trace holds memory counters, no slices
       {LESSON_18, 1, {"The question", "This machine", "The prediction", "Measured", "The largest gap", "Memory"},
-       "--preset tiny --ranks 2 --profile " DISTLAB_SOURCE_DIR "/planner/profiles/vm-2026-11-30.json --measure 0 "
+       "--preset tiny --ranks 2 --profile " DISTLAB_SOURCE_DIR "/planner/profiles/vm-2026-12-01.json --measure 0 "
        "--warmup 1 --steps 1",
        true, 0, false},
   };

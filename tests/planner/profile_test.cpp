@@ -32,6 +32,16 @@ Profile hand_profile() {
               {"embedding", "fp32", "none", 1, 70, 1e-3, 1e-3}};
   p.updates = {{"layer", 1, 3e-4}, {"layer", 2, 2e-4}};
   p.pieces_model = "d 128, ffn 256";
+  // A layer cut over 2 context ranks at 18 and 72 of its tokens, alone
+  // and as 4 copies among 8 ranks.
+  for (const auto& [world, scale] : {std::pair<int, double>{0, 1.0}, {8, 3.0}})
+    for (const auto& [tokens, forward] : {std::pair<int64_t, double>{18, 2e-3}, {72, 4e-3}}) {
+      PiecePoint q{"layer", "fp32", "none", 1, tokens, scale * forward, scale * 2 * forward,
+                   scale * forward, scale * 1.5 * forward};
+      q.context = 2;
+      q.world = world;
+      p.pieces.push_back(q);
+    }
   return p;
 }
 
@@ -64,7 +74,13 @@ TEST(Profile, WhatItWritesItReadsBack) {
   EXPECT_EQ(q.links[1].world, 0);
   EXPECT_EQ(q.links[2].world, 8);
   EXPECT_DOUBLE_EQ(q.slowdown(8), 4.2);
-  ASSERT_EQ(q.pieces.size(), 7u);
+  ASSERT_EQ(q.pieces.size(), 11u);
+  EXPECT_EQ(q.pieces[7].context, 2);
+  EXPECT_EQ(q.pieces[7].tensor, 1);
+  EXPECT_EQ(q.pieces[7].world, 0);  // absent from the file: its own 2 ranks
+  EXPECT_EQ(q.pieces[7].measured_world(), 2);
+  EXPECT_EQ(q.pieces[10].world, 8);
+  EXPECT_DOUBLE_EQ(q.pieces[10].forward_s, 12e-3);
   EXPECT_EQ(q.pieces[3].threads, 2);
   EXPECT_EQ(q.pieces[2].tokens, 350);
   EXPECT_DOUBLE_EQ(q.pieces[2].backward_s, 11e-3);
@@ -88,6 +104,15 @@ TEST(Profile, LooksUpByShapeGroupAndRanks) {
   EXPECT_THROW(p.link("gloo", "p2p", 2), ProfileError);
   EXPECT_NEAR(p.slowdown(5), 1.1 + (5.0 - 2) / 6 * 3.1, 1e-12);
   EXPECT_NEAR(p.slowdown(1.5), 1.05, 1e-12);  // ranks busy part of the time
+  // Work in bf16 shares the cores by its own points; a precision not measured by fp32's.
+  Profile q = p;
+  q.sharing.push_back({1, 1.0, "bf16"});
+  q.sharing.push_back({8, 6.0, "bf16"});
+  EXPECT_NEAR(q.slowdown(4.5, "bf16"), 1.0 + 0.5 * 5.0, 1e-12);
+  EXPECT_NEAR(q.slowdown(5, "fp32"), p.slowdown(5), 1e-12);
+  EXPECT_NEAR(q.slowdown(5, "fp16"), p.slowdown(5), 1e-12);
+  EXPECT_EQ(parse_profile(profile_json(q), "x").sharing.back().precision, "bf16");
+  EXPECT_EQ(parse_profile(profile_json(q), "x").sharing.front().precision, "fp32");
   // Among 8 busy ranks: the point measured so; among 4: the group alone's (2) is nearer.
   EXPECT_DOUBLE_EQ(p.link("threads", "p2p", 2, 8).alpha_s, 9e-5);
   EXPECT_DOUBLE_EQ(p.link("threads", "p2p", 2, 4).alpha_s, 1e-5);
@@ -128,6 +153,35 @@ TEST(Profile, PiecesAreLinearInTheTokensBetweenAndPastTheMeasuredSizes) {
   EXPECT_EQ(p.update_seconds("decoder", 1), 0);
 }
 
+TEST(Profile, ACutLayerIsLookedUpByItsCutAndTheNearestWorldMeasured) {
+  const Profile p = hand_profile();
+  const Cut context2{1, 2};
+  EXPECT_TRUE(p.has_cut("fp32", "none", context2));
+  EXPECT_FALSE(p.has_cut("fp32", "none", {2, 1}));
+  EXPECT_FALSE(p.has_cut("fp32", "full", context2));
+  // The largest world measured up to the one asked, else the smallest above.
+  EXPECT_EQ(p.cut_world("fp32", "none", context2, 2), 2);
+  EXPECT_EQ(p.cut_world("fp32", "none", context2, 4), 2);
+  EXPECT_EQ(p.cut_world("fp32", "none", context2, 8), 8);
+  EXPECT_EQ(p.cut_world("fp32", "none", context2, 16), 8);
+  EXPECT_EQ(p.cut_world("fp32", "none", {2, 1}, 8), 0);
+  // Linear in its own tokens between the sizes measured in that world: 45 halfway.
+  EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 45, context2, 2).forward, 3e-3, 1e-15);
+  EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 45, context2, 8).forward, 9e-3, 1e-15);
+  EXPECT_NEAR(p.piece_seconds("layer", "fp32", "none", 1, 45, context2, 8).weight, 13.5e-3, 1e-15);
+  // The whole layer is not the cut one, and the cut one does not count as the whole.
+  EXPECT_DOUBLE_EQ(p.piece_seconds("layer", "fp32", "none", 1, 70).forward, 1.5e-3);
+  Profile only_cut = p;
+  only_cut.pieces.erase(only_cut.pieces.begin(), only_cut.pieces.begin() + 4);  // the whole layers
+  EXPECT_FALSE(only_cut.has_pieces("fp32", "none"));
+  try {
+    (void)p.piece_seconds("layer", "fp32", "none", 1, 35, {4, 1}, 4);
+    ADD_FAILURE() << "a cut never measured was looked up";
+  } catch (const ProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut over 4 tensor x 1 context ranks"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Profile, RefusesBadBytesInOneLineNamingWhatIsWrong) {
   const std::string good = profile_json(hand_profile());
   ASSERT_EQ(refusal(good), "");
@@ -153,6 +207,15 @@ TEST(Profile, RefusesBadBytesInOneLineNamingWhatIsWrong) {
       {replaced(good, "\"pieces\": [", "\"pieces\": 3, \"x\": ["), "\"pieces\" in the profile is not a list"},
       {replaced(good, "\"seconds\": 0.0003", "\"seconds\": \"fast\""), "\"seconds\" in updates[0] is not a number"},
       {replaced(good, "\"pieces_model\"", "\"model\""), "no \"pieces_model\" in the profile (whose pieces are they?)"},
+      {replaced(good, "\"context\": 2", "\"context\": 0"), "\"context\" in pieces[7] is 0"},
+      {replaced(good, "\"slowdown\": 1.1", "\"slowdown\": 1.1, \"precision\": \"int4\""),
+       "\"precision\" in sharing[1] is \"int4\""},
+      {replaced(good, "\"context\": 2", "\"context\": 2, \"tensor\": 1.5"), "\"tensor\" in pieces[7] is 1.5"},
+      {replaced(good, "\"world\": 8\n  }\n ],\n \"pieces_model\"", "\"world\": 3\n  }\n ],\n \"pieces_model\""),
+       "pieces[10] was measured among 3 ranks, not a multiple of its 2"},
+      {replaced(good, "\"piece\": \"decoder\"", "\"piece\": \"decoder\", \"tensor\": 2"),
+       "pieces[4] cuts a decoder: only a layer is cut"},
+      {replaced(good, "\"tokens\": 72", "\"tokens\": 18"), "pieces[8] measures again what an earlier entry measured"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string why = refusal(text);

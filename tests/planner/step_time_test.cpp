@@ -190,6 +190,26 @@ TEST(StepTime, AStagesSecondsAreItsMeasuredPiecesAtTheRanksTokens) {
   EXPECT_DOUBLE_EQ(prediction.pipeline_s, sim.makespan);
   EXPECT_DOUBLE_EQ(prediction.bubble, sim.bubble);
 
+  // 20 columns in 8 microbatches (tensor_split: four of 3, four of 2):
+  // every action, I and W too, as the mean microbatch of 2.5 columns,
+  // halfway between the stage's seconds at 2 and at 3.
+  c.memory.recompute = memory::Recompute::kNone;
+  c.pipeline.microbatches = 8;
+  pipeline::ActionCosts uneven;
+  for (int s = 0; s < 2; ++s) {
+    const StageSeconds two = stage_seconds(model, c, p, "threads", s, 2);
+    const StageSeconds three = stage_seconds(model, c, p, "threads", s, 3);
+    auto mean = [](double a, double b) { return (a + b) / 2; };
+    uneven.per_stage.push_back({mean(two.forward, three.forward), mean(two.backward, three.backward),
+                                mean(two.backward_input, three.backward_input),
+                                mean(two.backward_weight, three.backward_weight)});
+  }
+  EXPECT_GT(uneven.per_stage[1].backward_input, 0);
+  uneven.message_s =
+      p.links[0].link.alpha_s + double(35 * 20 * model.lm.emsize * 4) / 8 * p.links[0].link.beta_s_per_byte;
+  const pipeline::Simulation uneven_sim = pipeline::simulate(pipeline::make_schedule(c.pipeline.schedule, 2, 8, 1), uneven);
+  EXPECT_NEAR(predict_time(model, c, p).pipeline_s, uneven_sim.makespan, 1e-12);
+
   // A policy or a precision the profile did not measure: added up from the products.
   c.memory.recompute = memory::Recompute::kSelective;
   EXPECT_NO_THROW(stage_seconds(model, c, p, "threads", 0, 10));
@@ -205,6 +225,44 @@ TEST(StepTime, AStagesSecondsAreItsMeasuredPiecesAtTheRanksTokens) {
   q.pieces_model = pieces_model(model_shape("tiny", 1000));
   EXPECT_FALSE(uses_pieces(q, model, c));
   EXPECT_NE(stage_seconds(model, c, q, "threads", 0, 10).forward, first.forward);
+}
+
+// A layer cut over 2 tensor ranks (or 2 context ranks) measured as 2
+// copies among 4 thread ranks: a rank's seconds there, the 4 ranks' sharing
+// of the 2 cores (2.1 times slower each) in them.
+TEST(StepTime, ACutLayerIsItsMeasuredSecondsWithTheSharingTakenOut) {
+  Profile p = pieces_profile();
+  for (const Cut cut : {Cut{2, 1}, Cut{1, 2}})
+    for (const auto& [tokens, forward] : {std::pair<int64_t, double>{175, 5e-3}, {700, 11e-3}}) {
+      PiecePoint q{"layer", "fp32", "none", 1, tokens, forward, 2 * forward, forward, 1.5 * forward};
+      q.tensor = cut.tensor;
+      q.context = cut.context;
+      q.world = 4;
+      p.pieces.push_back(q);
+    }
+  const ModelShape model = model_shape("cpu", 1000);
+  auto at350 = [](double y175, double y700) { return y175 + (y700 - y175) / 3; };
+  Choice c;
+  c.layout = train::Layout{2, 1, 2, 1};  // 4 ranks: 2 stages of 2 tensor ranks (P, R, T, C)
+  c.pipeline.microbatches = 2;           // 10 columns: 350 tokens a microbatch on every tensor rank
+  const StageSeconds first = stage_seconds(model, c, p, "threads", 0, 10);
+  const StageSeconds last = stage_seconds(model, c, p, "threads", 1, 10);
+  // One thread a rank (4 ranks, 2 cores): the whole layer's seconds cancel
+  // out of the ratio, and what is left is the cut layer's own, / 2.1.
+  EXPECT_NEAR(first.forward, 2 * at350(5e-3, 11e-3) / 2.1 + at350(3e-4, 9e-4), 1e-15);
+  EXPECT_NEAR(first.backward, 2 * at350(10e-3, 22e-3) / 2.1 + at350(1e-4, 3e-4), 1e-15);
+  EXPECT_NEAR(last.backward_input, 2 * at350(5e-3, 11e-3) / 2.1 + at350(3e-3, 1.1e-2), 1e-15);
+  EXPECT_NEAR(last.backward_weight, 2 * at350(7.5e-3, 16.5e-3) / 2.1 + at350(8e-3, 3.2e-2), 1e-15);
+  // 2 context ranks hold 18 of each column's 35 tokens (padded to 4 chunks
+  // of 9): 180 tokens, 5/525 of the way from 175 to 700.
+  c.layout = train::Layout{2, 1, 1, 2};
+  auto at180 = [](double y175, double y700) { return y175 + (y700 - y175) * 5 / 525; };
+  EXPECT_NEAR(stage_seconds(model, c, p, "threads", 0, 10).forward,
+              2 * at180(5e-3, 11e-3) / 2.1 + at180(3e-4, 9e-4), 1e-15);
+  // A cut the profile did not measure (4 tensor ranks): added up, not these.
+  c.layout = train::Layout{1, 1, 4, 1};
+  EXPECT_NO_THROW(stage_seconds(model, c, p, "threads", 0, 10));
+  EXPECT_GT(stage_seconds(model, c, p, "threads", 0, 10).forward, 0);
 }
 
 }  // namespace

@@ -179,6 +179,8 @@ TEST(PlanModel, NotJsonAndCutShortAreSaidSo) {
   EXPECT_TRUE(
       text_refused("{\"format\": \"distlab-plan\",\n \"version\": 1,\n oops}", "not JSON: a syntax error at line 3"));
   EXPECT_TRUE(text_refused(kPlanJson + "x", "not JSON"));
+  // A number past a double's (found by fuzz_plan_record).
+  EXPECT_TRUE(text_refused("{\"format\": \"distlab-plan\", \"version\": 1e400}", "number overflow parsing '1e400'"));
   // Cut anywhere, inside a string, a number or between values: cut short.
   for (const double share : {0.001, 0.1, 0.37, 0.5, 0.77, 0.999}) {
     const size_t at = static_cast<size_t>(static_cast<double>(kPlanJson.size()) * share);
