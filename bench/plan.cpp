@@ -15,12 +15,17 @@
 //   Spearman          per world size (the order of its layouts)        0.9
 //   regret            per world size                                   5 %
 //   memory error      the job's predicted bytes against the meter's    1 %
+//   memory per rank   each rank's predicted peak against its own meter 1 %
+//                     (with --rank-memory, on by default: each layout
+//                     that ran is run again for 2 steps under
+//                     distlab-run, a process a rank, gloo)
 //   enumeration       seconds to enumerate and predict, largest world  2 s
 //
 // A profile made minutes before the runs predicts this machine as it is
 // now (the VM's speed drifts within the hour): without --profile the
 // benchmark calibrates first (about a minute).
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -49,8 +54,45 @@ struct PlanBenchOptions {
   std::string data;
   unsigned seed = 1;
   std::string record_prefix;
+  bool rank_memory = true;
   MeasureOptions run;
 };
+
+// Each rank's predicted peak against its own process's meter, for every
+// layout in `rows` that ran: one line a layout, every rank's error kept.
+std::vector<double> rank_memory_errors(const ModelShape& model, const std::vector<MeasuredRow>& rows,
+                                       const MeasureOptions& run) {
+  std::vector<double> errors;
+  std::printf("each rank's own peak (the layout run again for 2 steps under distlab-run, a process a rank, gloo):\n");
+  for (const MeasuredRow& row : rows) {
+    if (!row.measured.ok) continue;
+    const Choice& c = row.predicted.choice;
+    const int world = c.layout.world_size();
+    const RankPeaks peaks = measure_rank_memory(row.predicted.command, world, run);
+    if (!peaks.ok) {
+      std::printf("  %-40s failed: %s\n", choice_name(c).c_str(), peaks.error.c_str());
+      continue;
+    }
+    const train::ParallelPlan plan = plan_of(model, c);
+    double worst = 0;
+    std::string line;
+    for (int r = 0; r < world; ++r) {
+      const int stage = plan.place_of(r).stage;
+      int64_t predicted = 0;
+      for (const RankMemory& m : row.predicted.memory.ranks)
+        if (m.pipeline_rank == stage) predicted = m.total();
+      const double measured = double(peaks.bytes[static_cast<size_t>(r)]);
+      const double error = (double(predicted) - measured) / measured;
+      errors.push_back(std::abs(error));
+      if (std::abs(error) >= std::abs(worst)) worst = error;
+      char one[48];
+      std::snprintf(one, sizeof one, " %+.1f%%", 100 * error);
+      line += one;
+    }
+    std::printf("  %-40s worst %+6.1f%%  by rank:%s\n", choice_name(c).c_str(), 100 * worst, line.c_str());
+  }
+  return errors;
+}
 
 void target_line(const char* what, double value, const char* unit, double target, bool higher_is_better) {
   const double scale = std::string(unit) == "%" ? 100 : 1;
@@ -74,6 +116,7 @@ int run(const PlanBenchOptions& o) {
     std::printf("profile %s (%s, %s)\n", o.profile.c_str(), profile.machine.c_str(), profile.date.c_str());
   }
   std::vector<MeasuredRow> all;
+  std::vector<double> rank_errors;  // |predicted - measured| / measured, every rank of every layout
   std::vector<std::pair<int, Scores>> per_world;  // world size, its scores (when 2 or more ran)
   double enumeration_s = 0;
   int largest = 0;
@@ -98,6 +141,10 @@ int run(const PlanBenchOptions& o) {
                         ranked, 0, rows);
       std::printf("wrote %s\n", path.c_str());
     }
+    if (o.rank_memory) {
+      const std::vector<double> errors = rank_memory_errors(model, rows, o.run);
+      rank_errors.insert(rank_errors.end(), errors.begin(), errors.end());
+    }
     const RowScores scores = score_rows(rows);
     if (scores.time.layouts >= 2) per_world.push_back({world, scores.time});
     all.insert(all.end(), rows.begin(), rows.end());
@@ -119,6 +166,12 @@ int run(const PlanBenchOptions& o) {
   }
   target_line("memory error, mean", pooled.memory.mean_abs_error, "%", 0.01, false);
   target_line("memory error, worst", pooled.memory.worst_abs_error, "%", 0.01, false);
+  if (!rank_errors.empty()) {
+    double sum = 0, worst = 0;
+    for (const double e : rank_errors) sum += e, worst = std::max(worst, e);
+    target_line("memory per rank error, mean", sum / double(rank_errors.size()), "%", 0.01, false);
+    target_line("memory per rank error, worst", worst, "%", 0.01, false);
+  }
   target_line(("enumerate and predict, " + std::to_string(largest) + " ranks (s)").c_str(), enumeration_s, "", 2.0,
               false);
   return 0;
@@ -143,8 +196,12 @@ Registration reg("plan", "distlab-plan's predictions against runs of many layout
   cmd.add_option("--timeout", o->run.timeout_s, "seconds before a layout's run is stopped")->capture_default_str();
   cmd.add_option("--record", o->record_prefix, "write PREFIX-N-ranks.json per world size (the Plan view opens them)");
   cmd.add_option("--capstone", o->run.capstone, "lesson_11_capstone to run (default: the build's)");
+  cmd.add_flag("--rank-memory,!--no-rank-memory", o->rank_memory,
+               "run each layout again under distlab-run (a process a rank) for every rank's own peak memory")
+      ->capture_default_str();
   return [o] {
     o->run.data = o->data;
+    o->run.launcher = default_launcher(o->run.capstone);
     return run(*o);
   };
 });

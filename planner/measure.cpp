@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,12 +24,16 @@ std::vector<std::string> words(const std::string& line) {
 }
 
 // The last line that says something (CLI11 ends a refused flag with a
-// pointer to --help after the line naming the flag).
+// pointer to --help after the line naming the flag; distlab-run ends a
+// failed job with its own lines after the rank's).
 std::string last_line(const std::string& text) {
   std::istringstream in(text);
   std::string line, last;
+  auto says = [](const std::string& l) {
+    return !l.empty() && l.find("Run with --help") == std::string::npos && l.rfind("distlab-run: ", 0) != 0;
+  };
   while (std::getline(in, line))
-    if (!line.empty() && line.rfind("Run with --help", 0) != 0) last = line;
+    if (says(line)) last = line;
   return last;
 }
 
@@ -53,6 +56,13 @@ std::vector<double> steps_from_log(const std::string& log, int warmup) {
   return out;
 }
 
+int64_t resident_bytes_from_log(const std::string& log) {
+  static const std::regex line(R"(\]: memory: peak \d+ bytes allocated.*; resident peak (-?\d+) bytes)");
+  std::smatch m;
+  if (!std::regex_search(log, m, line)) return -1;
+  return std::stoll(m[1]);
+}
+
 int64_t metered_bytes_from_log(const std::string& log) {
   static const std::regex line(R"(\]: memory: peak (\d+) bytes allocated)");
   std::smatch m;
@@ -69,18 +79,16 @@ std::string default_capstone(const char* argv0) {
   return folder + "/../lessons/lesson_11_capstone";
 }
 
-Measured measure(const std::string& command, const MeasureOptions& o) {
-  std::vector<std::string> args = words(command);
-  args[0] = o.capstone;
-  const int total = o.warmup + o.steps;
-  for (const std::string& extra :
-       {std::string("--epochs"), std::string("1"), std::string("--batches-per-epoch"), std::to_string(total + 1),
-        std::string("--eval-batches"), std::string("1"), std::string("--log-interval"), std::string("1"),
-        std::string("--stop-after"), std::to_string(total), std::string("--meter-memory")})
-    args.push_back(extra);
-  if (!o.data.empty()) args.insert(args.end(), {"--data", o.data});
+namespace {
 
-  Measured out;
+// `args` run as a child process, its stdout and stderr read together,
+// killed past `timeout_s`.
+struct ChildRun {
+  bool ok = false;
+  std::string log, error;
+};
+ChildRun run_child(std::vector<std::string> args, double timeout_s) {
+  ChildRun out;
   int pipe_out[2];
   if (pipe(pipe_out) != 0) {
     out.error = std::string("pipe: ") + std::strerror(errno);
@@ -104,7 +112,6 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
     _exit(127);
   }
   close(pipe_out[1]);
-  std::string log;
   const auto start = std::chrono::steady_clock::now();
   bool timed_out = false;
   for (;;) {
@@ -114,9 +121,9 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
       char buffer[4096];
       const ssize_t n = read(pipe_out[0], buffer, sizeof buffer);
       if (n <= 0) break;
-      log.append(buffer, static_cast<size_t>(n));
+      out.log.append(buffer, static_cast<size_t>(n));
     }
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o.timeout_s) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
       kill(pid, SIGKILL);
       timed_out = true;
       break;
@@ -124,20 +131,43 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
   }
   close(pipe_out[0]);
   int status = 0;
-  rusage usage{};
-  wait4(pid, &status, 0, &usage);
-  out.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  waitpid(pid, &status, 0);
   if (timed_out) {
-    out.error = "stopped after " + std::to_string(static_cast<int>(o.timeout_s)) + " s (--timeout)";
-    return out;
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    out.error = last_line(log);
+    out.error = "stopped after " + std::to_string(static_cast<int>(timeout_s)) + " s (--timeout)";
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    out.error = last_line(out.log);
     if (out.error.empty()) out.error = "exit status " + std::to_string(status);
+  } else {
+    out.ok = true;
+  }
+  return out;
+}
+
+// lesson 11's flags for a run of `steps` steps with the meter on.
+std::vector<std::string> run_flags(int steps, const MeasureOptions& o) {
+  std::vector<std::string> flags = {"--epochs", "1", "--batches-per-epoch", std::to_string(steps + 1),
+                                    "--eval-batches", "1", "--log-interval", "1",
+                                    "--stop-after", std::to_string(steps), "--meter-memory"};
+  if (!o.data.empty()) flags.insert(flags.end(), {"--data", o.data});
+  return flags;
+}
+
+}  // namespace
+
+Measured measure(const std::string& command, const MeasureOptions& o) {
+  std::vector<std::string> args = words(command);
+  args[0] = o.capstone;
+  for (const std::string& flag : run_flags(o.warmup + o.steps, o)) args.push_back(flag);
+  Measured out;
+  const ChildRun child = run_child(args, o.timeout_s);
+  if (!child.ok) {
+    out.error = child.error;
     return out;
   }
+  const std::string& log = child.log;
   out.step_s = steps_from_log(log, o.warmup);
   out.metered_bytes = metered_bytes_from_log(log);
+  out.peak_rss_bytes = std::max<int64_t>(0, resident_bytes_from_log(log));
   if (out.metered_bytes < 0) {
     out.error = "no memory line in its log (--meter-memory): " + last_line(log);
     return out;
@@ -153,6 +183,49 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
   out.high_s = sorted.back();
   out.ok = true;
   return out;
+}
+
+std::vector<int64_t> rank_bytes_from_log(const std::string& log, int ranks) {
+  // "[rank 2] [RANK 2]: memory: peak 24299548 bytes allocated on the CPU (the allocator meter, this rank's process)"
+  static const std::regex line(R"(\[RANK (\d+)\]: memory: peak (\d+) bytes allocated)");
+  std::vector<int64_t> out(static_cast<size_t>(ranks), -1);
+  std::istringstream in(log);
+  for (std::string text; std::getline(in, text);) {
+    std::smatch m;
+    if (!std::regex_search(text, m, line)) continue;
+    const long rank = std::stol(m[1]);
+    if (rank >= 0 && rank < ranks) out[static_cast<size_t>(rank)] = std::stoll(m[2]);
+  }
+  return out;
+}
+
+RankPeaks measure_rank_memory(const std::string& command, int ranks, const MeasureOptions& o) {
+  std::vector<std::string> args = {o.launcher, "--nproc-per-node", std::to_string(ranks), "--"};
+  std::vector<std::string> lesson = words(command);
+  lesson[0] = o.capstone;
+  args.insert(args.end(), lesson.begin(), lesson.end());
+  args.insert(args.end(), {"--backend", "gloo"});
+  for (const std::string& flag : run_flags(2, o)) args.push_back(flag);
+  RankPeaks out;
+  const ChildRun child = run_child(args, o.timeout_s);
+  if (!child.ok) {
+    out.error = child.error;
+    return out;
+  }
+  out.bytes = rank_bytes_from_log(child.log, ranks);
+  for (size_t r = 0; r < out.bytes.size(); ++r)
+    if (out.bytes[r] < 0) {
+      out.error = "rank " + std::to_string(r) + " printed no memory line: " + last_line(child.log);
+      return out;
+    }
+  out.ok = true;
+  return out;
+}
+
+std::string default_launcher(const std::string& capstone) {
+  const size_t slash = capstone.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : capstone.substr(0, slash);
+  return folder + "/../launcher/distlab-run";
 }
 
 }  // namespace distlab::planner

@@ -51,6 +51,7 @@
 #include "data/corpus.hpp"
 #include "data/corpus_stats.hpp"
 #include "memory/allocator_meter.hpp"
+#include "memory/resident.hpp"
 #include "memory/flops.hpp"
 #include "lesson.hpp"
 #include "pipeline/schedule.hpp"
@@ -146,12 +147,16 @@ void print_utilisation(const comm::Communicator& comm, const train::TrainerOptio
 // for the run's tensors at its fullest (the batches, the stages, their
 // gradients and optimizer state, the activations, the buffers). One line
 // a process: thread ranks share one allocator, so theirs is the job's.
+// Then the process's resident peak (memory/resident.hpp): LibTorch's code
+// and the allocator's caches too.
 void print_metered_peak(comm::Communicator& comm) {
   comm.barrier();  // every rank of this process done
   if (comm.backend() == "threads" && comm.rank() != 0) return;
-  std::printf("[RANK %d]: memory: peak %lld bytes allocated on the CPU (the allocator meter, %s)\n", comm.rank(),
-              static_cast<long long>(memory::AllocatorMeter::install().peak()),
-              comm.backend() == "threads" ? "every rank of this process" : "this rank's process");
+  std::printf("[RANK %d]: memory: peak %lld bytes allocated on the CPU (the allocator meter, %s); resident peak %lld "
+              "bytes\n",
+              comm.rank(), static_cast<long long>(memory::AllocatorMeter::install().peak()),
+              comm.backend() == "threads" ? "every rank of this process" : "this rank's process",
+              static_cast<long long>(memory::resident_peak_bytes()));
 }
 
 void run(comm::Communicator& comm, const data::Corpus& corpus, const data::CorpusSummary& summary,

@@ -1,0 +1,76 @@
+// Measuring each rank's own memory (planner/measure.hpp): the peaks read
+// from a log by rank, and a real layout of the tiny preset run under
+// distlab-run, a process a rank, each metering itself; a layout lesson 11
+// refuses reported with its reason.
+#include <gtest/gtest.h>
+
+#include "measure.hpp"
+
+namespace distlab::planner {
+namespace {
+
+TEST(Measure, EachRanksPeakIsReadFromItsOwnLine) {
+  const std::string log =
+      "[rank 1] [RANK 1]: memory: peak 48313612 bytes allocated on the CPU (the allocator meter, this rank's process)\n"
+      "[rank 0] [RANK 0]: | epoch   1 |     1/    3 batches | lr 5.00 | ms/batch 70.00 | loss 9.00\n"
+      "[rank 0] [RANK 0]: memory: peak 24299548 bytes allocated on the CPU (the allocator meter, this rank's process)\n"
+      "[rank 7] [RANK 7]: memory: peak 5 bytes allocated on the CPU (a rank past the world, left out)\n";
+  EXPECT_EQ(rank_bytes_from_log(log, 3), (std::vector<int64_t>{24299548, 48313612, -1}));
+  EXPECT_EQ(rank_bytes_from_log("", 2), (std::vector<int64_t>{-1, -1}));
+}
+
+TEST(Measure, TheResidentPeakIsTheOnePrintedBesideTheMeters) {
+  EXPECT_EQ(resident_bytes_from_log("[RANK 0]: memory: peak 82508124 bytes allocated on the CPU (the allocator meter, "
+                                    "every rank of this process); resident peak 315449344 bytes\n"),
+            315449344);
+  EXPECT_EQ(resident_bytes_from_log("[RANK 0]: memory: peak 82508124 bytes allocated on the CPU\n"), -1);
+}
+
+// A real run on thread ranks: its resident peak holds its tensors and
+// LibTorch's code, so it is above the meter's peak; and it is the child's
+// own, not this test's (a parent's rusage would count the pages the child
+// had from it before its exec).
+TEST(Measure, AThreadRunsResidentPeakIsItsOwn) {
+  MeasureOptions o;
+  o.capstone = LESSON_11;
+  o.warmup = 1;
+  o.steps = 1;
+  o.timeout_s = 240;
+  const std::vector<char> ballast(size_t{600} << 20, 1);  // this process: 600 MB resident
+  const Measured m = measure("lesson_11_capstone --preset tiny --pipeline 1 --replicas 2 --chunks 1", o);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_GT(m.peak_rss_bytes, m.metered_bytes);
+  EXPECT_LT(m.peak_rss_bytes, int64_t{550} << 20) << "the parent's 600 MB counted";
+  EXPECT_EQ(ballast[12345], 1);
+}
+
+MeasureOptions tiny_options() {
+  MeasureOptions o;
+  o.capstone = LESSON_11;
+  o.launcher = DISTLAB_RUN;
+  o.timeout_s = 240;
+  return o;
+}
+
+TEST(Measure, EachRankOfALayoutMetersItsOwnProcess) {
+  const RankPeaks peaks = measure_rank_memory(
+      "lesson_11_capstone --preset tiny --pipeline 2 --replicas 1 --schedule 1f1b --stages-per-rank 1 --chunks 1", 2,
+      tiny_options());
+  ASSERT_TRUE(peaks.ok) << peaks.error;
+  ASSERT_EQ(peaks.bytes.size(), 2u);
+  EXPECT_GT(peaks.bytes[0], 0);
+  // The last stage holds the decoder's logits over the vocabulary and
+  // their gradient, more than the first stage's embedding and layers.
+  EXPECT_GT(peaks.bytes[1], peaks.bytes[0]);
+}
+
+TEST(Measure, ALayoutTheLessonRefusesIsReportedWithItsReason) {
+  const RankPeaks peaks = measure_rank_memory(
+      "lesson_11_capstone --preset tiny --pipeline 2 --replicas 1 --schedule 1f1b --stages-per-rank 1 --chunks 0", 2,
+      tiny_options());
+  EXPECT_FALSE(peaks.ok);
+  EXPECT_NE(peaks.error.find("chunks"), std::string::npos) << peaks.error;
+}
+
+}  // namespace
+}  // namespace distlab::planner
