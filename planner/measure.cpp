@@ -23,6 +23,12 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
+// The folder a path names a file in ("." for a bare name).
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 // The last line that says something (CLI11 ends a refused flag with a
 // pointer to --help after the line naming the flag; distlab-run ends a
 // failed job with its own lines after the rank's).
@@ -73,10 +79,8 @@ int64_t metered_bytes_from_log(const std::string& log) {
 std::string default_capstone(const char* argv0) {
   char self[4096] = {};
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv0);
-  const size_t slash = path.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
-  return folder + "/../lessons/lesson_11_capstone";
+  const std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv0);
+  return folder_of(path) + "/../lessons/lesson_11_capstone";
 }
 
 namespace {
@@ -222,10 +226,6 @@ RankPeaks measure_rank_memory(const std::string& command, int ranks, const Measu
   return out;
 }
 
-std::string default_launcher(const std::string& capstone) {
-  const size_t slash = capstone.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : capstone.substr(0, slash);
-  return folder + "/../launcher/distlab-run";
-}
+std::string default_launcher(const std::string& capstone) { return folder_of(capstone) + "/../launcher/distlab-run"; }
 
 }  // namespace distlab::planner

@@ -164,22 +164,23 @@ int nearest_threads(const std::vector<int>& measured, int threads) {
   return best;
 }
 
+// Whether `p` measured `piece` in this precision and policy, cut as `cut`.
+bool measures(const PiecePoint& p, const std::string& piece, const std::string& precision,
+              const std::string& recompute, Cut cut) {
+  return p.piece == piece && p.precision == precision && p.recompute == recompute && p.tensor == cut.tensor &&
+         p.context == cut.context;
+}
+
 }  // namespace
 
 bool Profile::has_cut(const std::string& precision, const std::string& recompute, Cut cut) const {
-  for (const PiecePoint& p : pieces)
-    if (p.piece == "layer" && p.precision == precision && p.recompute == recompute && p.tensor == cut.tensor &&
-        p.context == cut.context)
-      return true;
-  return false;
+  return cut_world(precision, recompute, cut, 1) > 0;
 }
 
 int Profile::cut_world(const std::string& precision, const std::string& recompute, Cut cut, int world) const {
   int best = 0;
   for (const PiecePoint& p : pieces) {
-    if (p.piece != "layer" || p.precision != precision || p.recompute != recompute || p.tensor != cut.tensor ||
-        p.context != cut.context)
-      continue;
+    if (!measures(p, "layer", precision, recompute, cut)) continue;
     const int w = p.measured_world();
     // The largest measured world up to `world`, else the smallest above it.
     const bool better = best == 0 || (w <= world ? (best > world || w > best) : (best > world && w < best));
@@ -193,8 +194,7 @@ PieceSeconds Profile::piece_seconds(const std::string& piece, const std::string&
                                     int world) const {
   const int among = cut.tensor * cut.context > 1 ? cut_world(precision, recompute, cut, world) : 0;
   auto is = [&](const PiecePoint& p) {
-    return p.piece == piece && p.precision == precision && p.recompute == recompute && p.tensor == cut.tensor &&
-           p.context == cut.context && (among == 0 || p.measured_world() == among);
+    return measures(p, piece, precision, recompute, cut) && (among == 0 || p.measured_world() == among);
   };
   std::vector<int> measured;
   for (const PiecePoint& p : pieces)
@@ -368,20 +368,16 @@ Profile parse_profile(const std::string& text, const std::string& what) {
         q.input_s = r.non_negative(pieces[i], "input_s", where);  // 0: the first stage's I has no input to return
         q.weight_s = r.positive(pieces[i], "weight_s", where);
       }
-      for (const char* key : {"tensor", "context"})
-        if (pieces[i].contains(key)) {
-          const int n = static_cast<int>(r.count(pieces[i], key, where, kMaxRanks));
-          (std::string(key) == "tensor" ? q.tensor : q.context) = n;
-        }
+      if (pieces[i].contains("tensor")) q.tensor = static_cast<int>(r.count(pieces[i], "tensor", where, kMaxRanks));
+      if (pieces[i].contains("context")) q.context = static_cast<int>(r.count(pieces[i], "context", where, kMaxRanks));
       if (pieces[i].contains("world")) q.world = static_cast<int>(r.count(pieces[i], "world", where, kMaxRanks));
       if (q.cut() && q.piece != "layer") r.fail(where + " cuts a " + q.piece + ": only a layer is cut");
       if (q.world > 0 && q.world % (q.tensor * q.context) != 0)
         r.fail(where + " was measured among " + std::to_string(q.world) + " ranks, not a multiple of its " +
                std::to_string(q.tensor * q.context));
       for (const PiecePoint& other : p.pieces)
-        if (other.piece == q.piece && other.precision == q.precision && other.recompute == q.recompute &&
-            other.threads == q.threads && other.tokens == q.tokens && other.tensor == q.tensor &&
-            other.context == q.context && other.measured_world() == q.measured_world())
+        if (measures(other, q.piece, q.precision, q.recompute, {q.tensor, q.context}) && other.threads == q.threads &&
+            other.tokens == q.tokens && other.measured_world() == q.measured_world())
           r.fail(where + " measures again what an earlier entry measured (" + q.piece + ", " + q.precision + ", " +
                  q.recompute + ", " + std::to_string(q.threads) + " threads, " + std::to_string(q.tokens) + " tokens" +
                  (q.cut() ? ", " + std::to_string(q.tensor) + " x " + std::to_string(q.context) + " cut" : "") + ")");

@@ -153,8 +153,8 @@ PieceSeconds layer_seconds(const ModelShape& m, const Choice& c, const Profile& 
       profile.piece_seconds("layer", precision, recompute, threads_per_rank(profile, c.layout.world_size()), tokens);
   const double twice = c.memory.recompute == memory::Recompute::kFull ? 2 : 1;  // a recomputed layer talks again
   const Cut cut{T, C};
-  if (T * C > 1 && profile.has_cut("fp32", recompute, cut)) {
-    const int world = profile.cut_world("fp32", recompute, cut, c.layout.world_size());
+  const int world = T * C > 1 ? profile.cut_world("fp32", recompute, cut, c.layout.world_size()) : 0;
+  if (world > 0) {  // the cut measured
     const PieceSeconds whole = profile.piece_seconds("layer", "fp32", recompute, 1, tokens);
     const PieceSeconds measured = profile.piece_seconds("layer", "fp32", recompute, 1, tokens, cut, world);
     const double shared = profile.slowdown(world, "fp32");  // the cut was measured in fp32
