@@ -38,6 +38,7 @@
 #include "planner/enumerate.hpp"
 #include "planner/profile.hpp"
 #include "planner/scores.hpp"
+#include "rank_memory.hpp"
 #include "record.hpp"
 #include "runs.hpp"
 
@@ -47,15 +48,10 @@ namespace {
 using namespace distlab::planner;
 
 struct PlanBenchOptions {
-  std::string preset = "cpu";
-  std::vector<int> ranks = {4, 8};
-  int layouts = 16;
+  LayoutSample sample;  // --layouts: half the predicted best, half at random
   std::string profile;
-  std::string data;
-  unsigned seed = 1;
   std::string record_prefix;
   bool rank_memory = true;
-  MeasureOptions run;
 };
 
 // Each rank's predicted peak against its own process's meter, for every
@@ -66,30 +62,9 @@ std::vector<double> rank_memory_errors(const ModelShape& model, const std::vecto
   std::printf("each rank's own peak (the layout run again for 2 steps under distlab-run, a process a rank, gloo):\n");
   for (const MeasuredRow& row : rows) {
     if (!row.measured.ok) continue;
-    const Choice& c = row.predicted.choice;
-    const int world = c.layout.world_size();
-    const RankPeaks peaks = measure_rank_memory(row.predicted.command, world, run);
-    if (!peaks.ok) {
-      std::printf("  %-40s failed: %s\n", choice_name(c).c_str(), peaks.error.c_str());
-      continue;
-    }
-    const train::ParallelPlan plan = plan_of(model, c);
-    double worst = 0;
-    std::string line;
-    for (int r = 0; r < world; ++r) {
-      const int stage = plan.place_of(r).stage;
-      int64_t predicted = 0;
-      for (const RankMemory& m : row.predicted.memory.ranks)
-        if (m.pipeline_rank == stage) predicted = m.total();
-      const double measured = double(peaks.bytes[static_cast<size_t>(r)]);
-      const double error = (double(predicted) - measured) / measured;
-      errors.push_back(std::abs(error));
-      if (std::abs(error) >= std::abs(worst)) worst = error;
-      char one[48];
-      std::snprintf(one, sizeof one, " %+.1f%%", 100 * error);
-      line += one;
-    }
-    std::printf("  %-40s worst %+6.1f%%  by rank:%s\n", choice_name(c).c_str(), 100 * worst, line.c_str());
+    const std::vector<double> mine =
+        rank_memory_line(model, row.predicted.choice, row.predicted.command, row.predicted.memory, run);
+    errors.insert(errors.end(), mine.begin(), mine.end());
   }
   return errors;
 }
@@ -101,13 +76,14 @@ void target_line(const char* what, double value, const char* unit, double target
 }
 
 int run(const PlanBenchOptions& o) {
-  const ModelShape model = model_on_corpus(o.preset, 0, o.data);
+  const LayoutSample& sample = o.sample;
+  const ModelShape model = model_on_corpus(sample.preset, 0, sample.data);
   Profile profile;
   if (o.profile.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     CalibrationOptions c;
-    c.max_ranks = *std::max_element(o.ranks.begin(), o.ranks.end());
-    std::printf("calibrating %s for the %s preset (about a minute)\n", machine_name().c_str(), o.preset.c_str());
+    c.max_ranks = *std::max_element(sample.ranks.begin(), sample.ranks.end());
+    std::printf("calibrating %s for the %s preset (about a minute)\n", machine_name().c_str(), sample.preset.c_str());
     std::fflush(stdout);
     profile = calibrate(model, c, [](const std::string&) {});
     std::printf("calibrated in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -120,7 +96,7 @@ int run(const PlanBenchOptions& o) {
   std::vector<std::pair<int, Scores>> per_world;  // world size, its scores (when 2 or more ran)
   double enumeration_s = 0;
   int largest = 0;
-  for (const int world : o.ranks) {
+  for (const int world : sample.ranks) {
     SearchSpace space;
     space.world = world;
     const auto t0 = std::chrono::steady_clock::now();
@@ -128,12 +104,12 @@ int run(const PlanBenchOptions& o) {
     const std::vector<Ranked> ranked = rank_layouts(model, e.accepted, profile);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (world >= largest) largest = world, enumeration_s = seconds;
-    const std::vector<size_t> chosen = choose_to_measure(ranked.size(), o.layouts / 2, o.seed);
+    const std::vector<size_t> chosen = choose_to_measure(ranked.size(), sample.layouts / 2, sample.seed);
     std::printf("\n%s preset on %d thread ranks: %zu layouts accepted, predicted in %.2f s; running %zu (%d warm-up "
                 "steps, %d timed)\n",
-                o.preset.c_str(), world, ranked.size(), seconds, chosen.size(), o.run.warmup, o.run.steps);
+                sample.preset.c_str(), world, ranked.size(), seconds, chosen.size(), sample.run.warmup, sample.run.steps);
     std::fflush(stdout);
-    const std::vector<MeasuredRow> rows = measure_layouts(ranked, chosen, o.run, false, print_each(stdout));
+    const std::vector<MeasuredRow> rows = measure_layouts(ranked, chosen, sample.run, false, print_each(stdout));
     print_measured(stdout, model, rows);
     if (!o.record_prefix.empty()) {
       const std::string path = o.record_prefix + "-" + std::to_string(world) + "-ranks.json";
@@ -142,7 +118,7 @@ int run(const PlanBenchOptions& o) {
       std::printf("wrote %s\n", path.c_str());
     }
     if (o.rank_memory) {
-      const std::vector<double> errors = rank_memory_errors(model, rows, o.run);
+      const std::vector<double> errors = rank_memory_errors(model, rows, sample.run);
       rank_errors.insert(rank_errors.end(), errors.begin(), errors.end());
     }
     const RowScores scores = score_rows(rows);
@@ -180,28 +156,18 @@ int run(const PlanBenchOptions& o) {
 Registration reg("plan", "distlab-plan's predictions against runs of many layouts: error, Spearman, regret",
                  [](CLI::App& cmd) {
   auto o = std::make_shared<PlanBenchOptions>();
-  o->run.capstone = default_capstone("distlab-bench");
-  cmd.add_option("--preset", o->preset, "model: tiny, cpu, tutorial")
-      ->check(CLI::IsMember({"tiny", "cpu", "tutorial"}))->capture_default_str();
-  cmd.add_option("--ranks", o->ranks, "world sizes")->check(CLI::Range(1, 64))->capture_default_str();
-  cmd.add_option("--layouts", o->layouts, "layouts run per world size: half the predicted best, half at random")
-      ->check(CLI::Range(2, 1000))->capture_default_str();
+  add_sample_flags(cmd, o->sample, "layouts run per world size: half the predicted best, half at random");
   cmd.add_option("--profile", o->profile, "a profile (distlab-plan calibrate); default: calibrate now");
-  cmd.add_option("--data", o->data, "corpus folder (default: the bundled one)");
-  cmd.add_option("--seed", o->seed, "the random draw")->capture_default_str();
-  cmd.add_option("--warmup", o->run.warmup, "steps before the timed ones")->check(CLI::Range(0, 1000))
+  cmd.add_option("--warmup", o->sample.run.warmup, "steps before the timed ones")->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  cmd.add_option("--steps", o->run.steps, "timed steps per layout (the median is compared)")
+  cmd.add_option("--steps", o->sample.run.steps, "timed steps per layout (the median is compared)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
-  cmd.add_option("--timeout", o->run.timeout_s, "seconds before a layout's run is stopped")->capture_default_str();
   cmd.add_option("--record", o->record_prefix, "write PREFIX-N-ranks.json per world size (the Plan view opens them)");
-  cmd.add_option("--capstone", o->run.capstone, "lesson_11_capstone to run (default: the build's)");
   cmd.add_flag("--rank-memory,!--no-rank-memory", o->rank_memory,
                "run each layout again under distlab-run (a process a rank) for every rank's own peak memory")
       ->capture_default_str();
   return [o] {
-    o->run.data = o->data;
-    o->run.launcher = default_launcher(o->run.capstone);
+    finish_sample(o->sample);
     return run(*o);
   };
 });

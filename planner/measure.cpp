@@ -204,7 +204,9 @@ std::vector<int64_t> rank_bytes_from_log(const std::string& log, int ranks) {
 }
 
 RankPeaks measure_rank_memory(const std::string& command, int ranks, const MeasureOptions& o) {
-  std::vector<std::string> args = {o.launcher, "--nproc-per-node", std::to_string(ranks), "--"};
+  // A free port of its own: another job on this machine (a second
+  // benchmark, a lesson) never meets this one's ranks.
+  std::vector<std::string> args = {o.launcher, "--nproc-per-node", std::to_string(ranks), "--master-port", "0", "--"};
   std::vector<std::string> lesson = words(command);
   lesson[0] = o.capstone;
   args.insert(args.end(), lesson.begin(), lesson.end());

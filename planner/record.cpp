@@ -22,9 +22,10 @@ json memory_json(const MemoryPrediction& memory) {
                      {"optimizer_state", m.optimizer_state},
                      {"buffers", m.buffers},
                      {"activations", m.activations},
-                     {"loss_gradient", m.loss_gradient},
+                     {"backward_scratch", m.backward_scratch},
                      {"data", m.data},
                      {"data_setup", m.data_setup},
+                     {"build", m.build},
                      {"total", m.total()}});
   return ranks;
 }

@@ -15,7 +15,7 @@
 //                     "job_bytes": ...},       // every rank's predicted peak added up
 //       "memory": [                    // one per pipeline rank, bytes by category
 //         {"pipeline_rank": 0, "parameters": ..., "gradients": ..., "gradient_shard": ...,
-//          "optimizer_state": ..., "buffers": ..., "activations": ..., "loss_gradient": ...,
+//          "optimizer_state": ..., "buffers": ..., "activations": ..., "backward_scratch": ...,
 //          "data": ..., "data_setup": ..., "total": ...}],
 //       "measured": {"ok": true, "median_ms": 70.2, "low_ms": 68.0, "high_ms": 75.1,
 //                    "steps_ms": [...], "metered_bytes": ..., "peak_rss_bytes": ...}

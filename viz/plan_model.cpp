@@ -115,8 +115,13 @@ PlanRankMemory read_rank(const json& value, const std::string& where, int pipeli
   const Fields f(value, where);
   PlanRankMemory m;
   m.pipeline_rank = static_cast<int>(f.integer("pipeline_rank", 0, pipeline - 1));
-  for (int c = 0; c < kPlanCategoryCount; ++c)
-    m.bytes[static_cast<size_t>(c)] = f.bytes(kPlanCategories[static_cast<size_t>(c)]);
+  for (int c = 0; c < kPlanCategoryCount; ++c) {
+    const char* key = kPlanCategories[static_cast<size_t>(c)];
+    // Records written before the first stages' scratch was predicted call
+    // the last stage's "loss_gradient".
+    if (std::string(key) == "backward_scratch" && !value.contains(key)) key = "loss_gradient";
+    m.bytes[static_cast<size_t>(c)] = f.bytes(key);
+  }
   m.data_setup = f.bytes("data_setup");
   m.total = f.bytes("total");
   return m;

@@ -38,7 +38,7 @@ class PlanFormatError : public std::runtime_error {
 // first); the record's field names.
 inline constexpr int kPlanCategoryCount = 8;
 inline constexpr std::array<const char*, kPlanCategoryCount> kPlanCategories = {
-    "parameters", "gradients", "gradient_shard", "optimizer_state", "buffers", "activations", "loss_gradient", "data"};
+    "parameters", "gradients", "gradient_shard", "optimizer_state", "buffers", "activations", "backward_scratch", "data"};
 // The same as the panel says them ("gradient shard").
 std::string plan_category_label(int category);
 

@@ -14,7 +14,7 @@ namespace {
 
 // The Memory panel's colours for the categories both panels show, and
 // three more for the planner's own: a gradient shard paler than the
-// gradients, the loss gradient and the data.
+// gradients, the backward scratch and the data.
 const std::array<Color, kPlanCategoryCount> kCategoryColors = {
     memory_series_color(0), memory_series_color(1), rgb(255, 204, 128), memory_series_color(2),
     memory_series_color(3), memory_series_color(4), rgb(0, 172, 193),   rgb(141, 110, 99)};

@@ -35,6 +35,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -145,17 +146,39 @@ void print_utilisation(const comm::Communicator& comm, const train::TrainerOptio
 // --meter-memory: the allocator meter's peak (memory/allocator_meter.hpp),
 // installed once the corpus was read: every CPU byte LibTorch allocated
 // for the run's tensors at its fullest (the batches, the stages, their
-// gradients and optimizer state, the activations, the buffers). One line
-// a process: thread ranks share one allocator, so theirs is the job's.
-// Then the process's resident peak (memory/resident.hpp): LibTorch's code
-// and the allocator's caches too.
+// gradients and optimizer state, the activations, the buffers). The peak
+// is read at each step's end, so the line gives the training steps' own
+// (what distlab-plan predicts), then the whole run's: the final digest and
+// the evaluations gather and copy parameters of their own. One line a
+// process: thread ranks share one allocator, so theirs is the job's. Then
+// the process's resident peak (memory/resident.hpp): LibTorch's code and
+// the allocator's caches too.
+struct StepsPeak {
+  std::atomic<int64_t> bytes{0}, step{0};
+};
+StepsPeak& steps_peak() {
+  static StepsPeak peak;
+  return peak;
+}
+
+std::function<void(int64_t)> reading_the_meter(std::function<void(int64_t)> next, const Options& o) {
+  if (!o.meter_memory) return next;
+  return [next = std::move(next)](int64_t step) {
+    memory::raise_to(steps_peak().bytes, memory::AllocatorMeter::install().peak());
+    memory::raise_to(steps_peak().step, step);
+    if (next) next(step);
+  };
+}
+
 void print_metered_peak(comm::Communicator& comm) {
-  comm.barrier();  // every rank of this process done
+  comm.barrier();
   if (comm.backend() == "threads" && comm.rank() != 0) return;
-  std::printf("[RANK %d]: memory: peak %lld bytes allocated on the CPU (the allocator meter, %s); resident peak %lld "
-              "bytes\n",
-              comm.rank(), static_cast<long long>(memory::AllocatorMeter::install().peak()),
+  std::printf("[RANK %d]: memory: peak %lld bytes allocated on the CPU (the allocator meter, %s) through step %lld; "
+              "%lld bytes by the end of the run; resident peak %lld bytes\n",
+              comm.rank(), static_cast<long long>(steps_peak().bytes.load()),
               comm.backend() == "threads" ? "every rank of this process" : "this rank's process",
+              static_cast<long long>(steps_peak().step.load()),
+              static_cast<long long>(memory::AllocatorMeter::install().peak()),
               static_cast<long long>(memory::resident_peak_bytes()));
 }
 
@@ -193,7 +216,7 @@ void run(comm::Communicator& comm, const data::Corpus& corpus, const data::Corpu
     std::fflush(stdout);
   }
   train::TrainerOptions options = t;  // elastic: the layout train() fits to (layout_for), so it keeps it
-  options.loop.after_step = killer(comm, o);
+  options.loop.after_step = reading_the_meter(killer(comm, o), o);
   parts.begin(comm, "Training");
   const train::TrainResult r = train::train(comm, corpus, options);
   parts.begin(comm, "Against the unigram baseline");

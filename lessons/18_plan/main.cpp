@@ -195,7 +195,7 @@ void run(const Options& o, lessons::Parts& parts) {
   for (const RankMemory& m : best.memory.ranks)
     std::printf("  %5d %11s %11s %11s %11s %11s %11s %11s\n", m.pipeline_rank, bytes_text(m.parameters).c_str(),
                 bytes_text(m.gradients + m.gradient_shard).c_str(), bytes_text(m.optimizer_state).c_str(),
-                bytes_text(m.buffers).c_str(), bytes_text(m.activations + m.loss_gradient).c_str(),
+                bytes_text(m.buffers).c_str(), bytes_text(m.activations + m.backward_scratch).c_str(),
                 bytes_text(m.data).c_str(), bytes_text(m.total()).c_str());
   for (const MeasuredRow& row : rows)
     if (row.rank == 1 && row.measured.ok)

@@ -47,8 +47,7 @@ int64_t scratch_elements(const Plan& plan, int rank) {
 // MiB the heap serves a buffer without new pages, and GPU tensors come
 // from LibTorch's caching allocator already: neither is kept.
 at::Tensor scratch_for(int64_t count, const at::Tensor& like) {
-  constexpr int64_t kKeptFrom = 1 << 20;  // bytes
-  if (!like.device().is_cpu() || count * static_cast<int64_t>(like.element_size()) < kKeptFrom)
+  if (!like.device().is_cpu() || count * static_cast<int64_t>(like.element_size()) < kScratchKeptFromBytes)
     return at::empty({count}, like.options());
   thread_local at::Tensor kept;
   if (!kept.defined() || kept.numel() < count || kept.scalar_type() != like.scalar_type())

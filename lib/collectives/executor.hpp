@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
 #include "collectives/plan.hpp"
 #include "comm/communicator.hpp"
 
@@ -19,11 +21,15 @@ namespace distlab::collectives {
 //      when the step began: nothing is written until every send is done);
 //   3. wait for all of them, then combine (op) or copy the scratch pieces in.
 // With kAvg, divides result_range(plan, rank) by p at the end. Scratch is
-// allocated once per call. Each step is traced as one "step" event on the
+// the most one step receives to combine; on the CPU, from
+// kScratchKeptFromBytes on, it is the calling thread's buffer, kept between
+// calls and grown to the largest asked for (the pages are not paid again);
+// below that, and on a GPU, allocated once per call. Each step is traced as one "step" event on the
 // comm lane of every rank, idle or not, so that timelines line up (args:
 // collective, algorithm, step, steps, phase, chunk sent, recv_chunk, tag).
 // Errors name the collective and the step that failed.
 void run_plan(comm::Communicator& comm, const Plan& plan, at::Tensor& flat, comm::ReduceOp op, int tag);
+inline constexpr int64_t kScratchKeptFromBytes = int64_t{1} << 20;
 
 // Names the "collective" span around one call that runs `plan` on `flat`
 // (its steps nest in it): "all_reduce ring [tensor]" in a group, its bytes,

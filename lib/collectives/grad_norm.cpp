@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -9,10 +10,19 @@ namespace distlab::collectives {
 
 namespace {
 
-// Sum of squares in float64 on `device`: (1,)
+// Sum of squares in float64 on `device`: (1,). Each gradient is read
+// kNormChunk elements at a time, so the float64 copy is at most one chunk
+// (512 KB), not the largest gradient twice over (an embedding's V x d as
+// float64, then its squares): the clip is not a rank's peak.
 at::Tensor sum_of_squares(const std::vector<at::Tensor>& gradients, const at::Device& device) {
   at::Tensor total = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
-  for (const auto& g : gradients) total += g.to(at::kDouble).pow(2).sum();
+  for (const auto& g : gradients) {
+    const at::Tensor flat = g.reshape({-1});
+    for (int64_t at = 0; at < flat.numel(); at += kNormChunk) {
+      const at::Tensor chunk = flat.narrow(0, at, std::min(kNormChunk, flat.numel() - at)).to(at::kDouble);
+      total += at::dot(chunk, chunk);
+    }
+  }
   return total;
 }
 

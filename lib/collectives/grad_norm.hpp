@@ -17,6 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -38,5 +39,9 @@ struct NormShare {
 // A parameter without a gradient has no share. The sums are float64 on the
 // groups' device (the first gradient's when there is no group).
 double clip_grad_norm(const std::vector<NormShare>& shares, double max_norm, comm::Communicator* whole_model = nullptr);
+
+// The elements of a gradient the norm converts to float64 at a time: its
+// scratch is at most this many doubles (planner/memory_model.hpp counts it).
+constexpr int64_t kNormChunk = int64_t{1} << 16;
 
 }  // namespace distlab::collectives

@@ -32,8 +32,13 @@ struct PipelineExecutor::State {
   std::vector<std::vector<at::Tensor>> input, output, root, grad_output, grad_input;
   std::vector<std::pair<comm::WorkPtr, std::vector<at::Tensor>>> sends;  // waited at the end of the step
   std::vector<std::string> send_names;
+  // Where each (c, i)'s activation sends are in `sends`: its gradient's
+  // arrival proves them delivered, so they are waited and their tensors
+  // dropped then (a sent activation is not kept to the step's end).
+  std::vector<std::vector<std::vector<size_t>>> activation_sends;
   State(int v, int m)
-      : input(v, std::vector<at::Tensor>(m)), output(input), root(input), grad_output(input), grad_input(input) {}
+      : input(v, std::vector<at::Tensor>(m)), output(input), root(input), grad_output(input), grad_input(input),
+        activation_sends(v, std::vector<std::vector<size_t>>(m)) {}
 };
 
 PipelineExecutor::PipelineExecutor(comm::Communicator& comm, Schedule schedule, std::vector<StageModule> stages,
@@ -160,6 +165,7 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
         case ActionType::kSendF: {
           const at::Tensor data = st.output[c][i].detach().contiguous();
           at::Tensor header = comm::shape_header(data, comm_.device(), comm_.self() + " " + to_string(a));
+          st.activation_sends[c][i] = {st.sends.size(), st.sends.size() + 1};
           st.sends.push_back({comm_.isend(header, peer, tag(kHeader, s, i)), {header}});
           st.sends.push_back({comm_.isend(data, peer, tag(kActivation, s, i)), {data}});
           st.send_names.insert(st.send_names.end(), 2, to_string(a));
@@ -186,6 +192,10 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           at::Tensor grad = at::empty_like(st.output[c][i], at::MemoryFormat::Contiguous);
           comm_.irecv(grad, peer, tag(kGradient, s + 1, i))->wait();
           st.grad_output[c][i] = grad;
+          for (size_t k : st.activation_sends[c][i]) {
+            st.sends[k].first->wait();
+            st.sends[k] = {nullptr, {}};
+          }
           break;
         }
         case ActionType::kOverlapFB: break;  // never here: run() gets its halves
@@ -205,8 +215,10 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
     for (const Action& part : parts(a)) run(part);
   }
   // Sends were posted without waiting (schedule.hpp); they must be done
-  // before their tensors are freed and before the next step reuses the tags.
+  // before their tensors are freed and before the next step reuses the tags
+  // (an activation's, when its gradient came back; the rest here).
   for (size_t k = 0; k < st.sends.size(); ++k) {
+    if (!st.sends[k].first) continue;  // waited when its gradient came back
     try {
       st.sends[k].first->wait();
     } catch (const comm::CommError& e) {

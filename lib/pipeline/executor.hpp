@@ -12,7 +12,9 @@
 //   GPT is batch_first=False: cut its (S, N) tokens along dim 1);
 // - runs this rank's actions in order. RECV waits (irecv + wait) where the
 //   schedule puts it; SEND posts an isend and the step waits for all sends at
-//   its end, exactly the semantics the checker proves deadlock-free;
+//   its end, exactly the semantics the checker proves deadlock-free; an
+//   activation's send is waited (and its tensor let go) earlier, when its
+//   gradient has come back: the peer had it whole to compute that;
 // - activations travel with a small header first (int64: dtype, ndim, sizes)
 //   because a receiver cannot know a stage's output shape in general (the
 //   last microbatch may be smaller, a stage may change the shape); gradients

@@ -52,7 +52,10 @@ Simulation simulate(const Schedule& schedule, const ActionCosts& costs, int core
   std::vector<std::vector<std::pair<double, int>>> changes(S);
   auto add_event = [&](int r, const Action& a, double begin, double end) {
     if (a.type == ActionType::kForward) changes[a.stage].push_back({begin, +1});
-    if (a.type == ActionType::kBackward || a.type == ActionType::kBackwardWeight) changes[a.stage].push_back({end, -1});
+    const bool splits = costs.of(a.stage).splits_backward;
+    if (a.type == ActionType::kBackward || (a.type == ActionType::kBackwardWeight && splits) ||
+        (a.type == ActionType::kBackwardInput && !splits))
+      changes[a.stage].push_back({end, -1});
     trace::Event e;
     e.rank = r;
     e.lane = is_compute(a.type) ? stage_lane(a.stage) : trace::kLaneComm;

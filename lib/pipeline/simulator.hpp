@@ -5,7 +5,7 @@
 //
 // A stage holds a microbatch's activations from the start of its F until the
 // end of its backward (B, or W when the backward is split: W still reads the
-// stage's saved input). Messages cost `message_s` each (for instance the
+// stage's saved input; I when the stage does not split it). Messages cost `message_s` each (for instance the
 // alpha-beta model of collectives/cost_model.hpp: alpha + bytes * beta);
 // sends do not occupy the rank, receives make it wait.
 #pragma once
@@ -26,6 +26,11 @@ struct StageCosts {
   double backward = 2.0;         // full backward, B = I + W
   double backward_input = 1.0;   // I
   double backward_weight = 1.0;  // W
+  // false: the stage does not split its backward (a recomputed layer's
+  // weights need the whole of it: StageModule::splits_backward), so I runs
+  // all of B and frees the microbatch there, W nothing. Its costs are the
+  // caller's to set (I = B, W = 0).
+  bool splits_backward = true;
 };
 
 struct ActionCosts {

@@ -5,15 +5,21 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <tuple>
 
+#include "collectives/executor.hpp"
+#include "collectives/plan.hpp"
+#include "ddp/bucket_plan.hpp"
 #include "memory/recompute.hpp"
 #include "models/encoder_layer.hpp"
+#include "models/parameter_count.hpp"
 #include "models/split.hpp"
 #include "pipeline/simulator.hpp"
 #include "planner/schedule_shape.hpp"
 #include "tensor_parallel/memory.hpp"
+#include "train/stage_model.hpp"
 
 namespace distlab::planner {
 
@@ -50,6 +56,77 @@ int64_t stage_spread_parameters(const ModelShape& m, int stage, int stages, int 
   if (!m.lm.moe.enabled() || experts_over <= 1) return 0;
   const auto [first, end] = stage_layers(m, stage, stages);
   return (end - first) * layer_expert_parameters(m, experts_over);
+}
+
+// A stage's parameters on one tensor rank in registration order, one list
+// per ZeRO-3 unit (zero/zero3.hpp): the embedding (V d), each layer's
+// in_proj weight and bias, out_proj's, linear1's, linear2's and the two
+// norms' weights and biases (a layer with experts as one tensor), the
+// decoder's weight and bias.
+std::vector<std::vector<int64_t>> stage_units(const ModelShape& m, int stage, int stages, int T, int experts_over) {
+  const int64_t d = m.lm.emsize, f = m.lm.nhid, V = m.lm.ntokens;
+  const auto [first, end] = stage_layers(m, stage, stages);
+  std::vector<std::vector<int64_t>> units;
+  if (stage == 0) units.push_back({V * d});
+  for (int64_t layer = first; layer < end; ++layer) {
+    if (m.lm.moe.enabled()) {
+      units.push_back({layer_parameters(m, T, experts_over)});
+      continue;
+    }
+    units.push_back({3 * d * d / T, 3 * d / T, d * d / T, d, f * d / T, f / T, d * f / T, d, d, d, d, d});
+  }
+  if (stage == stages - 1) units.push_back({V * d, V});
+  return units;
+}
+
+// What the ring's reductions leave on a rank of a ZeRO-k stage: the
+// calling thread's scratch (collectives/executor.hpp), as large as the
+// largest chunk one reduce-scatter of a bucket receives, kept once it
+// reaches kScratchKeptFromBytes. The buckets as ZeRO packs them: ZeRO-1 in
+// registration order, ZeRO-2 in the backward's, each of 1 MiB first then
+// 25 MiB (ddp/bucket_plan.hpp); ZeRO-3 a unit each.
+int64_t zero_scratch_bytes(const std::vector<std::vector<int64_t>>& units, int zero, int group) {
+  if (zero == 0 || group == 1) return 0;
+  std::vector<int64_t> buckets;
+  if (zero == 3) {
+    for (const auto& unit : units) {
+      int64_t n = 0;
+      for (int64_t t : unit) n += t;
+      buckets.push_back(n);
+    }
+  } else {
+    std::vector<ddp::ParamInfo> infos;
+    for (const auto& unit : units)
+      for (int64_t t : unit) infos.push_back({"", t});
+    std::vector<int> order(infos.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (zero == 2) order = ddp::reverse_registration_order(static_cast<int>(infos.size()));
+    for (const ddp::Bucket& b : ddp::plan_buckets(infos, order, ddp::kDefaultFirstBucketBytes, ddp::kDefaultBucketCapBytes).buckets)
+      buckets.push_back(b.numel);
+  }
+  int64_t most = 0;
+  for (int64_t n : buckets) {
+    const int64_t bytes = kFloat * collectives::chunk_range(n, group, 0).count;
+    if (bytes >= collectives::kScratchKeptFromBytes) most = std::max(most, bytes);
+  }
+  return most;
+}
+
+// ZeRO-3's backward of one unit (zero/zero3.hpp), at its gradients' end:
+// the unit gathered whole, the next one (backward order) prefetched, and
+// the flat copy of its gradients / p being made (the largest gradient's
+// scaled copy beside it); with one microbatch the unit's own .grad too (with
+// more, every unit's whole .grad is counted as gradients). The largest
+// over the stage's units.
+int64_t zero3_unit_scratch(const std::vector<std::vector<int64_t>>& units, bool own_gradient) {
+  int64_t most = 0, next = 0;  // next: the unit the backward reaches after this one
+  for (const auto& unit : units) {  // forward order: unit u's prefetch is u - 1, the one before
+    int64_t whole = 0, largest = 0;
+    for (int64_t t : unit) whole += t, largest = std::max(largest, t);
+    most = std::max(most, kFloat * (whole + next + whole + largest + (own_gradient ? whole : 0)));
+    next = whole;
+  }
+  return most;
 }
 
 }  // namespace
@@ -91,8 +168,55 @@ int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, 
   int64_t bytes = (end - first) * per_layer;
   if (stage == 0) bytes += kFloat * 3 * U;  // the embedding scaled, its dropout noise and output
   else bytes += kFloat * U;                 // the received activation, the stage's input
-  if (stage == stages - 1) bytes += 2 * vocabulary_tensor_bytes(m, c, columns);  // logits and their log-softmax
+  // In 16 bits what reads a layer's float32 output keeps its 16-bit copy
+  // (the next layer's in_proj, the decoder), not the output, which the
+  // per-layer figure counts as a layer alone returns it: so do the first
+  // stage's embedding output and every layer's but the one the executor
+  // keeps to start the backward from (a stage's last, but on the last stage).
+  if (c.memory.precision != memory::Precision::kFp32) {
+    const int64_t outputs = (end - first) + (stage == 0 ? 1 : 0) - (stage < stages - 1 && end > first ? 1 : 0);
+    bytes -= kFloat * outputs * U;
+  }
+  // The logits' log-softmax, which the loss keeps (the logits themselves
+  // are freed once it is taken: nothing saves them).
+  if (stage == stages - 1) bytes += vocabulary_tensor_bytes(m, c, columns);
+  // In 16 bits the decoder's product keeps the 16-bit copies it made of
+  // its weight and its input (memory/precision.hpp), a microbatch each.
+  if (stage == stages - 1 && c.memory.precision != memory::Precision::kFp32)
+    bytes += 2 * m.lm.emsize * (m.lm.ntokens + s * columns);
   return bytes;
+}
+
+int64_t recompute_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const auto [first, end] = stage_layers(m, stage, stages);
+  if (c.memory.recompute == memory::Recompute::kNone || end == first) return 0;
+  Choice none = c;
+  none.memory.recompute = memory::Recompute::kNone;
+  return (stage_activation_bytes(m, none, stage, columns) - stage_activation_bytes(m, c, stage, columns)) / (end - first);
+}
+
+int64_t backward_scratch_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  if (stage == stages - 1) return 2 * vocabulary_tensor_bytes(m, c, columns);
+  const int64_t U = sequence_tokens(m, c.layout.context) * columns * m.lm.emsize;
+  return kFloat * ((stage > 0 ? 3 : 2) * U + m.lm.emsize * m.lm.nhid / c.layout.tensor) +
+         recompute_bytes(m, c, stage, columns);
+}
+
+// The rank's peak while its stages are built (the header's build).
+int64_t build_bytes(const ModelShape& m, const Choice& c, int rank) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const int64_t positional = kFloat * m.lm.max_len * m.lm.emsize;
+  const int64_t whole = kFloat * stage_parameters(m, 0, 1, 1, 1) + positional;
+  if (stages == 1 || models::count_parameters(m.lm) > train::kWholeModelInitLimit) return 0;
+  int64_t built = 0, most = 0;
+  for (int s = 0; s < stages; ++s) {
+    if (pipeline::rank_of_stage(s, c.layout.pipeline, pipeline::placement_of(c.pipeline.schedule)) != rank) continue;
+    built += kFloat * stage_parameters(m, s, stages, 1, 1) + (s == 0 ? positional : 0);
+    most = std::max(most, whole + built);
+  }
+  return most;
 }
 
 const RankMemory& MemoryPrediction::worst() const {
@@ -108,7 +232,9 @@ DataBytes data_bytes(const ModelShape& m, int replicas) {
   DataBytes out;
   out.kept = rows * replica_columns(m, replicas) * kToken + matrix(m.valid_tokens, m.eval_batch) +
              matrix(m.test_tokens, m.eval_batch);
-  out.setup = matrix(m.train_tokens, m.batch);
+  // The whole matrix beside the replica's columns while they are cut out
+  // (contiguous() copies them); one replica's columns are the matrix itself.
+  out.setup = replicas > 1 ? matrix(m.train_tokens, m.batch) : 0;
   return out;
 }
 
@@ -117,8 +243,13 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
   const int P = l.pipeline, stages = P * c.pipeline.stages_per_rank;
   const int averaging = l.replicas * l.context;  // the ranks a stage's gradients average over
   const int64_t columns = microbatch_columns(m, l.replicas, c.pipeline.microbatches);
-  const HeldMicrobatches& held = held_microbatches(c.pipeline.schedule, P, c.pipeline.stages_per_rank,
-                                                   static_cast<int>(std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas)));
+  const int microbatches = static_cast<int>(std::min<int64_t>(c.pipeline.microbatches, m.batch / l.replicas));
+  const HeldMicrobatches& held = held_microbatches(c.pipeline.schedule, P, c.pipeline.stages_per_rank, microbatches,
+                                                   !memory::recomputes_parameters(c.memory.recompute));
+  // The microbatches a stage holds are taken as the largest ones (the
+  // first: tensor_split gives them the extra columns), which the peak
+  // window of every schedule here includes.
+  const std::vector<int64_t> sizes = microbatch_sizes(m, l.replicas, microbatches);
   const int64_t optimizer_bytes = 0;  // the trainer's plain SGD
   const DataBytes data = data_bytes(m, l.replicas);
   MemoryPrediction out;
@@ -127,7 +258,9 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     mem.pipeline_rank = r;
     mem.data = data.kept;
     mem.data_setup = data.setup;
-    std::vector<int64_t> per_microbatch(static_cast<size_t>(stages), 0);
+    bool holds_first = false, holds_last = false;
+    int64_t scratch = 0, unit_scratch = 0;
+    std::vector<std::vector<int64_t>> held_bytes(static_cast<size_t>(stages), std::vector<int64_t>(sizes.size() + 1, 0));
     for (int s = 0; s < stages; ++s) {
       if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
       const int64_t psi = stage_parameters(m, s, stages, l.tensor, c.experts.parallel);
@@ -139,10 +272,12 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       // ZeRO-3 leaves spread experts whole (their own ZeRO-2 shards their
       // gradients and optimizer state).
       mem.parameters += kFloat * (c.data.zero == 3 ? ceil_div(psi - spread, averaging) + spread : psi);
-      // .grad sums the microbatches whole (no_sync) under every strategy
-      // but ZeRO-3 (there: the experts'); ZeRO-2 and -3 also hold their
-      // shard from the start.
-      mem.gradients += kFloat * (c.data.zero == 3 ? spread : psi);
+      // .grad sums the microbatches whole (no_sync) under every strategy;
+      // ZeRO-2 and -3 also hold their shard from the start. (Their whole
+      // .grad: below, by moment.)
+      // ZeRO-1's .grad are its flat buckets, made with the stage: buffers.
+      if (c.data.zero == 1) mem.buffers += kFloat * psi;
+      else mem.gradients += kFloat * psi;
       if (c.data.zero >= 2) mem.gradient_shard += kFloat * shard;
       mem.optimizer_state += optimizer_bytes * (c.data.zero >= 1 ? shard : psi);
       if (s == 0) mem.buffers += kFloat * m.lm.max_len * m.lm.emsize;  // the positional table
@@ -151,13 +286,69 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       // reduce-scattered after the step (the experts' ZeRO-1 has its own):
       // a copy of every gradient.
       if (c.data.zero == 0) mem.buffers += kFloat * (psi - spread);
-      if (c.data.zero == 1) mem.buffers += kFloat * psi;
-      per_microbatch[static_cast<size_t>(s)] = stage_activation_bytes(m, c, s, columns);
-      if (s == stages - 1) mem.loss_gradient = vocabulary_tensor_bytes(m, c, columns);
+      // ZeRO's reductions run on one thread a rank: its scratch is the
+      // largest the rank's stages ask for.
+      const auto units = stage_units(m, s, stages, l.tensor, N);
+      scratch = std::max(scratch, zero_scratch_bytes(units, c.data.zero, averaging));
+      if (c.data.zero == 3) unit_scratch = std::max(unit_scratch, zero3_unit_scratch(units, microbatches == 1));
+      // The last stage's layers after the loss: the flowing gradients and
+      // a recomputed layer's tensors, as on any other stage.
+      if (s == stages - 1) {
+        const int64_t U = sequence_tokens(m, l.context) * columns * m.lm.emsize;
+        unit_scratch = std::max(unit_scratch, kFloat * (3 * U + m.lm.emsize * m.lm.nhid / l.tensor) +
+                                                  recompute_bytes(m, c, s, columns));
+      }
+      std::vector<int64_t>& bytes = held_bytes[static_cast<size_t>(s)];
+      for (size_t k = 0; k < sizes.size(); ++k) bytes[k + 1] = bytes[k] + stage_activation_bytes(m, c, s, sizes[k]);
+      // The backward's first steps (the header's backward scratch).
+      mem.backward_scratch = std::max(mem.backward_scratch, backward_scratch_bytes(m, c, s, columns));
+      holds_first = holds_first || s == 0;
+      holds_last = holds_last || s == stages - 1;
     }
-    const auto [bytes, count] = held.peak(r, per_microbatch);
+    mem.buffers += scratch;
+    const int64_t whole_gradients = mem.gradients;
+    mem.build = build_bytes(m, c, r);
+    const auto [bytes, count] = held.peak(r, held_bytes);
     mem.activations = bytes;
     mem.microbatches_held = count;
+    // ZeRO-2's and ZeRO-3's whole .grad exists from the step's first
+    // backward until the last one reduce-scatters it (zero/zero3.hpp's
+    // accumulation under no_sync): with one microbatch never beside the
+    // activations; with more, the peak is the first backward's (no .grad
+    // yet) or a later one's (.grad whole, with what is held then).
+    if (c.data.zero >= 2) {
+      const auto [later, later_count] = held.peak(r, held_bytes, /*after_first_release=*/true);
+      if (microbatches > 1 && later + mem.gradients > bytes) {
+        mem.activations = later;
+        mem.microbatches_held = later_count;
+      } else {
+        mem.gradients = 0;
+      }
+    }
+    // Past the loss (ZeRO-3's unit moment, the last stage's layers), when it
+    // is the larger: the log-probabilities are freed by then.
+    const int64_t log_probabilities = holds_last ? vocabulary_tensor_bytes(m, c, sizes.front()) : 0;
+    if (unit_scratch - log_probabilities > mem.backward_scratch) {
+      mem.activations -= log_probabilities;
+      mem.backward_scratch = unit_scratch;
+    }
+    // The embedding's backward, when it is the larger moment: the first
+    // microbatch's layers freed, the dense gradient made.
+    // ZeRO-2's buckets (zero/zero2.hpp) fill from a bucket's first
+    // gradient until it is reduce-scattered: by then they hold the whole
+    // gradient even in a backward that reduces (whole_gradients: what that
+    // adds when the moments above did not count it).
+    if (holds_first) {
+      const int64_t U = sequence_tokens(m, l.context) * sizes.front() * m.lm.emsize;
+      const int64_t layers = stage_activation_bytes(m, c, 0, sizes.front()) - kFloat * 3 * U;
+      const int64_t dense = kFloat * (m.lm.ntokens * m.lm.emsize + U);
+      const int64_t buckets = c.data.zero == 2 ? whole_gradients - mem.gradients : 0;
+      if (dense + buckets - layers > mem.backward_scratch) {
+        mem.activations -= layers;
+        mem.backward_scratch = dense;
+        mem.gradients += buckets;
+      }
+    }
     out.ranks.push_back(mem);
   }
   return out;

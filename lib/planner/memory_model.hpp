@@ -13,15 +13,19 @@
 //                    of them between uses
 //   gradients        one float32 per parameter (.grad, summed over the
 //                    microbatches); ZeRO-2 and -3 hold 1/(R C) of them from
-//                    the start (gradient_shard), ZeRO-2 the whole .grad too
-//                    while the microbatches accumulate (no_sync)
+//                    the start (gradient_shard), and the whole .grad only
+//                    while the microbatches accumulate (no_sync): counted
+//                    when a later backward's moment is the peak
 //   optimizer state  the trainer's SGD keeps none (K = 0 bytes a
 //                    parameter; momentum would be 4, Adam 8): per ZeRO-1+,
 //                    1/(R C) of K Psi
 //   buffers          the positional table (max_len x d floats, first
-//                    stage); DDP's buckets and ZeRO-1's flat buckets, a
-//                    float32 copy of every gradient (ddp/reducer.hpp,
-//                    zero/zero1.hpp), made even for a group of one
+//                    stage); DDP's buckets, a float32 copy of every
+//                    gradient (ddp/reducer.hpp), made even for a group of
+//                    one; ZeRO-1's flat buckets, made with the stage,
+//                    which are its .grad (not counted again as
+//                    gradients); the ring's scratch a ZeRO stage's
+//                    reduce-scatters keep (collectives/executor.hpp)
 //   activations      what a microbatch's forward keeps for its backward on
 //                    a stage (models/encoder_layer.hpp's activation_bytes
 //                    per layer, by recomputation policy and precision;
@@ -31,17 +35,34 @@
 //                    floats), times the microbatches the schedule holds at
 //                    once on that stage (pipeline/simulator.hpp's
 //                    peak_activations)
-//   loss gradient    on the rank holding the last stage, the backward's
-//                    first step makes the log-probabilities' gradient (s b V
+//   backward scratch what the backward's first steps make while the
+//                    forward's tensors are all still kept, the step's peak:
+//                    on the rank holding the last stage the
+//                    log-probabilities' gradient and the logits' (2 s b V
 //                    floats, float32 in every precision: the log-softmax
-//                    runs in float32) while the forward's tensors are all
-//                    still kept: the step's peak
+//                    runs in float32); on another, the gradient received
+//                    for the stage's output and the one flowing from it
+//                    (s b d floats each; after the first stage also the
+//                    input's, sent back) and the largest weight's gradient
+//                    before it is added into .grad (f d / T floats), and
+//                    under recomputation the layer's tensors made again
+//                    (what the policy had dropped). On
+//                    the first stage the embedding's backward can be the
+//                    peak instead: its dense V x d gradient made while the
+//                    other microbatches' activations are kept and this
+//                    one's layers are already freed
 //   data             the corpus as the trainer batchifies it on every
 //                    rank (int64): the replica's columns of the training
 //                    matrix, the validation and test matrices whole; at
 //                    set-up the whole training matrix too, while the
 //                    replica's columns are cut out of it (the rank's
 //                    peak is the larger of set-up and training)
+//   build            before that, each stage is built from the whole
+//                    model's initial weights (train/stage_model.cpp): the
+//                    whole model and its positional table beside the part
+//                    being copied, and the parts built before it (a rank of
+//                    several stages); unless the model is past
+//                    kWholeModelInitLimit parameters or has one stage
 //
 // Against what build_rank allocates (tests/planner, the allocator meter):
 // parameters, buffers and the gradient shard exact to the byte on one
@@ -65,17 +86,18 @@ namespace distlab::planner {
 struct RankMemory {
   int pipeline_rank = 0;
   int64_t parameters = 0, gradients = 0, gradient_shard = 0, optimizer_state = 0, buffers = 0, activations = 0;
-  int64_t loss_gradient = 0;  // at the last stage's first backward step
+  int64_t backward_scratch = 0;  // at the backward's first steps (the loss's on the last stage)
   int64_t data = 0;        // the batches kept through training
   int64_t data_setup = 0;  // the whole training matrix, alive at set-up only
+  int64_t build = 0;       // while the rank's stages are built (before the corpus is batchified)
   int microbatches_held = 0;  // the schedule's peak on the rank's stages, all of them together
   // What the rank holds while it trains, and at set-up (the model built, no
   // gradients or activations yet, the training matrix whole beside its cut).
   int64_t training() const {
-    return parameters + gradients + gradient_shard + optimizer_state + buffers + activations + loss_gradient + data;
+    return parameters + gradients + gradient_shard + optimizer_state + buffers + activations + backward_scratch + data;
   }
   int64_t setup() const { return parameters + gradient_shard + optimizer_state + buffers + data + data_setup; }
-  int64_t total() const { return std::max(training(), setup()); }
+  int64_t total() const { return std::max({training(), setup(), build}); }
 };
 
 // The corpus's bytes on one rank of a replica group of `replicas` (the
@@ -98,6 +120,12 @@ int64_t stage_parameters(const ModelShape& model, int stage, int stages, int ten
 // Bytes one microbatch of `columns` columns leaves on stage `stage` for its
 // backward, on one rank of the layout.
 int64_t stage_activation_bytes(const ModelShape& model, const Choice& choice, int stage, int64_t columns);
+
+// The header's backward scratch of stage `stage` for a microbatch of `columns`.
+int64_t backward_scratch_bytes(const ModelShape& model, const Choice& choice, int stage, int64_t columns);
+
+// The header's build on pipeline rank `rank`.
+int64_t build_bytes(const ModelShape& model, const Choice& choice, int rank);
 
 MemoryPrediction predict_memory(const ModelShape& model, const Choice& choice);
 

@@ -25,6 +25,13 @@ int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microb
   return (columns + microbatches - 1) / microbatches;  // tensor_split: the first n % m one more
 }
 
+std::vector<int64_t> microbatch_sizes(const ModelShape& model, int replicas, int64_t microbatches) {
+  const int64_t columns = replica_columns(model, replicas);
+  std::vector<int64_t> sizes(static_cast<size_t>(microbatches), columns / microbatches);
+  for (int64_t i = 0; i < columns % microbatches; ++i) ++sizes[static_cast<size_t>(i)];
+  return sizes;
+}
+
 train::ParallelPlan plan_of(const ModelShape& model, const Choice& c) {
   return train::ParallelPlan(c, train::model_facts(model.lm, model.batch));
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/transformer_lm.hpp"
 #include "train/plan.hpp"
@@ -48,6 +49,8 @@ int64_t sequence_tokens(const ModelShape& model, int context);
 // of a replica's columns into m (the largest microbatch, what memory peaks on).
 int64_t replica_columns(const ModelShape& model, int replicas);
 int64_t microbatch_columns(const ModelShape& model, int replicas, int64_t microbatches);
+// Every microbatch's columns, in order (the largest first).
+std::vector<int64_t> microbatch_sizes(const ModelShape& model, int replicas, int64_t microbatches);
 
 // The command line of lesson 11 that runs `choice`: on thread ranks on
 // the CPU ("cpu"), or one process per GPU under distlab-run with NCCL

@@ -10,12 +10,13 @@
 
 namespace distlab::planner {
 
-std::pair<int64_t, int> HeldMicrobatches::peak(int rank, const std::vector<int64_t>& bytes) const {
+std::pair<int64_t, int> HeldMicrobatches::peak(int rank, const std::vector<std::vector<int64_t>>& bytes,
+                                               bool after_first_release) const {
   // Sweep the rank's stages' change points in time order (ties: the
   // releases first, as a backward ends before the next forward starts).
   struct Change {
     double time;
-    int delta;
+    int held;
     int stage;
   };
   std::vector<Change> changes;
@@ -28,25 +29,37 @@ std::pair<int64_t, int> HeldMicrobatches::peak(int rank, const std::vector<int64
     }
   }
   std::sort(changes.begin(), changes.end(),
-            [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.delta < b.delta; });
+            [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.held < b.held; });
+  std::vector<int> held(timeline.size(), 0);
   int64_t now = 0, best = 0;
   int count = 0, best_count = 0;
+  bool released = false;
   for (const Change& c : changes) {
-    now += c.delta * bytes.at(static_cast<size_t>(c.stage));
-    count += c.delta;
+    // A point that does not raise its stage's count had a backward end at
+    // it (the simulator merges an end with the next forward's start).
+    released = released || c.held <= 0;
+    const auto& stage_bytes = bytes.at(static_cast<size_t>(c.stage));
+    int& h = held[static_cast<size_t>(c.stage)];
+    now -= stage_bytes.at(static_cast<size_t>(h));
+    h += c.held;
+    now += stage_bytes.at(static_cast<size_t>(h));
+    count += c.held;
+    if (after_first_release && !released) continue;
     if (now > best || (now == best && count > best_count)) best = now, best_count = count;
   }
   return {best, best_count};
 }
 
-const HeldMicrobatches& held_microbatches(pipeline::ScheduleKind kind, int P, int v, int m) {
+const HeldMicrobatches& held_microbatches(pipeline::ScheduleKind kind, int P, int v, int m, bool splits_backward) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int>, std::unique_ptr<HeldMicrobatches>> cache;
+  static std::map<std::tuple<int, int, int, int, bool>, std::unique_ptr<HeldMicrobatches>> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = cache[{static_cast<int>(kind), P, v, m}];
+  auto& slot = cache[{static_cast<int>(kind), P, v, m, splits_backward}];
   if (!slot) {
     const pipeline::Schedule schedule = pipeline::make_schedule(kind, P, m, v);
-    pipeline::ActionCosts costs;  // F 1, B 2, I = W = 1
+    pipeline::ActionCosts costs;  // F 1, B 2, I = W = 1 (unsplit: I = 2, W = 0)
+    costs.uniform.splits_backward = splits_backward;
+    if (!splits_backward) costs.uniform.backward_input = 2, costs.uniform.backward_weight = 0;
     const pipeline::Simulation sim = pipeline::simulate(schedule, costs);
     auto held = std::make_unique<HeldMicrobatches>();
     held->ranks = P;

@@ -18,12 +18,19 @@ struct HeldMicrobatches {
   std::vector<int> rank_of_stage;
   // per stage: (time, microbatches held from then on)
   std::vector<std::vector<std::pair<double, int>>> timeline;
-  // The peak over the step of sum over rank `rank`'s stages of held x bytes,
-  // and the microbatches held then.
-  std::pair<int64_t, int> peak(int rank, const std::vector<int64_t>& bytes_per_microbatch) const;
+  // The peak over the step of the sum over rank `rank`'s stages of the
+  // bytes of what each holds, and the microbatches held then: bytes[s][k]
+  // is stage s's bytes while it holds k microbatches (k = 0 .. m). With
+  // `after_first_release`, the peak once the rank's first backward is done
+  // (a microbatch is held until its backward ends, so the second
+  // backward's moment counts).
+  std::pair<int64_t, int> peak(int rank, const std::vector<std::vector<int64_t>>& bytes,
+                               bool after_first_release = false) const;
 };
 
 // Throws pipeline::ScheduleError for a shape the kind refuses.
-const HeldMicrobatches& held_microbatches(pipeline::ScheduleKind kind, int P, int v, int m);
+// `splits_backward` false: the stages run all of B at I (a recomputed
+// layer), which frees the microbatch there.
+const HeldMicrobatches& held_microbatches(pipeline::ScheduleKind kind, int P, int v, int m, bool splits_backward = true);
 
 }  // namespace distlab::planner

@@ -195,6 +195,16 @@ struct Zero3State : std::enable_shared_from_this<Zero3State> {
   // Unit u's gradients are final: reduce-scatter them (unless no_sync) and free its parameters.
   void unit_done(std::unique_lock<std::mutex>& lock, int u) {
     if (sync) {
+      // One reduce-scatter in flight: the previous unit's lands before this
+      // one's flat copy is made, so a backward holds one flat copy beside
+      // the gradients whatever the comm thread's pace (it still overlaps
+      // this unit's whole backward), and the rank's peak can be predicted.
+      if (!reductions.empty()) {
+        const auto [previous, work] = reductions.back();
+        lock.unlock();
+        ShardedOptimizer::wait_naming(work, comm.self() + ": reduce-scatter of " + unit(previous));
+        lock.lock();
+      }
       const ShardLayout& layout = sharded.layout();
       at::Tensor flat = flat_gradients(layout, u, sharded.params(), 1.0 / comm.size());  // (unit numel,)
       for (int i : layout.plan.buckets[static_cast<size_t>(u)].params)

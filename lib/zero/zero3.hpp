@@ -20,10 +20,11 @@
 //                         while u computes), run u, free u's buffer
 //   backward reaches u    (a hook on u's output) wait for u's all-gather,
 //                         launch u-1's, and u's backward runs
-//   u's gradients final   (the parameters' accumulator hooks) u's gradients
-//                         / p flattened and reduce-scattered on the comm
-//                         thread into the shard's .grad, .grad dropped, u's
-//                         buffer freed
+//   u's gradients final   (the parameters' accumulator hooks) the previous
+//                         unit's reduce-scatter awaited (one in flight),
+//                         u's gradients / p flattened and reduce-scattered
+//                         on the comm thread into the shard's .grad, .grad
+//                         dropped, u's buffer freed
 //
 // Every rank gathers and reduces in the same order (forward 0, 1, ..., then
 // backward L-1, ..., 0), so the comm thread's queue is the same everywhere.

@@ -204,7 +204,7 @@ TEST(PlanCli, OneRanksPredictedPeakIsTheMetersWithinOnePercent) {
         << outcome.output;
     const double measured = std::stod(peak[1]);
     EXPECT_NEAR(double(predicted.total()), measured, 0.01 * measured) << command;
-    EXPECT_GT(predicted.loss_gradient, predicted.total() / 5) << command;
+    EXPECT_GT(predicted.backward_scratch, predicted.total() / 5) << command;
     EXPECT_GT(predicted.data, predicted.total() / 30) << command;
   }
 }

@@ -53,11 +53,14 @@ TEST(MemoryModel, TwoByTwoWorkedOutByHand) {
   EXPECT_EQ(p.ranks[0].microbatches_held, 2);
   EXPECT_EQ(p.ranks[1].microbatches_held, 1);
   EXPECT_EQ(p.ranks[0].activations, 2 * (2 * per_layer + 4 * 3 * U));  // + the embedding's three U tensors
-  // + its received input and the logits with their log-softmax (35 x 3 x 50 twice).
-  EXPECT_EQ(p.ranks[1].activations, 2 * per_layer + 4 * U + 2 * 4 * 35 * 3 * 50);
-  // The last stage's first backward step: the log-probabilities' gradient, s b V floats.
-  EXPECT_EQ(p.ranks[0].loss_gradient, 0);
-  EXPECT_EQ(p.ranks[1].loss_gradient, 4 * 35 * 3 * 50);
+  // + its received input and the logits' log-softmax (35 x 3 x 50 floats).
+  EXPECT_EQ(p.ranks[1].activations, 2 * per_layer + 4 * U + 4 * 35 * 3 * 50);
+  // The backward's first steps: on stage 0 the gradient received for its
+  // output, the one flowing from it and linear's weight gradient (32 x 64)
+  // before it is added into .grad; on the last the log-probabilities' and
+  // the logits' gradients, s b V floats each.
+  EXPECT_EQ(p.ranks[0].backward_scratch, 4 * (2 * U + 32 * 64));
+  EXPECT_EQ(p.ranks[1].backward_scratch, 2 * 4 * 35 * 3 * 50);
 }
 
 // The corpus on a rank, against the tensors the trainer's own calls make
@@ -83,6 +86,11 @@ TEST(MemoryModel, TheCorpusAsTheTrainerBatchifiesIt) {
   EXPECT_EQ(r.setup(), r.parameters + r.buffers + kept + int64_t(whole.nbytes()));
   EXPECT_GT(r.setup(), r.training());
   EXPECT_EQ(r.total(), r.setup());
+  // One replica: its columns are the matrix itself, not a copy beside it.
+  ASSERT_EQ(data::shard_for_replica(whole, 0, 1, data::ReplicaSplit::kColumns).data_ptr(), whole.data_ptr());
+  Choice one = c;
+  one.layout = train::Layout{1, 1, 1, 1};
+  EXPECT_EQ(predict_memory(m, one).ranks.at(0).data_setup, 0);
   // No corpus read (--vocab alone): nothing counted.
   const RankMemory none = predict_memory(small_model(), c).ranks.at(0);
   EXPECT_EQ(none.data + none.data_setup, 0);
@@ -100,11 +108,23 @@ TEST(MemoryModel, ZeroShardsWhatEachStageSays) {
     c.data.zero = zero;
     const RankMemory r = predict_memory(m, c).ranks.at(0);
     EXPECT_EQ(r.parameters, 4 * (zero == 3 ? shard : psi)) << zero;
-    EXPECT_EQ(r.gradients, 4 * (zero == 3 ? 0 : psi)) << zero;
+    // DDP's .grad; ZeRO-1's are its flat buckets (buffers, made with the
+    // stage); ZeRO-2's and -3's whole .grad never meets one microbatch's
+    // activations (each bucket's leaves as it is reduce-scattered).
+    EXPECT_EQ(r.gradients, 4 * (zero == 0 ? psi : 0)) << zero;
     EXPECT_EQ(r.gradient_shard, 4 * (zero >= 2 ? shard : 0)) << zero;
+    // The positional table; DDP's buckets or ZeRO-1's; no ring scratch kept
+    // (every chunk is under 1 MiB).
     EXPECT_EQ(r.buffers, 4 * 5000 * 32 + (zero <= 1 ? 4 * psi : 0)) << zero;
     if (zero > 1) EXPECT_LT(r.total(), last_total) << zero;
     last_total = r.total();
+  }
+  // Two microbatches: the second backward meets the first's whole .grad
+  // (no_sync), with as many microbatches held as the first's.
+  c.pipeline.microbatches = 2;
+  for (int zero : {2, 3}) {
+    c.data.zero = zero;
+    EXPECT_EQ(predict_memory(m, c).ranks.at(0).gradients, 4 * psi) << zero;
   }
 }
 
@@ -121,8 +141,13 @@ TEST(MemoryModel, RecomputationAndPrecisionShrinkTheActivations) {
   EXPECT_LT(full, selective);
   EXPECT_LT(selective, none);
   // Full: each layer keeps its output 4U and the generator's state.
+  // A microbatch's: each layer keeps its input (4U bytes) and the
+  // generator's state, the embedding its three U tensors, the loss the
+  // log-probabilities (s b V floats).
   const int64_t U = 35 * 20 * 32;
-  EXPECT_EQ(full, 4 * (4 * U + memory::generator_state_bytes()) + 4 * 3 * U + 2 * 4 * 35 * 20 * 50);
+  c.memory.recompute = memory::Recompute::kFull;
+  EXPECT_EQ(stage_activation_bytes(m, c, 0, 20),
+            4 * (4 * U + memory::generator_state_bytes()) + 4 * 3 * U + 4 * 35 * 20 * 50);
 }
 
 TEST(MemoryModel, ParsesAndPrintsSizes) {

@@ -70,7 +70,7 @@ TEST(PlanModel, EveryFieldLandsWhereItShould) {
   EXPECT_EQ(r0.total, 77'000'000);
   EXPECT_EQ(r0.stacked(), 77'000'000);
   EXPECT_EQ(two.memory[1].pipeline_rank, 1);
-  EXPECT_EQ(two.memory[1].bytes[6], 2'000'000);  // loss_gradient
+  EXPECT_EQ(two.memory[1].bytes[6], 2'000'000);  // backward_scratch
   EXPECT_EQ(two.memory[1].total, 83'000'000);
   ASSERT_TRUE(two.ran());
   EXPECT_FALSE(two.failed());

@@ -41,13 +41,13 @@ inline const std::string kPlanJson = R"json({
                  "job_bytes": 200000000},
    "memory": [
     {"pipeline_rank": 0, "parameters": 10000000, "gradients": 10000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 0, "activations": 20000000, "loss_gradient": 0, "data": 5000000, "data_setup": 40000000, "total": 55000000},
+     "buffers": 0, "activations": 20000000, "backward_scratch": 0, "data": 5000000, "data_setup": 40000000, "total": 55000000},
     {"pipeline_rank": 1, "parameters": 10000000, "gradients": 10000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 0, "activations": 20000000, "loss_gradient": 0, "data": 5000000, "data_setup": 40000000, "total": 55000000},
+     "buffers": 0, "activations": 20000000, "backward_scratch": 0, "data": 5000000, "data_setup": 40000000, "total": 55000000},
     {"pipeline_rank": 2, "parameters": 10000000, "gradients": 10000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 0, "activations": 20000000, "loss_gradient": 0, "data": 5000000, "data_setup": 40000000, "total": 55000000},
+     "buffers": 0, "activations": 20000000, "backward_scratch": 0, "data": 5000000, "data_setup": 40000000, "total": 55000000},
     {"pipeline_rank": 3, "parameters": 10000000, "gradients": 10000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 0, "activations": 20000000, "loss_gradient": 2000000, "data": 5000000, "data_setup": 40000000,
+     "buffers": 0, "activations": 20000000, "backward_scratch": 2000000, "data": 5000000, "data_setup": 40000000,
      "total": 55000000}],
    "measured": {"ok": true, "median_ms": 90, "low_ms": 88, "high_ms": 95, "steps_ms": [88, 90, 95],
                 "metered_bytes": 250000000, "peak_rss_bytes": 700000000}},
@@ -57,7 +57,7 @@ inline const std::string kPlanJson = R"json({
                  "job_bytes": 400000000},
    "memory": [
     {"pipeline_rank": 0, "parameters": 40000000, "gradients": 40000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 40000000, "activations": 9000000, "loss_gradient": 2000000, "data": 5000000, "data_setup": 7000000,
+     "buffers": 40000000, "activations": 9000000, "backward_scratch": 2000000, "data": 5000000, "data_setup": 7000000,
      "total": 136000000}],
    "measured": {"ok": true, "median_ms": 100, "low_ms": 95, "high_ms": 110, "steps_ms": [95, 100, 110],
                 "metered_bytes": 500000000, "peak_rss_bytes": 900000000}},
@@ -68,10 +68,10 @@ inline const std::string kPlanJson = R"json({
                  "mfu": 0.035, "job_bytes": 300000000, "flops": 123},
    "memory": [
     {"pipeline_rank": 1, "parameters": 22000000, "gradients": 22000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 22000000, "activations": 10000000, "loss_gradient": 2000000, "data": 5000000, "data_setup": 7000000,
+     "buffers": 22000000, "activations": 10000000, "backward_scratch": 2000000, "data": 5000000, "data_setup": 7000000,
      "total": 83000000},
     {"pipeline_rank": 0, "parameters": 20000000, "gradients": 20000000, "gradient_shard": 8000000,
-     "optimizer_state": 8000000, "buffers": 4000000, "activations": 12000000, "loss_gradient": 0, "data": 5000000,
+     "optimizer_state": 8000000, "buffers": 4000000, "activations": 12000000, "backward_scratch": 0, "data": 5000000,
      "data_setup": 7000000, "total": 77000000}],
    "measured": {"ok": true, "median_ms": 80, "low_ms": 78, "high_ms": 85, "steps_ms": [78, 80, 85],
                 "metered_bytes": 300000000, "peak_rss_bytes": 800000000, "note": "ignored"}},
@@ -81,7 +81,7 @@ inline const std::string kPlanJson = R"json({
                  "job_bytes": 350000000},
    "memory": [
     {"pipeline_rank": 0, "parameters": 40000000, "gradients": 40000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 40000000, "activations": 9000000, "loss_gradient": 2000000, "data": 5000000, "data_setup": 7000000,
+     "buffers": 40000000, "activations": 9000000, "backward_scratch": 2000000, "data": 5000000, "data_setup": 7000000,
      "total": 136000000}],
    "measured": {"ok": false, "error": "rank 1: out of memory"}},
   {"place": 4, "name": "1x2x2x1 1f1b m1 ddp none fp32", "command": "lesson_11_capstone --preset cpu --ranks 4 --replicas 2 --context 2",
@@ -90,7 +90,7 @@ inline const std::string kPlanJson = R"json({
                  "job_bytes": 404000000},
    "memory": [
     {"pipeline_rank": 0, "parameters": 30000000, "gradients": 30000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 30000000, "activations": 5000000, "loss_gradient": 1000000, "data": 5000000, "data_setup": 7000000,
+     "buffers": 30000000, "activations": 5000000, "backward_scratch": 1000000, "data": 5000000, "data_setup": 7000000,
      "total": 101000000}]},
   {"place": 12, "name": "1x1x1x4 1f1b m1 ddp none fp32", "command": "lesson_11_capstone --preset cpu --ranks 4 --tensor 4",
    "pipeline": 1, "replicas": 1, "context": 1, "tensor": 4,
@@ -98,7 +98,7 @@ inline const std::string kPlanJson = R"json({
                  "job_bytes": 330000000},
    "memory": [
     {"pipeline_rank": 0, "parameters": 10000000, "gradients": 10000000, "gradient_shard": 0, "optimizer_state": 0,
-     "buffers": 10000000, "activations": 3000000, "loss_gradient": 1000000, "data": 5000000, "data_setup": 7000000,
+     "buffers": 10000000, "activations": 3000000, "backward_scratch": 1000000, "data": 5000000, "data_setup": 7000000,
      "total": 39000000}],
    "measured": {"ok": true, "median_ms": 80, "low_ms": 79, "high_ms": 81, "steps_ms": [79, 80, 81],
                 "metered_bytes": 0, "peak_rss_bytes": 600000000}}

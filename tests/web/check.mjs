@@ -211,7 +211,7 @@ const kPanels = ['collectives', 'trace', 'pipeline', 'ddp', 'memory', 'context',
 // three layouts, two measured (one failed), one not run.
 function plan_record() {
   const rank = (r, scale) => ({ pipeline_rank: r, parameters: 20e6 * scale, gradients: 20e6 * scale, gradient_shard: 0,
-                                optimizer_state: 0, buffers: 20e6 * scale, activations: 9e6, loss_gradient: 2e6,
+                                optimizer_state: 0, buffers: 20e6 * scale, activations: 9e6, backward_scratch: 2e6,
                                 data: 5e6, data_setup: 7e6, total: 60e6 * scale + 16e6 });
   const layout = (place, name, pipeline, step_ms, measured) => ({
     place, name, command: `lesson_11_capstone --preset cpu --ranks 4 (${name})`, pipeline, replicas: 4 / pipeline,
