@@ -259,7 +259,8 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     mem.data = data.kept;
     mem.data_setup = data.setup;
     bool holds_first = false, holds_last = false;
-    int64_t scratch = 0, unit_scratch = 0;
+    int64_t scratch = 0;
+    int64_t past_loss = 0;  // the backward scratch of the moments after the loss
     std::vector<std::vector<int64_t>> held_bytes(static_cast<size_t>(stages), std::vector<int64_t>(sizes.size() + 1, 0));
     for (int s = 0; s < stages; ++s) {
       if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
@@ -272,30 +273,28 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       // ZeRO-3 leaves spread experts whole (their own ZeRO-2 shards their
       // gradients and optimizer state).
       mem.parameters += kFloat * (c.data.zero == 3 ? ceil_div(psi - spread, averaging) + spread : psi);
-      // .grad sums the microbatches whole (no_sync) under every strategy;
-      // ZeRO-2 and -3 also hold their shard from the start. (Their whole
-      // .grad: below, by moment.)
-      // ZeRO-1's .grad are its flat buckets, made with the stage: buffers.
+      // .grad sums the microbatches whole (no_sync) under every strategy
+      // (ZeRO-2's and -3's: below, by moment; ZeRO-1's are its flat
+      // buckets, made with the stage: buffers); ZeRO-2 and -3 also hold
+      // their shard from the start.
       if (c.data.zero == 1) mem.buffers += kFloat * psi;
       else mem.gradients += kFloat * psi;
       if (c.data.zero >= 2) mem.gradient_shard += kFloat * shard;
       mem.optimizer_state += optimizer_bytes * (c.data.zero >= 1 ? shard : psi);
       if (s == 0) mem.buffers += kFloat * m.lm.max_len * m.lm.emsize;  // the positional table
-      // DDP's buckets (made whatever the group's size; not of the spread
-      // experts, which it leaves alone), ZeRO-1's flat buckets
-      // reduce-scattered after the step (the experts' ZeRO-1 has its own):
-      // a copy of every gradient.
+      // DDP's buckets, a copy of every gradient (made whatever the group's
+      // size; not of the spread experts, which it leaves alone).
       if (c.data.zero == 0) mem.buffers += kFloat * (psi - spread);
       // ZeRO's reductions run on one thread a rank: its scratch is the
       // largest the rank's stages ask for.
       const auto units = stage_units(m, s, stages, l.tensor, N);
       scratch = std::max(scratch, zero_scratch_bytes(units, c.data.zero, averaging));
-      if (c.data.zero == 3) unit_scratch = std::max(unit_scratch, zero3_unit_scratch(units, microbatches == 1));
+      if (c.data.zero == 3) past_loss = std::max(past_loss, zero3_unit_scratch(units, microbatches == 1));
       // The last stage's layers after the loss: the flowing gradients and
       // a recomputed layer's tensors, as on any other stage.
       if (s == stages - 1) {
         const int64_t U = sequence_tokens(m, l.context) * columns * m.lm.emsize;
-        unit_scratch = std::max(unit_scratch, kFloat * (3 * U + m.lm.emsize * m.lm.nhid / l.tensor) +
+        past_loss = std::max(past_loss, kFloat * (3 * U + m.lm.emsize * m.lm.nhid / l.tensor) +
                                                   recompute_bytes(m, c, s, columns));
       }
       std::vector<int64_t>& bytes = held_bytes[static_cast<size_t>(s)];
@@ -328,16 +327,16 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     // Past the loss (ZeRO-3's unit moment, the last stage's layers), when it
     // is the larger: the log-probabilities are freed by then.
     const int64_t log_probabilities = holds_last ? vocabulary_tensor_bytes(m, c, sizes.front()) : 0;
-    if (unit_scratch - log_probabilities > mem.backward_scratch) {
+    if (past_loss - log_probabilities > mem.backward_scratch) {
       mem.activations -= log_probabilities;
-      mem.backward_scratch = unit_scratch;
+      mem.backward_scratch = past_loss;
     }
     // The embedding's backward, when it is the larger moment: the first
-    // microbatch's layers freed, the dense gradient made.
-    // ZeRO-2's buckets (zero/zero2.hpp) fill from a bucket's first
-    // gradient until it is reduce-scattered: by then they hold the whole
-    // gradient even in a backward that reduces (whole_gradients: what that
-    // adds when the moments above did not count it).
+    // microbatch's layers freed, the dense gradient made. ZeRO-2's buckets
+    // (zero/zero2.hpp) fill from a bucket's first gradient until it is
+    // reduce-scattered, so by then they hold the whole gradient even in a
+    // backward that reduces: what that adds when the moments above did
+    // not count it.
     if (holds_first) {
       const int64_t U = sequence_tokens(m, l.context) * sizes.front() * m.lm.emsize;
       const int64_t layers = stage_activation_bytes(m, c, 0, sizes.front()) - kFloat * 3 * U;
