@@ -23,7 +23,7 @@
 //
 // A profile made minutes before the runs predicts this machine as it is
 // now (the VM's speed drifts within the hour): without --profile the
-// benchmark calibrates first (about a minute).
+// benchmark calibrates first (about a minute and a half).
 #include <algorithm>
 #include <cmath>
 #include <chrono>
@@ -83,7 +83,7 @@ int run(const PlanBenchOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     CalibrationOptions c;
     c.max_ranks = *std::max_element(sample.ranks.begin(), sample.ranks.end());
-    std::printf("calibrating %s for the %s preset (about a minute)\n", machine_name().c_str(), sample.preset.c_str());
+    std::printf("calibrating %s for the %s preset (about a minute and a half)\n", machine_name().c_str(), sample.preset.c_str());
     std::fflush(stdout);
     profile = calibrate(model, c, [](const std::string&) {});
     std::printf("calibrated in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,6 +1,6 @@
 // distlab-plan: which layout for this model on these ranks, and why.
 //
-//   distlab-plan calibrate -o profile.json          measure this machine (under a minute)
+//   distlab-plan calibrate -o profile.json          measure this machine (a minute and a half)
 //   distlab-plan --profile profile.json --preset cpu --ranks 8 --top 10
 //   distlab-plan ... --memory-per-rank 64MB          only the layouts that fit
 //   distlab-plan ... --measure 3                     run the top 3 and 3 others, print the error
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   app.add_option("--microbatches", o.microbatches, "microbatch counts to try")->capture_default_str();
   app.add_option("--recompute", o.recompute, "recomputation policies to try: none full selective matmuls")->capture_default_str();
   app.add_option("--precision", o.precision, "precisions to try: fp32 bf16 (fp16 needs a GPU)")->capture_default_str();
-  CLI::App* calibrate = app.add_subcommand("calibrate", "measure this machine and write a profile (under a minute)");
+  CLI::App* calibrate = app.add_subcommand("calibrate", "measure this machine and write a profile (about a minute and a half)");
   calibrate->fallthrough();  // --preset, --ranks, --vocab, --data after it too
   calibrate->add_option("-o,--output", o.output, "the profile to write")->capture_default_str();
   calibrate->add_option("--seconds-per-point", o.seconds_per_point, "timed per measurement (accuracy vs time)")

@@ -100,7 +100,7 @@ class Busy {
   std::vector<std::thread> threads_;
 };
 
-std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::function<void(const std::string&)>& say) {
+std::vector<LinkPoint> measure_links(const CalibrationOptions& o) {
   std::vector<LinkPoint> out;
   constexpr int64_t kSmall = 64, kLarge = 1 << 20;  // floats
   for (int ranks = 2; ranks <= o.max_ranks; ranks *= 2)
@@ -156,9 +156,6 @@ std::vector<LinkPoint> measure_links(const CalibrationOptions& o, const std::fun
       if (ranks == 2) out.push_back({"threads", "p2p", 2, p2p, among});
       out.insert(out.end(), points.begin(), points.end());
     });
-    say("  threads, " + std::to_string(ranks) + " ranks" +
-        (among > ranks ? " among " + std::to_string(among) + " busy" : std::string()) +
-        ": all-reduce, all-gather, reduce-scatter" + (ranks == 2 ? ", ping-pong" : ""));
   }
   return out;
 }
@@ -189,6 +186,35 @@ std::vector<SharingPoint> measure_sharing(const ModelShape& m, const Calibration
     const double alone = wall(1);
     out.push_back({1, 1.0, name});
     for (int k = 2; k <= o.max_ranks; k *= 2) out.push_back({k, wall(k) / alone, name});
+  }
+  return out;
+}
+
+// Each point's median over the rounds: a link's alpha and beta apart, a
+// sharing point's slowdown; the points matched by what they measured.
+std::vector<LinkPoint> median_links(const std::vector<std::vector<LinkPoint>>& rounds) {
+  std::vector<LinkPoint> out = rounds.front();
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> alpha, beta;
+    for (const auto& round : rounds)
+      for (const LinkPoint& p : round)
+        if (p.backend == out[i].backend && p.collective == out[i].collective && p.ranks == out[i].ranks &&
+            p.world == out[i].world)
+          alpha.push_back(p.link.alpha_s), beta.push_back(p.link.beta_s_per_byte);
+    out[i].link.alpha_s = median(alpha);
+    out[i].link.beta_s_per_byte = median(beta);
+  }
+  return out;
+}
+
+std::vector<SharingPoint> median_sharing(const std::vector<std::vector<SharingPoint>>& rounds) {
+  std::vector<SharingPoint> out = rounds.front();
+  for (SharingPoint& point : out) {
+    std::vector<double> slowdown;
+    for (const auto& round : rounds)
+      for (const SharingPoint& p : round)
+        if (p.ranks == point.ranks && p.precision == point.precision) slowdown.push_back(p.slowdown);
+    point.slowdown = median(slowdown);
   }
   return out;
 }
@@ -237,6 +263,22 @@ Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
   std::snprintf(line, sizeof line, "element-wise: %.2f GB/s; one small operation: %.2f us (%.1f s)",
                 p.elementwise_bytes_per_second / 1e9, p.op_seconds * 1e6, since(t0));
   say(line);
+  // Links and sharing moved most between calibrations minutes apart (a
+  // 4-rank all-gather among 8 busy ranks: 0.15 and 8 ms): each is
+  // measured in rounds spread over the calibration (before the pieces,
+  // between them, after them), and each point's median kept.
+  std::vector<std::vector<LinkPoint>> link_rounds;
+  std::vector<std::vector<SharingPoint>> sharing_rounds;
+  double links_s = 0, sharing_s = 0;
+  auto round = [&] {
+    auto t = Clock::now();
+    link_rounds.push_back(measure_links(o));
+    links_s += since(t);
+    t = Clock::now();
+    sharing_rounds.push_back(measure_sharing(model, o));
+    sharing_s += since(t);
+  };
+  round();
   t0 = Clock::now();
   PieceOptions pieces;
   pieces.seconds_per_point = o.seconds_per_point * 5;
@@ -245,15 +287,23 @@ Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
   say("the model's pieces as the capstone runs them:");
   measure_pieces(model, pieces, p, say);
   at::set_num_threads(1);
+  const double before_cuts = since(t0);
+  round();
+  t0 = Clock::now();
   measure_cut_pieces(model, o.max_ranks, p, say);
-  std::snprintf(line, sizeof line, "pieces: %zu measured (%.1f s)", p.pieces.size(), since(t0));
+  std::snprintf(line, sizeof line, "pieces: %zu measured (%.1f s)", p.pieces.size(), before_cuts + since(t0));
   say(line);
-  t0 = Clock::now();
-  p.links = measure_links(o, say);
-  std::snprintf(line, sizeof line, "links: %zu measured (%.1f s)", p.links.size(), since(t0));
+  for (int r = 2; r < o.rounds; ++r) round();
+  p.links = median_links(link_rounds);
+  for (int ranks = 2; ranks <= o.max_ranks; ranks *= 2)
+    for (int among = ranks; among <= o.max_ranks; among *= 2)
+      say("  threads, " + std::to_string(ranks) + " ranks" +
+          (among > ranks ? " among " + std::to_string(among) + " busy" : std::string()) +
+          ": all-reduce, all-gather, reduce-scatter" + (ranks == 2 ? ", ping-pong" : ""));
+  std::snprintf(line, sizeof line, "links: %zu measured, the median of %d rounds (%.1f s)", p.links.size(),
+                o.rounds, links_s);
   say(line);
-  t0 = Clock::now();
-  p.sharing = measure_sharing(model, o);
+  p.sharing = median_sharing(sharing_rounds);
   for (const SharingPoint& s : p.sharing) {
     if (s.ranks != 1) continue;
     std::string sharing = "ranks sharing " + std::to_string(p.cores) + " cores (" + s.precision + "), each slower by:";
@@ -264,7 +314,7 @@ Profile calibrate(const ModelShape& model, const CalibrationOptions& o,
       }
     say(sharing);
   }
-  std::snprintf(line, sizeof line, "sharing measured (%.1f s)", since(t0));
+  std::snprintf(line, sizeof line, "sharing measured, the median of %d rounds (%.1f s)", o.rounds, sharing_s);
   say(line);
   at::set_num_threads(threads);
   return p;

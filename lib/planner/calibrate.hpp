@@ -41,6 +41,9 @@ struct CalibrationOptions {
   double seconds_per_point = 0.01;  // timed per measurement, at least
   int max_ranks = 8;                // links and sharing up to this many ranks
   bool bf16 = true;
+  // Links and sharing are measured this many times, spread over the
+  // calibration, each point's median kept (at least 2).
+  int rounds = 3;
 };
 
 // `say`: one line of progress per part. `model`: the shapes to measure.
