@@ -161,7 +161,8 @@ std::vector<LinkPoint> measure_links(const CalibrationOptions& o) {
 }
 
 // k threads, each a rank's work at once (a layer's forward and backward
-// in each precision): the wall time over one alone, the median of 5 runs.
+// in each precision): the wall time over one alone, the median of 3 runs
+// (calibrate takes the median of its rounds too).
 std::vector<SharingPoint> measure_sharing(const ModelShape& m, const CalibrationOptions& o) {
   std::vector<SharingPoint> out;
   for (const memory::Precision precision :
@@ -173,7 +174,7 @@ std::vector<SharingPoint> measure_sharing(const ModelShape& m, const Calibration
     };
     auto wall = [&](int k) {
       std::vector<double> times;
-      for (int round = 0; round < 5; ++round) {
+      for (int round = 0; round < 3; ++round) {
         std::vector<std::thread> threads;
         const auto t0 = Clock::now();
         for (int i = 0; i < k; ++i) threads.emplace_back(work);
