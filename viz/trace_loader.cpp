@@ -218,7 +218,10 @@ char* TraceDownload::space(size_t n) {
 void TraceDownload::commit(size_t n) {
   if (reader_ == nullptr) return;
   reader_->commit(n);
-  if (reader_->failed()) give_up();
+  if (reader_->failed())
+    give_up();
+  else
+    opened_->model.index_flows();
 }
 
 void TraceDownload::end_file() {

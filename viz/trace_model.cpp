@@ -3,10 +3,51 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <queue>
 
 namespace distlab::viz {
 namespace {
+
+// A row's stacking levels while its events are placed in begin order: the
+// end of the event each level holds last, in a tree of minima over them,
+// so that the lowest level free at a time (its event ended by then) is
+// found in O(log levels).
+class LevelEnds {
+ public:
+  // The lowest level free at `begin_us` (a new one when none is), now held
+  // until `end_us`.
+  uint32_t place(int64_t begin_us, int64_t end_us) {
+    if (levels_ == 0 || min_[1] > begin_us) {
+      if (levels_ == leaves_) grow();
+      set(levels_, end_us);
+      return static_cast<uint32_t>(levels_++);
+    }
+    size_t node = 1;
+    while (node < leaves_) node = min_[2 * node] <= begin_us ? 2 * node : 2 * node + 1;
+    set(node - leaves_, end_us);
+    return static_cast<uint32_t>(node - leaves_);
+  }
+
+ private:
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();  // a leaf no level uses yet
+  // min_[1] is the root, node n's children are 2n and 2n + 1, leaf l is min_[leaves_ + l].
+  std::vector<int64_t> min_{kNever, kNever};
+  size_t leaves_ = 1;
+  size_t levels_ = 0;
+
+  void set(size_t level, int64_t end_us) {
+    size_t node = leaves_ + level;
+    min_[node] = end_us;
+    for (node /= 2; node >= 1; node /= 2) min_[node] = std::min(min_[2 * node], min_[2 * node + 1]);
+  }
+  void grow() {
+    std::vector<int64_t> wider(4 * leaves_, kNever);
+    std::copy(min_.begin() + static_cast<std::ptrdiff_t>(leaves_), min_.end(),
+              wider.begin() + static_cast<std::ptrdiff_t>(2 * leaves_));
+    leaves_ *= 2;
+    min_ = std::move(wider);
+    for (size_t node = leaves_ - 1; node >= 1; --node) min_[node] = std::min(min_[2 * node], min_[2 * node + 1]);
+  }
+};
 
 int64_t saturating_add(int64_t a, int64_t b) {
   int64_t sum;
@@ -130,7 +171,7 @@ void TraceModel::add(const trace::Event& e) {
   records_.push_back(r);
   rows_[cached_row_].events.push_back(index);
   rows_[cached_row_].dirty = true;
-  // Sends and recvs enter the flow table at finalize() (index_flows).
+  // Sends and recvs enter the flow table in index_flows() (finalize() calls it).
   if (r.flow != 0) flows_dirty_ = true;
 }
 
@@ -343,31 +384,19 @@ void TraceModel::rebuild_row(TraceRowData& row) {
   // so nested spans draw under their parent and each level never overlaps.
   // Levels are chosen first and the tracks filled after, each reserved to
   // its size: pushing onto them one by one left up to twice the memory.
-  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> busy;
-  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> free_levels;  // lowest on top
+  LevelEnds level_ends;
   std::vector<size_t> level_sizes;
   LaneStats s;
   s.min_us = std::numeric_limits<int64_t>::max();
   int64_t union_end = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < keyed.size(); ++i) {
     Keyed& k = keyed[i];
-    while (!busy.empty() && busy.top().first <= k.begin_us) {
-      free_levels.push(busy.top().second);
-      busy.pop();
-    }
-    uint32_t level;
-    if (!free_levels.empty()) {
-      level = free_levels.top();
-      free_levels.pop();
-    } else {
-      level = static_cast<uint32_t>(level_sizes.size());
-      level_sizes.push_back(0);
-    }
+    const uint32_t level = level_ends.place(k.begin_us, k.end_us);
+    if (level == level_sizes.size()) level_sizes.push_back(0);
     k.level = level;
     records_[k.index].level = level;
     row.events[i] = k.index;
     ++level_sizes[level];
-    busy.emplace(k.end_us, level);
 
     const int64_t d = k.end_us - k.begin_us;
     if (s.count == 0) {

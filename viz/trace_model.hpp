@@ -160,6 +160,11 @@ class TraceModel {
   void shift_rank(const Checkpoint& mark, int rank, int64_t offset_us);
   // Sorts and stacks the rows that changed, pairs flows, updates statistics.
   void finalize();
+  // The part of finalize() that needs only the events added so far: their
+  // sends and recvs enter the flow table. A reader that adds a file in
+  // pieces calls it after each, so that less is left for finalize() once
+  // the last piece is in.
+  void index_flows();
   void clear();
 
   // Interval events; counter samples are counted apart (counter_count()).
@@ -215,8 +220,6 @@ class TraceModel {
   bool rows_sorted_ = true;
   FlowTable flow_ends_;  // id -> (send, recv) of records_[0, flows_indexed_)
   size_t flows_indexed_ = 0;
-  // Enters the sends and recvs added since the last call into flow_ends_.
-  void index_flows();
   std::vector<FlowBundle> bundles_;
   size_t flow_count_ = 0;
   size_t clamped_flows_ = 0;

@@ -42,8 +42,6 @@ void JsonPull::fail(const std::string& what) const {
 
 namespace {
 
-bool is_space(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 std::string describe(int c) {
   if (c < 0) return "the end of the input";
   if (c >= 0x20 && c < 0x7f) return std::string("'") + static_cast<char>(c) + "'";
@@ -74,13 +72,11 @@ void append_utf8(uint32_t cp, std::string& out) {
 
 void JsonPull::skip_space() {
   for (;;) {
-    const char* p = in_.data();
-    size_t n = in_.available();
-    if (n == 0) return;
-    size_t i = 0;
-    while (i < n && is_space(static_cast<unsigned char>(p[i]))) ++i;
-    in_.advance(i);
-    if (i < n) return;
+    JsonBytes bytes = in_memory();
+    if (bytes.p == bytes.end) return;  // the end of the input
+    bytes.skip_space();
+    consume(bytes.p);
+    if (bytes.p < bytes.end) return;
   }
 }
 
@@ -108,30 +104,15 @@ void JsonPull::read_key(std::string& key) {
   expect(':', "':' after an object key");
 }
 
-namespace {
-
-// Bytes a string holds as they are: printable ASCII other than '"' and '\\'.
-struct PlainBytes {
-  bool is[256] = {};
-  constexpr PlainBytes() {
-    for (int c = 0x20; c < 0x80; ++c) is[c] = c != '"' && c != '\\';
-  }
-};
-constexpr PlainBytes kPlain;
-
-}  // namespace
-
 std::string_view JsonPull::read_key_view() {
   if (peek() != '"') fail("expected an object key (a string), found " + describe(peek()));
   // Plain ASCII, the closing quote and the ':' right after it all in memory:
   // nothing can refill the buffer before the caller is done with the view.
-  const char* p = in_.data();  // p[0] is the opening quote
-  const size_t n = in_.available();
-  size_t i = 1;
-  while (i < n && kPlain.is[static_cast<unsigned char>(p[i])]) ++i;
-  if (i + 1 < n && p[i] == '"' && p[i + 1] == ':') {
-    in_.advance(i + 2);
-    return std::string_view(p + 1, i - 1);
+  JsonBytes bytes = in_memory();
+  std::string_view key;
+  if (bytes.plain_string(key) && bytes.take(':')) {
+    consume(bytes.p);
+    return key;
   }
   read_key(key_);
   return key_;
@@ -178,20 +159,16 @@ void JsonPull::read_utf8_tail(int lead, std::string& out) {
 
 
 void JsonPull::read_string(std::string& out) {
-  in_.skip();  // the opening quote
-  {
-    // Fastest path, nearly every string of a trace: plain ASCII up to the
-    // closing quote, all in memory now; one copy.
-    const char* p = in_.data();
-    const size_t n = in_.available();
-    size_t i = 0;
-    while (i < n && kPlain.is[static_cast<unsigned char>(p[i])]) ++i;
-    if (i < n && p[i] == '"') {
-      out.assign(p, i);
-      in_.advance(i + 1);
-      return;
-    }
+  // Fastest path, nearly every string of a trace: plain ASCII up to the
+  // closing quote, all in memory now; one copy.
+  JsonBytes bytes = in_memory();
+  std::string_view text;
+  if (bytes.plain_string(text)) {
+    out.assign(text);
+    consume(bytes.p);
+    return;
   }
+  in_.skip();  // the opening quote
   out.clear();
   for (;;) {
     // Fast path: copy the run of plain ASCII that is already in memory.
@@ -252,30 +229,19 @@ void JsonPull::read_string(std::string& out) {
 // number is unsigned (>= 0) or signed (< 0) when it fits 64 bits, else a
 // double; a double that overflows is an error.
 void JsonPull::read_number(JsonScalar& out) {
-  auto number_char = [](char c) {
-    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
-  };
-  {
-    // Fast path, every number the sink writes: up to 18 digits, no leading
-    // zero, followed (in memory now) by a byte that cannot continue a number.
-    const char* p = in_.data();
-    const size_t avail = in_.available();
-    size_t k = 0;
-    uint64_t v = 0;
-    while (k < avail && k < 19 && p[k] >= '0' && p[k] <= '9') v = v * 10 + static_cast<uint64_t>(p[k++] - '0');
-    if (k > 0 && k <= 18 && k < avail && !number_char(p[k]) && (p[0] != '0' || k == 1)) {
-      in_.advance(k);
-      out.kind = JsonScalar::Kind::kUnsigned;
-      out.unsigned_value = v;
-      return;
-    }
+  // Fast path, every number the sink writes.
+  JsonBytes bytes = in_memory();
+  if (bytes.small_unsigned(out.unsigned_value)) {
+    out.kind = JsonScalar::Kind::kUnsigned;
+    consume(bytes.p);
+    return;
   }
   number_.clear();
   for (;;) {
     const char* p = in_.data();
     const size_t avail = in_.available();
     size_t k = 0;
-    while (k < avail && number_char(p[k])) ++k;
+    while (k < avail && JsonBytes::continues_number(p[k])) ++k;
     number_.append(p, k);
     in_.advance(k);
     if (k < avail || avail == 0) break;

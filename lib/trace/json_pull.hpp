@@ -61,6 +61,64 @@ class ByteSource {
   int64_t consumed_ = 0;  // bytes before begin_
 };
 
+// Bytes a JSON string holds as they are: printable ASCII other than '"' and '\\'.
+struct JsonPlainBytes {
+  bool is[256] = {};
+  constexpr JsonPlainBytes() {
+    for (int c = 0x20; c < 0x80; ++c) is[c] = c != '"' && c != '\\';
+  }
+};
+inline constexpr JsonPlainBytes kJsonPlainBytes{};
+
+// The simplest tokens read straight from bytes in memory, for fast paths
+// (JsonPull's own, and the trace reader's for a whole event): each takes
+// one token at p when it has that form and lies wholly before end, moving p
+// past it; otherwise it returns false and p stays where it was. Every other
+// form, and every fault, is JsonPull's to read and name.
+struct JsonBytes {
+  const char* p;
+  const char* end;
+
+  static bool is_space(char c) {
+    return static_cast<unsigned char>(c) <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t');
+  }
+  void skip_space() {
+    while (p < end && is_space(*p)) ++p;
+  }
+  // The next byte is c.
+  bool take(char c) {
+    if (p == end || *p != c) return false;
+    ++p;
+    return true;
+  }
+  // A string of printable ASCII without '"' or '\\': its text is its bytes.
+  bool plain_string(std::string_view& text) {
+    if (p == end || *p != '"') return false;
+    const char* q = p + 1;
+    while (q < end && kJsonPlainBytes.is[static_cast<unsigned char>(*q)]) ++q;
+    if (q == end || *q != '"') return false;
+    text = std::string_view(p + 1, static_cast<size_t>(q - p - 1));
+    p = q + 1;
+    return true;
+  }
+  // A whole number of up to 18 digits without a leading zero (it fits
+  // int64), followed by a byte that cannot continue a number.
+  bool small_unsigned(uint64_t& value) {
+    const char* q = p;
+    uint64_t v = 0;
+    while (q < end && q - p < 19 && *q >= '0' && *q <= '9') v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    const auto digits = q - p;
+    if (digits == 0 || digits > 18 || q == end || continues_number(*q) || (*p == '0' && digits > 1)) return false;
+    value = v;
+    p = q;
+    return true;
+  }
+  // A byte that can be part of a number.
+  static bool continues_number(char c) {
+    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+  }
+};
+
 // One scalar, or the text of a whole object or array.
 struct JsonScalar {
   enum class Kind { kNull, kBool, kUnsigned, kInteger, kFloat, kString, kContainer };
@@ -112,6 +170,13 @@ class JsonPull {
   void read_string(std::string& out);
   // Any value; containers are kept as their compact text.
   void read_scalar(JsonScalar& out);
+  // The bytes in memory from here on, for a fast path that reads them
+  // itself (JsonBytes) and then consume()s up to where it stopped.
+  JsonBytes in_memory() {
+    const char* p = in_.data();
+    return JsonBytes{p, p + in_.available()};
+  }
+  void consume(const char* to) { in_.advance(static_cast<size_t>(to - in_.data())); }
   // Any value, checked and thrown away.
   void skip_value();
   // A leading UTF-8 byte order mark, as nlohmann skips it.

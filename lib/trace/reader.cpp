@@ -36,6 +36,15 @@ void as_text(const JsonScalar& s, std::string& out) {
   }
 }
 
+// The same for a value delivered once: a string is swapped into `out`,
+// whose old buffer the next element reads its value into.
+void take_text(JsonScalar& s, std::string& out) {
+  if (s.kind == Kind::kString || s.kind == Kind::kContainer)
+    out.swap(s.text);
+  else
+    as_text(s, out);
+}
+
 std::string as_text(const JsonScalar& s) {
   std::string out;
   as_text(s, out);
@@ -73,18 +82,31 @@ int64_t as_int(const JsonScalar& s, const char* what) {
   return value;
 }
 
+// The value of each hex digit, -1 for any other byte: a look-up, as the
+// digits of a flow id are random and branches on them mispredicted.
+struct HexDigits {
+  int8_t value[256] = {};
+  constexpr HexDigits() {
+    for (int c = 0; c < 256; ++c)
+      value[c] = static_cast<int8_t>(c >= '0' && c <= '9' ? c - '0'
+                                     : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                     : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                            : -1);
+  }
+};
+constexpr HexDigits kHexDigits;
+
 uint64_t as_flow(const JsonScalar& s) {
   // Fast path for what the sink writes: "0x" and 16 hex digits.
   if (s.kind == Kind::kString && s.text.size() == 18 && s.text[0] == '0' && (s.text[1] == 'x' || s.text[1] == 'X')) {
     uint64_t value = 0;
-    size_t i = 2;
-    for (; i < 18; ++i) {
-      const char c = s.text[i];
-      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (digit < 0) break;
-      value = value << 4 | static_cast<uint64_t>(digit);
+    int bad = 0;  // negative once a byte is not a digit
+    for (size_t i = 2; i < 18; ++i) {
+      const int digit = kHexDigits.value[static_cast<unsigned char>(s.text[i])];
+      bad |= digit;
+      value = value << 4 | static_cast<uint64_t>(digit & 0xF);
     }
-    if (i == 18) return value;
+    if (bad >= 0) return value;
   }
   const std::string text = as_text(s);
   try {
@@ -94,10 +116,23 @@ uint64_t as_flow(const JsonScalar& s) {
   }
 }
 
-// key == literal, without strlen: the length decides most comparisons.
+// to = text; a copy without the library's general assignment when the
+// length is unchanged, as it often is from one element to the next.
+void assign(std::string& to, std::string_view text) {
+  if (to.size() == text.size())
+    std::memcpy(to.data(), text.data(), text.size());
+  else
+    to.assign(text.data(), text.size());
+}
+
+// key == literal, without strlen or a call: the length decides most
+// comparisons, and the loop over a literal's few bytes is unrolled.
 template <size_t N>
 bool key_is(std::string_view key, const char (&literal)[N]) {
-  return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
+  if (key.size() != N - 1) return false;
+  for (size_t i = 0; i + 1 < N; ++i)
+    if (key[i] != literal[i]) return false;
+  return true;
 }
 
 }  // namespace
@@ -112,6 +147,9 @@ struct ChromeEventReader::Element {
   bool args_object = false;
   std::vector<std::pair<std::string, JsonScalar>> args;  // first args_used are this element's
   size_t args_used = 0;
+  // Args in key order, a repeated key by its last value, as a JSON object
+  // (std::map) holds them: indices into args (sort_args).
+  std::vector<uint32_t> order;
   JsonScalar zero;  // the default of pid, tid, ts, dur
   JsonScalar empty;  // the default of name, cat
 
@@ -120,6 +158,158 @@ struct ChromeEventReader::Element {
     empty.kind = Kind::kString;
   }
   const JsonScalar& field(Field f, const JsonScalar& fallback) const { return present[f] ? fields[f] : fallback; }
+  const std::string& key(uint32_t i) const { return args[i].first; }
+  const JsonScalar& value(uint32_t i) const { return args[i].second; }
+
+  // Insertion: a handful of args need no more.
+  void sort_args() {
+    order.clear();
+    for (uint32_t i = 0; i < args_used; ++i) {
+      size_t at = order.size();
+      int c = 1;
+      while (at > 0 && (c = key(order[at - 1]).compare(key(i))) > 0) --at;
+      if (at > 0 && c == 0)
+        order[at - 1] = i;
+      else
+        order.insert(order.begin() + static_cast<std::ptrdiff_t>(at), i);
+    }
+  }
+  const JsonScalar* find_arg(std::string_view name) const {
+    for (uint32_t i : order)
+      if (key(i) == name) return &value(i);
+    return nullptr;
+  }
+  // A field's text into `out` (empty when absent), as take_text.
+  void take_field(Field f, std::string& out) {
+    if (present[f])
+      take_text(fields[f], out);
+    else
+      out.clear();
+  }
+
+  // The field a key names, -1 for any other key.
+  static int field_of(std::string_view key) {
+    if (key_is(key, "ph")) return kPh;
+    if (key_is(key, "name")) return kName;
+    if (key_is(key, "cat")) return kCat;
+    if (key_is(key, "pid")) return kPid;
+    if (key_is(key, "tid")) return kTid;
+    if (key_is(key, "ts")) return kTs;
+    if (key_is(key, "dur")) return kDur;
+    return -1;
+  }
+  void clear() {
+    std::fill(std::begin(present), std::end(present), false);
+    args_object = false;
+    args_used = 0;
+  }
+  // Room for the next arg, its key set: where its value goes.
+  JsonScalar& next_arg(std::string_view key) {
+    if (args_used == args.size()) args.emplace_back();
+    auto& arg = args[args_used++];
+    assign(arg.first, key);
+    return arg.second;
+  }
+
+  // The object at the parser, read whole from the bytes in memory when it
+  // is all there and made of the simplest tokens (JsonBytes: plain strings,
+  // small whole numbers), as the sink writes every event: what read() would
+  // make of it, without JsonPull's bookkeeping for each token. False, with
+  // nothing taken, for anything else.
+  bool read_in_memory(JsonPull& json) {
+    clear();
+    JsonBytes bytes = json.in_memory();
+    if (!bytes.take('{')) return false;
+    bytes.skip_space();
+    if (!bytes.take('}')) {
+      do {
+        std::string_view key;
+        if (!member_key(bytes, key)) return false;
+        if (const int f = field_of(key); f >= 0) {
+          if (!scalar(bytes, fields[f])) return false;
+          present[f] = true;
+        } else if (key_is(key, "args")) {
+          args_used = 0;
+          args_object = true;
+          if (!bytes.take('{')) return false;
+          bytes.skip_space();
+          if (!bytes.take('}')) {
+            do {
+              if (!member_key(bytes, key) || !scalar(bytes, next_arg(key))) return false;
+            } while (next_member(bytes));
+            if (!bytes.take('}')) return false;
+          }
+        } else if (!scalar(bytes, skipped_)) {
+          return false;
+        }
+      } while (next_member(bytes));
+      if (!bytes.take('}')) return false;
+    }
+    json.consume(bytes.p);
+    return true;
+  }
+
+  // The object at the parser, any JSON, every fault named.
+  void read(JsonPull& json) {
+    clear();
+    json.expect('{', "'{'");
+    if (json.accept('}')) return;
+    do {
+      const std::string_view key = json.read_key_view();
+      if (const int f = field_of(key); f >= 0) {
+        json.read_scalar(fields[f]);
+        present[f] = true;
+      } else if (key_is(key, "args")) {
+        args_used = 0;
+        args_object = json.peek() == '{';
+        if (!args_object) {
+          json.skip_value();
+          continue;
+        }
+        json.expect('{', "'{'");
+        if (json.accept('}')) continue;
+        do {
+          json.read_scalar(next_arg(json.read_key_view()));
+        } while (json.accept(','));
+        json.expect('}', "',' or '}' in args");
+      } else {
+        json.skip_value();
+      }
+    } while (json.accept(','));
+    json.expect('}', "',' or '}' in an event");
+  }
+
+ private:
+  JsonScalar skipped_;  // the value of a key the reader ignores
+
+  // A key, its ':' and the whitespace around it.
+  static bool member_key(JsonBytes& bytes, std::string_view& key) {
+    if (!bytes.plain_string(key)) return false;
+    bytes.skip_space();
+    if (!bytes.take(':')) return false;
+    bytes.skip_space();
+    return true;
+  }
+  static bool scalar(JsonBytes& bytes, JsonScalar& out) {
+    std::string_view text;
+    if (bytes.plain_string(text)) {
+      out.kind = Kind::kString;
+      assign(out.text, text);
+      return true;
+    }
+    if (bytes.small_unsigned(out.unsigned_value)) {
+      out.kind = Kind::kUnsigned;
+      return true;
+    }
+    return false;
+  }
+  // After a member: true at a ',' (taken, with the whitespace around it).
+  static bool next_member(JsonBytes& bytes) {
+    bytes.skip_space();
+    if (!bytes.take(',')) return false;
+    bytes.skip_space();
+    return true;
+  }
 };
 
 ChromeEventReader::ChromeEventReader(const ReadLimits& limits, EventHandler on_event)
@@ -129,82 +319,28 @@ ChromeEventReader::~ChromeEventReader() = default;
 
 void ChromeEventReader::parse(JsonPull& json) {
   Element& el = *element_;
-  el.is_object = false;
-  if (json.peek() != '{') {
+  el.is_object = json.peek() == '{';
+  if (!el.is_object)
     json.skip_value();
-    return;
-  }
-  el.is_object = true;
-  std::fill(std::begin(el.present), std::end(el.present), false);
-  el.args_object = false;
-  el.args_used = 0;
-  json.expect('{', "'{'");
-  if (json.accept('}')) return;
-  do {
-    const std::string_view k = json.read_key_view();
-    int field = -1;
-    if (key_is(k, "ph")) field = Element::kPh;
-    else if (key_is(k, "name")) field = Element::kName;
-    else if (key_is(k, "cat")) field = Element::kCat;
-    else if (key_is(k, "pid")) field = Element::kPid;
-    else if (key_is(k, "tid")) field = Element::kTid;
-    else if (key_is(k, "ts")) field = Element::kTs;
-    else if (key_is(k, "dur")) field = Element::kDur;
-    if (field >= 0) {
-      json.read_scalar(el.fields[field]);
-      el.present[field] = true;
-    } else if (key_is(k, "args")) {
-      el.args_used = 0;
-      el.args_object = json.peek() == '{';
-      if (!el.args_object) {
-        json.skip_value();
-        continue;
-      }
-      json.expect('{', "'{'");
-      if (json.accept('}')) continue;
-      do {
-        if (el.args_used == el.args.size()) el.args.emplace_back();
-        auto& [key, value] = el.args[el.args_used++];
-        json.read_key(key);
-        json.read_scalar(value);
-      } while (json.accept(','));
-      json.expect('}', "',' or '}' in args");
-    } else {
-      json.skip_value();
-    }
-  } while (json.accept(','));
-  json.expect('}', "',' or '}' in an event");
+  else if (!el.read_in_memory(json))
+    el.read(json);
 }
 
 void ChromeEventReader::deliver() {
   Element& el = *element_;
   if (!el.is_object || !el.present[Element::kPh] || el.fields[Element::kPh].kind != Kind::kString) return;
-  // Args in key order, a repeated key by its last value: as a JSON object
-  // (std::map) holds them.
-  auto begin = el.args.begin();
-  auto end = begin + static_cast<std::ptrdiff_t>(el.args_used);
-  // Insertion sort: stable, and a handful of args need no more.
-  for (auto it = begin + (begin == end ? 0 : 1); it < end; ++it)
-    for (auto j = it; j != begin && (j - 1)->first > j->first; --j) std::iter_swap(j - 1, j);
-  auto is_last_of_key = [&](decltype(begin) it) { return it + 1 == end || (it + 1)->first != it->first; };
-  auto find_arg = [&](const char* key) -> const JsonScalar* {
-    const JsonScalar* found = nullptr;
-    for (auto it = begin; it != end; ++it)
-      if (it->first == key) found = &it->second;
-    return found;
-  };
-
+  el.sort_args();
   const std::string& kind = el.fields[Element::kPh].text;
-  if (kind == "M") {
+  if (key_is(kind, "M")) {
     const JsonScalar& name = el.field(Element::kName, el.empty);
     if (name.kind != Kind::kString || !el.args_object) return;
     if (name.text == "thread_name") {
-      if (const JsonScalar* lane = find_arg("name"))
+      if (const JsonScalar* lane = el.find_arg("name"))
         thread_names_[{as_int(el.field(Element::kPid, el.zero), "pid"),
                        as_int(el.field(Element::kTid, el.zero), "tid")}] = as_text(*lane);
     } else if (name.text == "clock_offset") {
-      const JsonScalar* offset = find_arg("offset_us");
-      const JsonScalar* uncertainty = find_arg("uncertainty_us");
+      const JsonScalar* offset = el.find_arg("offset_us");
+      const JsonScalar* uncertainty = el.find_arg("uncertainty_us");
       if (offset == nullptr || uncertainty == nullptr)
         throw TraceFormatError("clock_offset metadata needs args offset_us and uncertainty_us");
       const auto rank = static_cast<int>(as_int(el.field(Element::kPid, el.zero), "pid"));
@@ -218,48 +354,52 @@ void ChromeEventReader::deliver() {
     throw TraceFormatError("more than " + std::to_string(limits_.max_events) + " events (the reader's limit)");
   Event& e = event_;
   e.rank = static_cast<int>(as_int(el.field(Element::kPid, el.zero), "pid"));
-  as_text(el.field(Element::kName, el.empty), e.name);
+  el.take_field(Element::kName, e.name);
+  e.bytes = 0;
+  e.peer = -1;
+  e.flow = 0;
+  // The args the event keeps, as text, in key order; their strings trade
+  // buffers with the element's (take_text).
+  size_t kept = 0;
+  auto keep_arg = [&](uint32_t i) {
+    if (kept == e.args.size()) e.args.emplace_back();
+    auto& [key, value] = e.args[kept++];
+    key.swap(el.args[i].first);
+    take_text(el.args[i].second, value);
+  };
   if (counter) {
     // A counter sample (event.hpp): every arg is a series, its value as text.
     e.lane = kLaneCounter;
     e.category = kCounterCategory;
     e.begin_us = as_int(el.field(Element::kTs, el.zero), "ts");
     e.end_us = e.begin_us;
-    e.bytes = 0;
-    e.peer = -1;
-    e.flow = 0;
-    e.args.clear();
-    for (auto it = begin; it != end; ++it)
-      if (is_last_of_key(it)) e.args.emplace_back(it->first, as_text(it->second));
+    for (uint32_t i : el.order) keep_arg(i);
+    e.args.resize(kept);
     ++info_.events;
     on_event_(e);
     return;
   }
-  as_text(el.field(Element::kCat, el.empty), e.category);
+  el.take_field(Element::kCat, e.category);
   e.begin_us = as_int(el.field(Element::kTs, el.zero), "ts");
   e.end_us = e.begin_us + as_int(el.field(Element::kDur, el.zero), "dur");
   const int64_t tid = as_int(el.field(Element::kTid, el.zero), "tid");
-  e.bytes = 0;
-  e.peer = -1;
-  e.flow = 0;
-  e.args.clear();
   bool have_lane = false;
-  for (auto it = begin; it != end; ++it) {
-    if (!is_last_of_key(it)) continue;
-    const std::string& key = it->first;
+  for (uint32_t i : el.order) {
+    const std::string& key = el.key(i);
     if (key_is(key, "lane")) {
-      as_text(it->second, e.lane);
+      take_text(el.args[i].second, e.lane);
       have_lane = true;
     } else if (key_is(key, "bytes")) {
-      e.bytes = as_int(it->second, "bytes");
+      e.bytes = as_int(el.value(i), "bytes");
     } else if (key_is(key, "peer")) {
-      e.peer = static_cast<int>(as_int(it->second, "peer"));
+      e.peer = static_cast<int>(as_int(el.value(i), "peer"));
     } else if (key_is(key, "flow")) {
-      e.flow = as_flow(it->second);
+      e.flow = as_flow(el.value(i));
     } else {
-      e.args.emplace_back(key, as_text(it->second));
+      keep_arg(i);
     }
   }
+  e.args.resize(kept);
   if (!have_lane) {
     auto it = thread_names_.find({e.rank, tid});
     e.lane = it != thread_names_.end() ? it->second : std::to_string(tid);

@@ -83,9 +83,12 @@ int main(int argc, char** argv) {
       std::rewind(file.get());
       for (size_t n = 0; (n = std::fread(download.space(piece), 1, piece, file.get())) > 0;) download.commit(n);
       download.end_file();
-      const std::unique_ptr<viz::OpenedTraces> opened = download.opened();
+      const double read_ms = ms_since(start);
+      const std::unique_ptr<viz::OpenedTraces> opened = download.opened();  // finalized
       if (opened == nullptr) throw std::runtime_error("the pieces were not read whole");
       events = opened->model.size();
+      detail = "read " + std::to_string(static_cast<int>(read_ms)) + " ms, finalize " +
+               std::to_string(static_cast<int>(ms_since(start) - read_ms)) + " ms";
     } else {
       std::ifstream in(path, std::ios::binary);
       std::stringstream text;
