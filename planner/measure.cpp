@@ -156,6 +156,16 @@ std::vector<std::string> run_flags(int steps, const MeasureOptions& o) {
   return flags;
 }
 
+// The steps' median, lowest and highest; ok.
+void set_spread(Measured& m) {
+  std::vector<double> sorted = m.step_s;
+  std::sort(sorted.begin(), sorted.end());
+  m.median_s = sorted[sorted.size() / 2];
+  m.low_s = sorted.front();
+  m.high_s = sorted.back();
+  m.ok = true;
+}
+
 }  // namespace
 
 Measured measure(const std::string& command, const MeasureOptions& o) {
@@ -180,12 +190,23 @@ Measured measure(const std::string& command, const MeasureOptions& o) {
     out.error = "no ms/batch lines in its log: " + last_line(log);
     return out;
   }
-  std::vector<double> sorted = out.step_s;
-  std::sort(sorted.begin(), sorted.end());
-  out.median_s = sorted[sorted.size() / 2];
-  out.low_s = sorted.front();
-  out.high_s = sorted.back();
-  out.ok = true;
+  set_spread(out);
+  return out;
+}
+
+Measured combine(const std::vector<Measured>& runs) {
+  Measured out;
+  for (const Measured& run : runs) {
+    if (!run.ok) return run;
+    out.step_s.insert(out.step_s.end(), run.step_s.begin(), run.step_s.end());
+    out.metered_bytes = std::max(out.metered_bytes, run.metered_bytes);
+    out.peak_rss_bytes = std::max(out.peak_rss_bytes, run.peak_rss_bytes);
+  }
+  if (out.step_s.empty()) {
+    out.error = "no runs";
+    return out;
+  }
+  set_spread(out);
   return out;
 }
 

@@ -38,6 +38,11 @@ struct Measured {
 // `command`: capstone_command(...) without the program's name's path.
 Measured measure(const std::string& command, const MeasureOptions& options);
 
+// One layout's runs made at different times, as one: every timed step
+// together (their median, lowest and highest), the largest peaks; not ok
+// when any run failed (its error kept).
+Measured combine(const std::vector<Measured>& runs);
+
 // The timed steps in a lesson 11 log: per step, the slowest rank's
 // "ms/batch" (every printing rank logs each step), the first `warmup` left out.
 std::vector<double> steps_from_log(const std::string& log, int warmup);
