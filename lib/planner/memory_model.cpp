@@ -20,6 +20,7 @@
 #include "planner/schedule_shape.hpp"
 #include "tensor_parallel/memory.hpp"
 #include "train/stage_model.hpp"
+#include "zero/shard_layout.hpp"
 
 namespace distlab::planner {
 
@@ -35,14 +36,22 @@ int64_t layer_expert_parameters(const ModelShape& m, int experts_over) {
   return (f * d + f + d * f + d) * (m.lm.moe.experts / experts_over);
 }
 
-// One layer's elements on one of T tensor ranks (the header's list).
-int64_t layer_parameters(const ModelShape& m, int T, int experts_over) {
+// One layer's tensors on one of T tensor ranks, in registration order (the
+// header's list): in_proj's weight and bias, out_proj's (its bias whole),
+// linear1's, linear2's (its bias whole), the two norms' weights and biases.
+// With experts, a router (d -> E, no bias) in place of linear1 and linear2,
+// and the experts apart (layer_expert_parameters).
+std::vector<int64_t> layer_tensors(const ModelShape& m, int T) {
   const int64_t d = m.lm.emsize, f = m.lm.nhid;
-  const int64_t attention = (3 * d * d + 3 * d) / T + d * d / T + d;  // in_proj cut, out_proj's weight cut, its bias whole
-  const int64_t norms = 4 * d;
-  if (!m.lm.moe.enabled()) return attention + norms + (f * d + f) / T + d * f / T + d;
-  // Experts: a router (d -> E, no bias) and the experts this rank keeps.
-  return attention + norms + d * m.lm.moe.experts + layer_expert_parameters(m, experts_over);
+  if (m.lm.moe.enabled()) return {3 * d * d / T, 3 * d / T, d * d / T, d, d * m.lm.moe.experts, d, d, d, d};
+  return {3 * d * d / T, 3 * d / T, d * d / T, d, f * d / T, f / T, d * f / T, d, d, d, d, d};
+}
+
+// One layer's elements on one of T tensor ranks, with the experts it keeps.
+int64_t layer_parameters(const ModelShape& m, int T, int experts_over) {
+  const std::vector<int64_t> tensors = layer_tensors(m, T);
+  const int64_t dense = std::accumulate(tensors.begin(), tensors.end(), int64_t{0});
+  return dense + (m.lm.moe.enabled() ? layer_expert_parameters(m, experts_over) : 0);
 }
 
 // A stage's layers, [first, end).
@@ -60,48 +69,38 @@ int64_t stage_spread_parameters(const ModelShape& m, int stage, int stages, int 
 
 // A stage's parameters on one tensor rank in registration order, one list
 // per ZeRO-3 unit (zero/zero3.hpp): the embedding (V d), each layer's
-// in_proj weight and bias, out_proj's, linear1's, linear2's and the two
-// norms' weights and biases (a layer with experts as one tensor), the
-// decoder's weight and bias.
+// tensors (a layer with experts as one tensor), the decoder's weight and bias.
 std::vector<std::vector<int64_t>> stage_units(const ModelShape& m, int stage, int stages, int T, int experts_over) {
-  const int64_t d = m.lm.emsize, f = m.lm.nhid, V = m.lm.ntokens;
+  const int64_t d = m.lm.emsize, V = m.lm.ntokens;
   const auto [first, end] = stage_layers(m, stage, stages);
   std::vector<std::vector<int64_t>> units;
   if (stage == 0) units.push_back({V * d});
   for (int64_t layer = first; layer < end; ++layer) {
-    if (m.lm.moe.enabled()) {
-      units.push_back({layer_parameters(m, T, experts_over)});
-      continue;
-    }
-    units.push_back({3 * d * d / T, 3 * d / T, d * d / T, d, f * d / T, f / T, d * f / T, d, d, d, d, d});
+    if (m.lm.moe.enabled()) units.push_back({layer_parameters(m, T, experts_over)});
+    else units.push_back(layer_tensors(m, T));
   }
   if (stage == stages - 1) units.push_back({V * d, V});
   return units;
 }
 
-// What the ring's reductions leave on a rank of a ZeRO-k stage: the
-// calling thread's scratch (collectives/executor.hpp), as large as the
-// largest chunk one reduce-scatter of a bucket receives, kept once it
-// reaches kScratchKeptFromBytes. The buckets as ZeRO packs them: ZeRO-1 in
-// registration order, ZeRO-2 in the backward's, each of 1 MiB first then
-// 25 MiB (ddp/bucket_plan.hpp); ZeRO-3 a unit each.
-int64_t zero_scratch_bytes(const std::vector<std::vector<int64_t>>& units, int zero, int group) {
-  if (zero == 0 || group == 1) return 0;
+// What the ring's reductions leave on a rank of a stage under ZeRO-k (k =
+// zero_stage): the calling thread's scratch (collectives/executor.hpp), as
+// large as the largest chunk one reduce-scatter of a bucket receives, kept
+// once it reaches kScratchKeptFromBytes. The buckets as ZeRO packs them
+// (zero/shard_layout.hpp's plan_by_size, ZeroOptions' sizes): ZeRO-1 in
+// registration order, ZeRO-2 in the backward's; ZeRO-3 a unit each.
+int64_t zero_scratch_bytes(const std::vector<std::vector<int64_t>>& units, int zero_stage, int group) {
+  if (zero_stage == 0 || group == 1) return 0;
   std::vector<int64_t> buckets;
-  if (zero == 3) {
-    for (const auto& unit : units) {
-      int64_t n = 0;
-      for (int64_t t : unit) n += t;
-      buckets.push_back(n);
-    }
+  if (zero_stage == 3) {
+    for (const auto& unit : units) buckets.push_back(std::accumulate(unit.begin(), unit.end(), int64_t{0}));
   } else {
     std::vector<ddp::ParamInfo> infos;
     for (const auto& unit : units)
       for (int64_t t : unit) infos.push_back({"", t});
-    std::vector<int> order(infos.size());
-    std::iota(order.begin(), order.end(), 0);
-    if (zero == 2) order = ddp::reverse_registration_order(static_cast<int>(infos.size()));
-    for (const ddp::Bucket& b : ddp::plan_buckets(infos, order, ddp::kDefaultFirstBucketBytes, ddp::kDefaultBucketCapBytes).buckets)
+    const zero::BucketOrder order = zero_stage == 2 ? zero::BucketOrder::kBackward : zero::BucketOrder::kRegistration;
+    for (const ddp::Bucket& b :
+         zero::plan_by_size(infos, order, ddp::kDefaultFirstBucketBytes, ddp::kDefaultBucketCapBytes).buckets)
       buckets.push_back(b.numel);
   }
   int64_t most = 0;
@@ -132,10 +131,9 @@ int64_t zero3_unit_scratch(const std::vector<std::vector<int64_t>>& units, bool 
 }  // namespace
 
 int64_t stage_parameters(const ModelShape& m, int stage, int stages, int tensor, int experts_over) {
-  const auto [first, end] = stage_layers(m, stage, stages);
-  int64_t n = (end - first) * layer_parameters(m, tensor, experts_over);
-  if (stage == 0) n += m.lm.ntokens * m.lm.emsize;                       // the embedding
-  if (stage == stages - 1) n += m.lm.ntokens * m.lm.emsize + m.lm.ntokens;    // the decoder
+  int64_t n = 0;
+  for (const auto& unit : stage_units(m, stage, stages, tensor, experts_over))
+    n += std::accumulate(unit.begin(), unit.end(), int64_t{0});
   return n;
 }
 
@@ -145,13 +143,19 @@ namespace {
 int64_t vocabulary_tensor_bytes(const ModelShape& m, const Choice& c, int64_t columns) {
   return kFloat * sequence_tokens(m, c.layout.context) * columns * m.lm.ntokens;
 }
+
+// U: the elements of one s b d tensor of a microbatch of `columns` on one
+// rank (its s / C tokens of each column), a layer's output or its gradient.
+int64_t hidden_elements(const ModelShape& m, const Choice& c, int64_t columns) {
+  return sequence_tokens(m, c.layout.context) * columns * m.lm.emsize;
+}
 }  // namespace
 
 int64_t stage_activation_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
   const auto [first, end] = stage_layers(m, stage, stages);
   const int64_t s = sequence_tokens(m, c.layout.context);  // this rank's tokens of each column
-  const int64_t U = s * columns * m.lm.emsize;
+  const int64_t U = hidden_elements(m, c, columns);
   const bool dropout = m.lm.dropout > 0;
   const tensor_parallel::LayerShape layer{s, columns, m.lm.emsize, m.lm.nhead, m.lm.nhid};
   int64_t per_layer = 0;
@@ -196,12 +200,21 @@ int64_t recompute_bytes(const ModelShape& m, const Choice& c, int stage, int64_t
   return (stage_activation_bytes(m, none, stage, columns) - stage_activation_bytes(m, c, stage, columns)) / (end - first);
 }
 
+namespace {
+// The backward's first steps through a stage's layers (the header's
+// backward scratch on a stage before the last): `flowing` s b d gradients,
+// the largest weight's gradient before it is added into .grad, and under
+// recomputation the layer's tensors made again.
+int64_t layers_backward_scratch(const ModelShape& m, const Choice& c, int stage, int64_t columns, int flowing) {
+  return kFloat * (flowing * hidden_elements(m, c, columns) + m.lm.emsize * m.lm.nhid / c.layout.tensor) +
+         recompute_bytes(m, c, stage, columns);
+}
+}  // namespace
+
 int64_t backward_scratch_bytes(const ModelShape& m, const Choice& c, int stage, int64_t columns) {
   const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
   if (stage == stages - 1) return 2 * vocabulary_tensor_bytes(m, c, columns);
-  const int64_t U = sequence_tokens(m, c.layout.context) * columns * m.lm.emsize;
-  return kFloat * ((stage > 0 ? 3 : 2) * U + m.lm.emsize * m.lm.nhid / c.layout.tensor) +
-         recompute_bytes(m, c, stage, columns);
+  return layers_backward_scratch(m, c, stage, columns, /*flowing=*/stage > 0 ? 3 : 2);
 }
 
 // The rank's peak while its stages are built (the header's build).
@@ -292,11 +305,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       if (c.data.zero == 3) past_loss = std::max(past_loss, zero3_unit_scratch(units, microbatches == 1));
       // The last stage's layers after the loss: the flowing gradients and
       // a recomputed layer's tensors, as on any other stage.
-      if (s == stages - 1) {
-        const int64_t U = sequence_tokens(m, l.context) * columns * m.lm.emsize;
-        past_loss = std::max(past_loss, kFloat * (3 * U + m.lm.emsize * m.lm.nhid / l.tensor) +
-                                                  recompute_bytes(m, c, s, columns));
-      }
+      if (s == stages - 1) past_loss = std::max(past_loss, layers_backward_scratch(m, c, s, columns, /*flowing=*/3));
       std::vector<int64_t>& bytes = held_bytes[static_cast<size_t>(s)];
       for (size_t k = 0; k < sizes.size(); ++k) bytes[k + 1] = bytes[k] + stage_activation_bytes(m, c, s, sizes[k]);
       // The backward's first steps (the header's backward scratch).
@@ -338,7 +347,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     // backward that reduces: what that adds when the moments above did
     // not count it.
     if (holds_first) {
-      const int64_t U = sequence_tokens(m, l.context) * sizes.front() * m.lm.emsize;
+      const int64_t U = hidden_elements(m, c, sizes.front());
       const int64_t layers = stage_activation_bytes(m, c, 0, sizes.front()) - kFloat * 3 * U;
       const int64_t dense = kFloat * (m.lm.ntokens * m.lm.emsize + U);
       const int64_t buckets = c.data.zero == 2 ? whole_gradients - mem.gradients : 0;

@@ -1,5 +1,6 @@
 #include "zero/shard_layout.hpp"
 
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -12,6 +13,15 @@ ShardLayout make_shard_layout(ddp::BucketPlan plan, int world_size) {
   layout.plan = std::move(plan);
   layout.world_size = world_size;
   return layout;
+}
+
+ddp::BucketPlan plan_by_size(const std::vector<ddp::ParamInfo>& params, BucketOrder order, int64_t first_bytes,
+                             int64_t cap_bytes) {
+  const int n = static_cast<int>(params.size());
+  std::vector<int> packing(static_cast<size_t>(n));
+  std::iota(packing.begin(), packing.end(), 0);
+  if (order == BucketOrder::kBackward) packing = ddp::reverse_registration_order(n);
+  return ddp::plan_buckets(params, packing, first_bytes, cap_bytes);
 }
 
 int64_t ShardLayout::numel() const {

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "collectives/plan.hpp"
 #include "ddp/bucket_plan.hpp"
@@ -53,5 +54,16 @@ struct ShardLayout {
 
 // Throws std::invalid_argument for world_size < 1.
 ShardLayout make_shard_layout(ddp::BucketPlan plan, int world_size);
+
+// The order parameters are packed into buckets: Zero1 reduces after
+// backward, in registration order; Zero2 while backward runs, which meets
+// the last layers' gradients first.
+enum class BucketOrder { kRegistration, kBackward };
+
+// ZeRO-1's and ZeRO-2's buckets: DDP's packing (ddp/bucket_plan.hpp) of the
+// parameters, in registration order, taken in `order`. The planner's memory
+// model packs the sizes it predicts with it.
+ddp::BucketPlan plan_by_size(const std::vector<ddp::ParamInfo>& params, BucketOrder order, int64_t first_bytes,
+                             int64_t cap_bytes);
 
 }  // namespace distlab::zero

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <stdexcept>
 
 #include "collectives/collectives.hpp"
@@ -68,11 +67,7 @@ std::vector<ddp::ParamInfo> infos_of(const ddp::NamedTensors& named) {
 
 Packing pack_by_size(const ZeroOptions& options, BucketOrder order) {
   return [options, order](const std::vector<ddp::ParamInfo>& infos) {
-    const int n = static_cast<int>(infos.size());
-    std::vector<int> packing(static_cast<size_t>(n));
-    std::iota(packing.begin(), packing.end(), 0);
-    if (order == BucketOrder::kBackward) packing = ddp::reverse_registration_order(n);
-    return ddp::plan_buckets(infos, packing, options.first_bucket_bytes, options.bucket_cap_bytes);
+    return plan_by_size(infos, order, options.first_bucket_bytes, options.bucket_cap_bytes);
   };
 }
 

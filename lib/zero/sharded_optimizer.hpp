@@ -52,11 +52,6 @@ struct ZeroOptions {
   int tag = 0;  // collective tag of the reduce-scatters and all-gathers (collectives/tags.hpp)
 };
 
-// The order parameters are packed into buckets: Zero1 reduces after
-// backward, in registration order; Zero2 while backward runs, which meets
-// the last layers' gradients first.
-enum class BucketOrder { kRegistration, kBackward };
-
 // What compute was doing when a bucket's collective was queued on the comm
 // thread, as (arg, count), e.g. {"grads pending at submit", 7}: args of the
 // collective's span. A trace then shows why the collective could overlap
@@ -73,7 +68,7 @@ enum class ShardStorage { kViewsOfParameters, kOwn };
 
 // How the trainable parameters (in registration order) become buckets.
 using Packing = std::function<ddp::BucketPlan(const std::vector<ddp::ParamInfo>&)>;
-// DDP's packing: buckets of options' sizes, in `order`.
+// DDP's packing: buckets of options' sizes, in `order` (plan_by_size).
 Packing pack_by_size(const ZeroOptions& options, BucketOrder order);
 
 class ShardedOptimizer {
