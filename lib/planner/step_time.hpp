@@ -86,9 +86,10 @@ int threads_per_rank(const Profile& profile, int world);
 // of `columns` columns, and of its backward (recomputation included).
 struct StageSeconds {
   double forward = 0, backward = 0;
-  // The backward split as zero-bubble schedules run it: the first stage
-  // returns no gradient (I empty, W the whole backward); the others the
-  // pieces' measured I and W, or half the backward each without them.
+  // The backward split as zero-bubble schedules run it: I the input's
+  // gradient (the pieces' measured I, or half the backward without them;
+  // empty on the first stage, which returns none), W the whole backward
+  // again (autograd walks every node between the loss and the parameters).
   double backward_input = 0, backward_weight = 0;
 };
 StageSeconds stage_seconds(const ModelShape& model, const Choice& choice, const Profile& profile,

@@ -165,12 +165,14 @@ TEST(StepTime, AStagesSecondsAreItsMeasuredPiecesAtTheRanksTokens) {
   EXPECT_NEAR(last.forward, 2 * at350(2e-3, 7e-3) + at350(4e-3, 1.5e-2), 1e-15);
   EXPECT_NEAR(last.backward, 2 * at350(3e-3, 9e-3) + at350(1e-2, 4e-2), 1e-15);
   // The backward split as zero-bubble schedules run it: the first stage
-  // returns no gradient (I empty, W the whole backward); the last one its
-  // pieces' measured I and W (W walks the graph again: I + W > B).
+  // returns no gradient (I empty); the last one its pieces' measured I; W
+  // is autograd's backward to the parameters, which walks the whole stage
+  // again (every node between the loss and a parameter): the whole
+  // backward, not the pieces' W added up (each walks only its own layer).
   EXPECT_EQ(first.backward_input, 0);
-  EXPECT_DOUBLE_EQ(first.backward_weight, first.backward);
+  EXPECT_DOUBLE_EQ(first.backward_weight, 2 * at350(3e-3, 9e-3) + at350(1e-4, 3e-4));
   EXPECT_NEAR(last.backward_input, 2 * at350(1e-3, 4e-3) + at350(3e-3, 1.1e-2), 1e-15);
-  EXPECT_NEAR(last.backward_weight, 2 * at350(2.5e-3, 7e-3) + at350(8e-3, 3.2e-2), 1e-15);
+  EXPECT_NEAR(last.backward_weight, 2 * at350(3e-3, 9e-3) + at350(1e-2, 4e-2), 1e-15);
 
   // Recomputed whole: the measured recomputing layer; a zero-bubble
   // schedule cannot split its backward (its parameters' gradients come
@@ -252,7 +254,7 @@ TEST(StepTime, ACutLayerIsItsMeasuredSecondsWithTheSharingTakenOut) {
   EXPECT_NEAR(first.forward, 2 * at350(5e-3, 11e-3) / 2.1 + at350(3e-4, 9e-4), 1e-15);
   EXPECT_NEAR(first.backward, 2 * at350(10e-3, 22e-3) / 2.1 + at350(1e-4, 3e-4), 1e-15);
   EXPECT_NEAR(last.backward_input, 2 * at350(5e-3, 11e-3) / 2.1 + at350(3e-3, 1.1e-2), 1e-15);
-  EXPECT_NEAR(last.backward_weight, 2 * at350(7.5e-3, 16.5e-3) / 2.1 + at350(8e-3, 3.2e-2), 1e-15);
+  EXPECT_NEAR(last.backward_weight, 2 * at350(10e-3, 22e-3) / 2.1 + at350(1e-2, 4e-2), 1e-15);  // the whole backward
   // 2 context ranks hold 18 of each column's 35 tokens (padded to 4 chunks
   // of 9): 180 tokens, 5/525 of the way from 175 to 700.
   c.layout = train::Layout{2, 1, 1, 2};
