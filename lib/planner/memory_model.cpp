@@ -83,28 +83,35 @@ std::vector<std::vector<int64_t>> stage_units(const ModelShape& m, int stage, in
   return units;
 }
 
-// What the ring's reductions leave on a rank of a stage under ZeRO-k (k =
-// zero_stage): the calling thread's scratch (collectives/executor.hpp), as
-// large as the largest chunk one reduce-scatter of a bucket receives, kept
-// once it reaches kScratchKeptFromBytes. The buckets as ZeRO packs them
+// A stage's buckets under ZeRO-k (k = zero_stage, 1 to 3), elements each,
+// in the order they are reduce-scattered, as ZeRO packs them
 // (zero/shard_layout.hpp's plan_by_size, ZeroOptions' sizes): ZeRO-1 in
-// registration order, ZeRO-2 in the backward's; ZeRO-3 a unit each.
-int64_t zero_scratch_bytes(const std::vector<std::vector<int64_t>>& units, int zero_stage, int group) {
-  if (zero_stage == 0 || group == 1) return 0;
+// registration order, ZeRO-2 in the backward's (the decoder's first, the
+// embedding's last); ZeRO-3 a unit each.
+std::vector<int64_t> zero_buckets(const std::vector<std::vector<int64_t>>& units, int zero_stage) {
   std::vector<int64_t> buckets;
   if (zero_stage == 3) {
     for (const auto& unit : units) buckets.push_back(std::accumulate(unit.begin(), unit.end(), int64_t{0}));
-  } else {
-    std::vector<ddp::ParamInfo> infos;
-    for (const auto& unit : units)
-      for (int64_t t : unit) infos.push_back({"", t});
-    const zero::BucketOrder order = zero_stage == 2 ? zero::BucketOrder::kBackward : zero::BucketOrder::kRegistration;
-    for (const ddp::Bucket& b :
-         zero::plan_by_size(infos, order, ddp::kDefaultFirstBucketBytes, ddp::kDefaultBucketCapBytes).buckets)
-      buckets.push_back(b.numel);
+    return buckets;
   }
+  std::vector<ddp::ParamInfo> infos;
+  for (const auto& unit : units)
+    for (int64_t t : unit) infos.push_back({"", t});
+  const zero::BucketOrder order = zero_stage == 2 ? zero::BucketOrder::kBackward : zero::BucketOrder::kRegistration;
+  for (const ddp::Bucket& b :
+       zero::plan_by_size(infos, order, ddp::kDefaultFirstBucketBytes, ddp::kDefaultBucketCapBytes).buckets)
+    buckets.push_back(b.numel);
+  return buckets;
+}
+
+// What the ring's reductions leave on a rank of a stage under ZeRO-k: the
+// calling thread's scratch (collectives/executor.hpp), as large as the
+// largest chunk one reduce-scatter of a bucket receives, kept once it
+// reaches kScratchKeptFromBytes.
+int64_t zero_scratch_bytes(const std::vector<std::vector<int64_t>>& units, int zero_stage, int group) {
+  if (zero_stage == 0 || group == 1) return 0;
   int64_t most = 0;
-  for (int64_t n : buckets) {
+  for (int64_t n : zero_buckets(units, zero_stage)) {
     const int64_t bytes = kFloat * collectives::chunk_range(n, group, 0).count;
     if (bytes >= collectives::kScratchKeptFromBytes) most = std::max(most, bytes);
   }
@@ -251,6 +258,70 @@ DataBytes data_bytes(const ModelShape& m, int replicas) {
   return out;
 }
 
+namespace {
+// A stage's whole .grad (elements) and its ZeRO-2 buckets (zero_buckets).
+struct Zero2Stage {
+  int stage = 0;
+  int64_t psi = 0;
+  std::vector<int64_t> buckets;
+};
+
+// What a moment of a rank holds beside its parameters, shards, buffers and
+// data, by the header's categories (bytes).
+struct Zero2Moment {
+  int64_t gradients = 0, activations = 0, backward_scratch = 0;
+  int64_t total() const { return gradients + activations + backward_scratch; }
+};
+
+// ZeRO-2's backward that reduces, the stage's last (the earlier ones
+// accumulate under no_sync), at the hook of its largest gradient
+// (zero/zero2.hpp): the embedding's, the first stage's last gradient, and
+// the decoder weight's, the last stage's second. The gradient is final in
+// .grad (the earlier microbatches' sum, added in place) while the hook's
+// input, this microbatch's dense gradient, is still alive, and the hook
+// makes the bucket it goes to, whole; the buckets launched before have
+// landed. Every gradient not yet in a bucket is still whole in .grad,
+// those of the rank's stages whose last backward comes later too; with one
+// microbatch .grad is the dense gradient itself. What the rank's other
+// stages hold then, and of this microbatch: on the first stage its output
+// and the gradient received for it (2 s b d floats; none on a last stage),
+// on the last stage all but the log-probabilities.
+std::vector<Zero2Moment> zero2_moments(const ModelShape& m, const Choice& c, const Zero2Stage& z,
+                                       const std::vector<Zero2Stage>& rank_stages, const HeldMicrobatches& held,
+                                       int rank, const std::vector<std::vector<int64_t>>& held_bytes,
+                                       const std::vector<int64_t>& sizes) {
+  const int stages = c.layout.pipeline * c.pipeline.stages_per_rank;
+  const bool summed = sizes.size() > 1;
+  const double end = held.last_release(z.stage);
+  int64_t later = 0;  // the .grad of the rank's stages that reduce after this one
+  for (const Zero2Stage& o : rank_stages)
+    if (summed && o.stage != z.stage && held.last_release(o.stage) > end) later += o.psi;
+  const int64_t others = held.others_before(rank, z.stage, end, held_bytes);
+  const int64_t columns = sizes.back();  // the last microbatch's
+  const int64_t Vd = m.lm.ntokens * m.lm.emsize;
+  std::vector<Zero2Moment> moments;
+  if (z.stage == 0) {
+    Zero2Moment embedding;
+    embedding.gradients = kFloat * (later + (summed ? Vd : 0) + z.buckets.back());
+    embedding.backward_scratch = kFloat * Vd;
+    embedding.activations = others + (stages > 1 ? kFloat * 2 * hidden_elements(m, c, columns) : 0);
+    moments.push_back(embedding);
+  }
+  if (z.stage == stages - 1) {
+    Zero2Moment decoder;
+    decoder.gradients = kFloat * (later + (summed ? z.psi - m.lm.ntokens : 0) + z.buckets.front());
+    decoder.backward_scratch = kFloat * Vd;
+    // In float32 the logits' gradient is the decoder's input gradient until
+    // its node is done; in 16 bits the product's own backward (memory/
+    // precision.hpp) has let it go.
+    decoder.activations = others + stage_activation_bytes(m, c, z.stage, columns) -
+                          (c.memory.precision == memory::Precision::kFp32 ? 0 : vocabulary_tensor_bytes(m, c, columns));
+    moments.push_back(decoder);
+  }
+  return moments;
+}
+}  // namespace
+
 MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
   const train::Layout& l = c.layout;
   const int P = l.pipeline, stages = P * c.pipeline.stages_per_rank;
@@ -274,6 +345,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
     bool holds_first = false, holds_last = false;
     int64_t scratch = 0;
     int64_t past_loss = 0;  // the backward scratch of the moments after the loss
+    std::vector<Zero2Stage> zero2_stages;
     std::vector<std::vector<int64_t>> held_bytes(static_cast<size_t>(stages), std::vector<int64_t>(sizes.size() + 1, 0));
     for (int s = 0; s < stages; ++s) {
       if (pipeline::rank_of_stage(s, P, pipeline::placement_of(c.pipeline.schedule)) != r) continue;
@@ -303,6 +375,7 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       const auto units = stage_units(m, s, stages, l.tensor, N);
       scratch = std::max(scratch, zero_scratch_bytes(units, c.data.zero, averaging));
       if (c.data.zero == 3) past_loss = std::max(past_loss, zero3_unit_scratch(units, microbatches == 1));
+      if (c.data.zero == 2) zero2_stages.push_back({s, psi, zero_buckets(units, 2)});
       // The last stage's layers after the loss: the flowing gradients and
       // a recomputed layer's tensors, as on any other stage.
       if (s == stages - 1) past_loss = std::max(past_loss, layers_backward_scratch(m, c, s, columns, /*flowing=*/3));
@@ -314,7 +387,6 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       holds_last = holds_last || s == stages - 1;
     }
     mem.buffers += scratch;
-    const int64_t whole_gradients = mem.gradients;
     mem.build = build_bytes(m, c, r);
     const auto [bytes, count] = held.peak(r, held_bytes);
     mem.activations = bytes;
@@ -341,22 +413,24 @@ MemoryPrediction predict_memory(const ModelShape& m, const Choice& c) {
       mem.backward_scratch = past_loss;
     }
     // The embedding's backward, when it is the larger moment: the first
-    // microbatch's layers freed, the dense gradient made. ZeRO-2's buckets
-    // (zero/zero2.hpp) fill from a bucket's first gradient until it is
-    // reduce-scattered, so by then they hold the whole gradient even in a
-    // backward that reduces: what that adds when the moments above did
-    // not count it.
+    // microbatch's layers freed, the dense gradient made.
     if (holds_first) {
       const int64_t U = hidden_elements(m, c, sizes.front());
       const int64_t layers = stage_activation_bytes(m, c, 0, sizes.front()) - kFloat * 3 * U;
       const int64_t dense = kFloat * (m.lm.ntokens * m.lm.emsize + U);
-      const int64_t buckets = c.data.zero == 2 ? whole_gradients - mem.gradients : 0;
-      if (dense + buckets - layers > mem.backward_scratch) {
+      if (dense - layers > mem.backward_scratch) {
         mem.activations -= layers;
         mem.backward_scratch = dense;
-        mem.gradients += buckets;
       }
     }
+    // ZeRO-2's backward that reduces, when it is the larger moment.
+    for (const Zero2Stage& z : zero2_stages)
+      for (const Zero2Moment& moment : zero2_moments(m, c, z, zero2_stages, held, r, held_bytes, sizes))
+        if (moment.total() > mem.gradients + mem.activations + mem.backward_scratch) {
+          mem.gradients = moment.gradients;
+          mem.activations = moment.activations;
+          mem.backward_scratch = moment.backward_scratch;
+        }
     out.ranks.push_back(mem);
   }
   return out;

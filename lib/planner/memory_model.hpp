@@ -15,7 +15,11 @@
 //                    microbatches); ZeRO-2 and -3 hold 1/(R C) of them from
 //                    the start (gradient_shard), and the whole .grad only
 //                    while the microbatches accumulate (no_sync): counted
-//                    when a later backward's moment is the peak
+//                    when a later backward's moment is the peak; in
+//                    ZeRO-2's backward that reduces, what .grad still
+//                    holds and the bucket being filled (one reduce-scatter
+//                    in flight: the earlier buckets have landed), beside
+//                    the embedding's or the decoder's new gradient
 //   optimizer state  the trainer's SGD keeps none (K = 0 bytes a
 //                    parameter; momentum would be 4, Adam 8): per ZeRO-1+,
 //                    1/(R C) of K Psi

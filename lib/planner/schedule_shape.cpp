@@ -50,6 +50,24 @@ std::pair<int64_t, int> HeldMicrobatches::peak(int rank, const std::vector<std::
   return {best, best_count};
 }
 
+double HeldMicrobatches::last_release(int stage) const {
+  const auto& points = timeline.at(static_cast<size_t>(stage));
+  return points.empty() ? 0 : points.back().first;
+}
+
+int64_t HeldMicrobatches::others_before(int rank, int except, double time,
+                                        const std::vector<std::vector<int64_t>>& bytes) const {
+  int64_t sum = 0;
+  for (size_t s = 0; s < timeline.size(); ++s) {
+    if (rank_of_stage[s] != rank || static_cast<int>(s) == except) continue;
+    int held = 0;
+    for (const auto& [when, count] : timeline[s])
+      if (when < time) held = count;
+    sum += bytes.at(s).at(static_cast<size_t>(held));
+  }
+  return sum;
+}
+
 const HeldMicrobatches& held_microbatches(pipeline::ScheduleKind kind, int P, int v, int m, bool splits_backward) {
   static std::mutex mutex;
   static std::map<std::tuple<int, int, int, int, bool>, std::unique_ptr<HeldMicrobatches>> cache;

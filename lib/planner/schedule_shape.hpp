@@ -26,6 +26,10 @@ struct HeldMicrobatches {
   // backward's moment counts).
   std::pair<int64_t, int> peak(int rank, const std::vector<std::vector<int64_t>>& bytes,
                                bool after_first_release = false) const;
+  // When stage `stage`'s last microbatch is released: its last backward's end.
+  double last_release(int stage) const;
+  // The bytes rank `rank`'s stages other than `except` hold just before `time`.
+  int64_t others_before(int rank, int except, double time, const std::vector<std::vector<int64_t>>& bytes) const;
 };
 
 // Throws pipeline::ScheduleError for a shape the kind refuses.

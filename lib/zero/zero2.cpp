@@ -36,6 +36,7 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
   std::vector<comm::WorkPtr> works;  // launched reduce-scatters
   std::vector<bool> ready;           // per parameter, this backward
   int next_launch = 0;               // buckets launch strictly in order, as every rank does
+  int landed = 0;                    // launched buckets whose reduce-scatter was awaited, this backward
   bool sync = true;
   // The rank's thread, which calls backward (captured where it constructs and steps).
   comm::BackwardCaller caller;
@@ -50,15 +51,34 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
     works.assign(buckets.size(), nullptr);
     ready.assign(sharded.params().size(), false);
     next_launch = 0;
+    landed = 0;
     reducing = false;
+  }
+
+  // Every launched bucket's reduce-scatter awaited: its buffer is freed.
+  void await_launched(std::unique_lock<std::mutex>& lock) {
+    while (landed < next_launch) {
+      const int b = landed++;
+      const comm::WorkPtr work = works[static_cast<size_t>(b)];
+      lock.unlock();
+      ShardedOptimizer::wait_naming(work, comm.self() + ": reduce-scatter of ZeRO-2 bucket " + std::to_string(b));
+      lock.lock();
+    }
   }
 
   // Parameter i's gradient / p into its slot (zeros when it has none), and
   // the full .grad dropped: from here on only the bucket holds it.
-  void take_locked(size_t i) {
+  void take(std::unique_lock<std::mutex>& lock, size_t i) {
     const at::Tensor& p = sharded.params()[i];
     const auto b = static_cast<size_t>(bucket_of[i]);
     if (!buffers[b].defined()) {
+      // One reduce-scatter in flight at most, and none once a bucket is
+      // made: the buckets launched before land first, so a backward holds
+      // the buckets being filled and no launched one whatever the comm
+      // thread's pace (a reduce-scatter still overlaps the gradients
+      // computed until the next bucket's first), and the rank's peak can be
+      // predicted (planner/memory_model.hpp).
+      await_launched(lock);
       buffers[b] = at::empty({sharded.layout().plan.buckets[b].numel}, p.options());  // (bucket numel,)
       sharded.peaks().buffer_allocated(static_cast<int64_t>(buffers[b].nbytes()));
     }
@@ -103,7 +123,7 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
   }
 
   void on_grad_ready(size_t i) {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex);
     if (!sync) return;  // no_sync: the gradient stays in .grad, summed with the next micro-steps'
     if (!reducing) {
       reducing = true;
@@ -114,7 +134,7 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
       });
     }
     if (ready[i]) return;  // a second call within one backward: already in its bucket
-    take_locked(i);
+    take(lock, i);
     launch_ready_locked();
   }
 
@@ -127,7 +147,7 @@ struct GradShardState : std::enable_shared_from_this<GradShardState> {
       span.arg("stage", sharded.who()).arg("step", stats.synced_steps);
     }
     for (size_t i = 0; i < ready.size(); ++i)
-      if (!ready[i]) take_locked(i);  // unused this backward: its no_sync .grad, or zeros
+      if (!ready[i]) take(lock, i);  // unused this backward: its no_sync .grad, or zeros
     launch_ready_locked();
     std::vector<comm::WorkPtr> launched = works;
     lock.unlock();

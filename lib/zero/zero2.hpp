@@ -14,7 +14,10 @@
 // bucket's last slot is filled the bucket is reduce-scattered on the comm
 // thread, in bucket order, while backward computes earlier layers; the rank
 // adds its chunk of the average to its shard's .grad and the bucket's
-// buffer is freed. At the end of backward a callback waits for every bucket.
+// buffer is freed. Before the next bucket's buffer is made, the launched
+// buckets' reduce-scatters are awaited: one in flight at most, and what a
+// backward holds does not depend on the comm thread's pace. At the end of
+// backward a callback waits for every bucket.
 // Each reduce-scatter's span carries "grads pending at submit": how many
 // gradients backward had still to produce when the bucket was queued.
 // Buckets are packed last layer first, the order backward reaches them.

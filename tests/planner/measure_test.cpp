@@ -75,7 +75,8 @@ TEST(Measure, EachRankOfALayoutMetersItsOwnProcess) {
 // preset whose peaks come at different moments: the last stage's loss
 // (GPipe holding two microbatches' log-probabilities), the first stage's
 // embedding backward, ZeRO-1's flat buckets, ZeRO-3's whole .grad between
-// two microbatches, 16-bit weight copies, a zero-bubble schedule whose
+// two microbatches, ZeRO-2's backward that reduces (the embedding's summed
+// .grad, its new gradient and the bucket it goes to), 16-bit weight copies, a zero-bubble schedule whose
 // recomputed stages free a microbatch at I, and the corpus cut for two
 // replicas at set-up.
 TEST(Measure, EachRanksPeakIsItsPredictionWithinOnePercent) {
@@ -94,6 +95,7 @@ TEST(Measure, EachRanksPeakIsItsPredictionWithinOnePercent) {
                         Case{{2, 1, 1, 1}, K::k1F1B, 4, 0, Recompute::kNone, Precision::kBf16},
                         Case{{1, 2, 1, 1}, K::k1F1B, 1, 1, Recompute::kSelective, Precision::kFp32},
                         Case{{1, 2, 1, 1}, K::k1F1B, 2, 3, Recompute::kNone, Precision::kFp32},
+                        Case{{2, 1, 1, 2}, K::kGPipe, 2, 2, Recompute::kNone, Precision::kFp32},
                         Case{{2, 1, 1, 1}, K::kZeroBubbleH1, 4, 0, Recompute::kFull, Precision::kFp32}}) {
     Choice c;
     c.layout = k.layout;
