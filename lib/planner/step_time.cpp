@@ -132,7 +132,9 @@ double update_seconds(const ModelShape& m, const Choice& c, const Profile& profi
   return shard * seconds;
 }
 
-// One layer on this rank from the profile's pieces, its messages included:
+// One layer on this rank from the profile's pieces, its messages included
+// (forward, backward and I; W is not read: a stage's W is its whole
+// backward, split_backward):
 // the whole layer's measured seconds at the rank's tokens; a layer cut over
 // T tensor ranks and holding 1/C of each sequence times the measured cut
 // layer's ratio to the whole one at the same tokens (both fp32 on one
@@ -162,7 +164,6 @@ PieceSeconds layer_seconds(const ModelShape& m, const Choice& c, const Profile& 
     out.forward *= ratio(measured.forward, whole.forward);
     out.backward *= ratio(measured.backward, whole.backward);
     out.input *= ratio(measured.input, whole.input);
-    out.weight *= ratio(measured.weight, whole.weight);
   } else if (T * C > 1) {
     ModelShape local = m;
     local.bptt = sequence_tokens(m, C);
@@ -171,7 +172,7 @@ PieceSeconds layer_seconds(const ModelShape& m, const Choice& c, const Profile& 
     whole.experts.parallel = 1;
     const double scale = parts.compute / layer_added_up(local, whole, profile, backend, 1, 1, columns).compute;
     out = {scale * out.forward + parts.cut_comm, scale * out.backward + twice * parts.cut_comm,
-           scale * out.input + parts.cut_comm, scale * out.weight};
+           scale * out.input + parts.cut_comm};
   }
   out.forward += parts.expert_comm;
   out.backward += twice * parts.expert_comm;
