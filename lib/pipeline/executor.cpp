@@ -157,14 +157,14 @@ StepResult PipelineExecutor::step(const at::Tensor& input, const at::Tensor& tar
           st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();
           break;
         case ActionType::kBackwardWeight:  // the parameters' gradients, into .grad
-          // Autograd walks again every node between the root and the
+          if (stages_[c].splits_backward && !stages_[c].parameters.empty())
+            torch::autograd::backward({root()}, seed(), /*retain_graph=*/false, /*create_graph=*/false,
+                                      stages_[c].parameters);
+          // That backward walks again every node between the root and the
           // parameters (it kept no gradient of I's): W costs about the whole
           // backward, I + W more than B (the planner's step_time.cpp counts
           // it so). The zero-bubble paper's W is only the weight products,
           // from the output gradients I would keep.
-          if (stages_[c].splits_backward && !stages_[c].parameters.empty())
-            torch::autograd::backward({root()}, seed(), /*retain_graph=*/false, /*create_graph=*/false,
-                                      stages_[c].parameters);
           st.input[c][i] = st.output[c][i] = st.root[c][i] = st.grad_output[c][i] = at::Tensor();
           break;
         case ActionType::kSendF: {
